@@ -1,0 +1,44 @@
+# fairmetric — two commands for a newcomer: `make run` and `make test`.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-requirements
+
+.PHONY: run test install migrate demo lint pytest bench clean help
+
+help:
+	@echo "make run    set up .venv, migrate, load demo data, start web + worker on 127.0.0.1:8000"
+	@echo "make test   set up .venv and run lint and the whole test suite"
+	@echo "make bench  run the benchmarks (prints figures)"
+
+$(STAMP): requirements.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r requirements.txt
+	touch $(STAMP)
+
+install: $(STAMP)
+
+migrate: install
+	$(BIN)/python manage.py migrate --noinput
+
+demo: migrate
+	$(BIN)/python manage.py create_demo_users
+
+run: demo
+	bash scripts/run_dev.sh
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/lint-imports
+
+pytest: install
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+test: lint pytest
+
+bench: install
+	$(BIN)/python benchmarks/core.py
+
+clean:
+	rm -rf $(VENV) db.sqlite3 media var staticfiles .pytest_cache .ruff_cache

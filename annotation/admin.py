@@ -1,0 +1,91 @@
+from django.contrib import admin
+
+from .models import (
+    ComparableGroup,
+    EmbeddingSpace,
+    GoldPair,
+    GroupEdit,
+    Item,
+    Membership,
+    PairJudgment,
+    Study,
+    Tag,
+)
+
+
+@admin.register(EmbeddingSpace)
+class EmbeddingSpaceAdmin(admin.ModelAdmin):
+    list_display = ["name", "dimension", "item_count", "sha256", "created_at"]
+    search_fields = ["name", "source"]
+    readonly_fields = ["sha256", "item_count", "created_at"]
+
+
+@admin.register(Tag)
+class TagAdmin(admin.ModelAdmin):
+    search_fields = ["name"]
+
+
+@admin.register(Item)
+class ItemAdmin(admin.ModelAdmin):
+    list_display = ["key", "space", "kind", "row"]
+    list_filter = ["space", "kind"]
+    search_fields = ["key"]
+    raw_id_fields = ["space"]
+    filter_horizontal = ["tags"]
+    list_select_related = ["space"]
+    show_full_result_count = False
+
+
+class MembershipInline(admin.TabularInline):
+    model = Membership
+    raw_id_fields = ["user"]
+    extra = 0
+
+
+@admin.register(Study)
+class StudyAdmin(admin.ModelAdmin):
+    list_display = ["name", "space", "mode", "strategy", "overlap", "is_active", "created_at"]
+    list_filter = ["mode", "strategy", "is_active"]
+    search_fields = ["name"]
+    inlines = [MembershipInline]
+    filter_horizontal = ["pool_tags"]
+
+
+@admin.register(Membership)
+class MembershipAdmin(admin.ModelAdmin):
+    list_display = ["user", "study", "role", "created_at"]
+    list_filter = ["role", "study"]
+    search_fields = ["user__username", "study__name"]
+    raw_id_fields = ["user"]
+
+
+@admin.register(PairJudgment)
+class PairJudgmentAdmin(admin.ModelAdmin):
+    list_display = ["id", "study", "item_a", "item_b", "label", "annotator", "source", "created_at"]
+    list_filter = ["study", "label", "source", "is_gold"]
+    search_fields = ["item_a__key", "item_b__key", "annotator__username", "client_id"]
+    raw_id_fields = ["item_a", "item_b", "annotator"]
+    list_select_related = ["study", "item_a", "item_b", "annotator"]
+    show_full_result_count = False
+
+
+@admin.register(GoldPair)
+class GoldPairAdmin(admin.ModelAdmin):
+    list_display = ["study", "item_a", "item_b", "label"]
+    list_filter = ["study", "label"]
+    raw_id_fields = ["item_a", "item_b"]
+
+
+@admin.register(ComparableGroup)
+class ComparableGroupAdmin(admin.ModelAdmin):
+    list_display = ["name", "study", "created_by", "source", "revision", "updated_at"]
+    list_filter = ["study", "source"]
+    search_fields = ["name"]
+    raw_id_fields = ["members", "created_by"]
+
+
+@admin.register(GroupEdit)
+class GroupEditAdmin(admin.ModelAdmin):
+    list_display = ["group", "action", "item", "user", "revision", "created_at"]
+    list_filter = ["action"]
+    raw_id_fields = ["group", "item", "user"]

@@ -1,0 +1,292 @@
+"""Who labels what: embedding spaces, items, studies, memberships, judgments and groups."""
+
+from __future__ import annotations
+
+import uuid
+
+import numpy as np
+from django.conf import settings
+from django.db import models
+from django.db.models import F, Q
+
+
+class EmbeddingSpace(models.Model):
+    """A matrix of item embeddings, kept as one ``.npy`` file in media storage.
+
+    Items are database rows pointing at row indices of the matrix; vectors are never stored
+    one per row. Read the vectors of many items with :meth:`vectors` (one indexed read).
+    """
+
+    name = models.CharField(max_length=200, unique=True)
+    dimension = models.PositiveIntegerField()
+    source = models.TextField(blank=True, help_text="Where the vectors come from.")
+    matrix = models.FileField(upload_to="spaces/", max_length=500)
+    sha256 = models.CharField(max_length=64)
+    item_count = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def load_matrix(self, *, mmap: bool = True) -> np.ndarray:
+        """The whole matrix (n, d), memory-mapped read-only by default."""
+        return np.load(self.matrix.path, mmap_mode="r" if mmap else None)
+
+    def vectors(self, rows) -> np.ndarray:
+        """Vectors of the given row indices as a float64 array, in the given order."""
+        rows = np.asarray(rows, dtype=np.int64)
+        matrix = self.load_matrix()
+        if rows.size == 0:
+            return np.empty((0, matrix.shape[1]))
+        # Fancy indexing on a memmap reads only the pages the rows live on.
+        order = np.argsort(rows, kind="stable")
+        out = np.empty((rows.size, matrix.shape[1]), dtype=np.float64)
+        out[order] = matrix[rows[order]]
+        return out
+
+
+class Tag(models.Model):
+    name = models.CharField(max_length=100, unique=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Item(models.Model):
+    class Kind(models.TextChoices):
+        WORD = "word", "word"
+        NAME = "name", "name"
+        TEXT = "text", "text"
+        RECORD = "record", "record"
+
+    space = models.ForeignKey(EmbeddingSpace, on_delete=models.CASCADE, related_name="items")
+    key = models.CharField(max_length=255)
+    text = models.TextField(blank=True, help_text="Display text; the key when empty.")
+    kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.WORD)
+    payload = models.JSONField(null=True, blank=True, help_text="A record's fields, shown.")
+    row = models.PositiveIntegerField(help_text="Row index into the space's matrix.")
+    tags = models.ManyToManyField(Tag, blank=True, related_name="items")
+
+    class Meta:
+        ordering = ["space", "row"]
+        constraints = [
+            models.UniqueConstraint(fields=["space", "key"], name="item_unique_key_in_space"),
+            models.UniqueConstraint(fields=["space", "row"], name="item_unique_row_in_space"),
+        ]
+
+    def __str__(self) -> str:
+        return self.key
+
+    @property
+    def display(self) -> str:
+        return self.text or self.key
+
+
+class Study(models.Model):
+    class Mode(models.TextChoices):
+        PAIRS = "pairs", "pairs"
+        GROUPS = "groups", "groups"
+        BOTH = "both", "pairs and groups"
+
+    class Strategy(models.TextChoices):
+        RANDOM = "random", "random"
+        STRATIFIED = "stratified", "stratified by distance"
+        UNCERTAINTY = "uncertainty", "uncertainty (active learning)"
+
+    name = models.CharField(max_length=200, unique=True)
+    space = models.ForeignKey(EmbeddingSpace, on_delete=models.PROTECT, related_name="studies")
+    pool_tags = models.ManyToManyField(
+        Tag, blank=True, related_name="studies", help_text="Item pool; empty means all items."
+    )
+    mode = models.CharField(max_length=10, choices=Mode.choices, default=Mode.BOTH)
+    strategy = models.CharField(max_length=12, choices=Strategy.choices, default=Strategy.RANDOM)
+    overlap = models.PositiveSmallIntegerField(
+        default=2, help_text="How many annotators answer each pair."
+    )
+    gold_rate = models.FloatField(default=0.0, help_text="Share of gold pairs shown (0 to 1).")
+    instructions = models.TextField(blank=True, help_text="Markdown.")
+    target_per_annotator = models.PositiveIntegerField(default=200)
+    is_active = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    members = models.ManyToManyField(
+        settings.AUTH_USER_MODEL, through="Membership", related_name="studies"
+    )
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name_plural = "studies"
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(gold_rate__gte=0) & Q(gold_rate__lte=1), name="study_gold_rate_0_1"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Membership(models.Model):
+    class Role(models.TextChoices):
+        ANNOTATOR = "annotator", "annotator"
+        REVIEWER = "reviewer", "reviewer"
+        ADMIN = "admin", "admin"
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"
+    )
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=10, choices=Role.choices, default=Role.ANNOTATOR)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["study", "user"]
+        constraints = [
+            models.UniqueConstraint(fields=["user", "study"], name="membership_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.study} as {self.role}"
+
+
+class Source(models.TextChoices):
+    ANNOTATED = "annotated", "annotated by a person"
+    IMPORTED = "imported", "imported"
+
+
+class Label(models.TextChoices):
+    COMPARABLE = "comparable", "comparable"
+    INCOMPARABLE = "incomparable", "incomparable"
+    UNSURE = "unsure", "unsure"
+
+
+class PairJudgment(models.Model):
+    """One answer about one pair. Pairs are stored canonically: ``item_a_id < item_b_id``."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="judgments")
+    item_a = models.ForeignKey(Item, on_delete=models.PROTECT, related_name="+")
+    item_b = models.ForeignKey(Item, on_delete=models.PROTECT, related_name="+")
+    label = models.CharField(max_length=12, choices=Label.choices)
+    annotator = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="judgments",
+        help_text="Empty for imported judgments.",
+    )
+    source = models.CharField(max_length=10, choices=Source.choices, default=Source.ANNOTATED)
+    provenance = models.CharField(max_length=300, blank=True)
+    client_id = models.UUIDField(unique=True, default=uuid.uuid4, editable=False)
+    elapsed_ms = models.PositiveIntegerField(null=True, blank=True)
+    is_gold = models.BooleanField(default=False, help_text="Answer to a gold pair.")
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(item_a__lt=F("item_b")), name="judgment_canonical_pair"
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["study", "id"], name="judgment_study_id"),
+            models.Index(fields=["study", "annotator", "id"], name="judgment_study_annotator"),
+            models.Index(fields=["study", "item_a", "item_b"], name="judgment_study_pair"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.item_a_id}-{self.item_b_id}: {self.label}"
+
+
+class GoldPair(models.Model):
+    """A pair with a known answer, set by an admin, shown at the study's gold rate."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="gold_pairs")
+    item_a = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="+")
+    item_b = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="+")
+    label = models.CharField(
+        max_length=12, choices=[c for c in Label.choices if c[0] != Label.UNSURE]
+    )
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(condition=Q(item_a__lt=F("item_b")), name="gold_canonical_pair"),
+            models.UniqueConstraint(fields=["study", "item_a", "item_b"], name="gold_unique_pair"),
+        ]
+
+    def __str__(self) -> str:
+        return f"gold {self.item_a_id}-{self.item_b_id}: {self.label}"
+
+
+class ComparableGroup(models.Model):
+    """A named group of items an annotator (or an import) declares comparable."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="groups")
+    name = models.CharField(max_length=200)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="comparable_groups",
+    )
+    source = models.CharField(max_length=10, choices=Source.choices, default=Source.ANNOTATED)
+    provenance = models.CharField(max_length=300, blank=True)
+    members = models.ManyToManyField(Item, related_name="comparable_groups", blank=True)
+    revision = models.PositiveIntegerField(
+        default=1, help_text="The study-wide group revision of this group's last edit."
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(fields=["study", "name"], name="group_unique_name_in_study"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class GroupEdit(models.Model):
+    """History of a group: one row per create / rename / add / remove."""
+
+    class Action(models.TextChoices):
+        CREATE = "create", "create"
+        RENAME = "rename", "rename"
+        ADD = "add", "add"
+        REMOVE = "remove", "remove"
+        DELETE = "delete", "delete"
+
+    group = models.ForeignKey(ComparableGroup, on_delete=models.CASCADE, related_name="edits")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    action = models.CharField(max_length=10, choices=Action.choices)
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, null=True, blank=True, related_name="+")
+    detail = models.CharField(max_length=300, blank=True)
+    revision = models.PositiveIntegerField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-id"]
+
+    def __str__(self) -> str:
+        return f"{self.action} r{self.revision}"
+
+
+class StudyCounter(models.Model):
+    """Monotonic per-study revision of the group data (the watermark refits compare)."""
+
+    study = models.OneToOneField(Study, on_delete=models.CASCADE, related_name="counter")
+    group_revision = models.PositiveBigIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"{self.study_id}: groups r{self.group_revision}"

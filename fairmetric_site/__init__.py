@@ -1,0 +1,5 @@
+"""fairmetric: learn individual-fairness metrics from human feedback."""
+
+from .celery import app as celery_app
+
+__all__ = ("celery_app",)

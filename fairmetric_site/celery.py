@@ -1,0 +1,37 @@
+"""The Celery app: settings from Django's (namespace ``CELERY_``), tasks autodiscovered."""
+
+import os
+from pathlib import Path
+
+from celery import Celery
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "fairmetric_site.settings")
+
+app = Celery("fairmetric")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.autodiscover_tasks()
+
+
+def ensure_embedded_dirs() -> None:
+    """Create the folders of the embedded broker and result store (no-op with Redis)."""
+    from django.conf import settings
+
+    folders = []
+    if settings.CELERY_BROKER_URL.startswith("filesystem://"):
+        options = settings.CELERY_BROKER_TRANSPORT_OPTIONS
+        folders += [options["data_folder_in"], options["data_folder_out"], options["control_folder"]]
+    if settings.CELERY_RESULT_BACKEND.startswith("file://"):
+        folders.append(settings.CELERY_RESULT_BACKEND.removeprefix("file://"))
+    for folder in folders:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+
+
+@app.on_after_configure.connect
+def _prepare_embedded_dirs(sender, **kwargs) -> None:
+    ensure_embedded_dirs()
+
+
+@app.task(name="fairmetric.ping")
+def ping(value: str = "pong") -> str:
+    """A trivial task used by health checks and tests to prove a worker answers."""
+    return value

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Start the development web server and a Celery worker (with beat), stop all on Ctrl-C.
+# Used by `make run`; expects the virtualenv in .venv and a migrated database.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=.venv/bin/python
+HOST=${HOST:-127.0.0.1}
+PORT=${PORT:-8000}
+mkdir -p var
+
+pids=()
+cleanup() {
+  trap - INT TERM EXIT
+  echo
+  echo "Stopping web server and worker..."
+  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+}
+trap cleanup INT TERM EXIT
+
+.venv/bin/celery -A fairmetric_site worker --beat --loglevel=INFO --concurrency=1 \
+  --schedule=var/celerybeat-schedule --hostname="dev@%h" &
+pids+=($!)
+
+$PY manage.py runserver "$HOST:$PORT" --noreload &
+pids+=($!)
+
+sleep 2
+cat <<MSG
+
+  fairmetric is running at http://$HOST:$PORT/
+  Demo logins (password: ${DEMO_PASSWORD:-fairmetric}): admin, reviewer, annotator
+  Broker: ${REDIS_URL:-${CELERY_BROKER_URL:-embedded (filesystem, var/broker)}}
+  Database: ${DATABASE_URL:-SQLite (db.sqlite3)}
+  Press Ctrl-C to stop.
+
+MSG
+# Exit (and stop the rest) as soon as either process ends.
+wait -n "${pids[@]}"

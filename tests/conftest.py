@@ -1,0 +1,91 @@
+"""Shared fixtures. Real services are used when reachable; under CI=true they must be."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+IN_CI = os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}
+DEFAULT_LOCAL_REDIS = "redis://127.0.0.1:6379/15"
+
+
+def require(condition: bool, what: str) -> None:
+    """Skip locally when a real service is missing; fail under CI, where it must be there."""
+    if condition:
+        return
+    if IN_CI:
+        pytest.fail(f"{what} (CI=true: real services are required, not skipped)")
+    pytest.skip(f"{what}; set it up to run this test (CI runs it)")
+
+
+def redis_reachable(url: str) -> bool:
+    import redis
+
+    try:
+        return bool(redis.Redis.from_url(url, socket_connect_timeout=1).ping())
+    except redis.RedisError:
+        return False
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> str:
+    """REDIS_URL when set, else the local server's db 15 when it answers."""
+    url = os.environ.get("REDIS_URL") or DEFAULT_LOCAL_REDIS
+    require(redis_reachable(url), f"Redis is not reachable at {url}")
+    return url
+
+
+def subprocess_env(**overrides: str | None) -> dict[str, str]:
+    """The current environment with overrides (None removes a variable)."""
+    env = dict(os.environ)
+    env.setdefault("DJANGO_SETTINGS_MODULE", "fairmetric_site.settings")
+    for key, value in overrides.items():
+        if value is None:
+            env.pop(key, None)
+        else:
+            env[key] = value
+    return env
+
+
+@pytest.fixture
+def start_worker(tmp_path: Path) -> Iterator[Callable[..., tuple[subprocess.Popen, str]]]:
+    """Start a real Celery worker process consuming a queue of its own.
+
+    Returns ``start(**env_overrides) -> (process, queue)``; workers are stopped at teardown.
+    """
+    procs: list[subprocess.Popen] = []
+
+    def start(**overrides: str | None) -> tuple[subprocess.Popen, str]:
+        queue = f"test-{uuid.uuid4().hex[:10]}"
+        log = open(tmp_path / f"{queue}.log", "w")  # noqa: SIM115 - closed with the process
+        proc = subprocess.Popen(
+            [
+                sys.executable, "-m", "celery", "-A", "fairmetric_site", "worker",
+                "--pool=solo", "--loglevel=INFO", "-Q", queue, "--hostname", f"{queue}@%h",
+                "--without-gossip", "--without-mingle",
+            ],
+            cwd=ROOT,
+            env=subprocess_env(**overrides),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        procs.append(proc)
+        return proc, queue
+
+    yield start
+    for proc in procs:
+        proc.terminate()
+    deadline = time.monotonic() + 10
+    for proc in procs:
+        try:
+            proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            proc.kill()

@@ -1,0 +1,66 @@
+"""Each bad environment value stops start-up with one readable ImproperlyConfigured line."""
+
+import subprocess
+import sys
+
+import pytest
+
+from .conftest import ROOT, subprocess_env
+
+GOOD = {"DEBUG": "1", "SECRET_KEY": None, "DATABASE_URL": None, "REDIS_URL": None,
+        "CELERY_BROKER_URL": None, "CELERY_RESULT_BACKEND": None}
+
+
+def run_check(**env: str | None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "manage.py", "check"],
+        cwd=ROOT,
+        env=subprocess_env(**{**GOOD, **env}),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"DEBUG": "maybe"}, "DEBUG must be a boolean"),
+        ({"DEBUG": "0"}, "SECRET_KEY must be set when DEBUG is off"),
+        ({"DEBUG": "0", "SECRET_KEY": "short"}, "SECRET_KEY must be at least 32 characters"),
+        ({"DATABASE_URL": "mysql://u@h/db"}, "DATABASE_URL must be a URL with scheme"),
+        ({"REDIS_URL": "http://127.0.0.1:6379"}, "REDIS_URL must be a URL with scheme"),
+        ({"CELERY_BROKER_URL": "nats://x"}, "CELERY_BROKER_URL must be a URL with scheme"),
+        ({"MEDIA_ROOT": "relative/media"}, "MEDIA_ROOT must be an absolute path"),
+        ({"ALLOWED_HOSTS": " , "}, "ALLOWED_HOSTS must name at least one host"),
+        ({"MAX_UPLOAD_MB": "lots"}, "MAX_UPLOAD_MB must be an integer"),
+    ],
+)
+def test_bad_value_gives_one_readable_line(env, message):
+    result = run_check(**env)
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("ImproperlyConfigured: ")
+    assert message in lines[0]
+
+
+def test_good_defaults_pass_the_system_check():
+    result = run_check()
+    assert result.returncode == 0, result.stderr
+    assert "no issues" in result.stdout
+
+
+def test_production_settings_pass_check_deploy():
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+        cwd=ROOT,
+        env=subprocess_env(
+            **{**GOOD, "DEBUG": "0", "SECRET_KEY": "x" * 20 + "-production-secret-key-0123456789",
+               "ALLOWED_HOSTS": "fairmetric.example.org"}
+        ),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
