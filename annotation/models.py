@@ -193,6 +193,12 @@ class PairJudgment(models.Model):
             models.CheckConstraint(
                 condition=Q(item_a__lt=F("item_b")), name="judgment_canonical_pair"
             ),
+            # A person answers a pair once (undo, then answer again); imports are exempt.
+            models.UniqueConstraint(
+                fields=["study", "annotator", "item_a", "item_b"],
+                condition=Q(source="annotated", annotator__isnull=False),
+                name="judgment_once_per_annotator",
+            ),
         ]
         indexes = [
             models.Index(fields=["study", "id"], name="judgment_study_id"),
