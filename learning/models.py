@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
+from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 
@@ -44,6 +46,14 @@ class MetricVersion(models.Model):
     )
     is_published = models.BooleanField(default=False)
     published_at = models.DateTimeField(null=True, blank=True)
+    published_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        help_text="Empty when published automatically.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -53,6 +63,12 @@ class MetricVersion(models.Model):
                 fields=["study", "method"],
                 condition=Q(is_published=True),
                 name="one_published_version_per_study_method",
+            ),
+            # A redelivered refit cannot add a second live version for the same data.
+            models.UniqueConstraint(
+                fields=["study", "method", "judgment_watermark", "group_watermark"],
+                condition=Q(status__in=["fitting", "ready"]),
+                name="one_live_version_per_watermark",
             ),
         ]
         indexes = [models.Index(fields=["study", "method", "status", "id"], name="mv_lookup")]
@@ -146,3 +162,96 @@ class WeatResult(models.Model):
 
     def __str__(self) -> str:
         return f"{self.test} under {self.metric}"
+
+
+class StudyLearningSettings(models.Model):
+    """How a study's feedback becomes metric versions (one row per study, edited by admins)."""
+
+    class RepeatPolicy(models.TextChoices):
+        ALL = "all", "all answers as observations (unsure counts half each way)"
+        MAJORITY = "majority", "majority vote per pair (ties and unsure dropped)"
+        DROP_UNSURE = "drop_unsure", "all comparable/incomparable answers, unsure dropped"
+
+    study = models.OneToOneField(Study, on_delete=models.CASCADE, related_name="learning_settings")
+    fit_explore = models.BooleanField(default=True, help_text="Fit EXPLORE from labelled pairs.")
+    fit_face = models.BooleanField(
+        default=True, help_text="Fit FACE from groups (and comparable pairs as groups of two)."
+    )
+    debounce_seconds = models.PositiveSmallIntegerField(
+        default=3,
+        validators=[MaxValueValidator(60)],
+        help_text="A burst of answers within this window is fitted once, at its end.",
+    )
+    repeat_policy = models.CharField(
+        max_length=12, choices=RepeatPolicy.choices, default=RepeatPolicy.ALL
+    )
+    excluded_annotators = models.ManyToManyField(
+        settings.AUTH_USER_MODEL,
+        blank=True,
+        related_name="+",
+        help_text="Flagged annotators whose answers are left out of every fit.",
+    )
+    face_components = models.PositiveSmallIntegerField(
+        null=True, blank=True, default=3, help_text="FACE k; empty chooses k automatically."
+    )
+    face_pairs_as_groups = models.BooleanField(
+        default=True, help_text="Also use pairs judged comparable as FACE groups of two."
+    )
+    explore_max_eigenvalue = models.FloatField(
+        null=True,
+        blank=True,
+        default=100.0,
+        validators=[MinValueValidator(1e-6)],
+        help_text="Bound on Sigma's spectrum (EXPLORE diverges on separable data without one).",
+    )
+    validation_share = models.FloatField(
+        default=0.2,
+        validators=[MinValueValidator(0.0), MaxValueValidator(0.5)],
+        help_text="Share of pairs held out (fixed by a hash of the pair) for diagnostics.",
+    )
+    drift_threshold = models.FloatField(
+        default=0.5,
+        validators=[MinValueValidator(0.0)],
+        help_text="Operator-norm change of Sigma above which drift is flagged.",
+    )
+    auto_publish = models.BooleanField(
+        default=False, help_text="Publish each ready version that passes the checks below."
+    )
+    auto_publish_min_auc = models.FloatField(
+        null=True,
+        blank=True,
+        default=0.6,
+        validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
+        help_text="Held-out AUC a version needs (EXPLORE, and FACE when pairs are labelled).",
+    )
+    auto_publish_require_converged = models.BooleanField(default=True)
+    auto_publish_block_on_drift = models.BooleanField(
+        default=True, help_text="Refuse versions whose drift from the published one is flagged."
+    )
+
+    class Meta:
+        verbose_name = "study learning settings"
+        verbose_name_plural = "study learning settings"
+
+    def __str__(self) -> str:
+        return f"learning settings of {self.study}"
+
+
+class RefitState(models.Model):
+    """Coordination of a study's refits, kept apart from the settings admins edit.
+
+    ``due_at`` marks a queued refit (set by ``refit_request``, cleared when the task starts):
+    answers arriving while it is set ride along. ``lease_*`` is the claim that lets one refit
+    run per study at a time; a running refit renews it, a killed one lets it expire.
+    """
+
+    study = models.OneToOneField(Study, on_delete=models.CASCADE, related_name="refit_state")
+    due_at = models.DateTimeField(null=True, blank=True)
+    lease_token = models.CharField(max_length=32, blank=True)
+    lease_until = models.DateTimeField(null=True, blank=True)
+    last_started_at = models.DateTimeField(null=True, blank=True)
+    last_finished_at = models.DateTimeField(null=True, blank=True)
+    last_outcome = models.CharField(max_length=200, blank=True)
+
+    def __str__(self) -> str:
+        return f"refit state of study {self.study_id}"
