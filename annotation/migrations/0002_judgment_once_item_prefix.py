@@ -10,11 +10,8 @@ PREFIX_INDEX = "item_space_lower_key_prefix"
 
 
 def create_prefix_index(apps, schema_editor):
-    vendor = schema_editor.connection.vendor
-    if vendor == "postgresql":
-        expression = "lower(key) text_pattern_ops"
-    else:
-        expression = "lower(key)"
+    postgres = schema_editor.connection.vendor == "postgresql"
+    expression = "lower(key) text_pattern_ops" if postgres else "lower(key)"
     schema_editor.execute(
         f"CREATE INDEX {PREFIX_INDEX} ON annotation_item (space_id, {expression})"
     )
