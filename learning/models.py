@@ -36,6 +36,12 @@ class MetricVersion(models.Model):
     group_watermark = models.BigIntegerField(
         default=0, help_text="Study group revision included in the fit."
     )
+    fingerprint = models.CharField(
+        max_length=32,
+        blank=True,
+        help_text="Hash of the fit's settings and data counts: same watermark and fingerprint "
+        "means same input, so a refit is skipped.",
+    )
     counts = models.JSONField(default=dict, blank=True)
     diagnostics = models.JSONField(default=dict, blank=True)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.FITTING)
@@ -66,7 +72,7 @@ class MetricVersion(models.Model):
             ),
             # A redelivered refit cannot add a second live version for the same data.
             models.UniqueConstraint(
-                fields=["study", "method", "judgment_watermark", "group_watermark"],
+                fields=["study", "method", "judgment_watermark", "group_watermark", "fingerprint"],
                 condition=Q(status__in=["fitting", "ready"]),
                 name="one_live_version_per_watermark",
             ),
