@@ -46,6 +46,10 @@ class MetricVersion(models.Model):
     diagnostics = models.JSONField(default=dict, blank=True)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.FITTING)
     error = models.TextField(blank=True)
+    transient = models.BooleanField(
+        default=False,
+        help_text="Failed for a passing reason (worker lost, database down): refitted later.",
+    )
     fit_seconds = models.FloatField(null=True, blank=True)
     parent = models.ForeignKey(
         "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="children"
