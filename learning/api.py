@@ -1,0 +1,192 @@
+"""Export API: metric versions (metadata and Sigma), judgments and groups.
+
+Reviewers and admins of a study (and staff) may export; annotators get 403. Authentication is
+a personal API token (``Authorization: Bearer fm_…``, created on /account/tokens/) or the
+browser session. Sigma downloads carry ``ETag: "<sha256 of the .npy file>"`` and answer
+``If-None-Match`` with 304, so a training job can poll the published metric cheaply.
+"""
+
+from __future__ import annotations
+
+from django.http import HttpResponse, StreamingHttpResponse
+from django.shortcuts import get_object_or_404
+from django.urls import reverse
+from drf_spectacular.utils import extend_schema
+from rest_framework.authentication import SessionAuthentication, TokenAuthentication
+from rest_framework.exceptions import NotFound, PermissionDenied
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from annotation.models import Study
+from annotation.permissions import SEES_ALL, study_role
+
+from . import exports
+from .models import MetricVersion
+from .tokens import ApiTokenAuthentication
+
+SIGMA_FORMATS = {
+    "npy": ("application/octet-stream", exports.sigma_bytes),
+    "json": ("application/json", exports.sigma_json),
+    "csv": ("text/csv; charset=utf-8", exports.sigma_csv),
+}
+TABLE_FORMATS = {"csv": "text/csv; charset=utf-8", "jsonl": "application/x-ndjson"}
+
+
+def require_exporter(user, study: Study) -> None:
+    """Reviewers and admins of the study (staff everywhere); annotators and outsiders: 403."""
+    role = study_role(user, study)
+    if role is None:
+        raise PermissionDenied("You are not a member of this study.")
+    if role not in SEES_ALL:
+        raise PermissionDenied("Only reviewers and admins of this study can export its data.")
+
+
+def etag_matches(request, etag: str) -> bool:
+    """Whether ``If-None-Match`` names ``etag`` (weak comparison, as RFC 9110 asks for GET)."""
+    header = request.headers.get("If-None-Match", "")
+    if not header:
+        return False
+    if header.strip() == "*":
+        return True
+    candidates = {tag.strip().removeprefix("W/") for tag in header.split(",")}
+    return etag in candidates
+
+
+def version_metadata(version: MetricVersion, request) -> dict:
+    space = version.study.space
+    ready = version.status == MetricVersion.Status.READY and bool(version.sigma)
+    links = {"self": request.build_absolute_uri(reverse("api-version", args=[version.pk]))}
+    if ready:
+        for fmt in SIGMA_FORMATS:
+            url = reverse("api-version-sigma", args=[version.pk, fmt])
+            links[f"sigma_{fmt}"] = request.build_absolute_uri(url)
+    return {
+        "id": version.pk,
+        "study": {"id": version.study_id, "name": version.study.name},
+        "method": version.method,
+        "label": version.label,
+        "parameters": version.parameters,
+        "dimension": version.dimension,
+        "embedding_space": {
+            "name": space.name,
+            "sha256": space.sha256,
+            "dimension": space.dimension,
+            "item_count": space.item_count,
+        },
+        "judgment_watermark": version.judgment_watermark,
+        "group_watermark": version.group_watermark,
+        "counts": version.counts,
+        "status": version.status,
+        "is_published": version.is_published,
+        "published_at": version.published_at.isoformat() if version.published_at else None,
+        "created_at": version.created_at.isoformat(),
+        "fit_seconds": version.fit_seconds,
+        "parent": version.parent_id,
+        "sigma_sha256": version.sigma_sha256 or None,
+        "links": links,
+    }
+
+
+def sigma_response(request, version: MetricVersion, fmt: str) -> HttpResponse:
+    if fmt not in SIGMA_FORMATS:
+        raise NotFound(f"Unknown format {fmt!r}; use npy, json or csv.")
+    if version.status != MetricVersion.Status.READY or not version.sigma:
+        raise NotFound(f"Version {version.pk} has no Sigma to download (status {version.status}).")
+    etag = f'"{version.sigma_sha256}"'
+    headers = {
+        "ETag": etag,
+        "Cache-Control": "private, no-cache",
+        "X-Metric-Version": str(version.pk),
+        "X-Sigma-SHA256": version.sigma_sha256,
+    }
+    if etag_matches(request, etag):
+        return HttpResponse(status=304, headers=headers)
+    content_type, render = SIGMA_FORMATS[fmt]
+    filename = f"sigma-{version.study_id}-{version.method}-v{version.pk}.{fmt}"
+    headers["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return HttpResponse(render(version), content_type=content_type, headers=headers)
+
+
+class ExportView(APIView):
+    authentication_classes = [ApiTokenAuthentication, SessionAuthentication, TokenAuthentication]
+    permission_classes = [IsAuthenticated]
+
+    def version(self, version_id: int) -> MetricVersion:
+        version = get_object_or_404(
+            MetricVersion.objects.select_related("study", "study__space"), pk=version_id
+        )
+        require_exporter(self.request.user, version.study)
+        return version
+
+    def study(self, study_id: int) -> Study:
+        study = get_object_or_404(Study.objects.select_related("space"), pk=study_id)
+        require_exporter(self.request.user, study)
+        return study
+
+    def published(self, study_id: int, method: str) -> MetricVersion:
+        study = self.study(study_id)
+        if method not in MetricVersion.Method.values:
+            raise NotFound(f"Unknown method {method!r}; use face or explore.")
+        version = (
+            MetricVersion.objects.select_related("study", "study__space")
+            .filter(study=study, method=method, is_published=True)
+            .first()
+        )
+        if version is None:
+            raise NotFound(f"No published {method} metric in study {study.pk} yet.")
+        return version
+
+
+class VersionDetail(ExportView):
+    @extend_schema(summary="A metric version's metadata")
+    def get(self, request, version_id: int):
+        return Response(version_metadata(self.version(version_id), request))
+
+
+class VersionSigma(ExportView):
+    @extend_schema(summary="A metric version's Sigma (npy, json or csv)", responses=bytes)
+    def get(self, request, version_id: int, fmt: str):
+        return sigma_response(request, self.version(version_id), fmt)
+
+
+class PublishedDetail(ExportView):
+    @extend_schema(summary="The published metric version of a study and method")
+    def get(self, request, study_id: int, method: str):
+        return Response(version_metadata(self.published(study_id, method), request))
+
+
+class PublishedSigma(ExportView):
+    @extend_schema(summary="The published Sigma of a study and method", responses=bytes)
+    def get(self, request, study_id: int, method: str, fmt: str):
+        return sigma_response(request, self.published(study_id, method), fmt)
+
+
+def _table_response(rows, fields, fmt: str, filename: str) -> StreamingHttpResponse:
+    if fmt not in TABLE_FORMATS:
+        raise NotFound(f"Unknown format {fmt!r}; use csv or jsonl.")
+    stream = exports.stream_csv(rows, fields) if fmt == "csv" else exports.stream_jsonl(rows)
+    response = StreamingHttpResponse(stream, content_type=TABLE_FORMATS[fmt])
+    response["Content-Disposition"] = f'attachment; filename="{filename}.{fmt}"'
+    response["Cache-Control"] = "private, no-store"
+    return response
+
+
+class JudgmentExport(ExportView):
+    @extend_schema(summary="All judgments of a study (csv or jsonl, streamed)", responses=bytes)
+    def get(self, request, study_id: int, fmt: str):
+        study = self.study(study_id)
+        rows = exports.judgment_rows(study=study)
+        return _table_response(rows, exports.JUDGMENT_FIELDS, fmt, f"judgments-{study.pk}")
+
+
+class GroupExport(ExportView):
+    @extend_schema(summary="All comparable groups of a study (csv or jsonl, streamed)",
+                   responses=bytes)
+    def get(self, request, study_id: int, fmt: str):
+        study = self.study(study_id)
+        if fmt == "csv":
+            rows = exports.group_member_rows(study=study)
+        else:
+            rows = exports.group_rows(study=study)
+        return _table_response(rows, exports.GROUP_FIELDS, fmt, f"groups-{study.pk}")

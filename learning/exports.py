@@ -1,0 +1,142 @@
+"""Export formats: Sigma as .npy / JSON / CSV, judgments and groups as streamed CSV / JSONL.
+
+Every function here is a read. The judgment and group exports are generators over
+``iterator(chunk_size=…)`` querysets, so a study with a million judgments streams in constant
+memory (on PostgreSQL through a server-side cursor) and the first bytes leave at once.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Iterable, Iterator
+
+import numpy as np
+
+from annotation.models import ComparableGroup, PairJudgment, Study
+from learning.models import MetricVersion
+
+CHUNK_SIZE = 5000
+GROUP_CHUNK_SIZE = 500
+
+JUDGMENT_FIELDS = [
+    "id", "study_id", "item_a_id", "item_a_key", "item_b_id", "item_b_key", "label",
+    "annotator_id", "annotator", "source", "provenance", "client_id", "elapsed_ms", "is_gold",
+    "created_at",
+]
+GROUP_FIELDS = [
+    "group_id", "study_id", "name", "created_by_id", "created_by", "source", "provenance",
+    "revision", "created_at", "updated_at", "item_id", "item_key",
+]
+
+
+# --- Sigma --------------------------------------------------------------------------------------
+
+
+def sigma_bytes(version: MetricVersion) -> bytes:
+    """The stored ``.npy`` file as it is (its sha256 is ``version.sigma_sha256``)."""
+    with version.sigma.open("rb") as handle:
+        return handle.read()
+
+
+def sigma_array(version: MetricVersion) -> np.ndarray:
+    return np.load(io.BytesIO(sigma_bytes(version)), allow_pickle=False)
+
+
+def sigma_json(version: MetricVersion) -> bytes:
+    """``{"version", "dimension", "sha256", "sigma": [[…]]}``; floats round-trip exactly."""
+    sigma = sigma_array(version)
+    payload = {
+        "version": version.pk,
+        "method": version.method,
+        "dimension": int(sigma.shape[0]),
+        "sha256": version.sigma_sha256,
+        "sigma": sigma.tolist(),
+    }
+    return json.dumps(payload).encode("utf-8")
+
+
+def sigma_csv(version: MetricVersion) -> bytes:
+    """d lines of d comma-separated numbers, 17 significant digits (exact for float64)."""
+    sigma = sigma_array(version)
+    out = io.StringIO()
+    np.savetxt(out, np.atleast_2d(sigma), delimiter=",", fmt="%.17g")
+    return out.getvalue().encode("ascii")
+
+
+# --- Judgments and groups -------------------------------------------------------------------
+
+
+def _iso(value) -> str:
+    return value.isoformat() if value is not None else ""
+
+
+def judgment_rows(*, study: Study) -> Iterator[dict]:
+    """Every judgment of the study, oldest first, with annotator, timestamps and provenance."""
+    queryset = (
+        PairJudgment.objects.filter(study=study)
+        .order_by("id")
+        .values_list(
+            "id", "study_id", "item_a_id", "item_a__key", "item_b_id", "item_b__key", "label",
+            "annotator_id", "annotator__username", "source", "provenance", "client_id",
+            "elapsed_ms", "is_gold", "created_at",
+        )
+    )
+    for row in queryset.iterator(chunk_size=CHUNK_SIZE):
+        record = dict(zip(JUDGMENT_FIELDS, row, strict=True))
+        record["client_id"] = str(record["client_id"])
+        record["created_at"] = _iso(record["created_at"])
+        yield record
+
+
+def group_rows(*, study: Study) -> Iterator[dict]:
+    """Every comparable group of the study with its members (``members``: list of items)."""
+    queryset = (
+        ComparableGroup.objects.filter(study=study)
+        .select_related("created_by")
+        .prefetch_related("members")
+        .order_by("id")
+    )
+    for group in queryset.iterator(chunk_size=GROUP_CHUNK_SIZE):
+        members = sorted(group.members.all(), key=lambda item: item.pk)
+        yield {
+            "group_id": group.pk,
+            "study_id": group.study_id,
+            "name": group.name,
+            "created_by_id": group.created_by_id,
+            "created_by": group.created_by.username if group.created_by else None,
+            "source": group.source,
+            "provenance": group.provenance,
+            "revision": group.revision,
+            "created_at": _iso(group.created_at),
+            "updated_at": _iso(group.updated_at),
+            "members": [{"item_id": item.pk, "item_key": item.key} for item in members],
+        }
+
+
+def group_member_rows(*, study: Study) -> Iterator[dict]:
+    """One row per (group, member) for CSV; a group without members gives one empty row."""
+    for group in group_rows(study=study):
+        members = group.pop("members") or [{"item_id": None, "item_key": None}]
+        for member in members:
+            yield {**group, **member}
+
+
+class _Echo:
+    """A file-like object whose ``write`` returns the string, for csv.writer streaming."""
+
+    def write(self, value: str) -> str:
+        return value
+
+
+def stream_csv(rows: Iterable[dict], fields: list[str]) -> Iterator[str]:
+    writer = csv.writer(_Echo())
+    yield writer.writerow(fields)
+    for row in rows:
+        yield writer.writerow(["" if row[f] is None else row[f] for f in fields])
+
+
+def stream_jsonl(rows: Iterable[dict]) -> Iterator[str]:
+    for row in rows:
+        yield json.dumps(row, ensure_ascii=False) + "\n"

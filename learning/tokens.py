@@ -1,0 +1,105 @@
+"""API tokens for downloading metrics: create, revoke, authenticate.
+
+A token is ``fm_`` + 43 url-safe characters. Only its sha256 is stored, so a leaked database
+does not leak usable tokens; the plaintext is returned once by :func:`api_token_create`.
+Clients send it as ``Authorization: Bearer fm_…`` (or ``Token fm_…``). Headers whose token
+does not start with ``fm_`` are left to the other authentication classes (e.g. DRF's own
+``TokenAuthentication``), so both kinds can be configured side by side.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from datetime import timedelta
+
+from django.db import transaction
+from django.utils import timezone
+from rest_framework import exceptions
+from rest_framework.authentication import BaseAuthentication, get_authorization_header
+
+from .models import ApiToken
+
+TOKEN_PREFIX = "fm_"
+MAX_ACTIVE_TOKENS = 20
+# last_used_at is refreshed at most this often, so a job polling every second costs no writes.
+LAST_USED_RESOLUTION = timedelta(minutes=1)
+
+
+class TokenError(Exception):
+    """A token request that cannot be honoured; the message is shown to the user."""
+
+
+def _hash(key: str) -> str:
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+@transaction.atomic
+def api_token_create(*, user, name: str) -> tuple[ApiToken, str]:
+    """A new active token of ``user``; returns the row and the plaintext (shown once)."""
+    name = (name or "").strip()
+    if not name:
+        raise TokenError("Give the token a name, e.g. the job that will use it.")
+    if len(name) > 100:
+        raise TokenError("A token name has at most 100 characters.")
+    active = ApiToken.objects.select_for_update().filter(user=user, revoked_at__isnull=True)
+    if active.count() >= MAX_ACTIVE_TOKENS:
+        raise TokenError(f"You already have {MAX_ACTIVE_TOKENS} active tokens; revoke one first.")
+    key = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    token = ApiToken.objects.create(user=user, name=name, prefix=key[:10], key_hash=_hash(key))
+    return token, key
+
+
+@transaction.atomic
+def api_token_revoke(*, user, token_id: int) -> ApiToken:
+    """Revoke one of the user's own tokens (idempotent)."""
+    token = ApiToken.objects.select_for_update().filter(user=user, pk=token_id).first()
+    if token is None:
+        raise TokenError("No such token.")
+    if token.revoked_at is None:
+        token.revoked_at = timezone.now()
+        token.save(update_fields=["revoked_at"])
+    return token
+
+
+def api_token_user(*, key: str):
+    """The active user a plaintext token belongs to, or None."""
+    if not key.startswith(TOKEN_PREFIX):
+        return None
+    token = (
+        ApiToken.objects.select_related("user")
+        .filter(key_hash=_hash(key), revoked_at__isnull=True)
+        .first()
+    )
+    if token is None or not token.user.is_active:
+        return None
+    now = timezone.now()
+    if token.last_used_at is None or token.last_used_at < now - LAST_USED_RESOLUTION:
+        ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
+    return token.user
+
+
+class ApiTokenAuthentication(BaseAuthentication):
+    """``Authorization: Bearer fm_…`` (or ``Token fm_…``) → the token's user."""
+
+    keywords = (b"bearer", b"token")
+
+    def authenticate(self, request):
+        parts = get_authorization_header(request).split()
+        if not parts or parts[0].lower() not in self.keywords:
+            return None
+        if len(parts) != 2:
+            raise exceptions.AuthenticationFailed("Authorization header: '<Bearer> <token>'.")
+        try:
+            key = parts[1].decode("ascii")
+        except UnicodeDecodeError:
+            raise exceptions.AuthenticationFailed("Invalid token.") from None
+        if not key.startswith(TOKEN_PREFIX):
+            return None  # not ours: DRF's TokenAuthentication may know it
+        user = api_token_user(key=key)
+        if user is None:
+            raise exceptions.AuthenticationFailed("Invalid or revoked token.")
+        return user, key
+
+    def authenticate_header(self, request) -> str:
+        return 'Bearer realm="api"'

@@ -1,0 +1,34 @@
+"""Export API routes, included under ``api/`` by the site's urls."""
+
+from django.urls import path
+
+from . import api
+
+urlpatterns = [
+    path("versions/<int:version_id>/", api.VersionDetail.as_view(), name="api-version"),
+    path(
+        "versions/<int:version_id>/sigma.<str:fmt>",
+        api.VersionSigma.as_view(),
+        name="api-version-sigma",
+    ),
+    path(
+        "studies/<int:study_id>/metrics/<str:method>/published/",
+        api.PublishedDetail.as_view(),
+        name="api-published",
+    ),
+    path(
+        "studies/<int:study_id>/metrics/<str:method>/published/sigma.<str:fmt>",
+        api.PublishedSigma.as_view(),
+        name="api-published-sigma",
+    ),
+    path(
+        "studies/<int:study_id>/export/judgments.<str:fmt>",
+        api.JudgmentExport.as_view(),
+        name="api-export-judgments",
+    ),
+    path(
+        "studies/<int:study_id>/export/groups.<str:fmt>",
+        api.GroupExport.as_view(),
+        name="api-export-groups",
+    ),
+]
