@@ -1,0 +1,218 @@
+"""Which pair to show an annotator next, without ever scanning all pairs.
+
+In order:
+
+1. **Overlap** — a pair other annotators answered fewer than ``study.overlap`` times and this
+   annotator has not, so that agreement can be measured. Looked up among the pairs of the most
+   recent ``OVERLAP_WINDOW`` answers by others (an indexed read), then counted exactly for those
+   pairs in one query; the fullest open pair goes first.
+2. **Gold** — with probability ``study.gold_rate``, a gold pair the annotator has not answered.
+3. **The study's strategy** over ``CANDIDATES`` random pairs of the item pool (ids cached per
+   process), minus those already answered (one query):
+   * ``random`` — any of them;
+   * ``stratified`` — the candidates' distances under the current metric (the published or the
+     latest ready version, Euclidean when there is none) cut into ``STRATA`` equal-width bins of
+     log(1 + d); a non-empty bin uniformly at random, then a pair in it. Close pairs are rare
+     among random pairs, so this over-samples them;
+   * ``uncertainty`` — the pair whose ``P(comparable) = 2 sigmoid(-z^T Sigma z)`` under the
+     latest ready EXPLORE version is closest to 0.5 (random when there is no such version).
+
+Left and right are shuffled per presentation.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+from django.db.models import Exists, OuterRef
+
+from learning.models import MetricVersion
+
+from .metrics import (
+    metric_factor,
+    metric_version_current,
+    metric_version_latest,
+    p_comparable,
+    squared_distances,
+)
+from .models import GoldPair, Item, PairJudgment, Source, Study
+from .selectors import answered_pairs, pairs_q, study_pool
+
+CANDIDATES = 256
+OVERLAP_WINDOW = 300
+STRATA = 5
+ATTEMPTS = 4
+
+
+@dataclass(frozen=True)
+class NextPair:
+    left: Item
+    right: Item
+    reason: str  # overlap | gold | random | stratified | uncertainty
+    p_comparable: float | None = None
+    distance: float | None = None
+    metric_version_id: int | None = None
+
+
+def _canonical(a: int, b: int) -> tuple[int, int]:
+    return (a, b) if a < b else (b, a)
+
+
+def next_pair(
+    *,
+    study: Study,
+    user,
+    exclude: tuple[tuple[int, int], ...] | list = (),
+    rng: np.random.Generator | None = None,
+) -> NextPair | None:
+    """The next pair for ``user``; ``exclude`` lists pairs the client holds but has not sent."""
+    rng = rng or np.random.default_rng()
+    excluded = {_canonical(int(a), int(b)) for a, b in exclude}
+    pool = study_pool(study=study)
+    if len(pool) < 2:
+        return None
+
+    pair = _overlap_pair(study, user, excluded, pool, rng)
+    if pair is not None:
+        return _present(pair, "overlap", rng)
+    if study.gold_rate > 0 and rng.random() < study.gold_rate:
+        pair = _gold_pair(study, user, excluded)
+        if pair is not None:
+            return _present(pair, "gold", rng)
+    return _strategy_pair(study, user, excluded, pool, rng)
+
+
+def _present(pair, reason: str, rng, **scores) -> NextPair | None:
+    items = Item.objects.in_bulk(list(pair))
+    if len(items) < 2:
+        return None
+    first, second = items[pair[0]], items[pair[1]]
+    if rng.random() < 0.5:
+        first, second = second, first
+    return NextPair(left=first, right=second, reason=reason, **scores)
+
+
+def _overlap_pair(study, user, excluded, pool, rng) -> tuple[int, int] | None:
+    if study.overlap < 2:
+        return None
+    recent = (
+        PairJudgment.objects.filter(study=study, source=Source.ANNOTATED)
+        .exclude(annotator=user)
+        .order_by("-id")
+        .values_list("item_a_id", "item_b_id")[:OVERLAP_WINDOW]
+    )
+    in_window = Counter(recent)
+    candidates = [
+        p for p, n in in_window.items() if n < study.overlap and p not in excluded
+    ]
+    if not candidates:
+        return None
+    rows = (
+        PairJudgment.objects.filter(study=study, source=Source.ANNOTATED)
+        .filter(pairs_q(candidates))
+        .values_list("item_a_id", "item_b_id", "annotator_id")
+    )
+    counts: Counter = Counter()
+    mine = set()
+    for a, b, annotator_id in rows:
+        counts[(a, b)] += 1
+        if annotator_id == user.pk:
+            mine.add((a, b))
+    in_pool = pool.contains(np.array(candidates)).all(axis=1)
+    open_pairs = [
+        p for p, ok in zip(candidates, in_pool, strict=True)
+        if ok and counts[p] < study.overlap and p not in mine
+    ]
+    if not open_pairs:
+        return None
+    fullest = max(counts[p] for p in open_pairs)
+    top = [p for p in open_pairs if counts[p] == fullest]
+    return top[int(rng.integers(len(top)))]
+
+
+def _gold_pair(study, user, excluded) -> tuple[int, int] | None:
+    mine = PairJudgment.objects.filter(
+        study=study, annotator=user, item_a=OuterRef("item_a"), item_b=OuterRef("item_b")
+    )
+    golds = (
+        GoldPair.objects.filter(study=study)
+        .exclude(Exists(mine))
+        .order_by("?")
+        .values_list("item_a_id", "item_b_id")[: len(excluded) + 1]
+    )
+    for pair in golds:
+        if pair not in excluded:
+            return pair
+    return None
+
+
+def _candidate_pairs(study, user, excluded, pool, rng) -> np.ndarray:
+    """Up to CANDIDATES random pool pairs (as pool indices, shape (m, 2)) not yet answered."""
+    n = len(pool)
+    for _ in range(ATTEMPTS):
+        i = rng.integers(n, size=CANDIDATES)
+        j = rng.integers(n - 1, size=CANDIDATES)
+        j = j + (j >= i)  # j != i, uniform over the others
+        lo, hi = np.minimum(i, j), np.maximum(i, j)
+        idx = np.unique(np.stack([lo, hi], axis=1), axis=0)
+        ids = pool.ids[idx]
+        # pool.ids is sorted ascending, so lo < hi gives canonical (smaller id first) pairs.
+        pairs = [tuple(p) for p in ids.tolist()]
+        answered = answered_pairs(study=study, user=user, pairs=pairs) | excluded
+        keep = np.array([p not in answered for p in pairs], dtype=bool)
+        if keep.any():
+            return idx[keep]
+    return np.empty((0, 2), dtype=np.int64)
+
+
+def _strategy_pair(study, user, excluded, pool, rng) -> NextPair | None:
+    idx = _candidate_pairs(study, user, excluded, pool, rng)
+    if idx.size == 0:
+        return None
+    strategy = study.strategy
+    version = None
+    if strategy == Study.Strategy.UNCERTAINTY:
+        version = metric_version_latest(study=study, method=MetricVersion.Method.EXPLORE)
+        if version is None:
+            strategy = Study.Strategy.RANDOM
+    elif strategy == Study.Strategy.STRATIFIED:
+        version = metric_version_current(study=study)
+
+    if strategy == Study.Strategy.RANDOM:
+        pick = int(rng.integers(len(idx)))
+        pair = (int(pool.ids[idx[pick, 0]]), int(pool.ids[idx[pick, 1]]))
+        return _present(pair, "random", rng)
+
+    factor = metric_factor(version) if version is not None else None
+    rows_a, rows_b = pool.rows[idx[:, 0]], pool.rows[idx[:, 1]]
+    unique_rows, inverse = np.unique(np.concatenate([rows_a, rows_b]), return_inverse=True)
+    vectors = study.space.vectors(unique_rows)  # one read of the rows involved
+    z = vectors[inverse[: len(idx)]] - vectors[inverse[len(idx) :]]
+    squared = squared_distances(z, factor)
+
+    if strategy == Study.Strategy.UNCERTAINTY:
+        probability = p_comparable(squared)
+        gap = np.abs(probability - 0.5)
+        best = np.flatnonzero(gap <= gap.min() + 1e-12)
+        pick = int(best[int(rng.integers(len(best)))])
+        scores = {"p_comparable": float(probability[pick])}
+    else:
+        logd = np.log1p(squared)
+        edges = np.linspace(logd.min(), logd.max(), STRATA + 1)
+        stratum = np.clip(np.searchsorted(edges, logd, side="right") - 1, 0, STRATA - 1)
+        filled = np.unique(stratum)
+        chosen = filled[int(rng.integers(len(filled)))]
+        members = np.flatnonzero(stratum == chosen)
+        pick = int(members[int(rng.integers(len(members)))])
+        scores = {}
+    pair = (int(pool.ids[idx[pick, 0]]), int(pool.ids[idx[pick, 1]]))
+    return _present(
+        pair,
+        strategy,
+        rng,
+        distance=float(np.sqrt(squared[pick])),
+        metric_version_id=version.pk if version is not None else None,
+        **scores,
+    )

@@ -1,0 +1,233 @@
+"""Reads for the annotation pages and API: studies, progress, judgments, items, groups."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+
+import numpy as np
+from django.db import connection
+from django.db.models import Count, Q, QuerySet
+from django.db.models.functions import Lower
+
+from .models import (
+    ComparableGroup,
+    GoldPair,
+    GroupEdit,
+    Item,
+    Membership,
+    PairJudgment,
+    Source,
+    Study,
+)
+from .permissions import Role, can_see_all
+
+POOL_CACHE_SECONDS = 300
+_pool_cache: dict[int, tuple[tuple, float, StudyPool]] = {}
+_pool_lock = threading.Lock()
+
+
+# --- Studies ----------------------------------------------------------------------------------
+
+
+def studies_for_user(*, user) -> list[tuple[Study, str]]:
+    """Active studies the user can open, with the user's role (staff: every study, as admin)."""
+    if user.is_staff or user.is_superuser:
+        studies = Study.objects.filter(is_active=True).select_related("space")
+        return [(study, Role.ADMIN) for study in studies]
+    memberships = (
+        Membership.objects.filter(user=user, study__is_active=True)
+        .select_related("study", "study__space")
+        .order_by("study__name")
+    )
+    return [(m.study, m.role) for m in memberships]
+
+
+def study_get(*, study_id: int) -> Study | None:
+    return Study.objects.select_related("space").filter(pk=study_id).first()
+
+
+@dataclass(frozen=True)
+class Progress:
+    answered: int
+    target: int
+
+    @property
+    def percent(self) -> int:
+        return min(100, round(100 * self.answered / self.target)) if self.target else 100
+
+
+def progress_for(*, study: Study, user) -> Progress:
+    answered = PairJudgment.objects.filter(study=study, annotator=user).count()
+    return Progress(answered=answered, target=study.target_per_annotator)
+
+
+def study_counts(*, study: Study) -> dict[str, int]:
+    """Totals for the review page: judgments by source, groups, annotators who answered."""
+    by_source = dict(
+        PairJudgment.objects.filter(study=study)
+        .values_list("source")
+        .annotate(n=Count("id"))
+        .values_list("source", "n")
+    )
+    return {
+        "annotated": by_source.get(Source.ANNOTATED, 0),
+        "imported": by_source.get(Source.IMPORTED, 0),
+        "groups": ComparableGroup.objects.filter(study=study).count(),
+    }
+
+
+# --- Judgments --------------------------------------------------------------------------------
+
+
+def judgments_visible(*, study: Study, user, mine: bool = False) -> QuerySet[PairJudgment]:
+    """Annotators see only their own answers; reviewers and admins every answer of the study."""
+    qs = PairJudgment.objects.filter(study=study).select_related("item_a", "item_b", "annotator")
+    if mine or not can_see_all(user, study):
+        qs = qs.filter(annotator=user)
+    return qs
+
+
+def judgments_recent(
+    *, study: Study, user, mine: bool = False, limit: int = 10, before_id: int | None = None
+) -> list[PairJudgment]:
+    qs = judgments_visible(study=study, user=user, mine=mine)
+    if before_id is not None:
+        qs = qs.filter(id__lt=before_id)
+    return list(qs.order_by("-id")[:limit])
+
+
+# --- Items and the study's pool ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StudyPool:
+    """The ids and matrix rows of a study's items, aligned, as arrays (cached per process)."""
+
+    ids: np.ndarray  # ascending
+    rows: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.ids.size)
+
+    def contains(self, item_ids) -> np.ndarray:
+        """Whether each id is in the pool (binary search on the sorted ids)."""
+        item_ids = np.asarray(item_ids, dtype=np.int64)
+        if self.ids.size == 0:
+            return np.zeros(item_ids.shape, dtype=bool)
+        pos = np.minimum(np.searchsorted(self.ids, item_ids), self.ids.size - 1)
+        return self.ids[pos] == item_ids
+
+
+def pool_items(*, study: Study) -> QuerySet[Item]:
+    qs = Item.objects.filter(space_id=study.space_id)
+    tag_ids = list(study.pool_tags.values_list("id", flat=True))
+    if tag_ids:
+        qs = qs.filter(tags__in=tag_ids).distinct()
+    return qs
+
+
+def study_pool(*, study: Study) -> StudyPool:
+    """The pool as arrays, cached for a few minutes per process (400k items load once)."""
+    tag_ids = tuple(sorted(study.pool_tags.values_list("id", flat=True)))
+    signature = (study.space_id, study.space.item_count, tag_ids)
+    now = time.monotonic()
+    with _pool_lock:
+        hit = _pool_cache.get(study.pk)
+    if hit and hit[0] == signature and hit[1] > now:
+        return hit[2]
+    qs = Item.objects.filter(space_id=study.space_id)
+    if tag_ids:
+        qs = qs.filter(tags__in=tag_ids).distinct()
+    pairs = np.array(list(qs.order_by("id").values_list("id", "row")), dtype=np.int64)
+    pairs = pairs.reshape(-1, 2)
+    pool = StudyPool(ids=pairs[:, 0].copy(), rows=pairs[:, 1].copy())
+    with _pool_lock:
+        _pool_cache[study.pk] = (signature, now + POOL_CACHE_SECONDS, pool)
+    return pool
+
+
+def pool_cache_clear() -> None:
+    with _pool_lock:
+        _pool_cache.clear()
+
+
+def items_in_pool(*, study: Study, item_ids) -> dict[int, Item]:
+    """The given items that belong to the study's pool, by id (one query)."""
+    ids = {int(i) for i in item_ids}
+    return {item.pk: item for item in pool_items(study=study).filter(pk__in=ids)}
+
+
+def item_search(*, space_id: int, query: str, study: Study | None = None, limit: int = 20):
+    """Items of a space whose key starts with ``query``, ignoring case, shortest keys first.
+
+    Indexed on both databases (migration 0002): PostgreSQL matches ``lower(key) LIKE 'q%'``
+    with a text_pattern_ops index; SQLite gets the equivalent range on ``lower(key)``, which
+    its plain expression index answers (SQLite's LIKE cannot use it).
+    """
+    prefix = query.strip().lower()
+    if not prefix:
+        return []
+    qs = Item.objects.filter(space_id=space_id).annotate(key_lower=Lower("key"))
+    if connection.vendor == "sqlite":
+        qs = qs.filter(key_lower__gte=prefix, key_lower__lt=prefix + "\U0010ffff")
+    qs = qs.filter(key_lower__startswith=prefix)
+    if study is not None and study.pool_tags.exists():
+        qs = qs.filter(tags__in=study.pool_tags.all()).distinct()
+    # Fetch a bounded window in index order, then rank short (exact) matches first.
+    window = list(qs.order_by("key_lower")[: max(limit * 5, 100)])
+    window.sort(key=lambda item: (len(item.key), item.key.lower()))
+    return window[:limit]
+
+
+# --- Groups -----------------------------------------------------------------------------------
+
+
+def groups_visible(*, study: Study, user) -> QuerySet[ComparableGroup]:
+    """Annotators see their own groups; reviewers and admins every group of the study."""
+    qs = (
+        ComparableGroup.objects.filter(study=study)
+        .select_related("created_by")
+        .annotate(size=Count("members"))
+        .order_by("-updated_at", "-id")
+    )
+    if not can_see_all(user, study):
+        qs = qs.filter(created_by=user)
+    return qs
+
+
+def group_members(*, group: ComparableGroup) -> list[Item]:
+    return list(group.members.order_by("key"))
+
+
+def group_history(*, group: ComparableGroup, limit: int = 50) -> list[GroupEdit]:
+    return list(group.edits.select_related("user", "item").order_by("-id")[:limit])
+
+
+def answered_pairs(*, study: Study, user, pairs: list[tuple[int, int]]) -> set[tuple[int, int]]:
+    """Which of the canonical ``pairs`` the user has answered in the study (one query)."""
+    if not pairs:
+        return set()
+    found = set()
+    for chunk_start in range(0, len(pairs), 300):
+        chunk = pairs[chunk_start : chunk_start + 300]
+        found.update(
+            PairJudgment.objects.filter(study=study, annotator=user, source=Source.ANNOTATED)
+            .filter(pairs_q(chunk))
+            .values_list("item_a_id", "item_b_id")
+        )
+    return found
+
+
+def pairs_q(pairs) -> Q:
+    """``(item_a, item_b) in pairs`` as an OR of indexed equalities."""
+    q = Q()
+    for a, b in pairs:
+        q |= Q(item_a_id=a, item_b_id=b)
+    return q
+
+
+def gold_pair_exists(*, study: Study, item_a_id: int, item_b_id: int) -> bool:
+    return GoldPair.objects.filter(study=study, item_a_id=item_a_id, item_b_id=item_b_id).exists()
+

@@ -1,0 +1,305 @@
+"""Writes: judgments (idempotent on ``client_id``), undo, and comparable groups.
+
+Every write that changes the feedback calls :func:`learning.scheduling.refit_request` inside
+its transaction, so a refit is queued only once the write has committed.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+
+from django.db import IntegrityError, transaction
+from django.db.models import F
+
+from learning.scheduling import refit_request
+
+from .exceptions import Conflict, InvalidInput, NotAllowed, NotFound
+from .models import (
+    ComparableGroup,
+    GroupEdit,
+    Label,
+    PairJudgment,
+    Source,
+    Study,
+    StudyCounter,
+)
+from .permissions import can_edit_group, require_member
+from .selectors import gold_pair_exists, items_in_pool
+
+MAX_ELAPSED_MS = 24 * 3600 * 1000
+MAX_GROUP_NAME = 200
+MAX_GROUP_SIZE = 1000
+
+
+def _canonical(item_a_id: int, item_b_id: int) -> tuple[int, int]:
+    return (item_a_id, item_b_id) if item_a_id < item_b_id else (item_b_id, item_a_id)
+
+
+def _parse_uuid(value) -> uuid.UUID:
+    if isinstance(value, uuid.UUID):
+        return value
+    try:
+        return uuid.UUID(str(value))
+    except (TypeError, ValueError, AttributeError):
+        raise InvalidInput("client_id must be a UUID.") from None
+
+
+def _same_content(judgment: PairJudgment, *, study, annotator, pair, label) -> bool:
+    return (
+        judgment.study_id == study.pk
+        and judgment.annotator_id == annotator.pk
+        and (judgment.item_a_id, judgment.item_b_id) == pair
+        and judgment.label == label
+    )
+
+
+def _replay(existing: PairJudgment, *, study, annotator, pair, label) -> PairJudgment:
+    """A retry of an earlier request answers with the stored judgment; anything else conflicts."""
+    if _same_content(existing, study=study, annotator=annotator, pair=pair, label=label):
+        return existing
+    raise Conflict(
+        "This client_id was already used for a different answer; generate a new client_id "
+        "for every new answer."
+    )
+
+
+@transaction.atomic
+def judgment_create(
+    *,
+    study: Study,
+    annotator,
+    item_a_id: int,
+    item_b_id: int,
+    label: str,
+    client_id,
+    elapsed_ms: int | None = None,
+) -> tuple[PairJudgment, bool]:
+    """Store one answer about a pair; returns ``(judgment, created)``.
+
+    Idempotent on ``client_id``: a retry with the same content returns the stored judgment
+    with ``created=False``; the same ``client_id`` with other content (another user, pair or
+    label) raises :class:`Conflict`. The pair is stored canonically (``item_a_id <
+    item_b_id``). Concurrent retries are settled by the unique constraint, inside a savepoint.
+    """
+    client_id = _parse_uuid(client_id)
+    if label not in Label.values:
+        raise InvalidInput(f"label must be one of {', '.join(Label.values)}.")
+    try:
+        item_a_id, item_b_id = int(item_a_id), int(item_b_id)
+    except (TypeError, ValueError):
+        raise InvalidInput("item_a and item_b must be item ids.") from None
+    if item_a_id == item_b_id:
+        raise InvalidInput("item_a and item_b must be two different items.")
+    pair = _canonical(item_a_id, item_b_id)
+
+    existing = PairJudgment.objects.filter(client_id=client_id).first()
+    if existing is not None:
+        return _replay(existing, study=study, annotator=annotator, pair=pair, label=label), False
+
+    require_member(annotator, study)
+    if not study.is_active:
+        raise InvalidInput("This study is closed; it takes no more answers.")
+    valid_elapsed = isinstance(elapsed_ms, int) and 0 <= elapsed_ms <= MAX_ELAPSED_MS
+    if elapsed_ms is not None and not valid_elapsed:
+        raise InvalidInput(f"elapsed_ms must be an integer between 0 and {MAX_ELAPSED_MS}.")
+    found = items_in_pool(study=study, item_ids=pair)
+    missing = [i for i in pair if i not in found]
+    if missing:
+        raise InvalidInput(f"Item {missing[0]} does not exist or is not in this study's pool.")
+
+    try:
+        with transaction.atomic():  # a savepoint: the outer transaction survives a duplicate
+            judgment = PairJudgment.objects.create(
+                study=study,
+                item_a_id=pair[0],
+                item_b_id=pair[1],
+                label=label,
+                annotator=annotator,
+                source=Source.ANNOTATED,
+                client_id=client_id,
+                elapsed_ms=elapsed_ms,
+                is_gold=gold_pair_exists(study=study, item_a_id=pair[0], item_b_id=pair[1]),
+            )
+    except IntegrityError:
+        existing = PairJudgment.objects.filter(client_id=client_id).first()
+        if existing is not None:  # a concurrent retry of the same request won the race
+            return _replay(existing, study=study, annotator=annotator, pair=pair, label=label), False
+        raise Conflict(
+            "You already answered this pair; undo that answer first to change it."
+        ) from None
+    refit_request(study_id=study.pk)
+    return judgment, True
+
+
+@transaction.atomic
+def judgment_undo(
+    *,
+    user,
+    study: Study | None = None,
+    judgment_id: int | None = None,
+    client_id=None,
+) -> PairJudgment:
+    """Delete one of the user's own judgments (by id or client_id); returns the deleted row."""
+    if (judgment_id is None) == (client_id is None):
+        raise InvalidInput("Give exactly one of judgment_id and client_id.")
+    qs = PairJudgment.objects.select_for_update()
+    if study is not None:
+        qs = qs.filter(study=study)
+    if judgment_id is not None:
+        judgment = qs.filter(pk=judgment_id).first()
+    else:
+        judgment = qs.filter(client_id=_parse_uuid(client_id)).first()
+    if judgment is None:
+        raise NotFound("No such judgment.")
+    if judgment.annotator_id != user.pk:
+        raise NotAllowed("You can only undo your own answers.")
+    study_id = judgment.study_id
+    judgment_pk = judgment.pk
+    judgment.delete()
+    judgment.pk = judgment_pk
+    refit_request(study_id=study_id)
+    return judgment
+
+
+# --- Groups -----------------------------------------------------------------------------------
+
+
+def _next_group_revision(study: Study) -> int:
+    """Increment the study's group revision atomically and return the new value.
+
+    The conditional UPDATE takes the counter's row lock until commit, so concurrent edits get
+    distinct, increasing revisions on PostgreSQL; SQLite serialises writers anyway.
+    """
+    StudyCounter.objects.get_or_create(study=study)
+    StudyCounter.objects.filter(study=study).update(group_revision=F("group_revision") + 1)
+    return StudyCounter.objects.values_list("group_revision", flat=True).get(study=study)
+
+
+def _clean_name(name) -> str:
+    name = name.strip() if isinstance(name, str) else ""
+    if not name:
+        raise InvalidInput("A group needs a name.")
+    if len(name) > MAX_GROUP_NAME:
+        raise InvalidInput(f"A group name has at most {MAX_GROUP_NAME} characters.")
+    return name
+
+
+def _pool_members(study: Study, item_ids: Iterable) -> list[int]:
+    try:
+        ids = list(dict.fromkeys(int(i) for i in item_ids))
+    except (TypeError, ValueError):
+        raise InvalidInput("Members must be item ids.") from None
+    if not ids:
+        return []
+    found = items_in_pool(study=study, item_ids=ids)
+    missing = [i for i in ids if i not in found]
+    if missing:
+        raise InvalidInput(f"Item {missing[0]} does not exist or is not in this study's pool.")
+    return ids
+
+
+def _require_group_mode(study: Study) -> None:
+    if study.mode == Study.Mode.PAIRS:
+        raise InvalidInput("This study collects pairs only, not groups.")
+    if not study.is_active:
+        raise InvalidInput("This study is closed; it takes no more answers.")
+
+
+@transaction.atomic
+def group_create(
+    *, study: Study, user, name: str, member_ids: Iterable[int] = ()
+) -> ComparableGroup:
+    """Create a named group (optionally with members); history rows and a new group revision."""
+    require_member(user, study)
+    _require_group_mode(study)
+    name = _clean_name(name)
+    ids = _pool_members(study, member_ids)
+    if len(ids) > MAX_GROUP_SIZE:
+        raise InvalidInput(f"A group has at most {MAX_GROUP_SIZE} members.")
+    if ComparableGroup.objects.filter(study=study, name=name).exists():
+        raise Conflict(f"A group named {name!r} already exists in this study.")
+    revision = _next_group_revision(study)
+    try:
+        with transaction.atomic():
+            group = ComparableGroup.objects.create(
+                study=study, name=name, created_by=user, revision=revision
+            )
+    except IntegrityError:
+        raise Conflict(f"A group named {name!r} already exists in this study.") from None
+    group.members.add(*ids)
+    GroupEdit.objects.bulk_create(
+        [GroupEdit(group=group, user=user, action=GroupEdit.Action.CREATE, detail=name,
+                   revision=revision)]
+        + [GroupEdit(group=group, user=user, action=GroupEdit.Action.ADD, item_id=i,
+                     revision=revision) for i in ids]
+    )
+    refit_request(study_id=study.pk)
+    return group
+
+
+@transaction.atomic
+def group_update(
+    *,
+    group: ComparableGroup,
+    user,
+    name: str | None = None,
+    add: Iterable[int] = (),
+    remove: Iterable[int] = (),
+) -> ComparableGroup:
+    """Rename a group and add/remove members; one history row per change, one new revision.
+
+    Adding a member already there or removing one that is not is a no-op; an update that
+    changes nothing writes nothing and queues no refit.
+    """
+    group = ComparableGroup.objects.select_for_update().select_related("study").get(pk=group.pk)
+    study = group.study
+    require_member(user, study)
+    if not can_edit_group(user, group):
+        raise NotAllowed("Only the group's creator or a reviewer/admin can edit this group.")
+    _require_group_mode(study)
+    add_ids = _pool_members(study, add)
+    try:
+        remove_ids = list(dict.fromkeys(int(i) for i in remove))
+    except (TypeError, ValueError):
+        raise InvalidInput("Members must be item ids.") from None
+    if set(add_ids) & set(remove_ids):
+        raise InvalidInput("An item cannot be both added and removed.")
+    current = set(group.members.values_list("id", flat=True))
+    add_ids = [i for i in add_ids if i not in current]
+    remove_ids = [i for i in remove_ids if i in current]
+    if len(current) + len(add_ids) - len(remove_ids) > MAX_GROUP_SIZE:
+        raise InvalidInput(f"A group has at most {MAX_GROUP_SIZE} members.")
+    new_name = None
+    if name is not None:
+        new_name = _clean_name(name)
+        if new_name == group.name:
+            new_name = None
+        elif ComparableGroup.objects.filter(study=study, name=new_name).exists():
+            raise Conflict(f"A group named {new_name!r} already exists in this study.")
+    if new_name is None and not add_ids and not remove_ids:
+        return group
+
+    revision = _next_group_revision(study)
+    edits = []
+    if new_name is not None:
+        edits.append(GroupEdit(group=group, user=user, action=GroupEdit.Action.RENAME,
+                               detail=f"{group.name} → {new_name}"[:300], revision=revision))
+        group.name = new_name
+    edits += [GroupEdit(group=group, user=user, action=GroupEdit.Action.ADD, item_id=i,
+                        revision=revision) for i in add_ids]
+    edits += [GroupEdit(group=group, user=user, action=GroupEdit.Action.REMOVE, item_id=i,
+                        revision=revision) for i in remove_ids]
+    group.revision = revision
+    try:
+        with transaction.atomic():
+            group.save(update_fields=["name", "revision", "updated_at"])
+    except IntegrityError:
+        raise Conflict(f"A group named {new_name!r} already exists in this study.") from None
+    if add_ids:
+        group.members.add(*add_ids)
+    if remove_ids:
+        group.members.remove(*remove_ids)
+    GroupEdit.objects.bulk_create(edits)
+    refit_request(study_id=study.pk)
+    return group
