@@ -5,7 +5,8 @@ readable line when the value is bad, so a misconfigured process stops at start-u
 
 Variables: DEBUG, SECRET_KEY, ALLOWED_HOSTS, CSRF_TRUSTED_ORIGINS, DATABASE_URL, REDIS_URL,
 CELERY_BROKER_URL, CELERY_RESULT_BACKEND, MEDIA_ROOT, STATIC_ROOT, VAR_DIR, EMBEDDED_BROKER_DIR,
-CELERY_TASK_ALWAYS_EAGER (tests only), LOG_LEVEL, SECURE_SSL_REDIRECT, MAX_UPLOAD_MB.
+CELERY_TASK_ALWAYS_EAGER (tests only), CELERY_TASK_DEFAULT_QUEUE, LEARNING_LEASE_SECONDS,
+LEARNING_SWEEP_SECONDS, LOG_LEVEL, SECURE_SSL_REDIRECT, MAX_UPLOAD_MB.
 """
 
 from __future__ import annotations
@@ -270,6 +271,17 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_RESULT_EXPIRES = 3600
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TIMEZONE = TIME_ZONE
+# Tests give a worker a private queue; everything else uses Celery's default.
+CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_TASK_DEFAULT_QUEUE", "celery") or "celery"
+
+# --- Learning (refits) ------------------------------------------------------------------------
+# A refit holds a per-study lease it renews while it runs; a killed worker's lease expires.
+LEARNING_LEASE_SECONDS = env_int("LEARNING_LEASE_SECONDS", 30, minimum=2)
+# The sweep queues refits of studies whose data is newer than their latest version.
+LEARNING_SWEEP_SECONDS = env_int("LEARNING_SWEEP_SECONDS", 60, minimum=1)
+CELERY_BEAT_SCHEDULE = {
+    "learning-sweep": {"task": "learning.sweep", "schedule": float(LEARNING_SWEEP_SECONDS)},
+}
 
 # --- Logging ----------------------------------------------------------------------------------
 

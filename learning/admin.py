@@ -1,6 +1,14 @@
-from django.contrib import admin
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied, ValidationError
 
-from .models import MetricVersion, WeatResult, WeatSuite, WeatTest
+from .models import (
+    MetricVersion,
+    RefitState,
+    StudyLearningSettings,
+    WeatResult,
+    WeatSuite,
+    WeatTest,
+)
 
 
 @admin.register(MetricVersion)
@@ -12,7 +20,55 @@ class MetricVersionAdmin(admin.ModelAdmin):
     list_filter = ["study", "method", "status", "is_published"]
     search_fields = ["label", "sigma_sha256"]
     raw_id_fields = ["parent"]
-    readonly_fields = ["sigma_sha256", "created_at"]
+    # Publishing goes through the "Publish" action (learning.services), never a form field.
+    readonly_fields = [
+        "sigma_sha256", "created_at", "status", "is_published", "published_at", "published_by",
+        "fingerprint", "transient",
+    ]
+    actions = ["publish_version"]
+
+    @admin.action(description="Publish the selected version (replaces the published one)")
+    def publish_version(self, request, queryset):
+        from .services import metric_version_publish
+
+        if queryset.count() != 1:
+            self.message_user(request, "Select exactly one version to publish.", messages.ERROR)
+            return
+        version = queryset.get()
+        try:
+            metric_version_publish(version=version, user=request.user)
+        except (PermissionDenied, ValidationError) as error:
+            text = error.messages[0] if isinstance(error, ValidationError) else str(error)
+            self.message_user(request, text, messages.ERROR)
+            return
+        self.message_user(request, f"Published {version}.", messages.SUCCESS)
+
+
+@admin.register(StudyLearningSettings)
+class StudyLearningSettingsAdmin(admin.ModelAdmin):
+    list_display = ["study", "repeat_policy", "debounce_seconds", "fit_explore", "fit_face",
+                    "auto_publish"]
+    raw_id_fields = ["study"]
+    filter_horizontal = ["excluded_annotators"]
+
+    def save_model(self, request, obj, form, change):
+        from .scheduling import refit_request
+
+        super().save_model(request, obj, form, change)
+        # Changed settings change the fit's input; queued after the admin's transaction
+        # commits, so the excluded annotators saved with the form are included.
+        refit_request(study_id=obj.study_id)
+
+
+@admin.register(RefitState)
+class RefitStateAdmin(admin.ModelAdmin):
+    list_display = ["study", "due_at", "lease_until", "last_started_at", "last_finished_at",
+                    "last_outcome"]
+    readonly_fields = ["study", "due_at", "lease_token", "lease_until", "last_started_at",
+                       "last_finished_at", "last_outcome"]
+
+    def has_add_permission(self, request):
+        return False
 
 
 class WeatTestInline(admin.StackedInline):

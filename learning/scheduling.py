@@ -1,35 +1,169 @@
-"""The hook annotation calls when feedback changes: queue a refit after the commit.
+"""Queueing and coordinating refits: the debounce marker and the one-refit-per-study lease.
 
-Annotation services call :func:`refit_request` inside their transaction; the message is sent
-only once the transaction commits (``transaction.on_commit``), so a rolled-back write never
-triggers a refit and a refit never sees uncommitted data. The task is addressed by name, so
-the web process does not import the worker's code.
+Annotation services call :func:`refit_request` inside their transaction. After the commit it
+sets the study's "refit due" marker with a conditional UPDATE; only the request that sets it
+sends the task, with a countdown of the study's debounce window, so a burst of answers becomes
+one message and one fit at the end of the window. The task clears the marker when it starts
+(before it snapshots the data), so an answer committed while the marker is set is always
+covered by the queued refit. A marker older than the window plus :data:`LOST_AFTER` seconds is
+treated as a lost message and re-sent (the periodic sweep does the same).
+
+One refit runs per study at a time: :func:`lease_claim` is a conditional UPDATE on the study's
+:class:`~learning.models.RefitState` row (works with any broker, also the embedded one), renewed
+by the running refit and left to expire when a worker dies. The database is the only shared
+state, so the design holds with several web processes and workers.
+
+The task is addressed by name, so the web process does not import the worker's code.
 """
 
 from __future__ import annotations
 
 import logging
+import uuid
+from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
 
 logger = logging.getLogger(__name__)
 
 REFIT_TASK = "learning.refit_study"
+SWEEP_TASK = "learning.sweep"
+DEFAULT_DEBOUNCE_SECONDS = 3
+LOST_AFTER = 30  # seconds past its due time after which a queued refit counts as lost
+# A down broker must not hold an annotator's request: one quick retry, then give up.
+PUBLISH_RETRY_POLICY = {"max_retries": 1, "interval_start": 0, "interval_step": 0.2,
+                        "interval_max": 0.2}
+
+
+def lease_seconds() -> int:
+    return int(getattr(settings, "LEARNING_LEASE_SECONDS", 30))
 
 
 def refit_request(*, study_id: int) -> None:
-    """Queue a refit of ``study_id`` after the current transaction commits.
+    """Queue a refit of ``study_id`` after the current transaction commits (debounced).
 
-    A broker that is down must never fail the annotator's request: the answer is already
-    committed and the periodic sweep picks the study up later.
+    Neither a down broker nor a database hiccup after the commit may fail the annotator's
+    request: the answer is already committed and the periodic sweep picks the study up later.
     """
 
-    def send() -> None:
-        from fairmetric_site.celery import app
-
+    def after_commit() -> None:
         try:
-            app.send_task(REFIT_TASK, kwargs={"study_id": study_id})
-        except Exception:  # noqa: BLE001 - any broker failure; the sweep recovers
-            logger.warning("could not queue a refit of study %s; the sweep will", study_id)
+            refit_mark_due(study_id=study_id)
+        except Exception:
+            logger.warning("could not queue a refit of study %s; the sweep will", study_id,
+                           exc_info=True)
 
-    transaction.on_commit(send)
+    transaction.on_commit(after_commit)
+
+
+def study_debounce_seconds(study_id: int) -> int:
+    from learning.models import StudyLearningSettings
+
+    value = (
+        StudyLearningSettings.objects.filter(study_id=study_id)
+        .values_list("debounce_seconds", flat=True)
+        .first()
+    )
+    return DEFAULT_DEBOUNCE_SECONDS if value is None else int(value)
+
+
+def refit_mark_due(*, study_id: int, debounce: int | None = None) -> bool:
+    """Set the study's "refit due" marker and send the task if no refit is queued yet.
+
+    Returns True when this call sent (or tried to send) a message, False when it coalesced
+    into a refit that is already queued.
+    """
+    from learning.models import RefitState
+
+    if debounce is None:
+        debounce = study_debounce_seconds(study_id)
+    now = timezone.now()
+    due = now + timedelta(seconds=debounce)
+    free = Q(due_at__isnull=True) | Q(due_at__lt=now - timedelta(seconds=LOST_AFTER))
+    claimed = RefitState.objects.filter(free, study_id=study_id).update(due_at=due)
+    if not claimed:
+        _, created = RefitState.objects.get_or_create(study_id=study_id, defaults={"due_at": due})
+        if not created:
+            return False
+    # The marker stays set even when the broker is down: the answers that follow within
+    # LOST_AFTER seconds do not each wait for a dead broker, and the sweep re-sends.
+    refit_send(study_id=study_id, countdown=debounce)
+    return True
+
+
+def refit_send(*, study_id: int, countdown: float = 0) -> bool:
+    """Send the refit message now; False (and a warning) when the broker refuses."""
+    from fairmetric_site.celery import app
+
+    try:
+        app.send_task(
+            REFIT_TASK,
+            kwargs={"study_id": study_id},
+            countdown=countdown,
+            queue=settings.CELERY_TASK_DEFAULT_QUEUE,
+            retry=True,
+            retry_policy=PUBLISH_RETRY_POLICY,
+        )
+    except Exception:  # noqa: BLE001 - any broker failure; the sweep recovers
+        logger.warning("could not queue a refit of study %s; the sweep will", study_id)
+        return False
+    return True
+
+
+def refit_clear_due(*, study_id: int) -> None:
+    """Called by the task when it starts: answers committed from now on queue a new refit."""
+    from learning.models import RefitState
+
+    RefitState.objects.filter(study_id=study_id).update(due_at=None)
+
+
+def lease_claim(*, study_id: int) -> str | None:
+    """Claim the study's refit lease; the token, or None when another refit holds it."""
+    from learning.models import RefitState
+
+    RefitState.objects.get_or_create(study_id=study_id)
+    now = timezone.now()
+    token = uuid.uuid4().hex
+    claimed = (
+        RefitState.objects.filter(study_id=study_id)
+        .filter(Q(lease_until__isnull=True) | Q(lease_until__lt=now))
+        .update(
+            lease_token=token,
+            lease_until=now + timedelta(seconds=lease_seconds()),
+            last_started_at=now,
+        )
+    )
+    return token if claimed else None
+
+
+def lease_renew(*, study_id: int, token: str) -> bool:
+    """Extend a held lease; False when it was lost (expired and claimed by another refit)."""
+    from learning.models import RefitState
+
+    until = timezone.now() + timedelta(seconds=lease_seconds())
+    return bool(
+        RefitState.objects.filter(study_id=study_id, lease_token=token).update(lease_until=until)
+    )
+
+
+def lease_release(*, study_id: int, token: str, outcome: str) -> None:
+    from learning.models import RefitState
+
+    RefitState.objects.filter(study_id=study_id, lease_token=token).update(
+        lease_token="", lease_until=None, last_finished_at=timezone.now(), last_outcome=outcome[:200]
+    )
+
+
+def lease_remaining(*, study_id: int) -> float:
+    """Seconds until the current lease expires (0 when free)."""
+    from learning.models import RefitState
+
+    until: datetime | None = (
+        RefitState.objects.filter(study_id=study_id).values_list("lease_until", flat=True).first()
+    )
+    if until is None:
+        return 0.0
+    return max(0.0, (until - timezone.now()).total_seconds())

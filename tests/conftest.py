@@ -59,18 +59,22 @@ def subprocess_env(**overrides: str | None) -> dict[str, str]:
 def start_worker(tmp_path: Path) -> Iterator[Callable[..., tuple[subprocess.Popen, str]]]:
     """Start a real Celery worker process consuming a queue of its own.
 
-    Returns ``start(**env_overrides) -> (process, queue)``; workers are stopped at teardown.
+    Returns ``start(*extra_args, queue=None, **env_overrides) -> (process, queue)``; pass
+    ``queue`` to consume a given queue (e.g. to restart a worker on the same one) and extra
+    worker arguments such as ``--beat``. Workers are stopped at teardown.
     """
     procs: list[subprocess.Popen] = []
 
-    def start(**overrides: str | None) -> tuple[subprocess.Popen, str]:
-        queue = f"test-{uuid.uuid4().hex[:10]}"
-        log = open(tmp_path / f"{queue}.log", "w")  # noqa: SIM115 - closed with the process
+    def start(
+        *extra_args: str, queue: str | None = None, **overrides: str | None
+    ) -> tuple[subprocess.Popen, str]:
+        queue = queue or f"test-{uuid.uuid4().hex[:10]}"
+        log = open(tmp_path / f"{queue}-{len(procs)}.log", "w")  # noqa: SIM115 - with the process
         proc = subprocess.Popen(
             [
                 sys.executable, "-m", "celery", "-A", "fairmetric_site", "worker",
                 "--pool=solo", "--loglevel=INFO", "-Q", queue, "--hostname", f"{queue}@%h",
-                "--without-gossip", "--without-mingle",
+                "--without-gossip", "--without-mingle", *extra_args,
             ],
             cwd=ROOT,
             env=subprocess_env(**overrides),
@@ -89,3 +93,20 @@ def start_worker(tmp_path: Path) -> Iterator[Callable[..., tuple[subprocess.Pope
             proc.wait(timeout=max(0.1, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix) -> None:
+    """SQLite tests use a per-session file, not memory, so worker processes can share it.
+
+    (tests/learning/test_refit_worker.py runs real Celery workers against the test database;
+    PostgreSQL test databases are shareable as they are.)
+    """
+    import tempfile
+
+    from django.conf import settings
+
+    database = settings.DATABASES["default"]
+    if database["ENGINE"].endswith("sqlite3") and not database.get("TEST", {}).get("NAME"):
+        name = Path(tempfile.gettempdir()) / f"fairmetric-test-{os.getpid()}.sqlite3"
+        database.setdefault("TEST", {})["NAME"] = str(name)

@@ -1,0 +1,242 @@
+"""From a data snapshot to fitted Sigmas with diagnostics (EXPLORE and FACE), and safe storage.
+
+Repeated answers to a pair follow the study's policy (``StudyLearningSettings.RepeatPolicy``):
+
+* ``all``: every answer is one observation; an "unsure" answer counts as half an observation
+  each way (the label y = 1/2, i.e. the average of the comparable and incomparable terms of
+  the likelihood). EXPLORE's likelihood is robust to such label noise.
+* ``majority``: one observation per pair, the majority of its comparable/incomparable answers;
+  ties and pairs with only "unsure" answers are dropped.
+* ``drop_unsure``: every comparable/incomparable answer is one observation; "unsure" dropped.
+
+FACE uses the study's comparable groups and, when ``face_pairs_as_groups`` is on, every pair
+the policy resolves as comparable as a group of two (the paper's pairs-as-groups reading; under
+``all`` an unsure answer is not a comparable pair for FACE).
+
+Diagnostics use a fixed validation split by a hash of the *pair* (not of the judgment), so every
+answer to a pair falls on the same side and held-out pairs are truly unseen. The stored Sigma is
+fitted on all observations; a second fit on the training side gives the train and held-out
+log-likelihood and the held-out AUC of ``predict_proba``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from sklearn.metrics import roc_auc_score
+
+from learning.selectors import GroupSnapshot, JudgmentSnapshot
+
+UNSURE = 2
+
+
+@dataclass(frozen=True)
+class PairData:
+    """EXPLORE observations as row indices into the embedding matrix."""
+
+    row_a: np.ndarray
+    row_b: np.ndarray
+    y: np.ndarray  # float: 1 comparable, 0 incomparable, 0.5 unsure under "all"
+    held_out: np.ndarray  # bool, fixed by the pair's hash
+
+    def __len__(self) -> int:
+        return int(self.y.size)
+
+
+@dataclass
+class FitOutcome:
+    sigma: np.ndarray
+    parameters: dict
+    diagnostics: dict = field(default_factory=dict)
+
+
+class FitError(ValueError):
+    """The data cannot be fitted (one class only, too little data); stored on the version."""
+
+
+def pair_hash_unit(item_a: np.ndarray, item_b: np.ndarray) -> np.ndarray:
+    """A fixed pseudo-random number in [0, 1) per pair (splitmix64 of the item ids)."""
+    with np.errstate(over="ignore"):
+        z = item_a.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15) + item_b.astype(np.uint64)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        z = z ^ (z >> np.uint64(31))
+    return (z >> np.uint64(11)).astype(np.float64) / float(1 << 53)
+
+
+def pair_data(snapshot: JudgmentSnapshot, *, policy: str, validation_share: float) -> PairData:
+    """Observations for EXPLORE under the repeat-answer policy (vectorised)."""
+    label = snapshot.label
+    if policy == "majority":
+        keep = label != UNSURE
+        a, b, lab = snapshot.item_a[keep], snapshot.item_b[keep], label[keep]
+        ra, rb = snapshot.row_a[keep], snapshot.row_b[keep]
+        keys = np.stack([a, b], axis=1)
+        unique, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+        inverse = inverse.ravel()
+        yes = np.bincount(inverse, weights=(lab == 1), minlength=len(unique))
+        no = np.bincount(inverse, weights=(lab == 0), minlength=len(unique))
+        decided = yes != no
+        item_a, item_b = unique[decided, 0], unique[decided, 1]
+        row_a, row_b = ra[first][decided], rb[first][decided]
+        y = (yes[decided] > no[decided]).astype(np.float64)
+    else:
+        keep = label != UNSURE if policy == "drop_unsure" else np.ones(label.size, dtype=bool)
+        item_a, item_b = snapshot.item_a[keep], snapshot.item_b[keep]
+        row_a, row_b = snapshot.row_a[keep], snapshot.row_b[keep]
+        y = np.where(label[keep] == UNSURE, 0.5, label[keep].astype(np.float64))
+    held_out = pair_hash_unit(item_a, item_b) < validation_share
+    return PairData(row_a=row_a, row_b=row_b, y=y, held_out=held_out)
+
+
+def counts_of(snapshot: JudgmentSnapshot, groups: GroupSnapshot, pairs: PairData) -> dict:
+    labels = np.bincount(snapshot.label, minlength=3)
+    annotators = np.unique(snapshot.annotator[snapshot.annotator >= 0])
+    return {
+        "judgments": len(snapshot),
+        "comparable": int(labels[1]),
+        "incomparable": int(labels[0]),
+        "unsure": int(labels[2]),
+        "pairs_distinct": int(np.unique(np.stack([snapshot.item_a, snapshot.item_b]), axis=1)
+                              .shape[1]) if len(snapshot) else 0,
+        "observations": len(pairs),
+        "held_out": int(pairs.held_out.sum()),
+        "groups": len(groups.rows),
+        "annotators": int(annotators.size),
+        "imported": int((snapshot.annotator < 0).sum()),
+    }
+
+
+def _local_index(*row_arrays: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Unique matrix rows to read once, and each input re-expressed as indices into them."""
+    unique = np.unique(np.concatenate([r.ravel() for r in row_arrays])) if row_arrays else []
+    return np.asarray(unique, dtype=np.int64), [np.searchsorted(unique, r) for r in row_arrays]
+
+
+def _auc(y: np.ndarray, score: np.ndarray) -> float | None:
+    binary = (y == 0) | (y == 1)
+    if binary.sum() < 2 or np.unique(y[binary]).size < 2:
+        return None
+    return float(roc_auc_score(y[binary], score[binary]))
+
+
+def _spectrum(sigma: np.ndarray) -> list[float]:
+    return [float(v) for v in np.linalg.eigvalsh(sigma)[::-1]]
+
+
+def fit_explore(pairs: PairData, read_vectors, *, max_eigenvalue: float | None) -> FitOutcome:
+    """EXPLORE on all observations, plus a train-side fit for held-out diagnostics."""
+    observed = pairs.y[(pairs.y == 0) | (pairs.y == 1)]
+    if observed.size == 0 or np.unique(observed).size < 2:
+        have = "no labelled pairs" if observed.size == 0 else (
+            "only comparable pairs" if observed[0] == 1 else "only incomparable pairs")
+        raise FitError(
+            f"EXPLORE needs pairs judged comparable and pairs judged incomparable; there are {have}"
+        )
+    from learning.core.explore import EXPLORE
+
+    rows, (ia, ib) = _local_index(pairs.row_a, pairs.row_b)
+    vectors = read_vectors(rows)
+    x1, x2 = vectors[ia], vectors[ib]
+    params = {"max_eigenvalue": max_eigenvalue, "random_state": 0}
+    model = EXPLORE(**params).fit(x1, x2, pairs.y)
+    diagnostics = {
+        "loglik": float(model.loglik_),
+        "iterations": int(model.n_iter_),
+        "converged": bool(model.converged_),
+        "spectrum": _spectrum(model.sigma_),
+    }
+    train = ~pairs.held_out
+    if train.any() and pairs.held_out.any() and np.unique(pairs.y[train]).size >= 2:
+        check = EXPLORE(**params).fit(x1[train], x2[train], pairs.y[train])
+        held = pairs.held_out
+        diagnostics |= {
+            "train_loglik": float(check.score(x1[train], x2[train], pairs.y[train])),
+            "heldout_loglik": float(check.score(x1[held], x2[held], pairs.y[held])),
+            "heldout_auc": _auc(pairs.y[held], check.predict_proba(x1[held], x2[held])),
+        }
+    return FitOutcome(sigma=model.sigma_, parameters=params, diagnostics=diagnostics)
+
+
+def face_groups(pairs: PairData, groups: GroupSnapshot, *, use_pairs: bool, train_only: bool):
+    """FACE groups as row arrays: curated groups, then comparable pairs as groups of two."""
+    found = list(groups.rows)
+    if use_pairs:
+        keep = pairs.y == 1
+        if train_only:
+            keep &= ~pairs.held_out
+        found += list(np.stack([pairs.row_a[keep], pairs.row_b[keep]], axis=1))
+    return found
+
+
+def _fit_face(groups: list[np.ndarray], read_vectors, k):
+    from learning.core.face import FACE
+
+    rows, (flat,) = _local_index(np.concatenate(groups))
+    sizes = np.fromiter((g.size for g in groups), dtype=np.int64, count=len(groups))
+    local = np.split(flat, np.cumsum(sizes)[:-1])
+    vectors = read_vectors(rows)
+    return FACE(n_components=k).fit(vectors, local), vectors, rows
+
+
+def fit_face(pairs: PairData, groups: GroupSnapshot, read_vectors, *, k: int | None,
+             use_pairs: bool) -> FitOutcome:
+    """FACE on all groups; AUC of its distance on held-out labelled pairs when there are any."""
+    all_groups = face_groups(pairs, groups, use_pairs=use_pairs, train_only=False)
+    if not all_groups:
+        raise FitError("FACE needs at least one comparable group or pair judged comparable")
+    k_param = "auto" if k is None else int(k)
+    model, _, _ = _fit_face(all_groups, read_vectors, k_param)
+    diagnostics = {
+        "spectrum": _spectrum(model.sigma_),
+        "singular_values": [float(s) for s in np.ravel(model.singular_values_)],
+        "explained_variance_ratio": [float(s) for s in np.ravel(model.explained_variance_ratio_)],
+        "n_components": int(np.asarray(model.components_).shape[0]),
+        "groups_used": len(all_groups),
+    }
+    heterogeneity = getattr(model, "heterogeneity_", None)
+    if heterogeneity is not None:
+        diagnostics["heterogeneity"] = float(heterogeneity)
+    held = pairs.held_out & ((pairs.y == 0) | (pairs.y == 1))
+    train_groups = face_groups(pairs, groups, use_pairs=use_pairs, train_only=True)
+    if held.any() and train_groups:
+        check, _, _ = _fit_face(train_groups, read_vectors, k_param)
+        rows, (ia, ib) = _local_index(pairs.row_a[held], pairs.row_b[held])
+        vectors = read_vectors(rows)
+        z = vectors[ia] - vectors[ib]
+        distance = np.einsum("ij,jk,ik->i", z, check.sigma_, z)
+        diagnostics["heldout_auc"] = _auc(pairs.y[held], -distance)
+    return FitOutcome(sigma=model.sigma_, parameters={"n_components": k_param},
+                      diagnostics=diagnostics)
+
+
+def sigma_bytes(sigma: np.ndarray) -> tuple[bytes, str]:
+    """The ``.npy`` bytes of Sigma (float64) and their sha256."""
+    buffer = io.BytesIO()
+    np.save(buffer, np.ascontiguousarray(sigma, dtype=np.float64), allow_pickle=False)
+    data = buffer.getvalue()
+    return data, hashlib.sha256(data).hexdigest()
+
+
+def file_write_atomic(path: Path, data: bytes) -> None:
+    """Write to ``<path>.partial``, fsync, rename over ``path``, fsync the folder.
+
+    A process killed at any point leaves either no file at ``path`` or the complete one.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".partial")
+    with open(partial, "wb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(partial, path)
+    folder = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(folder)
+    finally:
+        os.close(folder)

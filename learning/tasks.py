@@ -1,0 +1,66 @@
+"""Celery tasks of learning: thin wrappers that take ids and call one service.
+
+``learning.refit_study`` is idempotent (a refit whose input already has a live version does
+nothing), so it is acknowledged late and redelivered when a worker dies. Transient errors
+(database or Redis unreachable) retry with exponential backoff; a study whose refit lease is
+held by another refit is retried when the lease would expire.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import asdict
+
+from celery import shared_task
+from django.db import InterfaceError, OperationalError
+from kombu.exceptions import OperationalError as BrokerError
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from annotation.models import Study
+from learning import services
+
+logger = logging.getLogger(__name__)
+
+TRANSIENT_ERRORS = (
+    OperationalError, InterfaceError, RedisConnectionError, RedisTimeoutError, BrokerError,
+)
+BUSY_RETRIES = 200  # a held lease always expires, so this only bounds a pathological loop
+
+
+@shared_task(
+    name="learning.refit_study",
+    bind=True,
+    acks_late=True,
+    reject_on_worker_lost=True,
+    autoretry_for=TRANSIENT_ERRORS,
+    retry_backoff=2,
+    retry_backoff_max=120,
+    retry_jitter=True,
+    max_retries=8,
+    soft_time_limit=540,
+    time_limit=600,
+)
+def refit_study(self, study_id: int) -> dict:
+    try:
+        report = services.refit_study(study_id=study_id)
+    except Study.DoesNotExist:
+        return {"study_id": study_id, "outcome": "study deleted"}
+    if report.outcome == "busy":
+        raise self.retry(countdown=report.retry_in, max_retries=BUSY_RETRIES)
+    logger.info("refit of study %s: %s", study_id, report)
+    return asdict(report)
+
+
+@shared_task(
+    name="learning.sweep",
+    acks_late=True,
+    autoretry_for=TRANSIENT_ERRORS,
+    retry_backoff=True,
+    max_retries=3,
+    soft_time_limit=60,
+    time_limit=90,
+)
+def sweep_stale_studies() -> list[int]:
+    """Queue refits of studies whose data is newer than their latest versions."""
+    return services.refit_sweep()
