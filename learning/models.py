@@ -210,9 +210,10 @@ class StudyLearningSettings(models.Model):
     explore_max_eigenvalue = models.FloatField(
         null=True,
         blank=True,
-        default=100.0,
+        default=None,
         validators=[MinValueValidator(1e-6)],
-        help_text="Bound on Sigma's spectrum (EXPLORE diverges on separable data without one).",
+        help_text="Bound on Sigma's spectrum; empty: EXPLORE's automatic bound "
+        "(100 d / mean squared pair difference), which binds only on separable data.",
     )
     validation_share = models.FloatField(
         default=0.2,
