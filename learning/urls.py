@@ -5,6 +5,15 @@ from django.urls import path
 from . import views
 
 urlpatterns = [
+    path("studies/<int:study_id>/dashboard/", views.study_dashboard, name="study-dashboard"),
+    path("studies/<int:study_id>/weat/", views.study_weat, name="study-weat"),
+    path(
+        "studies/<int:study_id>/weat/<int:test_id>/", views.study_weat_test, name="study-weat-test"
+    ),
+    path("studies/<int:study_id>/drift/", views.study_drift, name="study-drift"),
+    path("versions/compare/", views.version_compare, name="version-compare"),
+    path("versions/<int:version_id>/", views.version_detail, name="version-detail"),
+    path("versions/<int:version_id>/publish/", views.version_publish, name="version-publish"),
     path("account/tokens/", views.account_tokens, name="account-tokens"),
     path(
         "account/tokens/<int:token_id>/revoke/",

@@ -6,13 +6,19 @@ Views are thin: access check, one read from :mod:`learning.dashboards` / :mod:`l
 
 from __future__ import annotations
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import redirect, render
+from django.core.exceptions import PermissionDenied
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
-from . import tokens
-from .models import ApiToken
+from annotation.models import Study
+from annotation.permissions import Role, can_see_all, study_role
+
+from . import dashboards, reports, services, spectra, tokens
+from .models import ApiToken, MetricVersion, WeatTest
 
 
 @login_required
@@ -48,3 +54,176 @@ def account_token_revoke(request: HttpRequest, token_id: int) -> HttpResponse:
             status=404,
         )
     return redirect("account-tokens")
+
+
+# --- Access -----------------------------------------------------------------------------------
+
+
+def _reviewer_study(request: HttpRequest, study_id: int) -> Study:
+    """The study, if the user reviews or administers it (staff: every study); else 403/404."""
+    study = get_object_or_404(Study.objects.select_related("space"), pk=study_id)
+    if not can_see_all(request.user, study):
+        raise PermissionDenied("Only reviewers and admins of this study can see its dashboards.")
+    return study
+
+
+def _reviewer_version(request: HttpRequest, version_id) -> MetricVersion:
+    try:
+        version_id = int(version_id)
+    except (TypeError, ValueError):
+        raise Http404("Give the versions to compare as ?a=<id>&b=<id>.") from None
+    version = get_object_or_404(
+        MetricVersion.objects.select_related("study", "study__space", "parent", "published_by"),
+        pk=version_id,
+    )
+    if not can_see_all(request.user, version.study):
+        raise PermissionDenied("Only reviewers and admins of this study can see its metrics.")
+    return version
+
+
+def _study_nav(study: Study, active: str) -> dict:
+    return {"study": study, "active": active}
+
+
+# --- Dashboards -------------------------------------------------------------------------------
+
+
+@login_required
+def study_dashboard(request: HttpRequest, study_id: int) -> HttpResponse:
+    study = _reviewer_study(request, study_id)
+    board = dashboards.study_dashboard(study)
+    charts = {
+        "days": board.days,
+        "per_day": board.per_day,
+        "per_annotator": {q.username: q.answers for q in board.annotators},
+        "label_mix": board.label_mix,
+        "median_seconds": {q.username: q.median_seconds for q in board.annotators},
+    }
+    context = _study_nav(study, "dashboard") | {"board": board, "charts": charts}
+    return render(request, "learning/study_dashboard.html", context)
+
+
+@login_required
+def study_weat(request: HttpRequest, study_id: int) -> HttpResponse:
+    study = _reviewer_study(request, study_id)
+    show_all = request.GET.get("all") == "1"
+    table = reports.weat_table(study, show_all=show_all)
+    context = _study_nav(study, "weat") | {
+        "table": table, "show_all": show_all, "significance": reports.SIGNIFICANCE,
+    }
+    return render(request, "learning/weat.html", context)
+
+
+@login_required
+def study_weat_test(request: HttpRequest, study_id: int, test_id: int) -> HttpResponse:
+    study = _reviewer_study(request, study_id)
+    test = get_object_or_404(WeatTest.objects.filter(suite__studies=study).distinct(), pk=test_id)
+    show_all = request.GET.get("all") == "1"
+    versions, hidden = reports.table_versions(study, show_all=show_all)
+    found = reports.weat_results(study, [test], versions)
+    columns = [("Euclidean", None)] + [(v.label or v.method, v) for v in versions]
+    results = [(name, found.get((test.pk, v.pk if v else None))) for name, v in columns]
+    words = list(test.x_words + test.y_words)
+    chart = {
+        "words": words,
+        "x_words": test.x_words,
+        "series": [
+            {"name": name, "scores": [r.scores.get(w) for w in words]}
+            for name, r in results if r is not None
+        ],
+    }
+    context = _study_nav(study, "weat") | {
+        "test": test, "results": results, "chart": chart, "hidden": hidden,
+        "significance": reports.SIGNIFICANCE,
+    }
+    return render(request, "learning/weat_test.html", context)
+
+
+@login_required
+def study_drift(request: HttpRequest, study_id: int) -> HttpResponse:
+    study = _reviewer_study(request, study_id)
+    data = reports.drift_series(study)
+    context = _study_nav(study, "drift") | {
+        "chart": {"series": data["series"], "threshold": reports.drift_threshold(study)},
+        "alerts": reports.drift_alerts(study, data),
+        "methods": sorted(data["series"]),
+        "latest": data["latest"],
+    }
+    return render(request, "learning/drift.html", context)
+
+
+# --- Versions ---------------------------------------------------------------------------------
+
+
+@login_required
+def version_detail(request: HttpRequest, version_id: int) -> HttpResponse:
+    version = _reviewer_version(request, version_id)
+    report = reports.version_report(version)
+    context = _study_nav(version.study, "versions") | {
+        "report": report,
+        "version": version,
+        "can_publish": study_role(request.user, version.study) == Role.ADMIN,
+        "chart": {"spectrum": report.spectrum},
+        "diagnostics": _scalars(version.diagnostics),
+        "others": MetricVersion.objects.filter(study_id=version.study_id)
+        .exclude(pk=version.pk).only("id", "label", "method", "status").order_by("-pk")[:200],
+    }
+    return render(request, "learning/version.html", context)
+
+
+def _scalars(values: dict) -> list[tuple[str, str]]:
+    """Diagnostics worth a table row (lists are charted or summarised)."""
+    rows = []
+    for key, value in sorted(values.items()):
+        if isinstance(value, list):
+            value = f"{len(value)} values" if len(value) > 8 else ", ".join(
+                f"{v:.4g}" if isinstance(v, float) else str(v) for v in value
+            )
+        elif isinstance(value, float):
+            value = f"{value:.6g}"
+        rows.append((key.replace("_", " "), str(value)))
+    return rows
+
+
+@login_required
+@require_POST
+def version_publish(request: HttpRequest, version_id: int) -> HttpResponse:
+    version = _reviewer_version(request, version_id)
+    try:
+        services.metric_version_publish(version=version, user=request.user)
+    except DjangoValidationError as error:
+        messages.error(request, " ".join(error.messages))
+        return redirect("version-detail", version.pk)
+    messages.success(request, f"Version #{version.pk} is now the published "
+                              f"{version.get_method_display()} metric of {version.study}.")
+    return redirect("version-detail", version.pk)
+
+
+@login_required
+def version_compare(request: HttpRequest) -> HttpResponse:
+    a = _reviewer_version(request, request.GET.get("a"))
+    b = _reviewer_version(request, request.GET.get("b"))
+    ready = [v for v in (a, b) if v.status == MetricVersion.Status.READY and v.sigma]
+    spectra_ = {v.pk: [float(x) for x in spectra.spectrum(reports.sigma_of(v)).values]
+                for v in ready}
+    weat = reports.weat_rows_for([a, b])
+    tests = sorted({r.test for rows in weat.values() for r in rows.values()},
+                   key=lambda t: (t.kind, t.position, t.pk))
+    keys = sorted(set(a.diagnostics) | set(b.diagnostics))
+    context = _study_nav(a.study, "versions") | {
+        "a": a, "b": b,
+        "drift": reports.drift_between(a, b) if len(ready) == 2 else None,
+        "directions": {v.pk: reports.sensitive_directions(v) for v in ready},
+        "weat": [(t, weat[a.pk].get(t.pk), weat[b.pk].get(t.pk)) for t in tests],
+        "diagnostics": [
+            (k.replace("_", " "), _scalars({k: a.diagnostics[k]})[0][1] if k in a.diagnostics
+             else "—", _scalars({k: b.diagnostics[k]})[0][1] if k in b.diagnostics else "—")
+            for k in keys
+        ],
+        "counts": [(k, a.counts.get(k, "—"), b.counts.get(k, "—"))
+                   for k in sorted(set(a.counts) | set(b.counts))],
+        "chart": {"a": {"name": f"#{a.pk} {a.label}", "spectrum": spectra_.get(a.pk, [])},
+                  "b": {"name": f"#{b.pk} {b.label}", "spectrum": spectra_.get(b.pk, [])}},
+        "significance": reports.SIGNIFICANCE,
+    }
+    return render(request, "learning/compare.html", context)

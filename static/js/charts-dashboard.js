@@ -1,0 +1,33 @@
+// Study dashboard: answers per day (stacked by annotator), label mix, answers and median
+// seconds per annotator. Data comes from the page's <script id="chart-data"> (json_script).
+(function () {
+  "use strict";
+  const data = JSON.parse(document.getElementById("chart-data").textContent);
+  const config = { displaylogo: false, responsive: true };
+  const layout = (title, extra) => Object.assign({
+    title: { text: title, font: { size: 14 } },
+    margin: { t: 40, r: 10, b: 50, l: 50 },
+    height: 300,
+  }, extra || {});
+
+  const perDay = Object.entries(data.per_day).map(([name, counts]) => ({
+    type: "bar", name: name, x: data.days, y: counts,
+  }));
+  Plotly.newPlot("chart-per-day", perDay, layout("Answers per day", { barmode: "stack" }), config);
+
+  const labels = Object.keys(data.label_mix);
+  Plotly.newPlot("chart-labels", [{
+    type: "bar", x: labels, y: labels.map((l) => data.label_mix[l]),
+    marker: { color: ["#1e7a3a", "#b3261e", "#9a6700"] },
+  }], layout("Label mix"), config);
+
+  const names = Object.keys(data.per_annotator);
+  Plotly.newPlot("chart-per-annotator", [{
+    type: "bar", x: names, y: names.map((n) => data.per_annotator[n]),
+  }], layout("Answers per annotator"), config);
+
+  Plotly.newPlot("chart-seconds", [{
+    type: "bar", x: names, y: names.map((n) => data.median_seconds[n]),
+    marker: { color: "#2457c5" },
+  }], layout("Median seconds per answer", { yaxis: { rangemode: "tozero" } }), config);
+})();

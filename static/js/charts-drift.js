@@ -1,0 +1,47 @@
+// Drift over versions: ‖ΔΣ‖ to previous / published, principal angles, held-out
+// log-likelihood, and one effect-size chart per method (a line per WEAT test).
+(function () {
+  "use strict";
+  const data = JSON.parse(document.getElementById("chart-data").textContent);
+  const config = { displaylogo: false, responsive: true };
+  const layout = (title, extra) => Object.assign({
+    title: { text: title, font: { size: 14 } },
+    margin: { t: 40, r: 10, b: 50, l: 55 },
+    height: 320,
+    xaxis: { title: { text: "version" } },
+  }, extra || {});
+  const methods = Object.keys(data.series).sort();
+  const line = (name, s, key, dash) => ({
+    type: "scatter", mode: "lines+markers", name: name, x: s.ids, y: s[key],
+    text: s.labels, connectgaps: false, line: { dash: dash || "solid" },
+  });
+
+  const norms = [];
+  methods.forEach((m) => {
+    norms.push(line(m + ": to previous", data.series[m], "to_previous"));
+    norms.push(line(m + ": to published", data.series[m], "to_published", "dot"));
+  });
+  Plotly.newPlot("chart-norm", norms, layout("‖ΔΣ‖ (operator norm)", {
+    shapes: [{ type: "line", xref: "paper", x0: 0, x1: 1, y0: data.threshold, y1: data.threshold,
+      line: { color: "#b3261e", dash: "dash", width: 1 } }],
+  }), config);
+
+  Plotly.newPlot("chart-angles", methods.map((m) => line(m, data.series[m], "max_angle")),
+    layout("Largest principal angle to the previous sensitive subspace (°)"), config);
+  Plotly.newPlot("chart-loglik", methods.map((m) => line(m, data.series[m], "heldout_loglik")),
+    layout("Held-out log-likelihood"), config);
+
+  const group = document.getElementById("chart-effects");
+  methods.forEach((m) => {
+    const effects = data.series[m].effect_sizes;
+    const names = Object.keys(effects);
+    if (!names.length) return;
+    const div = document.createElement("div");
+    div.className = "chart";
+    div.id = "chart-effects-" + m;
+    group.appendChild(div);
+    Plotly.newPlot(div, names.map((t) => ({
+      type: "scatter", mode: "lines+markers", name: t, x: data.series[m].ids, y: effects[t],
+    })), layout("WEAT effect size d, " + m), config);
+  });
+})();

@@ -1,0 +1,139 @@
+"""Study dashboard figures against hand-computed κ, α, majority and gold accuracy; flags; speed."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from annotation.models import GoldPair, Item, Label, PairJudgment, Source
+from learning import dashboards
+from learning.dashboards import AnnotatorQuality, flags_for, study_dashboard
+
+pytestmark = pytest.mark.django_db
+
+C, N, U = Label.COMPARABLE, Label.INCOMPARABLE, Label.UNSURE  # N: not comparable
+
+
+@pytest.fixture
+def items(study):
+    return list(Item.objects.filter(space=study.space).order_by("row"))
+
+
+@pytest.fixture
+def three_annotators(make_user, study):
+    return [make_user(name, study=study, role="annotator") for name in ("u1", "u2", "u3")]
+
+
+def answer(study, user, items, pair, label, ms=None, gold=False):
+    a, b = items[2 * pair], items[2 * pair + 1]
+    return PairJudgment(study=study, annotator=user, item_a=a, item_b=b, label=label,
+                        elapsed_ms=ms, is_gold=gold)
+
+
+@pytest.fixture
+def tiny_case(study, items, three_annotators):
+    """Six pairs: u1 and u2 answer all, u3 the first three; pair 6 is a gold pair."""
+    u1, u2, u3 = three_annotators
+    rows = []
+    for pair, (l1, l2) in enumerate([(C, C), (C, N), (N, N), (N, N), (C, C), (U, C)]):
+        rows.append(answer(study, u1, items, pair, l1, ms=1000 * (pair + 1)))
+        rows.append(answer(study, u2, items, pair, l2, ms=500))
+    for pair, label in enumerate([C, C, N]):
+        rows.append(answer(study, u3, items, pair, label))
+    GoldPair.objects.create(study=study, item_a=items[12], item_b=items[13], label=C)
+    rows.append(answer(study, u1, items, 6, C, ms=7000, gold=True))
+    rows.append(answer(study, u2, items, 6, N, ms=500, gold=True))
+    rows.append(PairJudgment(study=study, item_a=items[20], item_b=items[21], label=C,
+                             source=Source.IMPORTED))
+    PairJudgment.objects.bulk_create(rows)
+    return three_annotators
+
+
+def test_agreement_figures_match_a_hand_computed_case(study, tiny_case):
+    board = study_dashboard(study, use_cache=False)
+    # κ(u1, u2) on six shared pairs: p_o = 4/6, p_e = (3·3 + 2·3 + 1·0)/36 -> κ = 3/7.
+    kappas = {(k.a, k.b): k for k in board.kappas}
+    assert kappas[("u1", "u2")].overlap == 6
+    assert kappas[("u1", "u2")].kappa == pytest.approx(3 / 7)
+    assert kappas[("u1", "u3")].overlap == 3
+    assert kappas[("u1", "u3")].kappa is None  # fewer than MIN_KAPPA_OVERLAP shared pairs
+    # Krippendorff's α (nominal) from the coincidence matrix: D_o = 4/15, D_e = 124/210.
+    assert board.alpha == pytest.approx(17 / 31)
+    assert board.overlapping_pairs == 6  # the gold pair is measured by gold accuracy instead
+    by_name = {q.username: q for q in board.annotators}
+    # Leave-one-out majority: u1 5 decided (a tie on pair 2), 4 agree; u2 4 of 6; u3 2 of 2.
+    assert (by_name["u1"].compared, by_name["u1"].majority_agreement) == (5, pytest.approx(0.8))
+    assert (by_name["u2"].compared, by_name["u2"].majority_agreement) == (6, pytest.approx(2 / 3))
+    assert (by_name["u3"].compared, by_name["u3"].majority_agreement) == (2, 1.0)
+    assert (by_name["u1"].gold_answers, by_name["u1"].gold_accuracy) == (1, 1.0)
+    assert (by_name["u2"].gold_answers, by_name["u2"].gold_accuracy) == (1, 0.0)
+    assert by_name["u1"].median_seconds == pytest.approx(4.0)  # 1..7 s
+    assert by_name["u2"].median_seconds == pytest.approx(0.5)
+    assert by_name["u3"].median_seconds is None
+    assert by_name["u1"].mean_kappa == pytest.approx(3 / 7)
+    assert (board.total, board.imported, board.annotated) == (18, 1, 17)
+    assert board.label_mix == {"comparable": 10, "incomparable": 7, "unsure": 1}
+    assert sum(sum(counts) for counts in board.per_day.values()) == 18
+    assert set(board.per_day) == {"u1", "u2", "u3", "imported"}
+
+
+def test_flags_follow_the_documented_thresholds():
+    fast = AnnotatorQuality(user_id=1, username="f", median_seconds=0.4, timed=50)
+    assert flags_for(fast) == ["too fast"]
+    few = AnnotatorQuality(user_id=1, username="f", median_seconds=0.4,
+                           timed=dashboards.MIN_TIMED_ANSWERS - 1)
+    assert flags_for(few) == []
+    contrarian = AnnotatorQuality(user_id=2, username="c", compared=40, majority_agreement=0.3)
+    assert flags_for(contrarian) == ["low agreement"]
+    few_compared = AnnotatorQuality(user_id=3, username="k", compared=dashboards.MIN_COMPARED - 1,
+                                    majority_agreement=0.0)
+    assert flags_for(few_compared) == []
+    guesser = AnnotatorQuality(user_id=4, username="g", gold_answers=10, gold_accuracy=0.5)
+    assert flags_for(guesser) == ["low gold accuracy"]
+    good = AnnotatorQuality(user_id=5, username="ok", median_seconds=2.5, timed=50, compared=40,
+                            majority_agreement=0.9, mean_kappa=0.7, gold_answers=10,
+                            gold_accuracy=0.9)
+    assert flags_for(good) == []
+
+
+def test_a_fast_contrarian_is_flagged_end_to_end(study, items, make_user):
+    """Two annotators agree on 12 pairs; a third answers the opposite in 300 ms each."""
+    good = [make_user(n, study=study, role="annotator") for n in ("g1", "g2")]
+    bad = make_user("bad", study=study, role="annotator")
+    rows = []
+    for pair in range(12):
+        label = C if pair % 2 else N
+        rows += [answer(study, user, items, pair, label, ms=3000) for user in good]
+        rows.append(answer(study, bad, items, pair, N if label == C else C, ms=300))
+    PairJudgment.objects.bulk_create(rows)
+    board = study_dashboard(study, use_cache=False)
+    flags = {q.username: q.flags for q in board.annotators}
+    assert flags == {"g1": [], "g2": [], "bad": ["too fast", "low agreement"]}
+
+
+def test_dashboard_is_cached_until_new_data_arrives(study, tiny_case, items,
+                                                    django_assert_max_num_queries):
+    first = study_dashboard(study)
+    with django_assert_max_num_queries(3):  # only the watermark queries
+        assert study_dashboard(study) is not None
+    PairJudgment.objects.create(study=study, annotator=tiny_case[2], item_a=items[6],
+                                item_b=items[7], label=N)
+    again = study_dashboard(study)
+    assert again.total == first.total + 1
+
+
+def test_dashboard_page_queries_do_not_grow_with_data(
+    client, study, users, tiny_case, items, django_assert_max_num_queries
+):
+    client.force_login(users["reviewer"])
+    url = reverse("study-dashboard", args=[study.pk])
+    with django_assert_max_num_queries(25) as small:
+        assert client.get(url).status_code == 200
+    more = tiny_case[:2]
+    PairJudgment.objects.bulk_create(
+        answer(study, user, items, pair, C, ms=2000) for pair in range(10, 25) for user in more
+    )
+    with django_assert_max_num_queries(len(small.captured_queries)):
+        response = client.get(url)
+    assert response.status_code == 200
+    assert "Krippendorff" in response.content.decode()

@@ -1,0 +1,176 @@
+"""Every dashboard page and export endpoint by role; publishing; page contents; query counts."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from learning.models import MetricVersion
+from learning.tokens import api_token_create
+
+pytestmark = pytest.mark.django_db
+
+ROLES = ["anonymous", "annotator", "reviewer", "admin", "outsider", "staff"]
+SEES = {"reviewer", "admin", "staff"}
+
+
+@pytest.fixture
+def pages(study, versions, weat) -> list[str]:
+    test = weat[0]
+    return [
+        reverse("study-dashboard", args=[study.pk]),
+        reverse("study-weat", args=[study.pk]),
+        reverse("study-weat-test", args=[study.pk, test.pk]),
+        reverse("study-drift", args=[study.pk]),
+        reverse("version-detail", args=[versions[1].pk]),
+        reverse("version-compare") + f"?a={versions[0].pk}&b={versions[1].pk}",
+    ]
+
+
+@pytest.fixture
+def endpoints(study, versions) -> list[str]:
+    v = versions[1]
+    return [
+        reverse("api-version", args=[v.pk]),
+        reverse("api-version-sigma", args=[v.pk, "npy"]),
+        reverse("api-version-sigma", args=[v.pk, "json"]),
+        reverse("api-version-sigma", args=[v.pk, "csv"]),
+        reverse("api-published", args=[study.pk, "face"]),
+        reverse("api-published-sigma", args=[study.pk, "face", "npy"]),
+        reverse("api-export-judgments", args=[study.pk, "csv"]),
+        reverse("api-export-judgments", args=[study.pk, "jsonl"]),
+        reverse("api-export-groups", args=[study.pk, "csv"]),
+        reverse("api-export-groups", args=[study.pk, "jsonl"]),
+    ]
+
+
+def login(client, users, role):
+    if role != "anonymous":
+        client.force_login(users[role])
+    return client
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_pages_by_role(client, users, pages, role):
+    login(client, users, role)
+    for url in pages:
+        response = client.get(url)
+        if role == "anonymous":
+            assert response.status_code == 302, url
+            assert response["Location"].startswith(reverse("login")), url
+        elif role in SEES:
+            assert response.status_code == 200, url
+        else:
+            assert response.status_code == 403, url
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_endpoints_by_role_with_a_token(users, endpoints, role):
+    from rest_framework.test import APIClient
+
+    client = APIClient()
+    if role != "anonymous":
+        _, key = api_token_create(user=users[role], name="job")
+        client.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
+    for url in endpoints:
+        status = client.get(url).status_code
+        expected = 401 if role == "anonymous" else (200 if role in SEES else 403)
+        assert status == expected, (url, status)
+
+
+def test_token_page_needs_login_and_is_open_to_every_user(client, users):
+    assert client.get(reverse("account-tokens")).status_code == 302
+    client.force_login(users["annotator"])
+    assert client.get(reverse("account-tokens")).status_code == 200
+
+
+@pytest.mark.parametrize(("role", "status"), [
+    ("annotator", 403), ("reviewer", 403), ("outsider", 403), ("admin", 302),
+])
+def test_only_study_admins_publish(client, users, versions, role, status):
+    version = versions[1]
+    client.force_login(users[role])
+    response = client.post(reverse("version-publish", args=[version.pk]))
+    assert response.status_code == status
+    version.refresh_from_db()
+    assert version.is_published is (status == 302)
+    if status == 302:
+        versions[0].refresh_from_db()
+        assert versions[0].is_published is False  # one published version per study and method
+
+
+def test_publish_button_shown_to_admins_only_and_needs_post(client, users, versions):
+    url = reverse("version-detail", args=[versions[1].pk])
+    client.force_login(users["reviewer"])
+    assert 'id="publish"' not in client.get(url).content.decode()
+    client.force_login(users["admin"])
+    assert 'id="publish"' in client.get(url).content.decode()
+    assert client.get(reverse("version-publish", args=[versions[1].pk])).status_code == 405
+
+
+def test_publishing_a_failed_version_is_refused_with_a_message(client, users, versions):
+    failed = versions[1]
+    MetricVersion.objects.filter(pk=failed.pk).update(status="failed", error="one class only")
+    client.force_login(users["admin"])
+    response = client.post(reverse("version-publish", args=[failed.pk]), follow=True)
+    assert response.status_code == 200
+    assert "only a ready version can be published" in response.content.decode()
+    failed.refresh_from_db()
+    assert not failed.is_published
+
+
+def test_weat_table_marks_significance_and_shows_the_interval(client, users, study, weat,
+                                                              versions):
+    client.force_login(users["reviewer"])
+    page = client.get(reverse("study-weat", args=[study.pk])).content.decode()
+    assert page.count("<th>") >= 2
+    for version in versions:
+        assert f"#{version.pk}" in page
+    assert "p 0.010*" in page  # Euclidean, significant
+    assert "p 0.200<br>" in page  # face-2, not significant: no star
+    assert "bootstrap 95% interval [0.100, 1.500]" in page
+    assert page.index("meaningful X / A") < page.index("unfair X / A")
+
+
+def test_version_page_lists_sensitive_words_and_the_crossing_alert(client, users, versions,
+                                                                   weat, space):
+    client.force_login(users["reviewer"])
+    # face-1 (published) ignores the first coordinate: the words most aligned with e1.
+    page = client.get(reverse("version-detail", args=[versions[0].pk])).content.decode()
+    matrix = space.load_matrix()
+    cos = matrix[:, 0] / __import__("numpy").linalg.norm(matrix, axis=1)
+    best = int(abs(cos).argmax())
+    assert f">w{best}</span>" in page
+    # face-2 moved both tests from p=0.02 to p=0.2: an alert on its page.
+    page = client.get(reverse("version-detail", args=[versions[1].pk])).content.decode()
+    assert "lost significance" in page
+    assert 'data-testid="alerts"' in page
+
+
+def test_drift_page_alerts_when_drift_exceeds_the_study_threshold(client, users, study, versions,
+                                                                   weat):
+    from learning.models import StudyLearningSettings
+
+    StudyLearningSettings.objects.create(study=study, drift_threshold=0.01)
+    client.force_login(users["reviewer"])
+    page = client.get(reverse("study-drift", args=[study.pk])).content.decode()
+    assert "exceeds the study threshold 0.01" in page
+    assert "lost significance" in page
+
+
+def test_many_versions_keep_query_counts_flat(client, users, study, versions, weat, make_version,
+                                              sigma_a, sigma_b, django_assert_max_num_queries):
+    client.force_login(users["reviewer"])
+    urls = [reverse("study-weat", args=[study.pk]) + "?all=1",
+            reverse("study-drift", args=[study.pk]),
+            reverse("version-detail", args=[versions[1].pk])]
+    before = []
+    for url in urls:
+        with django_assert_max_num_queries(30) as captured:
+            assert client.get(url).status_code == 200
+        before.append(len(captured.captured_queries))
+    for i in range(30):
+        make_version(study, sigma_a if i % 2 else sigma_b, label=f"face-x{i}", watermark=100 + i)
+    for url, count in zip(urls, before, strict=True):
+        with django_assert_max_num_queries(count):
+            assert client.get(url).status_code == 200
