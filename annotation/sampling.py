@@ -38,7 +38,7 @@ from .metrics import (
     squared_distances,
 )
 from .models import GoldPair, Item, PairJudgment, Source, Study
-from .selectors import answered_pairs, pairs_q, study_pool
+from .selectors import answered_pairs, judged_pairs, study_pool
 
 CANDIDATES = 256
 OVERLAP_WINDOW = 300
@@ -109,11 +109,7 @@ def _overlap_pair(study, user, excluded, pool, rng) -> tuple[int, int] | None:
     ]
     if not candidates:
         return None
-    rows = (
-        PairJudgment.objects.filter(study=study, source=Source.ANNOTATED)
-        .filter(pairs_q(candidates))
-        .values_list("item_a_id", "item_b_id", "annotator_id")
-    )
+    rows = judged_pairs(study=study, pairs=candidates)
     counts: Counter = Counter()
     mine = set()
     for a, b, annotator_id in rows:

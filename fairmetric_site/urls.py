@@ -15,6 +15,8 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    path("api/", include("annotation.urls_api")),
+    path("studies/", include("annotation.urls")),
     path("api/", include("learning.urls_api")),
     path("", include("learning.urls")),
 ]

@@ -1,0 +1,308 @@
+"""The REST API (DRF): thin views — access check, serializer validation, one service call."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import status
+from rest_framework.exceptions import APIException, ValidationError
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from . import selectors, services
+from .exceptions import AnnotationError, NotAllowed
+from .models import ComparableGroup, EmbeddingSpace, Membership, Study
+from .permissions import can_edit_group, require_member, study_role
+from .sampling import next_pair
+from .serializers import (
+    GroupCreateSerializer,
+    GroupDetailSerializer,
+    GroupSerializer,
+    GroupUpdateSerializer,
+    ItemSerializer,
+    JudgmentCreateSerializer,
+    JudgmentSerializer,
+    NextPairSerializer,
+    StudySerializer,
+    SuggestionsSerializer,
+)
+from .suggestions import group_suggestions
+
+MAX_LIMIT = 200
+
+
+class PayloadTooLarge(APIException):
+    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+    default_detail = "Request body too large."
+
+
+class AnnotationAPIView(APIView):
+    """Maps service errors to 4xx answers and refuses oversized bodies before parsing them."""
+
+    max_body_bytes = 8 * 1024
+
+    def initial(self, request, *args, **kwargs):
+        super().initial(request, *args, **kwargs)
+        if request.method in {"POST", "PUT", "PATCH"}:
+            try:
+                length = int(request.META.get("CONTENT_LENGTH") or 0)
+            except ValueError:
+                length = 0
+            if length > self.max_body_bytes:
+                raise PayloadTooLarge(
+                    f"Request body too large ({length} bytes; at most {self.max_body_bytes})."
+                )
+
+    def handle_exception(self, exc):
+        if isinstance(exc, AnnotationError):
+            return Response({"detail": exc.message}, status=exc.status_code)
+        return super().handle_exception(exc)
+
+    def member_study(self, study_id: int) -> Study:
+        study = get_object_or_404(Study.objects.select_related("space"), pk=study_id)
+        require_member(self.request.user, study)
+        return study
+
+
+def _int_param(request, name: str, default: int, *, lo: int, hi: int) -> int:
+    raw = request.query_params.get(name)
+    if raw in (None, ""):
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValidationError({name: "must be an integer."}) from None
+    if not lo <= value <= hi:
+        raise ValidationError({name: f"must be between {lo} and {hi}."})
+    return value
+
+
+def _id_list(raw: str, name: str, *, max_len: int = 1000) -> list[int]:
+    parts = [p for p in raw.replace("-", ",").split(",") if p.strip()] if raw else []
+    if len(parts) > max_len:
+        raise ValidationError({name: f"at most {max_len} ids."})
+    try:
+        return [int(p) for p in parts]
+    except ValueError:
+        raise ValidationError({name: "must be comma-separated item ids."}) from None
+
+
+class StudyList(AnnotationAPIView):
+    @extend_schema(responses=StudySerializer(many=True))
+    def get(self, request):
+        pairs = selectors.studies_for_user(user=request.user)
+        roles = {study.pk: role for study, role in pairs}
+        data = StudySerializer([s for s, _ in pairs], many=True, context={"roles": roles}).data
+        return Response(data)
+
+
+class StudyDetail(AnnotationAPIView):
+    @extend_schema(responses=StudySerializer)
+    def get(self, request, study_id: int):
+        study = self.member_study(study_id)
+        roles = {study.pk: study_role(request.user, study)}
+        return Response(StudySerializer(study, context={"roles": roles}).data)
+
+
+class NextPairView(AnnotationAPIView):
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "exclude", str, description="Pairs the client holds unsent: 'a-b,c-d'."
+            )
+        ],
+        responses=NextPairSerializer,
+    )
+    def get(self, request, study_id: int):
+        study = self.member_study(study_id)
+        held = _id_list(request.query_params.get("exclude", ""), "exclude", max_len=40)
+        if len(held) % 2:
+            raise ValidationError({"exclude": "must list pairs of item ids: 'a-b,c-d'."})
+        held_pairs = list(zip(held[::2], held[1::2], strict=True))
+        pair = next_pair(study=study, user=request.user, exclude=held_pairs)
+        if pair is None:
+            return Response({"done": True, "left": None, "right": None})
+        return Response(
+            {
+                "done": False,
+                "left": ItemSerializer(pair.left).data,
+                "right": ItemSerializer(pair.right).data,
+            }
+        )
+
+
+class JudgmentListCreate(AnnotationAPIView):
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("mine", bool, description="Only your own answers."),
+            OpenApiParameter("limit", int, description=f"At most {MAX_LIMIT} (default 10)."),
+            OpenApiParameter("before", int, description="Only judgments with a smaller id."),
+        ],
+        responses=JudgmentSerializer(many=True),
+    )
+    def get(self, request, study_id: int):
+        study = self.member_study(study_id)
+        mine = request.query_params.get("mine", "") in {"1", "true", "yes"}
+        limit = _int_param(request, "limit", 10, lo=1, hi=MAX_LIMIT)
+        before = _int_param(request, "before", 0, lo=0, hi=2**62) or None
+        rows = selectors.judgments_recent(
+            study=study, user=request.user, mine=mine, limit=limit, before_id=before
+        )
+        return Response({"results": JudgmentSerializer(rows, many=True).data})
+
+    @extend_schema(request=JudgmentCreateSerializer, responses=JudgmentSerializer)
+    def post(self, request, study_id: int):
+        study = self.member_study(study_id)
+        body = JudgmentCreateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        judgment, created = services.judgment_create(
+            study=study,
+            annotator=request.user,
+            item_a_id=body.validated_data["item_a"],
+            item_b_id=body.validated_data["item_b"],
+            label=body.validated_data["label"],
+            client_id=body.validated_data["client_id"],
+            elapsed_ms=body.validated_data.get("elapsed_ms"),
+        )
+        return Response(
+            JudgmentSerializer(judgment).data,
+            status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
+        )
+
+
+class JudgmentUndo(AnnotationAPIView):
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "ref", OpenApiTypes.STR, OpenApiParameter.PATH,
+                description="The judgment's id or its client_id.",
+            )
+        ],
+        responses={204: None},
+    )
+    def delete(self, request, study_id: int, ref: str):
+        study = self.member_study(study_id)
+        if ref.isdigit():
+            services.judgment_undo(user=request.user, study=study, judgment_id=int(ref))
+        else:
+            try:
+                client_id = uuid.UUID(ref)
+            except ValueError:
+                raise ValidationError({"ref": "must be a judgment id or a client_id."}) from None
+            services.judgment_undo(user=request.user, study=study, client_id=client_id)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class GroupListCreate(AnnotationAPIView):
+    max_body_bytes = 64 * 1024
+
+    @extend_schema(responses=GroupSerializer(many=True))
+    def get(self, request, study_id: int):
+        study = self.member_study(study_id)
+        groups = selectors.groups_visible(study=study, user=request.user)[:500]
+        return Response(GroupSerializer(groups, many=True).data)
+
+    @extend_schema(request=GroupCreateSerializer, responses=GroupDetailSerializer)
+    def post(self, request, study_id: int):
+        study = self.member_study(study_id)
+        body = GroupCreateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        group = services.group_create(
+            study=study,
+            user=request.user,
+            name=body.validated_data["name"],
+            member_ids=body.validated_data["members"],
+        )
+        return Response(_group_detail(group), status=status.HTTP_201_CREATED)
+
+
+def _group_detail(group: ComparableGroup) -> dict:
+    group.size = group.members.count()
+    group.history = selectors.group_history(group=group)
+    data = GroupDetailSerializer(group).data
+    data["members"] = ItemSerializer(selectors.group_members(group=group), many=True).data
+    return data
+
+
+class GroupDetail(AnnotationAPIView):
+    max_body_bytes = 64 * 1024
+
+    def visible_group(self, study_id: int, group_id: int) -> ComparableGroup:
+        study = self.member_study(study_id)
+        group = get_object_or_404(
+            selectors.groups_visible(study=study, user=self.request.user), pk=group_id
+        )
+        return group
+
+    @extend_schema(responses=GroupDetailSerializer)
+    def get(self, request, study_id: int, group_id: int):
+        return Response(_group_detail(self.visible_group(study_id, group_id)))
+
+    @extend_schema(request=GroupUpdateSerializer, responses=GroupDetailSerializer)
+    def patch(self, request, study_id: int, group_id: int):
+        group = self.visible_group(study_id, group_id)
+        if not can_edit_group(request.user, group):
+            raise NotAllowed("Only the group's creator or a reviewer/admin can edit this group.")
+        body = GroupUpdateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        group = services.group_update(
+            group=group,
+            user=request.user,
+            name=body.validated_data.get("name"),
+            add=body.validated_data["add"],
+            remove=body.validated_data["remove"],
+        )
+        return Response(_group_detail(group))
+
+
+class SuggestionsView(AnnotationAPIView):
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("members", str, description="Comma-separated item ids."),
+            OpenApiParameter("k", int, description="How many suggestions per metric (≤ 50)."),
+        ],
+        responses=SuggestionsSerializer,
+    )
+    def get(self, request, study_id: int):
+        study = self.member_study(study_id)
+        members = _id_list(request.query_params.get("members", ""), "members")
+        k = _int_param(request, "k", 10, lo=1, hi=50)
+        result = group_suggestions(study=study, member_ids=members, k=k)
+        return Response(SuggestionsSerializer(result).data)
+
+
+class ItemSearch(AnnotationAPIView):
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("q", str, description="Key prefix (case-insensitive)."),
+            OpenApiParameter("space", int, description="Embedding space id."),
+            OpenApiParameter("study", int, description="Restrict to a study's item pool."),
+            OpenApiParameter("limit", int, description="At most 50 (default 20)."),
+        ],
+        responses=ItemSerializer(many=True),
+    )
+    def get(self, request):
+        limit = _int_param(request, "limit", 20, lo=1, hi=50)
+        study_id = _int_param(request, "study", 0, lo=0, hi=2**62)
+        space_id = _int_param(request, "space", 0, lo=0, hi=2**62)
+        study = None
+        if study_id:
+            study = self.member_study(study_id)
+            space_id = study.space_id
+        elif not space_id:
+            raise ValidationError({"space": "give a space or a study."})
+        else:
+            get_object_or_404(EmbeddingSpace, pk=space_id)
+            user = request.user
+            if not (user.is_staff or user.is_superuser) and not Membership.objects.filter(
+                user=user, study__space_id=space_id
+            ).exists():
+                raise NotAllowed("You are not a member of a study on this embedding space.")
+        query = request.query_params.get("q", "")
+        if len(query) > 255:
+            raise ValidationError({"q": "at most 255 characters."})
+        items = selectors.item_search(space_id=space_id, query=query, study=study, limit=limit)
+        return Response(ItemSerializer(items, many=True).data)

@@ -1,0 +1,141 @@
+"""DRF serializers: request bodies are validated here, then passed to one service call."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from .models import ComparableGroup, GroupEdit, Item, Label, PairJudgment, Study
+from .services import MAX_ELAPSED_MS, MAX_GROUP_NAME, MAX_GROUP_SIZE
+
+
+class ItemSerializer(serializers.ModelSerializer):
+    display = serializers.CharField(read_only=True)
+
+    class Meta:
+        model = Item
+        fields = ["id", "key", "display", "kind", "payload"]
+
+
+class ItemBriefSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Item
+        fields = ["id", "key"]
+
+
+class StudySerializer(serializers.ModelSerializer):
+    space = serializers.IntegerField(source="space_id", read_only=True)
+    space_name = serializers.CharField(source="space.name", read_only=True)
+    role = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Study
+        fields = [
+            "id", "name", "space", "space_name", "mode", "strategy", "overlap",
+            "target_per_annotator", "is_active", "role", "instructions",
+        ]
+
+    def get_role(self, study) -> str | None:
+        return self.context.get("roles", {}).get(study.pk)
+
+
+class NextPairSerializer(serializers.Serializer):
+    done = serializers.BooleanField()
+    left = ItemSerializer(allow_null=True)
+    right = ItemSerializer(allow_null=True)
+
+
+class JudgmentCreateSerializer(serializers.Serializer):
+    item_a = serializers.IntegerField(min_value=1)
+    item_b = serializers.IntegerField(min_value=1)
+    label = serializers.ChoiceField(choices=Label.choices)
+    client_id = serializers.UUIDField()
+    elapsed_ms = serializers.IntegerField(
+        min_value=0, max_value=MAX_ELAPSED_MS, required=False, allow_null=True
+    )
+
+    def validate(self, attrs):
+        if attrs["item_a"] == attrs["item_b"]:
+            raise serializers.ValidationError("item_a and item_b must be two different items.")
+        return attrs
+
+
+class JudgmentSerializer(serializers.ModelSerializer):
+    item_a = ItemBriefSerializer(read_only=True)
+    item_b = ItemBriefSerializer(read_only=True)
+    annotator = serializers.CharField(source="annotator.username", default=None, read_only=True)
+
+    class Meta:
+        model = PairJudgment
+        fields = [
+            "id", "client_id", "item_a", "item_b", "label", "elapsed_ms", "annotator",
+            "source", "created_at",
+        ]
+
+
+class GroupEditSerializer(serializers.ModelSerializer):
+    user = serializers.CharField(source="user.username", default=None, read_only=True)
+    item = ItemBriefSerializer(read_only=True)
+
+    class Meta:
+        model = GroupEdit
+        fields = ["id", "action", "item", "detail", "revision", "user", "created_at"]
+
+
+class GroupSerializer(serializers.ModelSerializer):
+    size = serializers.IntegerField(read_only=True)
+    created_by = serializers.CharField(source="created_by.username", default=None, read_only=True)
+
+    class Meta:
+        model = ComparableGroup
+        fields = ["id", "name", "size", "created_by", "source", "revision", "updated_at"]
+
+
+class GroupDetailSerializer(GroupSerializer):
+    members = ItemSerializer(many=True, read_only=True)
+    history = GroupEditSerializer(many=True, read_only=True)
+
+    class Meta(GroupSerializer.Meta):
+        fields = [*GroupSerializer.Meta.fields, "members", "history"]
+
+
+class GroupCreateSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=MAX_GROUP_NAME)
+    members = serializers.ListField(
+        child=serializers.IntegerField(min_value=1), max_length=MAX_GROUP_SIZE, default=list
+    )
+
+
+class GroupUpdateSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=MAX_GROUP_NAME, required=False)
+    add = serializers.ListField(
+        child=serializers.IntegerField(min_value=1), max_length=MAX_GROUP_SIZE, default=list
+    )
+    remove = serializers.ListField(
+        child=serializers.IntegerField(min_value=1), max_length=MAX_GROUP_SIZE, default=list
+    )
+
+
+class HeterogeneitySerializer(serializers.Serializer):
+    method = serializers.CharField()
+    value = serializers.FloatField(allow_null=True)
+    warn = serializers.BooleanField()
+    explanation = serializers.CharField()
+
+
+class SuggestionsSerializer(serializers.Serializer):
+    size = serializers.IntegerField()
+    heterogeneity = HeterogeneitySerializer()
+    metric = serializers.SerializerMethodField()
+    nearest_metric = ItemSerializer(many=True)
+    nearest_euclid = ItemSerializer(many=True)
+
+    def get_metric(self, obj) -> dict | None:
+        version = obj.metric_version
+        if version is None:
+            return None
+        return {
+            "id": version.pk,
+            "method": version.method,
+            "label": version.label or version.method,
+            "is_published": version.is_published,
+        }

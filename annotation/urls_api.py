@@ -1,0 +1,33 @@
+"""API routes, included under /api/ by fairmetric_site/urls.py."""
+
+from django.urls import path
+
+from . import api
+
+urlpatterns = [
+    path("studies/", api.StudyList.as_view(), name="api-studies"),
+    path("studies/<int:study_id>/", api.StudyDetail.as_view(), name="api-study"),
+    path("studies/<int:study_id>/next-pair/", api.NextPairView.as_view(), name="api-next-pair"),
+    path(
+        "studies/<int:study_id>/judgments/",
+        api.JudgmentListCreate.as_view(),
+        name="api-judgments",
+    ),
+    path(
+        "studies/<int:study_id>/judgments/<str:ref>/",
+        api.JudgmentUndo.as_view(),
+        name="api-judgment",
+    ),
+    path("studies/<int:study_id>/groups/", api.GroupListCreate.as_view(), name="api-groups"),
+    path(
+        "studies/<int:study_id>/groups/<int:group_id>/",
+        api.GroupDetail.as_view(),
+        name="api-group",
+    ),
+    path(
+        "studies/<int:study_id>/suggestions/",
+        api.SuggestionsView.as_view(),
+        name="api-suggestions",
+    ),
+    path("items/", api.ItemSearch.as_view(), name="api-items"),
+]

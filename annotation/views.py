@@ -1,0 +1,126 @@
+"""Server-rendered pages: studies, the pair labelling page, group curation, review tables."""
+
+from __future__ import annotations
+
+import markdown
+import nh3
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.db.models import Count
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, render
+
+from . import selectors
+from .forms import ReviewFilterForm
+from .models import PairJudgment, Study
+from .permissions import SEES_ALL, study_role
+
+REVIEW_PAGE = 100
+
+
+def render_instructions(text: str) -> str:
+    """Study instructions: Markdown rendered to HTML, then sanitised with nh3."""
+    return nh3.clean(markdown.markdown(text or "", extensions=["extra", "sane_lists"]))
+
+
+def _member_study(request: HttpRequest, study_id: int) -> tuple[Study, str]:
+    study = get_object_or_404(Study.objects.select_related("space"), pk=study_id)
+    role = study_role(request.user, study)
+    if role is None:
+        raise Http404("No such study.")  # outsiders do not learn that it exists
+    return study, role
+
+
+@login_required
+def study_list(request: HttpRequest) -> HttpResponse:
+    studies = selectors.studies_for_user(user=request.user)
+    return render(request, "annotation/study_list.html", {"studies": studies})
+
+
+@login_required
+def study_detail(request: HttpRequest, study_id: int) -> HttpResponse:
+    study, role = _member_study(request, study_id)
+    context = {
+        "study": study,
+        "role": role,
+        "sees_all": role in SEES_ALL,
+        "progress": selectors.progress_for(study=study, user=request.user),
+        "instructions_html": render_instructions(study.instructions),
+        "pairs_mode": study.mode != Study.Mode.GROUPS,
+        "groups_mode": study.mode != Study.Mode.PAIRS,
+    }
+    return render(request, "annotation/study_detail.html", context)
+
+
+@login_required
+def label_pairs(request: HttpRequest, study_id: int) -> HttpResponse:
+    study, role = _member_study(request, study_id)
+    if study.mode == Study.Mode.GROUPS:
+        raise Http404("This study collects groups, not pairs.")
+    context = {
+        "study": study,
+        "role": role,
+        "progress": selectors.progress_for(study=study, user=request.user),
+        "instructions_html": render_instructions(study.instructions),
+    }
+    return render(request, "annotation/label.html", context)
+
+
+@login_required
+def curate_groups(request: HttpRequest, study_id: int) -> HttpResponse:
+    study, role = _member_study(request, study_id)
+    if study.mode == Study.Mode.PAIRS:
+        raise Http404("This study collects pairs, not groups.")
+    context = {
+        "study": study,
+        "role": role,
+        "instructions_html": render_instructions(study.instructions),
+    }
+    return render(request, "annotation/groups.html", context)
+
+
+@login_required
+def review(request: HttpRequest, study_id: int) -> HttpResponse:
+    """Reviewers and admins: every judgment (newest first, filterable) and every group."""
+    study, role = _member_study(request, study_id)
+    if role not in SEES_ALL:
+        raise PermissionDenied("Only reviewers and admins of this study can review it.")
+    form = ReviewFilterForm(request.GET or None)
+    judgments = PairJudgment.objects.filter(study=study).select_related(
+        "item_a", "item_b", "annotator"
+    )
+    if form.is_valid():
+        data = form.cleaned_data
+        if data["annotator"]:
+            judgments = judgments.filter(annotator__username=data["annotator"])
+        if data["label"]:
+            judgments = judgments.filter(label=data["label"])
+        if data["source"]:
+            judgments = judgments.filter(source=data["source"])
+        if data["before"]:
+            judgments = judgments.filter(id__lt=data["before"])
+    rows = list(judgments.order_by("-id")[: REVIEW_PAGE + 1])
+    more = len(rows) > REVIEW_PAGE
+    rows = rows[:REVIEW_PAGE]
+    next_query = None
+    if more:
+        query = request.GET.copy()
+        query["before"] = rows[-1].pk
+        next_query = query.urlencode()
+    annotators = (
+        PairJudgment.objects.filter(study=study, annotator__isnull=False)
+        .values("annotator__username")
+        .annotate(n=Count("id"))
+        .order_by("-n")[:100]
+    )
+    context = {
+        "study": study,
+        "role": role,
+        "form": form,
+        "judgments": rows,
+        "next_query": next_query,
+        "annotators": annotators,
+        "counts": selectors.study_counts(study=study),
+        "groups": selectors.groups_visible(study=study, user=request.user)[:200],
+    }
+    return render(request, "annotation/review.html", context)

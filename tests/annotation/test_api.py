@@ -1,0 +1,370 @@
+"""The REST API: idempotent judgments, undo, groups, search, suggestions, roles, bad input."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import numpy as np
+import pytest
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from annotation.models import ComparableGroup, Membership, PairJudgment, Study
+from learning.models import MetricVersion
+
+from .factories import make_metric_version, make_space, make_study, make_user
+from .test_services import refit_hooks
+
+Role = Membership.Role
+
+
+def judgment_body(a, b, **extra):
+    body = {"item_a": a.pk, "item_b": b.pk, "label": "comparable",
+            "client_id": str(uuid.uuid4()), "elapsed_ms": 830}
+    body.update(extra)
+    return body
+
+
+def url(study, tail=""):
+    return f"/api/studies/{study.pk}/{tail}"
+
+
+# --- Studies and roles ------------------------------------------------------------------------
+
+
+def test_studies_lists_only_the_users_studies_with_their_role(
+    study, space, annotator, outsider, staff, client_for
+):
+    other = make_study(space=space, name="Other study")
+    data = client_for(annotator).get("/api/studies/").json()
+    assert [(s["id"], s["role"]) for s in data] == [(study.pk, "annotator")]
+    assert client_for(outsider).get("/api/studies/").json() == []
+    staff_ids = {s["id"]: s["role"] for s in client_for(staff).get("/api/studies/").json()}
+    assert staff_ids == {study.pk: "admin", other.pk: "admin"}
+
+
+def test_anonymous_requests_are_refused(study):
+    response = APIClient().get("/api/studies/")
+    assert response.status_code in (401, 403)
+
+
+def test_outsiders_get_403_and_unknown_studies_404(study, outsider, items, client_for):
+    client = client_for(outsider)
+    assert client.get(url(study, "next-pair/")).status_code == 403
+    response = client.post(url(study, "judgments/"), judgment_body(items[0], items[1]),
+                           format="json")
+    assert response.status_code == 403
+    assert "not a member" in response.json()["detail"]
+    assert client.get("/api/studies/99999/next-pair/").status_code == 404
+    assert PairJudgment.objects.count() == 0
+
+
+# --- Next pair --------------------------------------------------------------------------------
+
+
+def test_next_pair_serves_two_pool_items(study, annotator, client_for):
+    data = client_for(annotator).get(url(study, "next-pair/")).json()
+    assert data["done"] is False
+    assert data["left"]["id"] != data["right"]["id"]
+    assert {"id", "key", "display", "kind", "payload"} <= set(data["left"])
+
+
+def test_next_pair_says_done_when_everything_is_answered(study, annotator, items, client_for):
+    tag = study.pool_tags.create(name="two")
+    items[0].tags.add(tag)
+    items[1].tags.add(tag)
+    client = client_for(annotator)
+    client.post(url(study, "judgments/"), judgment_body(items[0], items[1]), format="json")
+    assert client.get(url(study, "next-pair/")).json() == {
+        "done": True, "left": None, "right": None
+    }
+
+
+def test_next_pair_rejects_a_malformed_exclude(study, annotator, client_for):
+    response = client_for(annotator).get(url(study, "next-pair/"), {"exclude": "1-2,3"})
+    assert response.status_code == 400
+    response = client_for(annotator).get(url(study, "next-pair/"), {"exclude": "a-b"})
+    assert response.status_code == 400
+
+
+# --- Judgments --------------------------------------------------------------------------------
+
+
+def test_post_is_idempotent_201_then_200_with_the_same_body(
+    study, annotator, items, client_for, django_capture_on_commit_callbacks
+):
+    client = client_for(annotator)
+    body = judgment_body(items[4], items[2])
+    with django_capture_on_commit_callbacks() as callbacks:
+        first = client.post(url(study, "judgments/"), body, format="json")
+    assert first.status_code == 201
+    assert len(refit_hooks(callbacks)) == 1
+    again = client.post(url(study, "judgments/"), body, format="json")
+    assert again.status_code == 200
+    assert again.json() == first.json()
+    stored = PairJudgment.objects.get()
+    assert (stored.item_a_id, stored.item_b_id) == (items[2].pk, items[4].pk)
+    assert stored.elapsed_ms == 830
+    assert first.json()["client_id"] == body["client_id"]
+
+
+def test_reusing_a_client_id_for_another_answer_is_409(
+    study, annotator, other_annotator, items, client_for
+):
+    body = judgment_body(items[0], items[1])
+    client_for(annotator).post(url(study, "judgments/"), body, format="json")
+    response = client_for(other_annotator).post(url(study, "judgments/"), body, format="json")
+    assert response.status_code == 409
+    assert "client_id" in response.json()["detail"]
+    response = client_for(annotator).post(
+        url(study, "judgments/"), {**body, "item_b": items[2].pk}, format="json"
+    )
+    assert response.status_code == 409
+    assert PairJudgment.objects.count() == 1
+
+
+@pytest.mark.parametrize(
+    ("change", "status", "field"),
+    [
+        ({"item_b": 10**9}, 400, "does not exist"),
+        ({"same": True}, 400, "different"),
+        ({"label": "maybe"}, 400, "label"),
+        ({"label": ""}, 400, "label"),
+        ({"client_id": "123"}, 400, "client_id"),
+        ({"elapsed_ms": -1}, 400, "elapsed_ms"),
+        ({"item_a": "x"}, 400, "item_a"),
+        ({"drop": "item_a"}, 400, "item_a"),
+        ({"drop": "item_b"}, 400, "item_b"),
+        ({"drop": "label"}, 400, "label"),
+        ({"drop": "client_id"}, 400, "client_id"),
+        ({"foreign": True}, 400, "pool"),
+    ],
+)
+def test_bad_judgments_answer_4xx_with_a_message_and_store_nothing(
+    study, annotator, items, client_for, change, status, field
+):
+    body = judgment_body(items[0], items[1])
+    if change.pop("same", False):
+        body["item_b"] = items[0].pk
+    if change.pop("foreign", False):
+        body["item_b"] = make_space(name="elsewhere", seed=4).items.first().pk
+    dropped = change.pop("drop", None)
+    if dropped:
+        del body[dropped]
+    body.update(change)
+    response = client_for(annotator).post(url(study, "judgments/"), body, format="json")
+    assert response.status_code == status
+    assert field in json.dumps(response.json())
+    assert PairJudgment.objects.count() == 0
+
+
+def test_malformed_json_and_oversized_bodies_are_refused(study, annotator, items, client_for):
+    client = client_for(annotator)
+    response = client.post(url(study, "judgments/"), "{not json", content_type="application/json")
+    assert response.status_code == 400
+    body = judgment_body(items[0], items[1], padding="x" * 20_000)
+    response = client.post(url(study, "judgments/"), body, format="json")
+    assert response.status_code == 413
+    assert "too large" in response.json()["detail"]
+    assert PairJudgment.objects.count() == 0
+
+
+def test_closed_study_refuses_answers(study, annotator, items, client_for):
+    Study.objects.filter(pk=study.pk).update(is_active=False)
+    response = client_for(annotator).post(
+        url(study, "judgments/"), judgment_body(items[0], items[1]), format="json"
+    )
+    assert response.status_code == 400
+    assert "closed" in response.json()["detail"]
+
+
+def test_token_auth_posts_without_csrf(study, annotator, items):
+    token = Token.objects.create(user=annotator)
+    client = APIClient(enforce_csrf_checks=True)
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    response = client.post(url(study, "judgments/"), judgment_body(items[0], items[1]),
+                           format="json")
+    assert response.status_code == 201
+
+
+def test_session_auth_needs_the_csrf_header(study, annotator, items):
+    client = APIClient(enforce_csrf_checks=True)
+    client.force_login(annotator)
+    response = client.post(url(study, "judgments/"), judgment_body(items[0], items[1]),
+                           format="json")
+    assert response.status_code == 403
+    assert "CSRF" in response.json()["detail"]
+
+
+def test_undo_by_id_or_client_id_only_for_ones_own(
+    study, annotator, other_annotator, items, client_for, django_capture_on_commit_callbacks
+):
+    mine = client_for(annotator)
+    theirs = client_for(other_annotator)
+    a = mine.post(url(study, "judgments/"), judgment_body(items[0], items[1]), format="json")
+    b = mine.post(url(study, "judgments/"), judgment_body(items[0], items[2]), format="json")
+    c = theirs.post(url(study, "judgments/"), judgment_body(items[0], items[1]), format="json")
+    assert mine.delete(url(study, f"judgments/{c.json()['id']}/")).status_code == 403
+    with django_capture_on_commit_callbacks() as callbacks:
+        assert mine.delete(url(study, f"judgments/{a.json()['id']}/")).status_code == 204
+    assert len(refit_hooks(callbacks)) == 1
+    assert mine.delete(url(study, f"judgments/{b.json()['client_id']}/")).status_code == 204
+    assert mine.delete(url(study, f"judgments/{b.json()['client_id']}/")).status_code == 404
+    assert mine.delete(url(study, "judgments/not-an-id/")).status_code == 400
+    assert list(PairJudgment.objects.values_list("pk", flat=True)) == [c.json()["id"]]
+
+
+def test_annotators_list_only_their_answers_reviewers_all(
+    study, annotator, other_annotator, reviewer, items, client_for
+):
+    for i in range(1, 4):
+        client_for(annotator).post(url(study, "judgments/"),
+                                   judgment_body(items[0], items[i]), format="json")
+    client_for(other_annotator).post(url(study, "judgments/"),
+                                     judgment_body(items[0], items[1]), format="json")
+    own = client_for(annotator).get(url(study, "judgments/")).json()["results"]
+    assert {j["annotator"] for j in own} == {"ann"}
+    assert len(own) == 3
+    assert own[0]["id"] > own[-1]["id"]  # newest first
+    everything = client_for(reviewer).get(url(study, "judgments/"), {"limit": 50}).json()
+    assert len(everything["results"]) == 4
+    mine_only = client_for(reviewer).get(url(study, "judgments/"), {"mine": 1}).json()
+    assert mine_only["results"] == []
+    limited = client_for(annotator).get(url(study, "judgments/"), {"mine": 1, "limit": 2})
+    assert len(limited.json()["results"]) == 2
+    assert client_for(annotator).get(url(study, "judgments/"), {"limit": 0}).status_code == 400
+
+
+# --- Groups -----------------------------------------------------------------------------------
+
+
+def test_groups_create_list_patch_and_history(
+    study, annotator, other_annotator, reviewer, items, client_for,
+    django_capture_on_commit_callbacks,
+):
+    client = client_for(annotator)
+    with django_capture_on_commit_callbacks() as callbacks:
+        created = client.post(url(study, "groups/"),
+                              {"name": "twins", "members": [items[0].pk, items[1].pk]},
+                              format="json")
+    assert created.status_code == 201
+    assert len(refit_hooks(callbacks)) == 1
+    gid = created.json()["id"]
+    assert created.json()["size"] == 2
+    patched = client.patch(url(study, f"groups/{gid}/"),
+                           {"name": "triplets", "add": [items[2].pk], "remove": [items[0].pk]},
+                           format="json")
+    assert patched.status_code == 200
+    data = patched.json()
+    assert data["name"] == "triplets"
+    assert {m["id"] for m in data["members"]} == {items[1].pk, items[2].pk}
+    assert [e["action"] for e in data["history"]][:3] == ["remove", "add", "rename"]  # newest first
+    assert {e["revision"] for e in data["history"][:3]} == {data["revision"]}
+    assert client_for(other_annotator).get(url(study, "groups/")).json() == []
+    assert client_for(other_annotator).get(url(study, f"groups/{gid}/")).status_code == 404
+    assert client_for(other_annotator).patch(
+        url(study, f"groups/{gid}/"), {"add": [items[5].pk]}, format="json"
+    ).status_code == 404
+    assert [g["id"] for g in client_for(reviewer).get(url(study, "groups/")).json()] == [gid]
+    assert client_for(reviewer).patch(
+        url(study, f"groups/{gid}/"), {"add": [items[5].pk]}, format="json"
+    ).status_code == 200
+    assert ComparableGroup.objects.get().members.count() == 3
+
+
+@pytest.mark.parametrize(
+    "body",
+    [{}, {"name": ""}, {"name": "x" * 201}, {"name": "g", "members": ["a"]},
+     {"name": "g", "members": [10**9]}, {"name": "g", "members": "1,2"}],
+)
+def test_bad_groups_are_refused(study, annotator, client_for, body):
+    response = client_for(annotator).post(url(study, "groups/"), body, format="json")
+    assert response.status_code == 400
+    assert response.json()
+    assert ComparableGroup.objects.count() == 0
+
+
+def test_duplicate_group_name_is_409(study, annotator, client_for):
+    client = client_for(annotator)
+    client.post(url(study, "groups/"), {"name": "g"}, format="json")
+    assert client.post(url(study, "groups/"), {"name": "g"}, format="json").status_code == 409
+
+
+# --- Items and suggestions --------------------------------------------------------------------
+
+
+def test_item_search_is_a_case_insensitive_prefix_search(study, space, annotator, client_for):
+    client = client_for(annotator)
+    keys = [i["key"] for i in client.get("/api/items/", {"space": space.pk, "q": "em"}).json()]
+    assert keys == ["Emma", "Emily", "Emmett"]  # shortest first
+    keys = [i["key"] for i in client.get("/api/items/", {"study": study.pk, "q": "W00"}).json()]
+    assert keys == [f"w00{i}" for i in range(10)]
+    limited = client.get("/api/items/", {"study": study.pk, "q": "w", "limit": 5}).json()
+    assert len(limited) == 5
+    assert client.get("/api/items/", {"study": study.pk, "q": "zz"}).json() == []
+    assert client.get("/api/items/", {"study": study.pk, "q": ""}).json() == []
+    assert client.get("/api/items/", {"q": "w"}).status_code == 400
+
+
+def test_item_search_needs_membership(space, outsider, client_for):
+    response = client_for(outsider).get("/api/items/", {"space": space.pk, "q": "w"})
+    assert response.status_code == 403
+
+
+def test_suggestions_under_euclid_and_the_current_metric(study, annotator, items, client_for):
+    members = [items[0].pk, items[1].pk, items[2].pk]
+    client = client_for(annotator)
+    data = client.get(url(study, "suggestions/"),
+                      {"members": ",".join(map(str, members)), "k": 4}).json()
+    assert data["metric"] is None
+    assert data["nearest_metric"] == []
+    assert data["size"] == 3
+    matrix = study.space.load_matrix(mmap=False).astype(np.float64)
+    centroid = matrix[[items[0].row, items[1].row, items[2].row]].mean(axis=0)
+    order = np.argsort(np.linalg.norm(matrix - centroid, axis=1))
+    expected = [items[r].pk for r in order if items[r].pk not in members][:4]
+    assert [i["id"] for i in data["nearest_euclid"]] == expected
+    assert data["heterogeneity"]["method"] == "relative-spread"
+
+    sigma = np.diag([1.0] + [1e-6] * (study.space.dimension - 1))  # only the first dimension
+    version = make_metric_version(study=study, method=MetricVersion.Method.EXPLORE,
+                                  sigma=sigma, label="explore-1")
+    data = client.get(url(study, "suggestions/"),
+                      {"members": ",".join(map(str, members)), "k": 4}).json()
+    assert data["metric"]["id"] == version.pk
+    gaps = np.abs(matrix[:, 0] - centroid[0])
+    learned = [items[r].pk for r in np.argsort(gaps) if items[r].pk not in members][:4]
+    assert [i["id"] for i in data["nearest_metric"]] == learned
+
+
+def test_heterogeneity_uses_the_latest_face_version(study, annotator, items, client_for):
+    d = study.space.dimension
+    q = np.zeros((d, 1))
+    q[0, 0] = 1.0
+    make_metric_version(study=study, method=MetricVersion.Method.FACE,
+                        sigma=np.eye(d) - q @ q.T, label="face-1")
+    matrix = study.space.load_matrix(mmap=False).astype(np.float64)
+    rows = [items[0].row, items[1].row, items[2].row]
+    centred = matrix[rows] - matrix[rows].mean(axis=0)
+    expected = (centred[:, 1:] ** 2).sum() / (centred**2).sum()
+    data = client_for(annotator).get(
+        url(study, "suggestions/"), {"members": f"{items[0].pk},{items[1].pk},{items[2].pk}"}
+    ).json()
+    assert data["heterogeneity"]["method"] == "face-outside-share"
+    assert data["heterogeneity"]["value"] == pytest.approx(expected, abs=1e-3)
+    assert data["heterogeneity"]["warn"] is bool(expected > 0.6)
+
+
+def test_openapi_schema_describes_the_api(db, staff, client_for):
+    response = client_for(staff).get("/api/schema/", {"format": "json"})
+    assert response.status_code == 200
+    paths = json.loads(response.content)["paths"]
+    assert "/api/studies/{study_id}/judgments/" in paths
+    assert "/api/items/" in paths
+
+
+def test_reviewer_of_one_study_is_an_outsider_elsewhere(space, reviewer, items, client_for):
+    elsewhere = make_study(space=space, name="Elsewhere")
+    make_user("someone", study=elsewhere, role=Role.ANNOTATOR)
+    assert client_for(reviewer).get(url(elsewhere, "judgments/")).status_code == 403

@@ -1,0 +1,171 @@
+"""Choosing the next pair: never answered twice, overlap first, gold rate, strategies."""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from annotation.models import GoldPair, Study
+from annotation.sampling import next_pair
+from annotation.services import judgment_create
+from learning.models import MetricVersion
+
+from .factories import make_metric_version
+
+
+def answer(study, user, a_id, b_id, label="comparable"):
+    judgment_create(study=study, annotator=user, item_a_id=a_id, item_b_id=b_id, label=label,
+                    client_id=uuid.uuid4(), elapsed_ms=5)
+
+
+def canonical(pair):
+    a, b = pair.left.pk, pair.right.pk
+    return (min(a, b), max(a, b))
+
+
+def restrict_pool(study, items):
+    tag = study.pool_tags.create(name=f"pool-{len(items)}")
+    for item in items:
+        item.tags.add(tag)
+
+
+def test_never_serves_a_pair_the_annotator_answered(study, annotator, items):
+    restrict_pool(study, items[:4])  # 6 pairs
+    rng = np.random.default_rng(0)
+    seen = set()
+    for _ in range(6):
+        pair = next_pair(study=study, user=annotator, rng=rng)
+        assert pair is not None
+        key = canonical(pair)
+        assert key not in seen
+        seen.add(key)
+        answer(study, annotator, *key)
+    assert next_pair(study=study, user=annotator, rng=rng) is None
+    assert len(seen) == 6
+
+
+def test_pairs_held_by_the_client_are_excluded(study, annotator, items):
+    restrict_pool(study, items[:3])  # 3 pairs
+    held = [(items[0].pk, items[1].pk), (items[2].pk, items[1].pk)]
+    for seed in range(10):
+        pair = next_pair(study=study, user=annotator, exclude=held,
+                         rng=np.random.default_rng(seed))
+        assert canonical(pair) == (items[0].pk, items[2].pk)
+
+
+def test_pairs_answered_by_others_fewer_than_k_times_come_first(
+    study, annotator, other_annotator, reviewer, items
+):
+    study.overlap = 3
+    answer(study, other_annotator, items[7].pk, items[9].pk)
+    answer(study, other_annotator, items[3].pk, items[4].pk)
+    answer(study, reviewer, items[3].pk, items[4].pk)
+    pair = next_pair(study=study, user=annotator, rng=np.random.default_rng(1))
+    assert pair.reason == "overlap"
+    assert canonical(pair) == (items[3].pk, items[4].pk)  # the fullest open pair first
+    answer(study, annotator, items[3].pk, items[4].pk)  # now 3 answers: closed
+    pair = next_pair(study=study, user=annotator, rng=np.random.default_rng(1))
+    assert canonical(pair) == (items[7].pk, items[9].pk)
+    answer(study, annotator, items[7].pk, items[9].pk)
+    pair = next_pair(study=study, user=annotator, rng=np.random.default_rng(1))
+    assert pair.reason == "random"
+
+
+def test_overlap_one_means_no_repeats(study, annotator, other_annotator, items):
+    study.overlap = 1
+    answer(study, other_annotator, items[0].pk, items[1].pk)
+    pair = next_pair(study=study, user=annotator, rng=np.random.default_rng(0))
+    assert pair.reason == "random"
+
+
+def test_gold_pairs_are_served_at_the_gold_rate(study, annotator, items):
+    GoldPair.objects.create(study=study, item_a=items[0], item_b=items[1], label="comparable")
+    study.gold_rate = 1.0
+    pair = next_pair(study=study, user=annotator, rng=np.random.default_rng(0))
+    assert pair.reason == "gold"
+    assert canonical(pair) == (items[0].pk, items[1].pk)
+    answer(study, annotator, items[0].pk, items[1].pk)
+    assert next_pair(study=study, user=annotator, rng=np.random.default_rng(0)).reason == "random"
+    study.gold_rate = 0.3
+    reasons = Counter()
+    GoldPair.objects.create(study=study, item_a=items[2], item_b=items[3], label="comparable")
+    rng = np.random.default_rng(5)
+    for _ in range(400):
+        reasons[next_pair(study=study, user=annotator, rng=rng).reason] += 1
+    assert 0.22 < reasons["gold"] / 400 < 0.38
+
+
+def test_left_and_right_are_shuffled_per_presentation(study, annotator, items):
+    restrict_pool(study, items[:2])
+    rng = np.random.default_rng(0)
+    lefts = Counter(next_pair(study=study, user=annotator, rng=rng).left.pk for _ in range(40))
+    assert set(lefts) == {items[0].pk, items[1].pk}
+
+
+def all_pairs_p(study, items, sigma):
+    matrix = study.space.load_matrix(mmap=False).astype(np.float64)
+    out = {}
+    for i, a in enumerate(items):
+        for b in items[i + 1 :]:
+            z = matrix[a.row] - matrix[b.row]
+            out[(a.pk, b.pk)] = 2 / (1 + np.exp(z @ sigma @ z))
+    return out
+
+
+def test_uncertainty_picks_the_pair_closest_to_one_half(study, annotator, items):
+    study.strategy = Study.Strategy.UNCERTAINTY
+    pool = items[:8]  # 28 pairs: 256 candidates cover them all
+    restrict_pool(study, pool)
+    sigma = np.diag(np.linspace(0.05, 0.6, study.space.dimension))
+    make_metric_version(study=study, method=MetricVersion.Method.EXPLORE, sigma=sigma)
+    make_metric_version(study=study, method=MetricVersion.Method.FACE,
+                        sigma=np.eye(study.space.dimension) * 50)  # must be ignored
+    expected = all_pairs_p(study, pool, sigma)
+    for seed in range(3):
+        pair = next_pair(study=study, user=annotator, rng=np.random.default_rng(seed))
+        assert pair.reason == "uncertainty"
+        best = min(expected, key=lambda p: abs(expected[p] - 0.5))
+        assert canonical(pair) == best
+        assert pair.p_comparable == pytest.approx(expected[best])
+        answer(study, annotator, *best)
+        del expected[best]
+
+
+def test_uncertainty_falls_back_to_random_without_an_explore_version(study, annotator):
+    study.strategy = Study.Strategy.UNCERTAINTY
+    failed = make_metric_version(study=study, method=MetricVersion.Method.EXPLORE,
+                                 sigma=np.eye(study.space.dimension))
+    failed.status = MetricVersion.Status.FAILED
+    failed.save()
+    assert next_pair(study=study, user=annotator).reason == "random"
+
+
+def test_stratified_over_samples_close_pairs(study, annotator, items):
+    study.strategy = Study.Strategy.STRATIFIED
+    pool = items  # 46 items, 1035 pairs
+    matrix = study.space.load_matrix(mmap=False).astype(np.float64)
+    rows = np.array([i.row for i in pool])
+    d = np.linalg.norm(matrix[rows][:, None] - matrix[rows][None], axis=2)
+    distances = d[np.triu_indices(len(pool), 1)]
+    close = np.quantile(distances, 0.1)
+    rng = np.random.default_rng(3)
+    picks = [next_pair(study=study, user=annotator, rng=rng) for _ in range(300)]
+    assert {p.reason for p in picks} == {"stratified"}
+    share_close = np.mean([p.distance <= close for p in picks])
+    assert share_close > 0.2  # random pairs would give about 0.1
+
+
+def test_next_pair_reads_a_bounded_number_of_queries(
+    study, annotator, other_annotator, items, django_assert_max_num_queries
+):
+    study.strategy = Study.Strategy.UNCERTAINTY
+    make_metric_version(study=study, method=MetricVersion.Method.EXPLORE,
+                        sigma=np.eye(study.space.dimension))
+    for b in items[1:20]:
+        answer(study, annotator, items[0].pk, b.pk)
+    next_pair(study=study, user=annotator)  # warm the pool cache
+    with django_assert_max_num_queries(6):
+        assert next_pair(study=study, user=annotator) is not None
