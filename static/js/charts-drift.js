@@ -8,11 +8,16 @@
     title: { text: title, font: { size: 14 } },
     margin: { t: 40, r: 10, b: 50, l: 55 },
     height: 320,
-    xaxis: { title: { text: "version" } },
+    xaxis: { title: { text: "version" }, type: "category", categoryorder: "array",
+      categoryarray: categories },
   }, extra || {});
   const methods = Object.keys(data.series).sort();
+  // Versions as categories "#id" in id order, so methods share one axis without gaps.
+  const allIds = methods.flatMap((m) => data.series[m].ids).sort((a, b) => a - b);
+  const categories = allIds.map((id) => "#" + id);
+  const xs = (s) => s.ids.map((id) => "#" + id);
   const line = (name, s, key, dash) => ({
-    type: "scatter", mode: "lines+markers", name: name, x: s.ids, y: s[key],
+    type: "scatter", mode: "lines+markers", name: name, x: xs(s), y: s[key],
     text: s.labels, connectgaps: false, line: { dash: dash || "solid" },
   });
 
@@ -41,7 +46,7 @@
     div.id = "chart-effects-" + m;
     group.appendChild(div);
     Plotly.newPlot(div, names.map((t) => ({
-      type: "scatter", mode: "lines+markers", name: t, x: data.series[m].ids, y: effects[t],
+      type: "scatter", mode: "lines+markers", name: t, x: xs(data.series[m]), y: effects[t],
     })), layout("WEAT effect size d, " + m), config);
   });
 })();

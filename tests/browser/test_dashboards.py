@@ -1,0 +1,190 @@
+"""Dashboards in a real Chromium: a reviewer opens each page and the charts render.
+
+The admin then publishes a version with the button, creates an API token on the tokens page
+and downloads the published Sigma with it. Screenshots go to test-artifacts/.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.files.base import ContentFile
+from django.urls import reverse
+
+from annotation.models import EmbeddingSpace, Item, Label, Membership, PairJudgment, Study
+from learning.models import MetricVersion, WeatResult, WeatSuite, WeatTest
+from tests.conftest import require
+
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # Playwright's sync API runs a loop
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+PASSWORD = "a-browser-pw-1"
+DIM = 6
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def _npy(array) -> bytes:
+    buffer = io.BytesIO()
+    np.save(buffer, np.asarray(array), allow_pickle=False)
+    return buffer.getvalue()
+
+
+@pytest.fixture
+def browser():
+    require(CHROMIUM.exists(), "Chromium is not installed at /usr/bin/chromium")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        instance = p.chromium.launch(
+            executable_path=str(CHROMIUM),
+            args=["--headless", "--no-sandbox", "--disable-gpu",
+                  "--disable-background-networking", "--disable-component-update",
+                  "--no-first-run"],
+        )
+        yield instance
+        instance.close()
+
+
+@pytest.fixture
+def metric_study(settings, tmp_path):
+    """A study with judgments by two annotators, three metric versions and WEAT results."""
+    settings.MEDIA_ROOT = tmp_path / "media"
+    rng = np.random.default_rng(0)
+    matrix = rng.normal(size=(80, DIM)).astype(np.float32)
+    space = EmbeddingSpace(name="browser space", dimension=DIM, item_count=80,
+                           sha256=hashlib.sha256(_npy(matrix)).hexdigest())
+    space.matrix.save("browser.npy", ContentFile(_npy(matrix)), save=False)
+    space.save()
+    Item.objects.bulk_create(Item(space=space, key=f"word{r}", row=r) for r in range(80))
+    study = Study.objects.create(name="Browser study", space=space)
+    users = {}
+    for name, role in [("ann1", "annotator"), ("ann2", "annotator"), ("rev", "reviewer"),
+                       ("adm", "admin")]:
+        users[name] = get_user_model().objects.create_user(name, password=PASSWORD)
+        Membership.objects.create(user=users[name], study=study, role=role)
+    items = list(Item.objects.filter(space=space).order_by("row"))
+    PairJudgment.objects.bulk_create(
+        PairJudgment(study=study, annotator=users[who], item_a=items[2 * i],
+                     item_b=items[2 * i + 1], elapsed_ms=1200 + 40 * i,
+                     label=Label.COMPARABLE if (i % 3 or who == "ann1") else Label.INCOMPARABLE)
+        for i in range(30) for who in ("ann1", "ann2")
+    )
+    versions = []
+    for i, (method, label) in enumerate([("face", "face-1"), ("face", "face-2"),
+                                         ("explore", "explore")]):
+        if method == "face":
+            q, _ = np.linalg.qr(rng.normal(size=(DIM, 1 + i)))
+            sigma = np.eye(DIM) - q @ q.T
+        else:
+            root = rng.normal(size=(DIM, DIM))
+            sigma = root @ root.T / DIM
+        content = _npy(sigma)
+        version = MetricVersion(
+            study=study, method=method, label=label, status="ready", dimension=DIM,
+            sigma_sha256=hashlib.sha256(content).hexdigest(), judgment_watermark=10 * (i + 1),
+            diagnostics={"heldout_loglik": -0.6 + 0.05 * i, "spectrum": sorted(
+                np.linalg.eigvalsh(sigma).tolist(), reverse=True)},
+            counts={"comparable": 40, "incomparable": 20}, fingerprint=f"b{i}",
+            is_published=(i == 0),
+        )
+        version.sigma.save(f"browser-{i}.npy", ContentFile(content), save=False)
+        version.save()
+        versions.append(version)
+    suite = WeatSuite.objects.create(name="browser suite")
+    suite.studies.add(study)
+    for position, kind in enumerate(["meaningful", "unfair"]):
+        test = WeatTest.objects.create(
+            suite=suite, position=position, name=f"{kind} test", kind=kind, x_name="X",
+            y_name="Y", a_name="A", b_name="B", x_words=["word0", "word1"],
+            y_words=["word2", "word3"], a_words=["word4"], b_words=["word5"],
+        )
+        for version, p in [(None, 0.01), *zip(versions, [0.02, 0.3, 0.04], strict=True)]:
+            WeatResult.objects.create(
+                test=test, space=space, metric_version=version,
+                metric=version.label if version else "euclidean", p_value=p,
+                effect_size=1.1 if p < 0.05 else 0.2, statistic=0.4, n_partitions=6, exact=True,
+                ci_low=0.05, ci_high=1.4,
+                scores={"word0": 0.3, "word1": 0.25, "word2": -0.1, "word3": -0.2},
+            )
+    return {"study": study, "versions": versions, "users": users, "test": test}
+
+
+def open_page(browser, live_server, username):
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    errors: list[str] = []
+    page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(live_server.url + reverse("login"))
+    page.fill("#id_username", username)
+    page.fill("#id_password", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url(lambda url: "/accounts/login" not in url)
+    return page, errors
+
+
+def test_reviewer_sees_every_dashboard_with_rendered_charts(browser, live_server, metric_study):
+    ARTIFACTS.mkdir(exist_ok=True)
+    study, versions = metric_study["study"], metric_study["versions"]
+    page, errors = open_page(browser, live_server, "rev")
+    pages = [
+        ("dashboard", reverse("study-dashboard", args=[study.pk]), 4),
+        ("weat", reverse("study-weat", args=[study.pk]), 0),
+        ("weat-test", reverse("study-weat-test", args=[study.pk, metric_study["test"].pk]), 1),
+        ("drift", reverse("study-drift", args=[study.pk]), 4),
+        ("version", reverse("version-detail", args=[versions[1].pk]), 1),
+        ("compare", reverse("version-compare") + f"?a={versions[0].pk}&b={versions[1].pk}", 1),
+    ]
+    for name, url, charts in pages:
+        response = page.goto(live_server.url + url)
+        assert response.status == 200, name
+        if charts:
+            page.wait_for_selector(".chart .plot-container svg.main-svg", timeout=15_000)
+            assert page.locator(".chart .plot-container").count() >= charts, name
+        page.screenshot(path=str(ARTIFACTS / f"dashboards-{name}.png"), full_page=True)
+    assert errors == []
+    # The WEAT table marks significance and keeps the bootstrap interval on hover.
+    page.goto(live_server.url + reverse("study-weat", args=[study.pk]))
+    cell = page.locator("#weat-table td.cell.significant").first
+    assert "bootstrap 95% interval" in cell.get_attribute("title")
+    # The reviewer sees no Publish button.
+    page.goto(live_server.url + reverse("version-detail", args=[versions[1].pk]))
+    assert page.locator("#publish").count() == 0
+    page.close()
+
+
+def test_admin_publishes_then_downloads_the_sigma_with_a_new_token(
+    browser, live_server, metric_study
+):
+    ARTIFACTS.mkdir(exist_ok=True)
+    study, versions = metric_study["study"], metric_study["versions"]
+    page, errors = open_page(browser, live_server, "adm")
+    page.goto(live_server.url + reverse("version-detail", args=[versions[1].pk]))
+    page.click("#publish")
+    page.wait_for_selector("text=is now the published")
+    page.screenshot(path=str(ARTIFACTS / "dashboards-published.png"), full_page=True)
+    versions[1].refresh_from_db()
+    assert versions[1].is_published
+
+    page.goto(live_server.url + reverse("account-tokens"))
+    page.fill("#id_name", "training job")
+    page.click("button.primary")
+    key = page.locator("#new-token-key").inner_text().strip()
+    page.screenshot(path=str(ARTIFACTS / "dashboards-token.png"), full_page=True)
+    assert errors == []
+    page.close()
+
+    url = live_server.url + reverse("api-published-sigma", args=[study.pk, "face", "npy"])
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {key}"})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        body = response.read()
+    assert hashlib.sha256(body).hexdigest() == versions[1].sigma_sha256
+    np.testing.assert_array_equal(np.load(io.BytesIO(body)), versions[1].load_sigma())
