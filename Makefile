@@ -23,7 +23,7 @@ migrate: install
 	$(BIN)/python manage.py migrate --noinput
 
 demo: migrate
-	$(BIN)/python manage.py create_demo_users
+	$(BIN)/python manage.py load_demo
 
 run: demo
 	bash scripts/run_dev.sh

@@ -50,6 +50,14 @@ def _npy_header(shape: tuple[int, int]) -> bytes:
     return b"\x93NUMPY\x01\x00" + body_len.to_bytes(2, "little") + body.encode("latin1")
 
 
+def npy_sha256(matrix: np.ndarray) -> str:
+    """The sha256 :func:`space_import` gives a float32 matrix (to recognise a stored space)."""
+    matrix = np.ascontiguousarray(matrix, dtype="<f4")
+    digest = hashlib.sha256(_npy_header(matrix.shape))
+    digest.update(matrix.tobytes())
+    return digest.hexdigest()
+
+
 def sha256_file(path: str | Path, chunk: int = 1 << 22) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as f:
