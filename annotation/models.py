@@ -296,3 +296,47 @@ class StudyCounter(models.Model):
 
     def __str__(self) -> str:
         return f"{self.study_id}: groups r{self.group_revision}"
+
+
+class EmbeddingImport(models.Model):
+    """An embedding file uploaded by an admin, imported as a space by a Celery task."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "queued"
+        RUNNING = "running", "running"
+        DONE = "done", "done"
+        FAILED = "failed", "failed"
+
+    file = models.FileField(upload_to="uploads/", max_length=500)
+    extra_file = models.FileField(
+        upload_to="uploads/", max_length=500, blank=True,
+        help_text="npy: the vocabulary file; csv: a .npy of vectors, one row per data row.",
+    )  # fmt: skip
+    original_name = models.CharField(max_length=255, blank=True)
+    name = models.CharField(max_length=200, help_text="Name of the space to create.")
+    format = models.CharField(max_length=20, default="auto")
+    kind = models.CharField(max_length=10, blank=True)
+    tags = models.JSONField(default=list, blank=True)
+    limit = models.PositiveIntegerField(null=True, blank=True)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    stage = models.CharField(max_length=20, blank=True, help_text="reading or storing")
+    progress_rows = models.PositiveBigIntegerField(default=0)
+    total_rows = models.PositiveBigIntegerField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    space = models.ForeignKey(
+        EmbeddingSpace, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
+        related_name="+",
+    )  # fmt: skip
+    attempts = models.PositiveSmallIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-id"]
+
+    def __str__(self) -> str:
+        return f"import of {self.name} ({self.status})"
