@@ -2,6 +2,7 @@ from django.contrib import admin
 
 from .models import (
     ComparableGroup,
+    EmbeddingImport,
     EmbeddingSpace,
     GoldPair,
     GroupEdit,
@@ -9,6 +10,7 @@ from .models import (
     Membership,
     PairJudgment,
     Study,
+    StudyCounter,
     Tag,
 )
 
@@ -22,6 +24,7 @@ class EmbeddingSpaceAdmin(admin.ModelAdmin):
 
 @admin.register(Tag)
 class TagAdmin(admin.ModelAdmin):
+    list_display = ["name"]
     search_fields = ["name"]
 
 
@@ -89,3 +92,25 @@ class GroupEditAdmin(admin.ModelAdmin):
     list_display = ["group", "action", "item", "user", "revision", "created_at"]
     list_filter = ["action"]
     raw_id_fields = ["group", "item", "user"]
+
+
+@admin.register(StudyCounter)
+class StudyCounterAdmin(admin.ModelAdmin):
+    """The group-revision watermark refits compare; maintained by the services, read-only."""
+
+    list_display = ["study", "group_revision"]
+    search_fields = ["study__name"]
+    readonly_fields = ["study", "group_revision"]
+
+    def has_add_permission(self, request):
+        return False
+
+
+@admin.register(EmbeddingImport)
+class EmbeddingImportAdmin(admin.ModelAdmin):
+    list_display = ["name", "format", "status", "stage", "progress_rows", "total_rows",
+                    "created_by", "created_at", "finished_at"]
+    list_filter = ["status", "format"]
+    search_fields = ["name", "original_name", "error"]
+    raw_id_fields = ["space", "created_by"]
+    list_select_related = ["created_by"]

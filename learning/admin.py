@@ -2,6 +2,7 @@ from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied, ValidationError
 
 from .models import (
+    ApiToken,
     MetricVersion,
     RefitState,
     StudyLearningSettings,
@@ -89,3 +90,36 @@ class WeatResultAdmin(admin.ModelAdmin):
     list_display = ["test", "metric", "p_value", "effect_size", "exact", "created_at"]
     list_filter = ["metric", "exact", "test__suite"]
     raw_id_fields = ["test", "metric_version"]
+    search_fields = ["test__name", "metric"]
+    list_select_related = ["test"]
+
+
+@admin.register(WeatTest)
+class WeatTestAdmin(admin.ModelAdmin):
+    list_display = ["name", "suite", "kind", "position", "x_name", "y_name", "a_name", "b_name"]
+    list_filter = ["suite", "kind"]
+    search_fields = ["name", "x_name", "y_name", "a_name", "b_name"]
+    list_select_related = ["suite"]
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin):
+    """Tokens are created by their owners on /account/tokens/; admins can only revoke them."""
+
+    list_display = ["name", "user", "prefix", "created_at", "last_used_at", "revoked_at"]
+    list_filter = [("revoked_at", admin.EmptyFieldListFilter)]
+    search_fields = ["name", "prefix", "user__username"]
+    list_select_related = ["user"]
+    readonly_fields = ["user", "name", "prefix", "key_hash", "created_at", "last_used_at",
+                       "revoked_at"]
+    actions = ["revoke"]
+
+    def has_add_permission(self, request):
+        return False
+
+    @admin.action(description="Revoke the selected tokens")
+    def revoke(self, request, queryset):
+        from django.utils import timezone
+
+        count = queryset.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
+        self.message_user(request, f"Revoked {count} token(s).", messages.SUCCESS)

@@ -3,8 +3,9 @@
 Counts come from database aggregates; agreement is computed with numpy on the *overlapping*
 judgments only (pairs answered by two or more annotators, fetched in one query with a window
 count), so the cost grows with the overlap, not with every answer. The whole dashboard is
-cached per study and data watermark (highest judgment id, judgment count, gold pairs, group
-revision): a new answer invalidates it, a page reload does not recompute it.
+cached per study with its data watermark (highest judgment id, judgment count, gold pairs,
+group revision): a reload with unchanged data is free, and while answers keep arriving the
+figures are recomputed at most once every ``STALE_SECONDS``.
 
 Definitions (shown on the page):
 
@@ -25,15 +26,19 @@ Definitions (shown on the page):
 
 from __future__ import annotations
 
+import itertools
+import time
 import warnings
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 import krippendorff
 import numpy as np
 from django.contrib.auth import get_user_model
 from django.core.cache import cache
-from django.db.models import Count, F, Max, Window
-from django.db.models.functions import TruncDate
+from django.db import connection
+from django.db.models import CharField, Count, F, Max, Window
+from django.db.models.functions import Cast, Substr, TruncDate
 from sklearn.metrics import cohen_kappa_score
 
 from annotation.models import (
@@ -57,6 +62,7 @@ MIN_COMPARED = 10  # ... judged only with at least this many answers compared
 LOW_GOLD_ACCURACY = 0.7  # gold accuracy below this: "low gold accuracy"
 MIN_GOLD_ANSWERS = 5
 CACHE_SECONDS = 3600
+STALE_SECONDS = 60  # a dashboard older than the data is served for at most this long
 
 
 @dataclass
@@ -98,6 +104,12 @@ class StudyDashboard:
     alpha: float | None
     overlapping_pairs: int
     thresholds: dict[str, float] = field(default_factory=dict)
+    computed_at: float = field(default_factory=time.time)
+    stale: bool = False  # newer answers exist; recomputed within STALE_SECONDS
+
+    @property
+    def computed_at_datetime(self) -> datetime:
+        return datetime.fromtimestamp(self.computed_at, tz=UTC)
 
 
 def _watermark(study: Study) -> tuple:
@@ -107,15 +119,26 @@ def _watermark(study: Study) -> tuple:
     return (marks["top"], marks["n"], gold["top"], gold["n"], revision.first())
 
 
-def study_dashboard(study: Study, *, use_cache: bool = True) -> StudyDashboard:
-    """The dashboard of a study (cached per data watermark)."""
-    key = f"learning:dashboard:{study.pk}:" + ":".join(map(str, _watermark(study)))
+def study_dashboard(
+    study: Study, *, use_cache: bool = True, max_age: float = STALE_SECONDS
+) -> StudyDashboard:
+    """The dashboard of a study.
+
+    Cached with the data watermark it was computed at: served while the data is unchanged,
+    and, while answers keep arriving, for at most ``max_age`` seconds (so a busy study with a
+    million answers is recomputed at most once a minute, not on every page load).
+    """
+    marks = _watermark(study)
+    key = f"learning:dashboard:{study.pk}"
     if use_cache:
         found = cache.get(key)
         if found is not None:
-            return found
+            cached_marks, dashboard = found
+            if cached_marks == marks or time.time() - dashboard.computed_at < max_age:
+                dashboard.stale = cached_marks != marks
+                return dashboard
     dashboard = _compute(study)
-    cache.set(key, dashboard, CACHE_SECONDS)
+    cache.set(key, (marks, dashboard), CACHE_SECONDS)
     return dashboard
 
 
@@ -164,20 +187,33 @@ def _compute(study: Study) -> StudyDashboard:
     )
 
 
+def _day_expression():
+    """The UTC date of ``created_at``, computed inside the database.
+
+    SQLite stores timestamps as ISO text in UTC, and Django's ``TruncDate`` there calls back
+    into Python for every row (seconds at a million rows); the first ten characters are the
+    same date, computed natively.
+    """
+    if connection.vendor == "sqlite":
+        return Substr(Cast("created_at", output_field=CharField()), 1, 10)
+    return TruncDate("created_at", tzinfo=UTC)
+
+
 def _per_day(judgments) -> tuple[list[str], dict]:
-    rows = list(
-        judgments.annotate(day=TruncDate("created_at"))
+    rows = [
+        (str(day), annotator, n)
+        for day, annotator, n in judgments.annotate(day=_day_expression())
         .values_list("day", "annotator_id")
         .annotate(n=Count("id"))
         .order_by("day")
-    )
+    ]
     days = sorted({day for day, _, _ in rows})
     index = {day: i for i, day in enumerate(days)}
     series: dict = {}
     for day, annotator, n in rows:
         name = annotator if annotator is not None else "imported"
         series.setdefault(name, [0] * len(days))[index[day]] += n
-    return [day.isoformat() for day in days], series
+    return days, series
 
 
 def _annotators(people) -> dict[int, AnnotatorQuality]:
@@ -186,10 +222,8 @@ def _annotators(people) -> dict[int, AnnotatorQuality]:
         quality = found.setdefault(user_id, AnnotatorQuality(user_id=user_id, username=""))
         quality.labels[label] = n
         quality.answers += n
-    timed = np.array(
-        people.filter(elapsed_ms__isnull=False).values_list("annotator_id", "elapsed_ms"),
-        dtype=np.int64,
-    ).reshape(-1, 2)
+    pairs = people.filter(elapsed_ms__isnull=False).values_list("annotator_id", "elapsed_ms")
+    timed = np.fromiter(itertools.chain.from_iterable(pairs), dtype=np.int64).reshape(-1, 2)
     if timed.size:
         order = np.lexsort((timed[:, 1], timed[:, 0]))
         timed = timed[order]
@@ -233,10 +267,11 @@ def _agreement(people, annotators) -> tuple[list[KappaPair], float | None, int]:
     rows = list(overlapping)
     if not rows:
         return [], None, 0
-    user = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-    a = np.fromiter((r[1] for r in rows), dtype=np.int64, count=len(rows))
-    b = np.fromiter((r[2] for r in rows), dtype=np.int64, count=len(rows))
-    label = np.fromiter((CODE[r[3]] for r in rows), dtype=np.int8, count=len(rows))
+    user, a, b, names = (np.array(column) for column in zip(*rows, strict=True))
+    user, a, b = user.astype(np.int64), a.astype(np.int64), b.astype(np.int64)
+    label = np.full(names.size, -1, dtype=np.int8)
+    for value, code in CODE.items():
+        label[names == value] = code
     users, u = np.unique(user, return_inverse=True)
     _, t = np.unique(a * (int(b.max()) + 1) + b, return_inverse=True)
     n_units = int(t.max()) + 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from django.core.cache import cache
 from django.urls import reverse
 
 from annotation.models import GoldPair, Item, Label, PairJudgment, Source
@@ -118,8 +119,12 @@ def test_dashboard_is_cached_until_new_data_arrives(study, tiny_case, items,
         assert study_dashboard(study) is not None
     PairJudgment.objects.create(study=study, annotator=tiny_case[2], item_a=items[6],
                                 item_b=items[7], label=N)
-    again = study_dashboard(study)
+    stale = study_dashboard(study)  # within a minute of the last computation: served as is
+    assert stale.total == first.total
+    assert stale.stale
+    again = study_dashboard(study, max_age=0)
     assert again.total == first.total + 1
+    assert not again.stale
 
 
 def test_dashboard_page_queries_do_not_grow_with_data(
@@ -133,6 +138,7 @@ def test_dashboard_page_queries_do_not_grow_with_data(
     PairJudgment.objects.bulk_create(
         answer(study, user, items, pair, C, ms=2000) for pair in range(10, 25) for user in more
     )
+    cache.clear()  # compute again, with more data
     with django_assert_max_num_queries(len(small.captured_queries)):
         response = client.get(url)
     assert response.status_code == 200
