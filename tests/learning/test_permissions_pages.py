@@ -174,3 +174,14 @@ def test_many_versions_keep_query_counts_flat(client, users, study, versions, we
     for url, count in zip(urls, before, strict=True):
         with django_assert_max_num_queries(count):
             assert client.get(url).status_code == 200
+
+
+def test_dashboards_are_linked_for_reviewers_not_annotators(client, users, study):
+    client.force_login(users["reviewer"])
+    page = client.get(reverse("home")).content.decode()
+    assert reverse("study-dashboard", args=[study.pk]) in page
+    assert reverse("account-tokens") in page
+    detail = client.get(reverse("annotation:study-detail", args=[study.pk])).content.decode()
+    assert reverse("study-drift", args=[study.pk]) in detail
+    client.force_login(users["annotator"])
+    assert reverse("study-dashboard", args=[study.pk]) not in client.get(reverse("home")).content.decode()
