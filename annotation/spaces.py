@@ -179,6 +179,8 @@ def space_import(
     try:
         rows = _write_matrix(reader, partial, progress)
         os.replace(partial, target)
+        if progress:
+            progress("storing", 0, len(rows.keys))
         space = _space_store(
             name=name, relative=relative, sha256=sha256_file(target), rows=rows,
             source=source or f"imported from {Path(path).name} ({reader.format})",

@@ -1,0 +1,19 @@
+"""Celery tasks of the annotation app: importing uploaded embedding files."""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+from .uploads import TIME_LIMIT, embedding_import_run
+
+
+@shared_task(
+    name="annotation.import_embeddings",
+    acks_late=True,  # idempotent: the run claims its row, a redelivery finds it claimed or done
+    reject_on_worker_lost=True,
+    soft_time_limit=TIME_LIMIT - 300,
+    time_limit=TIME_LIMIT,
+)
+def import_embeddings_task(import_id: int) -> str:
+    """Import the uploaded file of ``EmbeddingImport`` ``import_id`` as a new space."""
+    return embedding_import_run(import_id=import_id)
