@@ -8,8 +8,8 @@ end). With DATABASE_URL set it uses that database instead: point it at an empty,
 PostgreSQL database (`createdb fm_bench`), since it migrates it and leaves its rows there.
 
 It creates one embedding space (``--items`` x 50, random), ``--annotators`` users, and bulk-
-inserts the judgments (random pairs, one answer per annotator and pair), a fifth of them by
-one prolific annotator whose next pair is then timed: through the sampler alone and through
+inserts the judgments (random pairs, one answer per annotator and pair), 5% of them by one
+prolific annotator whose next pair is then timed: through the sampler alone and through
 the HTTP API (session-authenticated GET /api/studies/{id}/next-pair/), for the overlap path
 (overlap 2, the common case) and for each strategy (overlap 1, so the strategy decides).
 """
@@ -24,6 +24,7 @@ import sys
 import tempfile
 import time
 import uuid
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -43,6 +44,7 @@ def configure(workdir: Path) -> str:
     os.environ["SECURE_SSL_REDIRECT"] = "0"
     os.environ["SESSION_COOKIE_SECURE"] = "0"
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "fairmetric_site.settings")
+    warnings.filterwarnings("ignore", message="No directory at")  # no collectstatic here
     import django
 
     django.setup()
@@ -100,7 +102,7 @@ def build(args, rng):
     total = args.judgments
     prolific = users[0]
     annotator_idx = rng.integers(1, len(users), size=total)
-    annotator_idx[: total // 5] = 0
+    annotator_idx[: total // 20] = 0  # the timed annotator: 5% of all answers
     i = rng.integers(n, size=total)
     j = rng.integers(n, size=total)
     keep = i != j

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import threading
 import uuid
 
 import pytest
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, connections, transaction
 
 from annotation.exceptions import Conflict, InvalidInput, NotAllowed, NotFound
 from annotation.models import (
@@ -20,6 +21,7 @@ from annotation.models import (
 )
 from annotation.services import group_create, group_update, judgment_create, judgment_undo
 from learning.scheduling import refit_request
+from tests.conftest import require
 
 from .factories import make_space, make_study
 
@@ -294,3 +296,52 @@ def test_pairs_only_studies_take_no_groups(space, annotator, items):
     Membership.objects.create(user=annotator, study=pairs_study)
     with pytest.raises(InvalidInput, match="pairs only"):
         group_create(study=pairs_study, user=annotator, name="g")
+
+
+# --- Concurrency (PostgreSQL: real row locks and unique-index waits) ---------------------------
+
+
+def run_concurrently(n: int, work) -> list:
+    """Run ``work(i)`` in ``n`` threads released together; returns results or exceptions."""
+    barrier = threading.Barrier(n)
+    results: list = [None] * n
+
+    def target(i: int) -> None:
+        try:
+            barrier.wait(timeout=10)
+            results[i] = work(i)
+        except Exception as exc:  # noqa: BLE001 - reported to the test
+            results[i] = exc
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=target, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+    return results
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_retries_of_one_answer_store_one_judgment(study, annotator, items):
+    require(connection.vendor == "postgresql", "concurrency is tested on PostgreSQL")
+    cid = uuid.uuid4()
+    results = run_concurrently(
+        6, lambda i: create(study, annotator, items[0], items[1], client_id=cid)
+    )
+    assert not [r for r in results if isinstance(r, Exception)], results
+    assert len({judgment.pk for judgment, _ in results}) == 1
+    assert sum(created for _, created in results) == 1
+    assert PairJudgment.objects.filter(client_id=cid).count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_group_edits_get_distinct_revisions(study, annotator, items):
+    require(connection.vendor == "postgresql", "concurrency is tested on PostgreSQL")
+    groups = [group_create(study=study, user=annotator, name=f"g{i}") for i in range(5)]
+    results = run_concurrently(
+        5, lambda i: group_update(group=groups[i], user=annotator, add=[items[i].pk]).revision
+    )
+    assert sorted(results) == [6, 7, 8, 9, 10]
+    assert StudyCounter.objects.get(study=study).group_revision == 10
