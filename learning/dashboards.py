@@ -1,11 +1,11 @@
 """Reads for the study dashboard: progress, label mix, groups and annotator quality.
 
-Counts come from database aggregates; agreement is computed with numpy on the *overlapping*
-judgments only (pairs answered by two or more annotators, fetched in one query with a window
-count), so the cost grows with the overlap, not with every answer. The whole dashboard is
-cached per study with its data watermark (highest judgment id, judgment count, gold pairs,
-group revision): a reload with unchanged data is free, and while answers keep arriving the
-figures are recomputed at most once every ``STALE_SECONDS``.
+Counts, medians (PostgreSQL) and agreement come from database aggregates that return small
+tables (see :mod:`learning.agreement`), so the cost grows with the database's scan, not with
+Python work per answer. The whole dashboard is cached per study with its data watermark
+(highest judgment id, judgment count, gold pairs, group revision): a reload with unchanged data
+is free, and while answers keep arriving the figures are recomputed at most once every
+``STALE_SECONDS``.
 
 Definitions (shown on the page):
 
@@ -28,33 +28,39 @@ from __future__ import annotations
 
 import itertools
 import time
-import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-import krippendorff
 import numpy as np
 from django.contrib.auth import get_user_model
 from django.core.cache import cache
-from django.db import connection
-from django.db.models import CharField, Count, F, Max, Window
+from django.db import connection, transaction
+from django.db.models import (
+    Aggregate,
+    Case,
+    CharField,
+    Count,
+    FloatField,
+    Max,
+    OuterRef,
+    Subquery,
+    When,
+)
 from django.db.models.functions import Cast, Substr, TruncDate
-from sklearn.metrics import cohen_kappa_score
 
 from annotation.models import (
     ComparableGroup,
     GoldPair,
-    Label,
     PairJudgment,
     Source,
     Study,
     StudyCounter,
 )
+from learning import agreement
 
-LABELS = [Label.COMPARABLE, Label.INCOMPARABLE, Label.UNSURE]
-CODE = {label.value: code for code, label in enumerate(LABELS)}
-
-MIN_KAPPA_OVERLAP = 5  # shared pairs below which κ of two annotators is not reported
+LABELS = agreement.LABELS
+MIN_KAPPA_OVERLAP = agreement.MIN_KAPPA_OVERLAP
 TOO_FAST_SECONDS = 1.0  # median seconds per answer below this: "too fast"
 MIN_TIMED_ANSWERS = 10  # ... judged only with at least this many timed answers
 LOW_MAJORITY_AGREEMENT = 0.5  # agreement with the majority below this: "low agreement"
@@ -63,6 +69,7 @@ LOW_GOLD_ACCURACY = 0.7  # gold accuracy below this: "low gold accuracy"
 MIN_GOLD_ANSWERS = 5
 CACHE_SECONDS = 3600
 STALE_SECONDS = 60  # a dashboard older than the data is served for at most this long
+WORK_MEM = "64MB"  # PostgreSQL work_mem while computing a dashboard
 
 
 @dataclass
@@ -74,6 +81,7 @@ class AnnotatorQuality:
     median_seconds: float | None = None
     timed: int = 0
     gold_answers: int = 0
+    gold_correct: int = 0
     gold_accuracy: float | None = None
     compared: int = 0
     majority_agreement: float | None = None
@@ -137,9 +145,22 @@ def study_dashboard(
             if cached_marks == marks or time.time() - dashboard.computed_at < max_age:
                 dashboard.stale = cached_marks != marks
                 return dashboard
-    dashboard = _compute(study)
+    with _roomy_sorts():
+        dashboard = _compute(study)
     cache.set(key, (marks, dashboard), CACHE_SECONDS)
     return dashboard
+
+
+@contextmanager
+def _roomy_sorts():
+    """On PostgreSQL, let this transaction's sorts and hashes use more memory than the
+    default 4 MB (the agreement aggregates over a million answers otherwise spill to disk)."""
+    if connection.vendor != "postgresql":
+        yield
+        return
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL work_mem = %s", [WORK_MEM])
+        yield
 
 
 def _compute(study: Study) -> StudyDashboard:
@@ -150,13 +171,8 @@ def _compute(study: Study) -> StudyDashboard:
         judgments.values_list("source").annotate(n=Count("id")).values_list("source", "n")
     )
     days, per_day = _per_day(judgments)
-    annotators = _annotators(people)
-    for row in _gold(study, people):
-        found = annotators.get(row[0])
-        if found is not None:
-            found.gold_answers, correct = row[1], row[2]
-            found.gold_accuracy = correct / row[1] if row[1] else None
-    kappas, alpha, overlapping = _agreement(people, annotators)
+    annotators = _annotators(study, people)
+    kappas, alpha, overlapping = _agreement(study, annotators)
     users = dict(get_user_model().objects.filter(pk__in=list(annotators)).values_list("pk", "username"))
     for quality in annotators.values():
         quality.username = users.get(quality.user_id, str(quality.user_id))
@@ -216,13 +232,45 @@ def _per_day(judgments) -> tuple[list[str], dict]:
     return days, series
 
 
-def _annotators(people) -> dict[int, AnnotatorQuality]:
+class Median(Aggregate):
+    """PostgreSQL's median (interpolated, as numpy's); other databases use numpy."""
+
+    function = "PERCENTILE_CONT"
+    template = "%(function)s(0.5) WITHIN GROUP (ORDER BY %(expressions)s)"
+    output_field = FloatField()
+
+
+def _annotators(study: Study, people) -> dict[int, AnnotatorQuality]:
+    """Label counts and gold accuracy per annotator (one grouped scan), then medians."""
+    gold_label = GoldPair.objects.filter(
+        study=study, item_a=OuterRef("item_a"), item_b=OuterRef("item_b")
+    ).values("label")[:1]
+    grouped = (
+        people.annotate(gold=Case(When(is_gold=True, then=Subquery(gold_label))))
+        .values_list("annotator_id", "label", "gold")
+        .annotate(n=Count("id"))
+    )
     found: dict[int, AnnotatorQuality] = {}
-    for user_id, label, n in people.values_list("annotator_id", "label").annotate(n=Count("id")):
+    for user_id, label, gold, n in grouped:
         quality = found.setdefault(user_id, AnnotatorQuality(user_id=user_id, username=""))
-        quality.labels[label] = n
+        quality.labels[label] = quality.labels.get(label, 0) + n
         quality.answers += n
-    pairs = people.filter(elapsed_ms__isnull=False).values_list("annotator_id", "elapsed_ms")
+        if gold is not None:  # an answer to a gold pair that still exists
+            quality.gold_answers += n
+            quality.gold_correct += n if label == gold else 0
+    for quality in found.values():
+        if quality.gold_answers:
+            quality.gold_accuracy = quality.gold_correct / quality.gold_answers
+    timed_answers = people.filter(elapsed_ms__isnull=False)
+    if connection.vendor == "postgresql":
+        medians = timed_answers.values_list("annotator_id").annotate(
+            median=Median("elapsed_ms"), n=Count("id")
+        )
+        for user_id, median, count in medians.values_list("annotator_id", "median", "n"):
+            found[user_id].median_seconds = float(median) / 1000
+            found[user_id].timed = count
+        return found
+    pairs = timed_answers.values_list("annotator_id", "elapsed_ms")
     timed = np.fromiter(itertools.chain.from_iterable(pairs), dtype=np.int64).reshape(-1, 2)
     if timed.size:
         order = np.lexsort((timed[:, 1], timed[:, 0]))
@@ -236,96 +284,18 @@ def _annotators(people) -> dict[int, AnnotatorQuality]:
     return found
 
 
-def _gold(study: Study, people) -> list[tuple[int, int, int]]:
-    """(annotator, gold answers, correct) from the gold pairs and grouped answers."""
-    gold = {(a, b): label for a, b, label in
-            GoldPair.objects.filter(study=study).values_list("item_a_id", "item_b_id", "label")}
-    if not gold:
-        return []
-    totals: dict[int, list[int]] = {}
-    grouped = (
-        people.filter(is_gold=True)
-        .values_list("annotator_id", "item_a_id", "item_b_id", "label")
-        .annotate(n=Count("id"))
-    )
-    for user_id, a, b, label, n in grouped:
-        if (a, b) not in gold:
+def _agreement(study: Study, annotators) -> tuple[list[KappaPair], float | None, int]:
+    found = agreement.study_agreement(study.pk)
+    for user_id, compared in found.compared.items():
+        quality = annotators.get(user_id)
+        if quality is None:
             continue
-        entry = totals.setdefault(user_id, [0, 0])
-        entry[0] += n
-        entry[1] += n if gold[(a, b)] == label else 0
-    return [(user_id, n, correct) for user_id, (n, correct) in totals.items()]
-
-
-def _agreement(people, annotators) -> tuple[list[KappaPair], float | None, int]:
-    overlapping = (
-        people.filter(is_gold=False)
-        .annotate(n=Window(Count("id"), partition_by=[F("item_a_id"), F("item_b_id")]))
-        .filter(n__gte=2)
-        .values_list("annotator_id", "item_a_id", "item_b_id", "label")
-    )
-    rows = list(overlapping)
-    if not rows:
-        return [], None, 0
-    user, a, b, names = (np.array(column) for column in zip(*rows, strict=True))
-    user, a, b = user.astype(np.int64), a.astype(np.int64), b.astype(np.int64)
-    label = np.full(names.size, -1, dtype=np.int8)
-    for value, code in CODE.items():
-        label[names == value] = code
-    users, u = np.unique(user, return_inverse=True)
-    _, t = np.unique(a * (int(b.max()) + 1) + b, return_inverse=True)
-    n_units = int(t.max()) + 1
-    counts = np.zeros((n_units, len(LABELS)), dtype=np.int64)
-    np.add.at(counts, (t, label), 1)
-    alpha = float(krippendorff.alpha(value_counts=counts, level_of_measurement="nominal"))
-    alpha = None if np.isnan(alpha) else alpha
-
-    _majority(u, t, label, counts, users, annotators)
-    kappas = _kappas(u, t, label, users, n_units, annotators)
-    return kappas, alpha, n_units
-
-
-def _majority(u, t, label, counts, users, annotators) -> None:
-    """Each answer against the majority of the other answers to its pair (leave one out)."""
-    others = counts[t] - np.eye(len(LABELS), dtype=np.int64)[label]
-    top = others.max(axis=1)
-    decided = (others.sum(axis=1) > 0) & ((others == top[:, None]).sum(axis=1) == 1)
-    agrees = decided & (others.argmax(axis=1) == label)
-    compared = np.bincount(u[decided], minlength=users.size)
-    agreed = np.bincount(u[agrees], minlength=users.size)
-    for index, user_id in enumerate(users):
-        quality = annotators[int(user_id)]
-        quality.compared = int(compared[index])
-        if compared[index]:
-            quality.majority_agreement = float(agreed[index] / compared[index])
-
-
-def _kappas(u, t, label, users, n_units, annotators) -> list[KappaPair]:
-    """Cohen's κ per annotator pair on the pairs both answered (a units × annotators table)."""
-    table = np.full((n_units, users.size), -1, dtype=np.int8)
-    table[t, u] = label
-    pairs: list[KappaPair] = []
-    per_user: dict[int, list[float]] = {}
-    for i in range(users.size):
-        rows = table[table[:, i] >= 0]
-        for j in range(i + 1, users.size):
-            both = rows[:, j] >= 0
-            overlap = int(both.sum())
-            if overlap == 0:
-                continue
-            kappa = None
-            if overlap >= MIN_KAPPA_OVERLAP:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore", RuntimeWarning)
-                    value = cohen_kappa_score(rows[both, i], rows[both, j], labels=[0, 1, 2])
-                kappa = None if np.isnan(value) else float(value)
-            pairs.append(KappaPair(int(users[i]), int(users[j]), overlap, kappa))
-            if kappa is not None:
-                per_user.setdefault(int(users[i]), []).append(kappa)
-                per_user.setdefault(int(users[j]), []).append(kappa)
-    for user_id, values in per_user.items():
-        annotators[user_id].mean_kappa = float(np.mean(values))
-    return pairs
+        quality.compared = compared
+        if compared:
+            quality.majority_agreement = found.agreed[user_id] / compared
+        quality.mean_kappa = found.mean_kappa.get(user_id)
+    kappas = [KappaPair(u, v, overlap, kappa) for u, v, overlap, kappa in found.kappas]
+    return kappas, found.alpha, found.units
 
 
 def flags_for(quality: AnnotatorQuality) -> list[str]:

@@ -127,6 +127,9 @@ def crossings(before: dict[int, WeatResult], after: dict[int, WeatResult]) -> li
 def version_alerts(version, previous, published, threshold: float, weat) -> list[str]:
     """Alerts for a version: WEAT tests crossing 0.05 vs the previous version, large drift."""
     alerts = []
+    if version.diagnostics.get("evaluation_error"):
+        alerts.append(f"The evaluation of this version failed: "
+                      f"{version.diagnostics['evaluation_error']}")
     if previous is not None:
         alerts += crossings(weat.get(previous.pk, {}), weat.get(version.pk, {}))
     moved = drift_between(published, version)

@@ -171,17 +171,24 @@ def version_detail(request: HttpRequest, version_id: int) -> HttpResponse:
     return render(request, "learning/version.html", context)
 
 
-def _scalars(values: dict) -> list[tuple[str, str]]:
-    """Diagnostics worth a table row (lists are charted or summarised)."""
+def _scalars(values: dict, prefix: str = "") -> list[tuple[str, str]]:
+    """Diagnostics as table rows: nested dicts flattened (``drift · previous · …``), long
+    lists summarised (the spectrum is charted)."""
     rows = []
     for key, value in sorted(values.items()):
+        name = f"{prefix}{key}".replace("_", " ")
+        if isinstance(value, dict):
+            rows += _scalars(value, prefix=f"{name} · ")
+            continue
         if isinstance(value, list):
             value = f"{len(value)} values" if len(value) > 8 else ", ".join(
                 f"{v:.4g}" if isinstance(v, float) else str(v) for v in value
             )
         elif isinstance(value, float):
             value = f"{value:.6g}"
-        rows.append((key.replace("_", " "), str(value)))
+        elif value is None:
+            value = "—"
+        rows.append((name, str(value)))
     return rows
 
 
@@ -209,16 +216,14 @@ def version_compare(request: HttpRequest) -> HttpResponse:
     weat = reports.weat_rows_for([a, b])
     tests = sorted({r.test for rows in weat.values() for r in rows.values()},
                    key=lambda t: (t.kind, t.position, t.pk))
-    keys = sorted(set(a.diagnostics) | set(b.diagnostics))
+    diag_a, diag_b = dict(_scalars(a.diagnostics)), dict(_scalars(b.diagnostics))
     context = _study_nav(a.study, "versions") | {
         "a": a, "b": b,
         "drift": reports.drift_between(a, b) if len(ready) == 2 else None,
         "directions": {v.pk: reports.sensitive_directions(v) for v in ready},
         "weat": [(t, weat[a.pk].get(t.pk), weat[b.pk].get(t.pk)) for t in tests],
         "diagnostics": [
-            (k.replace("_", " "), _scalars({k: a.diagnostics[k]})[0][1] if k in a.diagnostics
-             else "—", _scalars({k: b.diagnostics[k]})[0][1] if k in b.diagnostics else "—")
-            for k in keys
+            (k, diag_a.get(k, "—"), diag_b.get(k, "—")) for k in sorted(set(diag_a) | set(diag_b))
         ],
         "counts": [(k, a.counts.get(k, "—"), b.counts.get(k, "—"))
                    for k in sorted(set(a.counts) | set(b.counts))],

@@ -185,3 +185,19 @@ def test_dashboards_are_linked_for_reviewers_not_annotators(client, users, study
     assert reverse("study-drift", args=[study.pk]) in detail
     client.force_login(users["annotator"])
     assert reverse("study-dashboard", args=[study.pk]) not in client.get(reverse("home")).content.decode()
+
+
+def test_version_page_flattens_nested_diagnostics_and_shows_evaluation_errors(
+    client, users, versions
+):
+    version = versions[2]
+    version.diagnostics = {
+        "drift": {"previous": {"operator_norm": 0.25, "flagged": False}, "published": None},
+        "spectrum": [float(x) for x in range(20)], "evaluation_error": "ValueError: boom",
+    }
+    version.save(update_fields=["diagnostics"])
+    client.force_login(users["admin"])
+    page = client.get(reverse("version-detail", args=[version.pk])).content.decode()
+    assert "<th>drift · previous · operator norm</th><td>0.25</td>" in page
+    assert "<th>spectrum</th><td>20 values</td>" in page
+    assert "The evaluation of this version failed: ValueError: boom" in page
