@@ -143,3 +143,39 @@ def test_dashboard_page_queries_do_not_grow_with_data(
         response = client.get(url)
     assert response.status_code == 200
     assert "Krippendorff" in response.content.decode()
+
+
+def test_aggregated_agreement_equals_the_libraries_on_raw_answers(study, items, make_user):
+    """Random answers by four people: κ and α from the aggregates equal sklearn and krippendorff
+    applied to the raw label vectors and the raw reliability matrix."""
+    import krippendorff
+    import numpy as np
+    from sklearn.metrics import cohen_kappa_score
+
+    rng = np.random.default_rng(7)
+    people = [make_user(f"r{i}", study=study, role="annotator") for i in range(4)]
+    table = np.full((4, 25), np.nan)
+    rows = []
+    for pair in range(25):
+        for who in rng.choice(4, size=rng.integers(1, 5), replace=False):
+            code = int(rng.choice(3, p=[0.5, 0.35, 0.15]))
+            table[who, pair] = code
+            rows.append(answer(study, people[who], items, pair, [C, N, U][code], ms=2000))
+    PairJudgment.objects.bulk_create(rows)
+    board = study_dashboard(study, use_cache=False)
+
+    expected_alpha = krippendorff.alpha(reliability_data=table, level_of_measurement="nominal",
+                                        value_domain=[0, 1, 2])
+    assert board.alpha == pytest.approx(expected_alpha)
+    kappas = {(k.a, k.b): k for k in board.kappas}
+    for i in range(4):
+        for j in range(i + 1, 4):
+            both = ~np.isnan(table[i]) & ~np.isnan(table[j])
+            found = kappas.get((f"r{i}", f"r{j}"))
+            if not both.any():
+                assert found is None
+                continue
+            assert found.overlap == int(both.sum())
+            if both.sum() >= dashboards.MIN_KAPPA_OVERLAP:
+                expected = cohen_kappa_score(table[i, both], table[j, both], labels=[0, 1, 2])
+                assert found.kappa == pytest.approx(expected)
