@@ -1,0 +1,13 @@
+"""The numerical core of fairmetric: FACE, EXPLORE, WEAT, drift and PSD helpers.
+
+numpy/scipy only — no Django import (an import-linter contract enforces it). Details, rules and
+benchmark figures: docs/core.md.
+"""
+
+from .drift import DriftResult, drift
+from .explore import EXPLORE
+from .face import FACE
+from .weat import WeatResult, bootstrap_effect_size_ci, weat, weat_suite
+
+__all__ = ["EXPLORE", "FACE", "DriftResult", "WeatResult", "bootstrap_effect_size_ci", "drift",
+           "weat", "weat_suite"]

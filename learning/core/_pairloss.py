@@ -1,0 +1,164 @@
+"""EXPLORE's per-pair log-likelihood, its derivatives in ``d``, and pair-block bookkeeping.
+
+For a pair with squared metric distance ``d = zᵀΣz`` and label ``y ∈ [0, 1]`` (1 comparable)::
+
+    ℓ(d, y) = y · log(2σ(-d)) + (1 - y) · log(1 - 2σ(-d))
+            = y · (log 2 - softplus(d)) + (1 - y) · log(tanh(d / 2))
+
+Stable forms: ``softplus(d) = logaddexp(0, d)``;
+``log tanh(d/2) = log(-expm1(-d)) - log1p(exp(-d))`` (accurate for tiny and huge ``d``);
+``d/dd log tanh(d/2) = 1/sinh(d) = 2e^{-d} / (-expm1(-2d))`` (no overflow).
+``log tanh(d/2)`` tends to -inf as d → 0 (an "incomparable" pair at distance zero), so below
+``D_FLOOR`` it is continued by its tangent at ``D_FLOOR``: the continuation is still concave and
+C¹, finite for identical pairs (z = 0), and changes nothing for pairs with ``d ≥ D_FLOOR``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import expit
+
+D_FLOOR = 1e-8
+LOG2 = float(np.log(2.0))
+
+
+def log_two_sigmoid_neg(d: np.ndarray, slope: bool = True
+                        ) -> tuple[np.ndarray, np.ndarray | None]:
+    """``log(2σ(-d)) = log 2 - softplus(d)`` and its derivative ``-σ(d)``, for ``d ≥ 0``.
+
+    Negative ``d`` (rounding of a PSD quadratic form) is read as 0.
+    """
+    d = np.maximum(d, 0.0)
+    e = np.exp(-d)
+    val = LOG2 - d - np.log1p(e)
+    return val, (-1.0 / (1.0 + e) if slope else None)
+
+
+def log_tanh_half(d: np.ndarray, slope: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
+    """``log(tanh(d/2))`` and its derivative ``1/sinh(d)``, tangent-continued below ``D_FLOOR``.
+
+    With ``e = exp(-d)`` and ``m = -expm1(-d) = 1 - e`` (accurate for tiny d):
+    ``log tanh(d/2) = log(m) - log1p(e)`` and ``1/sinh(d) = 2e / (m (1 + e))``.
+    """
+    dd = np.maximum(d, D_FLOOR)
+    e = np.exp(-dd)
+    m = -np.expm1(-dd)
+    der = 2.0 * e / (m * (1.0 + e))
+    val = np.log(m) - np.log1p(e)
+    below = d < D_FLOOR
+    if np.any(below):
+        val = val + der * (np.minimum(d, D_FLOOR) - D_FLOOR)
+    return val, (der if slope else None)
+
+
+def curvature(d: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """``-∂²ℓ/∂d²`` ≥ 0 (at ``max(d, D_FLOOR)``): ``yσ(d)σ(-d) + (1-y)cosh(d)/sinh²(d)``."""
+    dd = np.maximum(d, D_FLOOR)
+    e = np.exp(-dd)
+    h1 = expit(dd) * expit(-dd)
+    h0 = 2.0 * e * (1.0 + e * e) / np.expm1(-2.0 * dd) ** 2
+    return y * h1 + (1.0 - y) * h0
+
+
+def pair_loglik(d: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Per-pair log-likelihood ``ℓ(d, y)`` (finite for every ``d`` and ``y ∈ [0, 1]``)."""
+    d = np.asarray(d, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    return y * log_two_sigmoid_neg(d)[0] + (1.0 - y) * log_tanh_half(d)[0]
+
+
+@dataclass(frozen=True)
+class PairBlocks:
+    """Pairs sorted as [y == 1 | y == 0 | 0 < y < 1]; the blocks are slices of the sorted arrays."""
+
+    y: np.ndarray  # sorted labels, float64
+    n1: int
+    n0: int
+
+    @property
+    def n(self) -> int:
+        return int(self.y.size)
+
+    @property
+    def ones(self) -> slice:
+        return slice(0, self.n1)
+
+    @property
+    def zeros(self) -> slice:
+        return slice(self.n1, self.n1 + self.n0)
+
+    @property
+    def soft(self) -> slice:
+        return slice(self.n1 + self.n0, self.n)
+
+    @staticmethod
+    def order(y: np.ndarray) -> np.ndarray:
+        """Stable permutation that sorts pairs into the three blocks."""
+        key = np.where(y == 1.0, 0, np.where(y == 0.0, 1, 2))
+        return np.argsort(key, kind="stable")
+
+    @classmethod
+    def from_sorted(cls, y_sorted: np.ndarray) -> PairBlocks:
+        return cls(y=y_sorted, n1=int(np.sum(y_sorted == 1.0)), n0=int(np.sum(y_sorted == 0.0)))
+
+    def loglik_and_slope(self, d: np.ndarray, slope: bool = True
+                         ) -> tuple[float, np.ndarray | None]:
+        """Mean log-likelihood and per-pair ``∂ℓ/∂d`` for sorted distances ``d``."""
+        o, z, s = self.ones, self.zeros, self.soft
+        l1, g1 = log_two_sigmoid_neg(d[o], slope)
+        l0, g0 = log_tanh_half(d[z], slope)
+        total = float(l1.sum() + l0.sum())
+        g = np.empty_like(d) if slope else None
+        if slope:
+            g[o], g[z] = g1, g0
+        if self.n1 + self.n0 < self.n:
+            ys = self.y[s]
+            l1, g1 = log_two_sigmoid_neg(d[s], slope)
+            l0, g0 = log_tanh_half(d[s], slope)
+            total += float(np.sum(ys * l1 + (1.0 - ys) * l0))
+            if slope:
+                g[s] = ys * g1 + (1.0 - ys) * g0
+        return total / self.n, g
+
+    def loglik(self, d: np.ndarray) -> float:
+        return self.loglik_and_slope(d, slope=False)[0]
+
+
+def weighted_gram(z: np.ndarray, w: np.ndarray, blocks: PairBlocks | None = None) -> np.ndarray:
+    """``Zᵀ diag(w) Z`` in float64, as a difference of two symmetric rank-k updates (SYRK).
+
+    ``w`` may have either sign; ``blocks`` tells which rows are known to have w ≤ 0 (y = 1) or
+    w ≥ 0 (y = 0), so that only the soft-label rows need a sign split.
+    """
+    out = np.zeros((z.shape[1], z.shape[1]))
+
+    def add(rows: np.ndarray | slice, sign: float) -> None:
+        zr, wr = z[rows], w[rows]
+        if zr.shape[0] == 0:
+            return
+        a = zr * np.sqrt(np.abs(wr)).astype(z.dtype, copy=False)[:, None]
+        out.__iadd__(sign * (a.T @ a).astype(np.float64))
+
+    if blocks is None:
+        add(np.flatnonzero(w > 0), 1.0)
+        add(np.flatnonzero(w < 0), -1.0)
+        return out
+    add(blocks.ones, -1.0)
+    add(blocks.zeros, 1.0)
+    soft = np.arange(blocks.n1 + blocks.n0, blocks.n)
+    if soft.size:
+        add(soft[w[soft] > 0], 1.0)
+        add(soft[w[soft] < 0], -1.0)
+    return out
+
+
+def quad_forms(z: np.ndarray, sigma: np.ndarray, chunk: int = 32768) -> np.ndarray:
+    """``d_i = z_iᵀ Σ z_i`` for every row, in float64 (products in ``z.dtype``, chunked)."""
+    s = np.asarray(sigma, dtype=z.dtype)
+    out = np.empty(z.shape[0])
+    for start in range(0, z.shape[0], chunk):
+        zc = z[start:start + chunk]
+        out[start:start + chunk] = np.einsum("ij,ij->i", zc @ s, zc)
+    return out

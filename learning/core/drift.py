@@ -1,0 +1,90 @@
+"""Drift between two fair metrics Σ₁ → Σ₂ (e.g. consecutive metric versions).
+
+* ``operator_norm = ‖Σ₂ - Σ₁‖_op`` (largest |eigenvalue| of the difference) and
+  ``frobenius_norm = ‖Σ₂ - Σ₁‖_F``; ``relative_operator_norm`` divides by ``max(‖Σ₁‖_op, tiny)``.
+* Sensitive subspaces: the span of the eigenvectors of the ``k`` smallest eigenvalues of each Σ
+  (the directions the metric ignores). ``k`` is ``sensitive_dim`` when given; otherwise it is
+  inferred per matrix: for an orthogonal projector (eigenvalues ≈ 0 or 1, as FACE's ``I - QQᵀ``)
+  it is the number of eigenvalues below ½; else the position of the largest relative gap of the
+  ascending spectrum, ``argmax_i (μ_{i+1} + ε) / (μ_i + ε)`` with ``ε = 1e-6 · μ_max``.
+* ``principal_angles``: between the two sensitive subspaces (``scipy.linalg.subspace_angles``,
+  radians, descending), and ``subspace_distance = ‖P₁ - P₂‖_op`` of their orthogonal
+  projectors, which is the sine of the largest principal angle when the dimensions agree (1
+  when they differ). When both Σ are projectors, ``subspace_distance = operator_norm``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike
+from scipy.linalg import subspace_angles
+
+from .psd import symmetrize, validate_sigma
+
+__all__ = ["DriftResult", "drift", "sensitive_subspace"]
+
+
+@dataclass(frozen=True)
+class DriftResult:
+    operator_norm: float
+    frobenius_norm: float
+    relative_operator_norm: float
+    principal_angles: np.ndarray  # read-only, radians, descending
+    subspace_distance: float
+    sensitive_dims: tuple[int, int]
+    projectors: bool
+
+
+def _is_projector(w: np.ndarray, atol: float = 1e-6) -> bool:
+    return bool(np.all(np.minimum(np.abs(w), np.abs(w - 1.0)) <= atol))
+
+
+def _infer_dim(w: np.ndarray) -> int:
+    """Number of "ignored" directions of a spectrum sorted ascending (module docstring rule)."""
+    if w.size <= 1:
+        return 0
+    if _is_projector(w):
+        return int(np.sum(w < 0.5))
+    eps = 1e-6 * max(float(w[-1]), np.finfo(float).tiny)
+    ratios = (w[1:] + eps) / (np.clip(w[:-1], 0.0, None) + eps)
+    return int(np.argmax(ratios)) + 1
+
+
+def sensitive_subspace(sigma: ArrayLike, dim: int | None = None) -> np.ndarray:
+    """Orthonormal basis (d × k columns) of the span of the k smallest-eigenvalue eigenvectors."""
+    s = validate_sigma(sigma)
+    w, v = np.linalg.eigh(s)
+    k = _infer_dim(w) if dim is None else int(dim)
+    if not 0 <= k <= s.shape[0]:
+        raise ValueError(f"sensitive_dim must lie in [0, {s.shape[0]}], got {dim}")
+    return v[:, :k]
+
+
+def drift(sigma_old: ArrayLike, sigma_new: ArrayLike,
+          sensitive_dim: int | None = None) -> DriftResult:
+    """Compare two PSD matrices of the same size (see the module docstring)."""
+    s1, s2 = validate_sigma(sigma_old, name="sigma_old"), validate_sigma(sigma_new,
+                                                                         name="sigma_new")
+    if s1.shape != s2.shape:
+        raise ValueError(f"sigma_old and sigma_new differ in shape: {s1.shape} vs {s2.shape}")
+    diff = symmetrize(s2 - s1)
+    op = float(np.abs(np.linalg.eigvalsh(diff)).max(initial=0.0))
+    fro = float(np.linalg.norm(diff))
+    top = float(np.abs(np.linalg.eigvalsh(s1)).max(initial=0.0))
+    w1, w2 = np.linalg.eigvalsh(s1), np.linalg.eigvalsh(s2)
+    u1, u2 = sensitive_subspace(s1, sensitive_dim), sensitive_subspace(s2, sensitive_dim)
+    if u1.shape[1] and u2.shape[1]:
+        angles = np.clip(subspace_angles(u1, u2), 0.0, np.pi / 2)
+    else:
+        angles = np.zeros(0)
+    p_diff = u1 @ u1.T - u2 @ u2.T
+    dist = float(np.abs(np.linalg.eigvalsh(symmetrize(p_diff))).max(initial=0.0))
+    angles = np.array(angles, dtype=np.float64)
+    angles.flags.writeable = False
+    return DriftResult(operator_norm=op, frobenius_norm=fro,
+                       relative_operator_norm=op / max(top, np.finfo(float).tiny),
+                       principal_angles=angles, subspace_distance=min(dist, 1.0),
+                       sensitive_dims=(int(u1.shape[1]), int(u2.shape[1])),
+                       projectors=_is_projector(w1) and _is_projector(w2))

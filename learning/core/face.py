@@ -1,0 +1,194 @@
+"""FACE: Factor Analysis of Comparable Embeddings (the seed paper's Algorithm 1).
+
+Given embeddings ``X`` (n × d) and groups ``I_1..I_G`` of comparable items, centre each group
+(``H_g Φ_g``), stack the centred groups and take the top-k right singular vectors ``Q`` (k × d)
+of the stack; the fair metric is ``Σ = I - QᵀQ`` (the projector onto the complement of the
+estimated sensitive subspace ``ran(A*)``).
+
+The stack is never materialised: its right singular vectors are the eigenvectors of the
+within-group scatter ``S = Σ_g Φ_gᵀ H_g Φ_g = Σ_g Σ_{i∈g} (φ_i - φ̄_g)(φ_i - φ̄_g)ᵀ``, which is
+accumulated in O(n d²) in two chunked, vectorised passes (group sums by ``np.add.reduceat``,
+then one ``X_cᵀ X_c`` product per chunk of centred rows), and the singular values are the
+square roots of its eigenvalues. For pairs (groups of two) the centred rows are
+``±(φ₁ - φ₂)/2``, so FACE on pairs is the SVD of the pairwise differences (paper, appendix).
+
+``n_components="auto"``: with the scatter's eigenvalues ``λ_1 ≥ … ≥ λ_d`` and ``r`` the number
+of them above ``1e-10·λ_1``, ``k = argmax_{1 ≤ i < r} λ_i / λ_{i+1}`` (the largest relative gap
+of the spectrum; ``k = 1`` when ``r ≤ 1``). Gaps into the numerically-zero tail are ignored, so
+a rank-deficient scatter (fewer centred rows than dimensions) does not select its rank.
+
+``heterogeneity_ = Σ_{i>k} λ_i / Σ_i λ_i``: the share of within-group variance outside the top-k
+factors. Groups that are homogeneous in the relevant attributes leave only noise there; the
+bias term of the paper's Theorems 1-2 grows with it.
+
+Signs are deterministic: each component's entry of largest absolute value is positive.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from .psd import canonical_signs, symmetrize
+
+__all__ = ["FACE", "auto_n_components"]
+
+_CHUNK_ROWS = 65536
+
+
+def auto_n_components(eigenvalues: ArrayLike, rtol: float = 1e-10) -> int:
+    """The documented ``n_components="auto"`` rule on a spectrum (any order)."""
+    lam = np.sort(np.clip(np.asarray(eigenvalues, dtype=np.float64), 0.0, None))[::-1]
+    if lam.size == 0 or lam[0] <= 0:
+        return 1
+    r = int(np.sum(lam > rtol * lam[0]))
+    if r <= 1:
+        return 1
+    ratios = lam[: r - 1] / lam[1:r]
+    return int(np.argmax(ratios)) + 1
+
+
+def _as_groups(groups: object, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Flatten ``groups`` into (row indices, group sizes), rows of a group contiguous."""
+    if isinstance(groups, np.ndarray) and groups.ndim == 1 and groups.size == n and (
+            np.issubdtype(groups.dtype, np.integer)):
+        labels = groups.astype(np.int64)
+        if np.any(labels < -1):
+            raise ValueError("group labels must be ≥ 0, or -1 for rows in no group")
+        rows = np.flatnonzero(labels >= 0)
+        order = np.argsort(labels[rows], kind="stable")
+        rows = rows[order]
+        _, sizes = np.unique(labels[rows], return_counts=True)
+        if rows.size == 0:
+            raise ValueError("no row has a group label (all labels are -1)")
+        return rows, sizes.astype(np.int64)
+    if isinstance(groups, np.ndarray) and groups.ndim == 2:
+        arrays: Sequence = list(groups)
+    elif isinstance(groups, (list, tuple)):
+        arrays = groups
+    else:
+        raise ValueError("groups must be a list of integer index arrays, a (G, s) integer array, "
+                         "or a 1-D integer label array of length n (-1: no group)")
+    if len(arrays) == 0:
+        raise ValueError("groups is empty: FACE needs at least one group of two or more rows")
+    parts = [np.asarray(g) for g in arrays]
+    for g in parts:
+        if g.ndim != 1 or not (np.issubdtype(g.dtype, np.integer) or g.size == 0):
+            raise ValueError("each group must be a 1-D array of integer row indices")
+    sizes = np.fromiter((g.size for g in parts), dtype=np.int64, count=len(parts))
+    return np.concatenate(parts).astype(np.int64), sizes
+
+
+def _validate(rows: np.ndarray, sizes: np.ndarray, n: int) -> None:
+    if np.any(sizes < 2):
+        bad = int(np.flatnonzero(sizes < 2)[0])
+        raise ValueError(f"group {bad} has {int(sizes[bad])} row(s); every group needs at least 2")
+    if rows.size and (rows.min() < 0 or rows.max() >= n):
+        raise ValueError(f"group indices must lie in [0, {n}); got {rows.min()}..{rows.max()}")
+    gid = np.repeat(np.arange(sizes.size, dtype=np.int64), sizes)
+    key = np.sort(gid * n + rows)
+    if np.any(np.diff(key) == 0):
+        raise ValueError("a group lists the same row twice")
+
+
+def _chunks(rows: np.ndarray):
+    """Yield (start, stop, X-row selector) per chunk; a slice when the rows are contiguous."""
+    for start in range(0, rows.size, _CHUNK_ROWS):
+        r = rows[start:start + _CHUNK_ROWS]
+        if r[-1] - r[0] == r.size - 1 and np.all(np.diff(r) == 1):
+            yield start, start + r.size, slice(int(r[0]), int(r[-1]) + 1)
+        else:
+            yield start, start + r.size, r
+
+
+def within_group_scatter(X: np.ndarray, rows: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """``Σ_g Σ_{i∈g} (x_i - x̄_g)(x_i - x̄_g)ᵀ`` in float64, two chunked vectorised passes."""
+    d = X.shape[1]
+    gid = np.repeat(np.arange(sizes.size, dtype=np.int64), sizes)
+    sums = np.zeros((sizes.size, d))
+    for a, b, sel in _chunks(rows):
+        block = np.asarray(X[sel], dtype=np.float64)
+        g = gid[a:b]
+        starts = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
+        sums[g[starts]] += np.add.reduceat(block, starts, axis=0)
+    if not np.all(np.isfinite(sums)):
+        raise ValueError("X contains NaN or inf (or values so large that they overflow) "
+                         "in rows that belong to a group")
+    means = sums / sizes[:, None]
+    scatter = np.zeros((d, d))
+    for a, b, sel in _chunks(rows):
+        block = np.asarray(X[sel], dtype=np.float64) - means[gid[a:b]]
+        scatter += block.T @ block
+    return symmetrize(scatter)
+
+
+class FACE:
+    """Fair metric from groups of comparable items: ``Σ = I - QᵀQ`` (see the module docstring).
+
+    Parameters
+    ----------
+    n_components : int or "auto"
+        Number k of sensitive factors, ``1 ≤ k ≤ d``; "auto" applies the largest-gap rule.
+
+    ``fit(X, groups)``: ``groups`` is a list of integer index arrays into ``X`` (each of size
+    ≥ 2; a pair is a group of two; a row may belong to several groups). Conveniences: a (G, s)
+    integer array (one group per row, e.g. pairs as (G, 2)), or a 1-D integer array of length n
+    giving each row's group label, -1 for rows in no group.
+
+    Attributes
+    ----------
+    sigma_ (d, d), components_ (k, d) orthonormal rows, singular_values_ (k,),
+    explained_variance_ratio_ (k,) (share of the within-group scatter per component),
+    spectrum_ (d,) all eigenvalues of the scatter (descending), heterogeneity_,
+    n_components_ (resolved k), n_features_in_, n_groups_, n_rows_ (rows in groups, with
+    repetition).
+    """
+
+    def __init__(self, n_components: int | Literal["auto"] = 1) -> None:
+        self.n_components = n_components
+
+    def fit(self, X: ArrayLike, groups: object) -> FACE:
+        x = np.asarray(X)
+        if x.ndim != 2:
+            raise ValueError(f"X must be a 2-D array (n, d), got shape {x.shape}")
+        if x.shape[0] == 0 or x.shape[1] == 0:
+            raise ValueError(f"X is empty (shape {x.shape})")
+        if not np.issubdtype(x.dtype, np.number) or np.iscomplexobj(x):
+            raise ValueError("X must be real-valued")
+        n, d = x.shape
+        k = self.n_components
+        if not (k == "auto" or (isinstance(k, (int, np.integer)) and not isinstance(k, bool))):
+            raise ValueError(f"n_components must be an integer or 'auto', got {k!r}")
+        if k != "auto" and not 1 <= int(k) <= d:
+            raise ValueError(f"n_components must satisfy 1 ≤ k ≤ d = {d}, got {k}")
+        rows, sizes = _as_groups(groups, n)
+        _validate(rows, sizes, n)
+        scatter = within_group_scatter(x, rows, sizes)
+        lam, vec = np.linalg.eigh(scatter)
+        lam, vec = np.clip(lam[::-1], 0.0, None), vec[:, ::-1]
+        total = float(lam.sum())
+        if total <= 0.0:
+            raise ValueError("every group is constant (no within-group variation): "
+                             "the sensitive subspace is not identifiable")
+        k_ = auto_n_components(lam) if k == "auto" else int(k)
+        comps = canonical_signs(vec[:, :k_].T)
+        self.components_ = comps
+        self.sigma_ = symmetrize(np.eye(d) - comps.T @ comps)
+        self.singular_values_ = np.sqrt(lam[:k_])
+        self.explained_variance_ratio_ = lam[:k_] / total
+        self.spectrum_ = lam
+        self.heterogeneity_ = float(max(0.0, 1.0 - lam[:k_].sum() / total))
+        self.n_components_ = k_
+        self.n_features_in_ = d
+        self.n_groups_ = int(sizes.size)
+        self.n_rows_ = int(rows.size)
+        return self
+
+    def transform(self, X: ArrayLike) -> np.ndarray:
+        """Project rows onto the fair subspace: ``X (I - QᵀQ)``."""
+        if not hasattr(self, "sigma_"):
+            raise ValueError("this FACE instance is not fitted yet; call fit first")
+        return np.asarray(X, dtype=np.float64) @ self.sigma_

@@ -1,0 +1,267 @@
+"""WEAT (Caliskan, Bryson & Narayanan 2017) in a Mahalanobis metric, as in the seed paper.
+
+Inner product ``⟨x, y⟩_Σ = xᵀΣy`` and norm ``‖x‖_Σ = √(xᵀΣx)``, computed by transforming every
+vector once by ``Σ^{1/2}`` and taking ordinary cosines (``sigma=None`` is the Euclidean metric).
+A word whose Σ-norm is zero (it lies entirely in the ignored subspace; numerically: norm
+≤ 1e-12 × the largest norm in the test) has cosine 0 with every word.
+
+For a target word ``w``: ``s(w) = mean_{a∈A} cos(w, a) - mean_{b∈B} cos(w, b)``.
+``statistic = mean_{x∈X} s(x) - mean_{y∈Y} s(y)`` (signed); the paper's test statistic is
+``test_statistic = |statistic|``. ``effect_size = statistic / sd(s(w), w ∈ X ∪ Y)`` with the
+*sample* standard deviation (ddof=1); 0 when that SD is 0.
+
+p-value (two-sided): the share of re-partitions of ``X ∪ Y`` into sets of sizes ``|X|`` and
+``|Y|`` whose ``|statistic|`` is ≥ ``|observed statistic|`` (up to an absolute tolerance of
+``1e-10 · max|s|`` for float ties). When ``C(|X|+|Y|, |X|) ≤ n_permutations`` all partitions are
+enumerated (``exact=True``, ``n_partitions = C(|X|+|Y|, |X|)``, the observed one included);
+otherwise ``n_permutations`` partitions are sampled independently, each a uniformly random
+``|X|``-subset drawn without replacement (the ``|X|`` smallest of ``|X|+|Y|`` iid uniform
+keys), and the p-value is the share among them (``exact=False``, ``n_partitions =
+n_permutations``). Everything is vectorised in chunks: ``s`` is computed once, partition sums
+are 0/1-mask products, no Python loop over partitions or words.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from itertools import chain, combinations
+from math import comb
+from typing import Any, NamedTuple
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from .psd import sqrtm_psd, validate_sigma
+
+__all__ = ["BootstrapResult", "WeatResult", "WeatRow", "WeatTest", "bootstrap_effect_size_ci",
+           "weat", "weat_suite"]
+
+_CHUNK = 8192
+
+
+def _readonly(a: np.ndarray) -> np.ndarray:
+    a = np.array(a, dtype=np.float64, copy=True)
+    a.flags.writeable = False
+    return a
+
+
+@dataclass(frozen=True)
+class WeatResult:
+    """Outcome of one WEAT (immutable; the score arrays are read-only)."""
+
+    effect_size: float
+    p_value: float
+    statistic: float
+    test_statistic: float
+    n_partitions: int
+    exact: bool
+    s_x: np.ndarray
+    s_y: np.ndarray
+
+
+@dataclass(frozen=True)
+class BootstrapResult:
+    """Percentile bootstrap interval for the effect size (targets resampled within X and Y)."""
+
+    estimate: float
+    low: float
+    high: float
+    level: float
+    n_boot: int
+
+
+class WeatTest(NamedTuple):
+    name: str
+    X: Any
+    Y: Any
+    A: Any
+    B: Any
+
+
+@dataclass(frozen=True)
+class WeatRow:
+    test: str
+    metric: str
+    result: WeatResult
+    missing: tuple[str, ...] = ()
+
+
+def _matrix(v: ArrayLike, name: str, d: int | None = None) -> np.ndarray:
+    a = np.asarray(v, dtype=np.float64)
+    if a.ndim != 2 or a.shape[0] == 0:
+        raise ValueError(f"{name} must be a non-empty 2-D array of word vectors, got {a.shape}")
+    if d is not None and a.shape[1] != d:
+        raise ValueError(f"{name} has dimension {a.shape[1]}, expected {d}")
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"{name} contains NaN or inf")
+    return a
+
+
+def _unit_rows(v: np.ndarray, scale: float) -> np.ndarray:
+    norms = np.linalg.norm(v, axis=1)
+    zero = norms <= 1e-12 * scale
+    return np.where(zero[:, None], 0.0, v / np.where(zero, 1.0, norms)[:, None])
+
+
+def association_scores(X: np.ndarray, Y: np.ndarray, A: np.ndarray, B: np.ndarray,
+                       root: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``s(w)`` for every ``w`` in X and in Y (vectors already validated; ``root = Σ^{1/2}``)."""
+    mats = [m if root is None else m @ root for m in (X, Y, A, B)]
+    scale = max(float(np.linalg.norm(m, axis=1).max()) for m in mats)
+    scale = scale if scale > 0 else 1.0
+    ux, uy, ua, ub = (_unit_rows(m, scale) for m in mats)
+    direction = ua.mean(axis=0) - ub.mean(axis=0)
+    return ux @ direction, uy @ direction
+
+
+def _partition_sums(w: np.ndarray, nx: int, n_permutations: int,
+                    rng: np.random.Generator) -> tuple[np.ndarray, bool]:
+    """Sums of ``w`` over X-sides of all (exact) or of sampled partitions."""
+    n = w.size
+    total = comb(n, nx)
+    if total <= n_permutations:
+        flat = np.fromiter(chain.from_iterable(combinations(range(n), nx)), dtype=np.int64,
+                           count=total * nx)
+        return w[flat.reshape(total, nx)].sum(axis=1), True
+    out = np.empty(n_permutations)
+    for start in range(0, n_permutations, _CHUNK):
+        m = min(_CHUNK, n_permutations - start)
+        keys = rng.random((m, n))
+        kth = np.partition(keys, nx - 1, axis=1)[:, nx - 1:nx]
+        out[start:start + m] = (keys <= kth).astype(np.float64) @ w
+    return out, False
+
+
+def _weat_from_scores(s_x: np.ndarray, s_y: np.ndarray, n_permutations: int,
+                      rng: np.random.Generator) -> WeatResult:
+    nx, ny = s_x.size, s_y.size
+    w = np.concatenate([s_x, s_y])
+    stat = float(s_x.mean() - s_y.mean())
+    sd = float(np.std(w, ddof=1))
+    effect = stat / sd if sd > 0 else 0.0
+    sums, exact = _partition_sums(w, nx, n_permutations, rng)
+    perm = sums / nx - (w.sum() - sums) / ny
+    tol = 1e-10 * max(float(np.abs(w).max()), np.finfo(float).tiny)
+    p = float(np.mean(np.abs(perm) >= abs(stat) - tol))
+    return WeatResult(effect_size=effect, p_value=p, statistic=stat, test_statistic=abs(stat),
+                      n_partitions=int(sums.size), exact=exact, s_x=_readonly(s_x),
+                      s_y=_readonly(s_y))
+
+
+def _check_common(n_permutations: int, sizes: tuple[int, int]) -> None:
+    if not (isinstance(n_permutations, (int, np.integer)) and n_permutations >= 1):
+        raise ValueError(f"n_permutations must be a positive integer, got {n_permutations!r}")
+    if sum(sizes) < 3:
+        raise ValueError("X ∪ Y needs at least 3 words (2 for the SD, and a partition to compare)")
+
+
+def _root(sigma: ArrayLike | None, d: int) -> np.ndarray | None:
+    return None if sigma is None else sqrtm_psd(validate_sigma(sigma, d))
+
+
+def weat(X: ArrayLike, Y: ArrayLike, A: ArrayLike, B: ArrayLike, sigma: ArrayLike | None = None,
+         n_permutations: int = 50_000,
+         random_state: int | np.random.Generator | None = 0) -> WeatResult:
+    """Word Embedding Association Test of targets X, Y against attributes A, B in metric Σ.
+
+    See the module docstring for the definitions (effect size uses the sample SD, ddof=1;
+    two-sided permutation p-value; exact enumeration when ``C(|X|+|Y|, |X|) ≤ n_permutations``).
+    """
+    x = _matrix(X, "X")
+    d = x.shape[1]
+    y, a, b = _matrix(Y, "Y", d), _matrix(A, "A", d), _matrix(B, "B", d)
+    _check_common(n_permutations, (x.shape[0], y.shape[0]))
+    s_x, s_y = association_scores(x, y, a, b, _root(sigma, d))
+    return _weat_from_scores(s_x, s_y, int(n_permutations), np.random.default_rng(random_state))
+
+
+def bootstrap_effect_size_ci(X: ArrayLike, Y: ArrayLike, A: ArrayLike, B: ArrayLike,
+                             sigma: ArrayLike | None = None, *, n_boot: int = 2000,
+                             level: float = 0.95,
+                             random_state: int | np.random.Generator | None = 0
+                             ) -> BootstrapResult:
+    """Percentile bootstrap CI of the effect size: X and Y words resampled with replacement
+    (each within its own set, attribute sets fixed); ``s`` computed once, resamples vectorised.
+    """
+    if not 0 < level < 1:
+        raise ValueError(f"level must lie in (0, 1), got {level!r}")
+    if not (isinstance(n_boot, (int, np.integer)) and n_boot >= 1):
+        raise ValueError(f"n_boot must be a positive integer, got {n_boot!r}")
+    x = _matrix(X, "X")
+    d = x.shape[1]
+    y, a, b = _matrix(Y, "Y", d), _matrix(A, "A", d), _matrix(B, "B", d)
+    _check_common(1, (x.shape[0], y.shape[0]))
+    s_x, s_y = association_scores(x, y, a, b, _root(sigma, d))
+    rng = np.random.default_rng(random_state)
+    bx = s_x[rng.integers(0, s_x.size, size=(n_boot, s_x.size))]
+    by = s_y[rng.integers(0, s_y.size, size=(n_boot, s_y.size))]
+    sd = np.std(np.concatenate([bx, by], axis=1), axis=1, ddof=1)
+    diff = bx.mean(axis=1) - by.mean(axis=1)
+    eff = np.divide(diff, sd, out=np.zeros_like(diff), where=sd > 0)
+    w = np.concatenate([s_x, s_y])
+    sd0 = float(np.std(w, ddof=1))
+    est = float((s_x.mean() - s_y.mean()) / sd0) if sd0 > 0 else 0.0
+    lo, hi = np.quantile(eff, [(1 - level) / 2, (1 + level) / 2])
+    return BootstrapResult(estimate=est, low=float(lo), high=float(hi), level=float(level),
+                           n_boot=int(n_boot))
+
+
+def _lookup(words: Any, embeddings: Callable[[str], Any] | Mapping[str, Any] | None,
+            missing: list[str]) -> np.ndarray:
+    if isinstance(words, np.ndarray) and words.ndim == 2:
+        return words
+    if embeddings is None:
+        raise ValueError("word lists need `embeddings` (a mapping or a callable word → vector)")
+    get = embeddings.get if isinstance(embeddings, Mapping) else embeddings
+    vecs = []
+    for word in words:  # looking words up is inherently per word (a dict/callable per word)
+        v = get(word)
+        if v is None:
+            missing.append(str(word))
+        else:
+            vecs.append(np.asarray(v, dtype=np.float64))
+    return np.array(vecs)
+
+
+def weat_suite(tests: Sequence[WeatTest | tuple] | Mapping[str, tuple],
+               metrics: Mapping[str, ArrayLike | None], *,
+               embeddings: Callable[[str], Any] | Mapping[str, Any] | None = None,
+               n_permutations: int = 50_000,
+               random_state: int | np.random.Generator | None = 0) -> list[WeatRow]:
+    """Run every test in every metric; rows ordered by test, then metric.
+
+    ``tests``: ``WeatTest(name, X, Y, A, B)`` tuples (or a mapping name → (X, Y, A, B)) whose
+    sets are (n, d) arrays, or word lists resolved through ``embeddings`` (words it lacks are
+    dropped and reported in ``WeatRow.missing``). ``metrics``: name → Σ (or None: Euclidean).
+    ``Σ^{1/2}`` is computed once per metric. Each test uses its own random stream spawned from
+    ``random_state``, so a test's p-value does not depend on the other tests.
+    """
+    items: Iterable = (tests.items() if isinstance(tests, Mapping)
+                       else ((t[0], tuple(t[1:])) for t in tests))
+    prepared = []
+    for name, sets in items:
+        missing: list[str] = []
+        mats = [_lookup(s, embeddings, missing) for s in sets]
+        if len(mats) != 4:
+            raise ValueError(f"test {name!r} must have four sets X, Y, A, B")
+        x = _matrix(mats[0], f"{name}: X")
+        d = x.shape[1]
+        rest = [_matrix(m, f"{name}: {k}", d) for m, k in zip(mats[1:], "YAB", strict=True)]
+        _check_common(n_permutations, (x.shape[0], rest[0].shape[0]))
+        prepared.append((str(name), [x, *rest], tuple(missing)))
+    if not prepared:
+        return []
+    d = prepared[0][1][0].shape[1]
+    roots = {m: _root(s, d) for m, s in metrics.items()}
+    seeds = np.random.SeedSequence(
+        random_state if isinstance(random_state, (int, np.integer)) else None
+    ).spawn(len(prepared)) if not isinstance(random_state, np.random.Generator) else None
+    rows = []
+    for i, (name, (x, y, a, b), missing) in enumerate(prepared):
+        for metric, root in roots.items():
+            rng = (np.random.default_rng(seeds[i]) if seeds is not None else random_state)
+            s_x, s_y = association_scores(x, y, a, b, root)
+            res = _weat_from_scores(s_x, s_y, int(n_permutations), rng)
+            rows.append(WeatRow(test=name, metric=metric, result=res, missing=missing))
+    return rows
