@@ -11,6 +11,7 @@ from __future__ import annotations
 from django.http import HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework.authentication import SessionAuthentication, TokenAuthentication
 from rest_framework.exceptions import NotFound, PermissionDenied
@@ -21,7 +22,7 @@ from rest_framework.views import APIView
 from annotation.models import Study
 from annotation.permissions import SEES_ALL, study_role
 
-from . import exports
+from . import exports, schema  # noqa: F401 - schema registers the token scheme
 from .models import MetricVersion
 from .tokens import ApiTokenAuthentication
 
@@ -139,7 +140,7 @@ class ExportView(APIView):
 
 
 class VersionDetail(ExportView):
-    @extend_schema(summary="A metric version's metadata")
+    @extend_schema(summary="A metric version's metadata", responses=OpenApiTypes.OBJECT)
     def get(self, request, version_id: int):
         return Response(version_metadata(self.version(version_id), request))
 
@@ -151,7 +152,8 @@ class VersionSigma(ExportView):
 
 
 class PublishedDetail(ExportView):
-    @extend_schema(summary="The published metric version of a study and method")
+    @extend_schema(summary="The published metric version of a study and method",
+                   responses=OpenApiTypes.OBJECT)
     def get(self, request, study_id: int, method: str):
         return Response(version_metadata(self.published(study_id, method), request))
 

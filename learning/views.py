@@ -15,7 +15,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
 from annotation.models import Study
-from annotation.permissions import Role, can_see_all, study_role
+from annotation.permissions import can_see_all
 
 from . import dashboards, reports, services, spectra, tokens
 from .models import ApiToken, MetricVersion, WeatTest
@@ -162,7 +162,7 @@ def version_detail(request: HttpRequest, version_id: int) -> HttpResponse:
     context = _study_nav(version.study, "versions") | {
         "report": report,
         "version": version,
-        "can_publish": study_role(request.user, version.study) == Role.ADMIN,
+        "can_publish": services.user_can_publish(request.user, version.study_id),
         "chart": {"spectrum": report.spectrum},
         "diagnostics": _scalars(version.diagnostics),
         "others": MetricVersion.objects.filter(study_id=version.study_id)
