@@ -1,3 +1,4 @@
+from django import forms
 from django.contrib import admin
 
 from .models import (
@@ -72,11 +73,27 @@ class PairJudgmentAdmin(admin.ModelAdmin):
     show_full_result_count = False
 
 
+class GoldPairForm(forms.ModelForm):
+    """Accepts the two items in any order and stores the pair canonically (a < b)."""
+
+    class Meta:
+        model = GoldPair
+        fields = ["study", "item_a", "item_b", "label"]
+
+    def clean(self):
+        data = super().clean()
+        a, b = data.get("item_a"), data.get("item_b")
+        if a and b and a.pk > b.pk:
+            data["item_a"], data["item_b"] = b, a
+        return data
+
+
 @admin.register(GoldPair)
 class GoldPairAdmin(admin.ModelAdmin):
     list_display = ["study", "item_a", "item_b", "label"]
     list_filter = ["study", "label"]
     raw_id_fields = ["item_a", "item_b"]
+    form = GoldPairForm
 
 
 @admin.register(ComparableGroup)

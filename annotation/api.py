@@ -122,7 +122,9 @@ class NextPairView(AnnotationAPIView):
         if len(held) % 2:
             raise ValidationError({"exclude": "must list pairs of item ids: 'a-b,c-d'."})
         held_pairs = list(zip(held[::2], held[1::2], strict=True))
-        pair = next_pair(study=study, user=request.user, exclude=held_pairs)
+        pair = None
+        if study.is_active:  # a closed study takes no more answers
+            pair = next_pair(study=study, user=request.user, exclude=held_pairs)
         if pair is None:
             return Response({"done": True, "left": None, "right": None})
         return Response(
@@ -261,14 +263,25 @@ class GroupDetail(AnnotationAPIView):
 class SuggestionsView(AnnotationAPIView):
     @extend_schema(
         parameters=[
-            OpenApiParameter("members", str, description="Comma-separated item ids."),
+            OpenApiParameter("group", int, description="Start from this saved group's members."),
+            OpenApiParameter("members", str, description="Comma-separated item ids to add."),
+            OpenApiParameter("remove", str, description="Comma-separated item ids to leave out."),
             OpenApiParameter("k", int, description="How many suggestions per metric (≤ 50)."),
         ],
         responses=SuggestionsSerializer,
     )
     def get(self, request, study_id: int):
+        """Suggestions for a group being edited: a saved group's members (``group``), plus
+        ``members``, minus ``remove`` — so the URL stays short for large saved groups."""
         study = self.member_study(study_id)
-        members = _id_list(request.query_params.get("members", ""), "members")
+        members = set(_id_list(request.query_params.get("members", ""), "members"))
+        group_id = _int_param(request, "group", 0, lo=0, hi=2**62)
+        if group_id:
+            group = get_object_or_404(
+                selectors.groups_visible(study=study, user=request.user), pk=group_id
+            )
+            members |= set(group.members.values_list("id", flat=True))
+        members -= set(_id_list(request.query_params.get("remove", ""), "remove"))
         k = _int_param(request, "k", 10, lo=1, hi=50)
         result = group_suggestions(study=study, member_ids=members, k=k)
         return Response(SuggestionsSerializer(result).data)

@@ -38,7 +38,7 @@ from .metrics import (
     squared_distances,
 )
 from .models import GoldPair, Item, PairJudgment, Source, Study
-from .selectors import answered_pairs, judged_pairs, study_pool
+from .selectors import answered_pairs, judged_pairs, newest_first, study_pool
 
 CANDIDATES = 256
 OVERLAP_WINDOW = 300
@@ -97,12 +97,8 @@ def _present(pair, reason: str, rng, **scores) -> NextPair | None:
 def _overlap_pair(study, user, excluded, pool, rng) -> tuple[int, int] | None:
     if study.overlap < 2:
         return None
-    recent = (
-        PairJudgment.objects.filter(study=study, source=Source.ANNOTATED)
-        .exclude(annotator=user)
-        .order_by("-id")
-        .values_list("item_a_id", "item_b_id")[:OVERLAP_WINDOW]
-    )
+    others = PairJudgment.objects.filter(source=Source.ANNOTATED).exclude(annotator=user)
+    recent = newest_first(others, study).values_list("item_a_id", "item_b_id")[:OVERLAP_WINDOW]
     in_window = Counter(recent)
     candidates = [
         p for p, n in in_window.items() if n < study.overlap and p not in excluded

@@ -81,6 +81,17 @@ def study_counts(*, study: Study) -> dict[str, int]:
 # --- Judgments --------------------------------------------------------------------------------
 
 
+def newest_first(qs: QuerySet[PairJudgment], study: Study) -> QuerySet[PairJudgment]:
+    """A study's judgments, newest first, read backwards along the ``(study, id)`` index.
+
+    With ``study_id = X ORDER BY id DESC`` PostgreSQL may walk the primary key backwards and
+    filter, scanning every newer row of other studies. ``study_id`` as a range is not folded
+    into a constant, so ``ORDER BY study_id DESC, id DESC`` can only come from the composite
+    index (SQLite picks it too).
+    """
+    return qs.filter(study_id__gte=study.pk, study_id__lte=study.pk).order_by("-study_id", "-id")
+
+
 def judgments_visible(*, study: Study, user, mine: bool = False) -> QuerySet[PairJudgment]:
     """Annotators see only their own answers; reviewers and admins every answer of the study."""
     qs = PairJudgment.objects.filter(study=study).select_related("item_a", "item_b", "annotator")
@@ -95,7 +106,7 @@ def judgments_recent(
     qs = judgments_visible(study=study, user=user, mine=mine)
     if before_id is not None:
         qs = qs.filter(id__lt=before_id)
-    return list(qs.order_by("-id")[:limit])
+    return list(newest_first(qs, study)[:limit])
 
 
 # --- Items and the study's pool ---------------------------------------------------------------
@@ -213,25 +224,37 @@ def judged_pairs(
 ) -> list[tuple[int, int, int | None]]:
     """``(item_a, item_b, annotator)`` of people's judgments on the given canonical pairs.
 
-    Raw SQL with one ``(item_a = ? AND item_b = ?)`` term per pair: both SQLite (multi-index
-    OR) and PostgreSQL (BitmapOr) answer it with one index probe per pair, and it skips the
-    ORM's per-term cost (which dominates with hundreds of candidate pairs).
+    One index probe per pair, in raw SQL (the ORM's cost per OR term dominates with hundreds
+    of candidate pairs): PostgreSQL joins ``unnest`` of two arrays (a nested loop over the
+    pair index, constant planning time); SQLite gets one ``(item_a = ? AND item_b = ?)`` term
+    per pair, which it answers as a multi-index OR.
     """
+    if not pairs:
+        return []
     table = PairJudgment._meta.db_table
+    where = "j.study_id = %s AND j.source = %s"
+    tail: list = [study.pk, Source.ANNOTATED]
+    if annotator_id is not None:
+        where += " AND j.annotator_id = %s"
+        tail.append(annotator_id)
     found: list[tuple[int, int, int | None]] = []
     with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(
+                f"SELECT j.item_a_id, j.item_b_id, j.annotator_id FROM {table} j "
+                "JOIN unnest(%s::bigint[], %s::bigint[]) AS p(a, b) "
+                f"ON j.item_a_id = p.a AND j.item_b_id = p.b WHERE {where}",
+                [[int(a) for a, _ in pairs], [int(b) for _, b in pairs], *tail],
+            )
+            return cursor.fetchall()
         for start in range(0, len(pairs), PAIR_CHUNK):
             chunk = pairs[start : start + PAIR_CHUNK]
-            params: list = [study.pk, Source.ANNOTATED]
-            where = "study_id = %s AND source = %s"
-            if annotator_id is not None:
-                where += " AND annotator_id = %s"
-                params.append(annotator_id)
-            terms = " OR ".join(["(item_a_id = %s AND item_b_id = %s)"] * len(chunk))
+            terms = " OR ".join(["(j.item_a_id = %s AND j.item_b_id = %s)"] * len(chunk))
+            params = list(tail)
             for a, b in chunk:
                 params += [int(a), int(b)]
             cursor.execute(
-                f"SELECT item_a_id, item_b_id, annotator_id FROM {table} "
+                f"SELECT j.item_a_id, j.item_b_id, j.annotator_id FROM {table} j "
                 f"WHERE {where} AND ({terms})",
                 params,
             )

@@ -17,8 +17,10 @@ from learning.scheduling import refit_request
 from .exceptions import Conflict, InvalidInput, NotAllowed, NotFound
 from .models import (
     ComparableGroup,
+    GoldPair,
     GroupEdit,
     Label,
+    Membership,
     PairJudgment,
     Source,
     Study,
@@ -29,7 +31,7 @@ from .selectors import gold_pair_exists, items_in_pool
 
 MAX_ELAPSED_MS = 24 * 3600 * 1000
 MAX_GROUP_NAME = 200
-MAX_GROUP_SIZE = 1000
+MAX_GROUP_SIZE = 5000
 
 
 def _canonical(item_a_id: int, item_b_id: int) -> tuple[int, int]:
@@ -160,6 +162,25 @@ def judgment_undo(
     judgment.pk = judgment_pk
     refit_request(study_id=study_id)
     return judgment
+
+
+@transaction.atomic
+def gold_pair_set(
+    *, study: Study, user, item_a_id: int, item_b_id: int, label: str
+) -> GoldPair:
+    """Set (create or change) a gold pair's known answer; study admins only."""
+    if require_member(user, study) != Membership.Role.ADMIN:
+        raise NotAllowed("Only admins of the study set gold pairs.")
+    if label not in (Label.COMPARABLE, Label.INCOMPARABLE):
+        raise InvalidInput("A gold pair's label is comparable or incomparable.")
+    if int(item_a_id) == int(item_b_id):
+        raise InvalidInput("item_a and item_b must be two different items.")
+    pair = _canonical(int(item_a_id), int(item_b_id))
+    _pool_members(study, pair)
+    gold, _ = GoldPair.objects.update_or_create(
+        study=study, item_a_id=pair[0], item_b_id=pair[1], defaults={"label": label}
+    )
+    return gold
 
 
 # --- Groups -----------------------------------------------------------------------------------

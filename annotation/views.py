@@ -99,7 +99,7 @@ def review(request: HttpRequest, study_id: int) -> HttpResponse:
             judgments = judgments.filter(source=data["source"])
         if data["before"]:
             judgments = judgments.filter(id__lt=data["before"])
-    rows = list(judgments.order_by("-id")[: REVIEW_PAGE + 1])
+    rows = list(selectors.newest_first(judgments, study)[: REVIEW_PAGE + 1])
     more = len(rows) > REVIEW_PAGE
     rows = rows[:REVIEW_PAGE]
     next_query = None

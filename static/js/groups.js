@@ -155,7 +155,14 @@
       het.textContent = "";
       return;
     }
-    const r = await api(`${suggestionsUrl}?k=8&members=${ids.join(",")}`);
+    let query = `k=8&members=${ids.join(",")}`;
+    if (state.groupId !== null) {
+      // A saved group: send only the unsaved changes, so large groups keep a short URL.
+      const added = ids.filter((id) => !state.original.has(id));
+      const removed = [...state.original].filter((id) => !state.members.has(id));
+      query = `k=8&group=${state.groupId}&members=${added.join(",")}&remove=${removed.join(",")}`;
+    }
+    const r = await api(`${suggestionsUrl}?${query}`);
     if (seq !== suggestSeq || !r.ok) return;
     const data = await r.json();
     el("metric-title").textContent = data.metric

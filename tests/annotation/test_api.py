@@ -368,3 +368,24 @@ def test_reviewer_of_one_study_is_an_outsider_elsewhere(space, reviewer, items, 
     elsewhere = make_study(space=space, name="Elsewhere")
     make_user("someone", study=elsewhere, role=Role.ANNOTATOR)
     assert client_for(reviewer).get(url(elsewhere, "judgments/")).status_code == 403
+
+
+def test_suggestions_for_a_saved_group_with_unsaved_changes(study, annotator, items, client_for):
+    client = client_for(annotator)
+    gid = client.post(url(study, "groups/"),
+                      {"name": "g", "members": [items[0].pk, items[1].pk, items[2].pk]},
+                      format="json").json()["id"]
+    delta = client.get(url(study, "suggestions/"), {
+        "group": gid, "members": str(items[3].pk), "remove": str(items[0].pk), "k": 5,
+    }).json()
+    explicit = client.get(url(study, "suggestions/"), {
+        "members": f"{items[1].pk},{items[2].pk},{items[3].pk}", "k": 5,
+    }).json()
+    assert delta["size"] == 3
+    assert delta == explicit
+
+
+def test_a_closed_study_serves_no_pairs(study, annotator, client_for):
+    Study.objects.filter(pk=study.pk).update(is_active=False)
+    data = client_for(annotator).get(url(study, "next-pair/")).json()
+    assert data["done"] is True
