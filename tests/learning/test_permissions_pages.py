@@ -201,3 +201,11 @@ def test_version_page_flattens_nested_diagnostics_and_shows_evaluation_errors(
     assert "<th>drift · previous · operator norm</th><td>0.25</td>" in page
     assert "<th>spectrum</th><td>20 values</td>" in page
     assert "The evaluation of this version failed: ValueError: boom" in page
+
+
+def test_p_values_stay_readable_at_every_scale():
+    from learning.templatetags.learning_format import pvalue
+
+    assert [pvalue(0.0455), pvalue(0.002), pvalue(8e-5), pvalue(None)] == [
+        "0.046", "0.002", "8.0e-05", "—"
+    ]
