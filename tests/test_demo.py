@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import json
+from contextlib import contextmanager
+
 import numpy as np
 import pytest
 from django.core.management import call_command
+from django.test import override_settings
 
 from annotation import demo
 from annotation.models import (
@@ -18,25 +22,50 @@ from annotation.models import (
     Study,
     Tag,
 )
-from learning.models import WeatSuite, WeatTest
+from learning.models import MetricVersion, WeatResult, WeatSuite, WeatTest
 
 pytestmark = pytest.mark.slow
 
 
+@contextmanager
+def celery_in_memory():
+    """The refits load_demo queues after its commits go to Kombu's in-memory transport."""
+    from fairmetric_site.celery import app
+
+    saved = {key: app.conf[key] for key in ("broker_url", "broker_transport_options")}
+
+    def drop_connections():
+        if app._pool is not None:
+            app._pool.force_close_all()
+            app._pool = None
+        amqp = app.__dict__.get("amqp")
+        if amqp is not None:
+            amqp._producer_pool = None
+
+    drop_connections()
+    app.conf.update(broker_url="memory://", broker_transport_options={})
+    try:
+        yield
+    finally:
+        drop_connections()
+        app.conf.update(saved)
+
+
 @pytest.fixture(scope="module")
 def loaded(django_db_setup, django_db_blocker, tmp_path_factory):
-    """Load the demo once for the module (it takes a few seconds), with DEBUG on for users."""
-    from django.test import override_settings
+    """Load the demo once for the module (committed, as load_demo does), DEBUG on for users.
 
+    Cleaned up with ``flush``, as pytest-django does after a transactional test.
+    """
     media = tmp_path_factory.mktemp("media")
-    with override_settings(DEBUG=True, MEDIA_ROOT=media), django_db_blocker.unblock():
+    with (
+        override_settings(DEBUG=True, MEDIA_ROOT=media),
+        django_db_blocker.unblock(),
+        celery_in_memory(),
+    ):
         call_command("load_demo")
         yield media
-        for model in (PairJudgment, ComparableGroup, Study, WeatSuite, EmbeddingSpace, Tag):
-            model.objects.all().delete()
-        from django.contrib.auth import get_user_model
-
-        get_user_model().objects.all().delete()
+        call_command("flush", interactive=False, verbosity=0)
 
 
 @pytest.fixture
@@ -131,3 +160,25 @@ def test_second_run_changes_nothing(space, settings, capsys):
     assert counts == {m: m.objects.count() for m in counts}
     assert links == Item.tags.through.objects.count()
     assert len(list((settings.MEDIA_ROOT / "spaces").glob("*.npy"))) == 1
+
+
+def test_reproduce_weat_table_runs_on_the_demo(space, tmp_path):
+    out = tmp_path / "table.json"
+    call_command("reproduce_weat_table", "--json", str(out), "--permutations", "5000")
+    rows = json.loads(out.read_text())
+    assert len(rows) == 10 * 5
+    assert {r["metric"] for r in rows} == {"euclidean", "explore", "face-3", "face-10", "face-20"}
+    firsts = [r["test"] for r in rows[::5]]
+    assert firsts[:3] == ["Flowers / Pleasant", "Instruments / Pleasant",
+                          "Mental disease / Temporary"]  # fmt: skip
+    assert firsts.count("European American names / Pleasant") == 3
+    versions = MetricVersion.objects.filter(study__name=demo.STUDY_NAME, status="ready")
+    assert sorted(versions.values_list("label", flat=True)) == [
+        "explore",
+        "face-10",
+        "face-20",
+        "face-3",
+    ]
+    explore = versions.get(label="explore")
+    assert explore.counts == {"comparable": 50_000, "incomparable": 50_000}
+    assert WeatResult.objects.filter(metric_version__in=versions).count() == 40
