@@ -67,24 +67,35 @@ class Direction:
 
 @lru_cache(maxsize=128)
 def _directions_cached(sigma_path, sigma_sha, space_id, matrix_path, space_sha):
-    values, basis = spectra.sensitive_basis(spectra.spectrum(_sigma_cached(sigma_path, sigma_sha)))
+    spec = spectra.spectrum(_sigma_cached(sigma_path, sigma_sha))
+    values, basis = spectra.sensitive_basis(spec)
+    dimension = spectra.sensitive_basis(spec, limit=None)[0].size
     matrix = np.load(matrix_path, mmap_mode="r")
     if matrix.shape[1] != basis.shape[0]:
-        return ()
+        return dimension, ()
     aligned = spectra.aligned_rows(matrix, basis)
     rows = {row for direction in aligned for row, _ in direction}
     keys = dict(Item.objects.filter(space_id=space_id, row__in=rows).values_list("row", "key"))
-    return tuple(
+    return dimension, tuple(
         Direction(float(value), [(keys.get(row, f"row {row}"), cos) for row, cos in direction])
         for value, direction in zip(values, aligned, strict=True)
     )
 
 
+def _directions(version: MetricVersion) -> tuple[int, tuple[Direction, ...]]:
+    space = version.study.space
+    return _directions_cached(version.sigma.path, version.sigma_sha256, space.pk,
+                              space.matrix.path, space.sha256)
+
+
 def sensitive_directions(version: MetricVersion) -> list[Direction]:
     """The sensitive directions with the vocabulary items most aligned with each (1 query)."""
-    space = version.study.space
-    return list(_directions_cached(version.sigma.path, version.sigma_sha256, space.pk,
-                                   space.matrix.path, space.sha256))
+    return list(_directions(version)[1])
+
+
+def sensitive_dimension(version: MetricVersion) -> int:
+    """The dimension of the whole sensitive subspace (the page shows at most 10 directions)."""
+    return _directions(version)[0]
 
 
 def previous_version(version: MetricVersion) -> MetricVersion | None:
@@ -132,12 +143,13 @@ def version_alerts(version, previous, published, threshold: float, weat) -> list
                       f"{version.diagnostics['evaluation_error']}")
     if previous is not None:
         alerts += crossings(weat.get(previous.pk, {}), weat.get(version.pk, {}))
-    moved = drift_between(published, version)
-    if moved is not None and moved.operator_norm > threshold:
-        alerts.append(
-            f"Drift from the published version #{published.pk}: ‖ΔΣ‖ = "
-            f"{moved.operator_norm:.3g} exceeds the study threshold {threshold:.3g}."
-        )
+    for name, other in (("previous", previous), ("published", published)):
+        moved = drift_between(other, version)
+        if moved is not None and moved.operator_norm > threshold:
+            alerts.append(
+                f"Drift from the {name} version #{other.pk}: ‖ΔΣ‖ = "
+                f"{moved.operator_norm:.3g} exceeds the study threshold {threshold:.3g}."
+            )
     return alerts
 
 
@@ -146,6 +158,7 @@ class VersionReport:
     version: MetricVersion
     spectrum: list[float]
     directions: list[Direction]
+    sensitive_dimension: int
     previous: MetricVersion | None
     published: MetricVersion | None
     drift_previous: spectra.Drift | None
@@ -173,6 +186,7 @@ def version_report(version: MetricVersion) -> VersionReport:
         version=version,
         spectrum=[float(v) for v in spectra.spectrum(sigma_of(version)).values] if ready else [],
         directions=sensitive_directions(version) if ready else [],
+        sensitive_dimension=sensitive_dimension(version) if ready else 0,
         previous=previous,
         published=published,
         drift_previous=drift_between(previous, version) if ready else None,
@@ -284,10 +298,11 @@ def drift_alerts(study: Study, data: dict) -> list[str]:
                     {k: v for k, v in before.items() if v}, {k: v for k, v in after.items() if v}
                 )
             ]
-        moved = data["series"][method]["to_published"][-1]
-        if moved is not None and moved > threshold:
-            alerts.append(
-                f"{latest.get_method_display()} #{latest.pk}: ‖ΔΣ‖ to the published version = "
-                f"{moved:.3g} exceeds the study threshold {threshold:.3g}."
-            )
+        for name in ("previous", "published"):
+            moved = data["series"][method][f"to_{name}"][-1]
+            if moved is not None and moved > threshold:
+                alerts.append(
+                    f"{latest.get_method_display()} #{latest.pk}: ‖ΔΣ‖ to the {name} version = "
+                    f"{moved:.3g} exceeds the study threshold {threshold:.3g}."
+                )
     return alerts

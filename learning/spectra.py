@@ -34,12 +34,18 @@ def spectrum(sigma: np.ndarray) -> Spectrum:
     return Spectrum(values=values[::-1], vectors=vectors[:, ::-1])
 
 
-def sensitive_basis(spec: Spectrum) -> tuple[np.ndarray, np.ndarray]:
-    """(eigenvalues ascending, orthonormal columns) of the sensitive subspace."""
+def sensitive_basis(
+    spec: Spectrum, *, limit: int | None = MAX_SENSITIVE
+) -> tuple[np.ndarray, np.ndarray]:
+    """(eigenvalues ascending, orthonormal columns) of the sensitive subspace.
+
+    ``limit`` caps the number of directions (for display); ``None`` keeps the whole subspace
+    (for comparing subspaces: with a tied eigenvalue, a cap would pick an arbitrary part).
+    """
     ascending = spec.values[::-1]
     top = max(float(spec.values[0]), 0.0)
     count = int(np.sum(ascending <= SENSITIVE_RATIO * top)) if top > 0 else ascending.size
-    count = min(max(count, 1), MAX_SENSITIVE, ascending.size)
+    count = min(max(count, 1), ascending.size if limit is None else limit, ascending.size)
     return ascending[:count], spec.vectors[:, ::-1][:, :count]
 
 
@@ -83,9 +89,10 @@ def drift(before: np.ndarray, after: np.ndarray) -> Drift | None:
     delta = np.asarray(after, dtype=np.float64) - np.asarray(before, dtype=np.float64)
     op = float(np.linalg.norm(delta, 2))
     base = float(np.linalg.norm(before, 2))
-    _, basis_before = sensitive_basis(spectrum(before))
-    _, basis_after = sensitive_basis(spectrum(after))
-    angles = np.degrees(subspace_angles(basis_before, basis_after))
+    _, basis_before = sensitive_basis(spectrum(before), limit=None)
+    _, basis_after = sensitive_basis(spectrum(after), limit=None)
+    # Rounded: nested subspaces give angles of 1e-13 degrees, which are 0.
+    angles = np.round(np.degrees(subspace_angles(basis_before, basis_after)), 6)
     return Drift(
         operator_norm=op,
         relative=op / base if base > 0 else float("inf"),

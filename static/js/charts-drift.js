@@ -31,10 +31,18 @@
       line: { color: "#b3261e", dash: "dash", width: 1 } }],
   }), config);
 
+  // An empty chart says so instead of showing bare axes.
+  const noData = (key) => methods.every((m) => data.series[m][key].every((v) => v === null));
+  const empty = (text) => ({ annotations: [{ text: text, showarrow: false, xref: "paper",
+    yref: "paper", x: 0.5, y: 0.5, font: { color: "#6b6b70" } }] });
   Plotly.newPlot("chart-angles", methods.map((m) => line(m, data.series[m], "max_angle")),
-    layout("Largest principal angle to the previous sensitive subspace (°)"), config);
+    layout("Largest principal angle to the previous sensitive subspace (°)",
+      Object.assign({ yaxis: { rangemode: "tozero", ticksuffix: "°" } },
+        noData("max_angle") ? empty("needs two versions of a method") : {})), config);
   Plotly.newPlot("chart-loglik", methods.map((m) => line(m, data.series[m], "heldout_loglik")),
-    layout("Held-out log-likelihood"), config);
+    layout("Held-out log-likelihood", noData("heldout_loglik")
+      ? empty("no held-out log-likelihood recorded (EXPLORE fits with a validation split)")
+      : {}), config);
 
   const group = document.getElementById("chart-effects");
   methods.forEach((m) => {
@@ -47,6 +55,8 @@
     group.appendChild(div);
     Plotly.newPlot(div, names.map((t) => ({
       type: "scatter", mode: "lines+markers", name: t, x: xs(data.series[m]), y: effects[t],
-    })), layout("WEAT effect size d, " + m), config);
+    })), layout("WEAT effect size d, " + m, {
+      height: 460, legend: { orientation: "h", y: -0.25, font: { size: 10 } },
+    }), config);
   });
 })();

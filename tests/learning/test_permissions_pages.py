@@ -209,3 +209,4 @@ def test_p_values_stay_readable_at_every_scale():
     assert [pvalue(0.0456), pvalue(0.002), pvalue(8e-5), pvalue(None)] == [
         "0.046", "0.002", "8.0e-05", "—"
     ]
+    assert pvalue(0.0, 50_000) == "<2e-05"  # no sampled partition as extreme
