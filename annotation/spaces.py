@@ -235,14 +235,6 @@ def _space_store(
     return space
 
 
-def space_delete(*, space: EmbeddingSpace) -> None:
-    """Delete a space, its items and its matrix file (after the transaction commits)."""
-    name = space.matrix.name
-    with transaction.atomic():
-        space.delete()
-        transaction.on_commit(lambda: default_storage.delete(name))
-
-
 def items_vectors(items: Sequence[Item]) -> np.ndarray:
     """The vectors of ``items`` (all of one space) as an (n, d) float64 array, in order.
 

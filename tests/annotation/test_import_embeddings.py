@@ -118,6 +118,23 @@ def test_npy_finds_a_sibling_vocab_file(db, media, tmp_path):
     assert_imported(space_import(path=tmp_path / "m.npy", name="n"))
 
 
+def test_npy_with_a_parquet_vocabulary_as_glove_ships_it(db, media, tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    np.save(tmp_path / "emb.npy", MATRIX)
+    pq.write_table(pa.table({"index": KEYS}), tmp_path / "index.parquet")
+    space = space_import(path=tmp_path / "emb.npy", vocab=tmp_path / "index.parquet", name="pq")
+    assert_imported(space)
+    pq.write_table(pa.table({"index": ["a", None, "c", "d", "e"]}), tmp_path / "bad.parquet")
+    with pytest.raises(EmbeddingFormatError, match="line 2: empty key"):
+        space_import(path=tmp_path / "emb.npy", vocab=tmp_path / "bad.parquet", name="bad")
+    pq.write_table(pa.table({"a": KEYS, "b": KEYS}), tmp_path / "two.parquet")
+    with pytest.raises(EmbeddingFormatError, match="needs one string column"):
+        space_import(path=tmp_path / "emb.npy", vocab=tmp_path / "two.parquet", name="bad")
+    assert EmbeddingSpace.objects.count() == 1
+
+
 def test_csv_key_and_numeric_columns(db, media, tmp_path):
     rows = [f"{k}," + ",".join(str(float(v)) for v in r) for k, r in zip(KEYS, MATRIX, strict=True)]
     path = write(tmp_path / "v.csv", ["key,d0,d1,d2,d3", *rows])

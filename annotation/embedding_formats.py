@@ -1,0 +1,321 @@
+"""Building blocks of the embedding readers: errors, blocks, and the parsers of the binary,
+``.npy`` (+ vocabulary) and CSV formats (a mixin of :class:`annotation.embeddings.EmbeddingReader`).
+
+Import the public names from :mod:`annotation.embeddings`.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+FORMATS = ("word2vec", "glove", "word2vec-bin", "npy", "csv")
+BLOCK_ROWS = 8192
+# Text values are parsed a block at a time; each pending value is a Python string (~60 bytes),
+# so text blocks are capped at this many values (~4 MB) rather than at BLOCK_ROWS rows.
+TEXT_VALUES_PER_BLOCK = 65536
+MAX_KEY_LENGTH = 255  # Item.key's max_length
+_HEADER = re.compile(r"^\s*(\d+)\s+(\d+)\s*$")
+
+
+class InputFileError(ValueError):
+    """Bad input file; ``line`` is where (1-based) when it applies, ``unit`` what it counts."""
+
+    def __init__(self, message: str, *, line: int | None = None, unit: str = "line"):
+        self.message = message
+        self.line = line
+        self.unit = unit
+        super().__init__(f"{unit} {line}: {message}" if line is not None else message)
+
+
+class EmbeddingFormatError(InputFileError):
+    """An embedding file that cannot be imported."""
+
+
+@dataclass(frozen=True)
+class Block:
+    """Up to ``BLOCK_ROWS`` consecutive vectors with their keys and source positions."""
+
+    keys: list[str]
+    vectors: np.ndarray  # (m, d) float32
+    lines: list[int]
+    payloads: list[dict] | None = None
+
+
+def _open_binary(path: Path):
+    if path.suffix == ".gz":
+        return gzip.open(path, "rb")
+    return open(path, "rb")
+
+
+def _decode(raw: bytes, line: int, unit: str = "line") -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise EmbeddingFormatError(
+            f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1})",
+            line=line,
+            unit=unit,
+        ) from None
+
+
+class FormatParsers:
+    """word2vec binary, .npy + vocabulary and CSV parsing for ``EmbeddingReader``.
+
+    Uses the reader's ``path``, ``limit``, ``vocab``/``vectors``/``key_column``/``fields``,
+    sets ``expected_rows`` and ``dimension_hint``, and turns text values into blocks with
+    ``_block``.
+    """
+
+    def _binary(self) -> Iterator[Block]:
+        with _open_binary(self.path) as f:
+            header = _decode(f.readline(256), 1, "record")
+            match = _HEADER.match(header)
+            if not match:
+                raise EmbeddingFormatError(
+                    "expected the word2vec header '<count> <dimension>'", line=1
+                )
+            announced, d = int(match[1]), int(match[2])
+            if announced < 1 or d < 1:
+                raise EmbeddingFormatError("the header announces no vectors", line=1)
+            self.expected_rows = min(announced, self.limit or announced)
+            scanner = _Scanner(f)
+            total = self.expected_rows
+            keys: list[str] = []
+            vecs: list[bytes] = []
+            nums: list[int] = []
+            for record in range(1, total + 1):
+                raw_key = scanner.until_space()
+                if raw_key is None:
+                    raise EmbeddingFormatError(
+                        f"the file ends after {record - 1} of the {announced} vectors the "
+                        f"header announces",
+                        line=record,
+                        unit="record",
+                    )
+                key = _decode(raw_key, record, "record")
+                data = scanner.take(4 * d)
+                if len(data) < 4 * d:
+                    raise EmbeddingFormatError(
+                        f"the file ends inside the vector of {key[:40]!r}",
+                        line=record,
+                        unit="record",
+                    )
+                keys.append(key)
+                vecs.append(data)
+                nums.append(record)
+                if len(keys) == BLOCK_ROWS or record == total:
+                    matrix = np.frombuffer(b"".join(vecs), dtype="<f4").reshape(len(keys), d)
+                    yield Block(keys, matrix.astype(np.float32), nums)
+                    keys, vecs, nums = [], [], []
+            if total == announced and scanner.rest().strip():
+                raise EmbeddingFormatError(
+                    f"data after the {announced} vectors the header announces",
+                    line=announced + 1,
+                    unit="record",
+                )
+
+    # --- .npy matrix + vocabulary -------------------------------------------------------------
+
+    def _load_matrix(self, matrix_path: Path) -> np.ndarray:
+        try:
+            matrix = np.load(matrix_path, mmap_mode="r", allow_pickle=False)
+        except (ValueError, OSError, EOFError) as exc:
+            raise EmbeddingFormatError(
+                f"{matrix_path.name} is not a readable .npy file ({exc})"
+            ) from None
+        if not isinstance(matrix, np.ndarray) or matrix.ndim != 2:
+            raise EmbeddingFormatError(
+                f"{matrix_path.name} must be a 2-D matrix (rows x dimension)"
+            )
+        if matrix.dtype.kind not in "fiu":
+            raise EmbeddingFormatError(f"{matrix_path.name} holds {matrix.dtype}, not numbers")
+        if matrix.shape[0] == 0 or matrix.shape[1] == 0:
+            raise EmbeddingFormatError(f"{matrix_path.name} holds no vectors")
+        self.dimension_hint = matrix.shape[1]
+        self.expected_rows = min(matrix.shape[0], self.limit or matrix.shape[0])
+        return matrix
+
+    def _vocab_keys(self) -> list[str]:
+        if self._vocab_file.suffix == ".parquet":
+            keys = _parquet_keys(self._vocab_file)
+        else:
+            keys = []
+            with _open_binary(self._vocab_file) as f:
+                for line_no, raw in enumerate(f, start=1):
+                    keys.append(_decode(raw, line_no).strip())
+        if keys and keys[-1] == "" and len(keys) == self._matrix.shape[0] + 1:
+            keys.pop()  # a final empty line
+        if len(keys) != self._matrix.shape[0]:
+            raise EmbeddingFormatError(
+                f"the vocabulary has {len(keys)} lines but the matrix has "
+                f"{self._matrix.shape[0]} rows"
+            )
+        return keys
+
+    def _npy(self) -> Iterator[Block]:
+        keys = self._vocab_keys()
+        n = min(len(keys), self.limit or len(keys))
+        for start in range(0, n, BLOCK_ROWS):
+            stop = min(n, start + BLOCK_ROWS)
+            with np.errstate(over="ignore"):
+                block = np.asarray(self._matrix[start:stop], dtype=np.float32)
+            yield Block(keys[start:stop], block, list(range(start + 1, stop + 1)))
+
+    # --- CSV ----------------------------------------------------------------------------------
+
+    def _csv(self) -> Iterator[Block]:
+        delimiter = "\t" if self.path.name.lower().removesuffix(".gz").endswith(".tsv") else ","
+        with _open_binary(self.path) as f:
+            decoded = (_decode(raw, n) for n, raw in enumerate(f, start=1))
+            reader = csv.reader(decoded, delimiter=delimiter)
+            header = next(reader, None)
+            if not header or not any(h.strip() for h in header):
+                raise EmbeddingFormatError("the file is empty (a header row is expected)", line=1)
+            header = [h.strip() for h in header]
+            col = self._csv_key_index(header)
+            unknown = [name for name in self.fields if name not in header]
+            if unknown:
+                raise EmbeddingFormatError(f"no column named {unknown[0]!r} in the header", line=1)
+            if self.vectors:
+                yield from self._csv_with_matrix(reader, header, col)
+                return
+            field_idx = [header.index(name) for name in self.fields]
+            vec_idx = [i for i in range(len(header)) if i != col and i not in field_idx]
+            if not vec_idx:
+                raise EmbeddingFormatError("no vector columns besides the key", line=1)
+            self.dimension_hint = len(vec_idx)
+            keys, flat, lines, payloads = [], [], [], []
+            count = 0
+            for row in reader:
+                line = reader.line_num
+                if not any(cell.strip() for cell in row):
+                    continue
+                if len(row) != len(header):
+                    raise EmbeddingFormatError(
+                        f"{len(row)} columns, expected {len(header)} like the header", line=line
+                    )
+                keys.append(row[col].strip())
+                flat.extend(row[i] for i in vec_idx)
+                lines.append(line)
+                payloads.append({header[i]: row[i] for i in field_idx})
+                count += 1
+                if self.limit is not None and count >= self.limit:
+                    break
+                if len(flat) >= TEXT_VALUES_PER_BLOCK or len(keys) == BLOCK_ROWS:
+                    yield self._block(keys, flat, lines, payloads if field_idx else None)
+                    keys, flat, lines, payloads = [], [], [], []
+            if keys:
+                yield self._block(keys, flat, lines, payloads if field_idx else None)
+
+    def _csv_key_index(self, header: list[str]) -> int:
+        if self.key_column:
+            if self.key_column not in header:
+                raise EmbeddingFormatError(
+                    f"no key column {self.key_column!r} in the header", line=1
+                )
+            return header.index(self.key_column)
+        return header.index("key") if "key" in header else 0
+
+    def _csv_with_matrix(self, reader, header: list[str], col: int) -> Iterator[Block]:
+        matrix = self._load_matrix(self.vectors)
+        fields = self.fields or [h for i, h in enumerate(header) if i != col]
+        field_idx = [header.index(name) for name in fields]
+        rows: list[tuple[str, dict, int]] = []
+        for row in reader:
+            if not any(cell.strip() for cell in row):
+                continue
+            if len(row) != len(header):
+                raise EmbeddingFormatError(
+                    f"{len(row)} columns, expected {len(header)} like the header",
+                    line=reader.line_num,
+                )
+            rows.append((row[col].strip(), {header[i]: row[i] for i in field_idx}, reader.line_num))
+        if len(rows) != matrix.shape[0]:
+            raise EmbeddingFormatError(
+                f"the CSV has {len(rows)} data rows but {self.vectors.name} has "
+                f"{matrix.shape[0]} rows (one vector per data row is expected)"
+            )
+        n = min(len(rows), self.limit or len(rows))
+        self.expected_rows = n
+        for start in range(0, n, BLOCK_ROWS):
+            part = rows[start : start + BLOCK_ROWS]
+            with np.errstate(over="ignore"):
+                block = np.asarray(matrix[start : start + len(part)], dtype=np.float32)
+            yield Block([r[0] for r in part], block, [r[2] for r in part], [r[1] for r in part])
+
+
+def _parquet_keys(path: Path) -> list[str]:
+    """Keys from a parquet vocabulary: its one string column (row i = key of matrix row i).
+
+    A table with several columns needs one named ``key``, ``index`` or ``word``. Errors name
+    the row (``line`` = row number, 1-based) like a text vocabulary's line.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.read_table(path)
+    except (pa.ArrowException, OSError) as exc:
+        raise EmbeddingFormatError(f"{path.name} is not a readable parquet file ({exc})") from None
+    names = [n for n in table.column_names if not n.startswith("__")]
+    column = (
+        names[0]
+        if len(names) == 1
+        else next((n for n in ("key", "index", "word") if n in names), None)
+    )
+    if column is None or not pa.types.is_string(table.schema.field(column).type):
+        raise EmbeddingFormatError(
+            f"{path.name}: a parquet vocabulary needs one string column (or one named key, "
+            f"index or word)"
+        )
+    keys = table.column(column).to_pylist()
+    if None in keys:
+        raise EmbeddingFormatError("empty key", line=keys.index(None) + 1)
+    return [key.strip() for key in keys]
+
+
+class _Scanner:
+    """Buffered reads of a binary stream: up to a space, or a fixed number of bytes."""
+
+    def __init__(self, f, chunk: int = 1 << 20):
+        self.f, self.chunk, self.buf, self.pos = f, chunk, b"", 0
+
+    def _fill(self) -> bool:
+        more = self.f.read(self.chunk)
+        if not more:
+            return False
+        self.buf = self.buf[self.pos :] + more
+        self.pos = 0
+        return True
+
+    def until_space(self) -> bytes | None:
+        """The next key: skips leading newlines, reads up to (not including) a space."""
+        while True:
+            while self.pos < len(self.buf) and self.buf[self.pos] in b"\n\r":
+                self.pos += 1
+            end = self.buf.find(b" ", self.pos)
+            if end >= 0 and self.pos < len(self.buf):
+                key = self.buf[self.pos : end]
+                self.pos = end + 1
+                return key
+            if not self._fill():
+                return None
+
+    def take(self, n: int) -> bytes:
+        while len(self.buf) - self.pos < n and self._fill():
+            pass
+        data = self.buf[self.pos : self.pos + n]
+        self.pos += len(data)
+        return data
+
+    def rest(self) -> bytes:
+        data = self.buf[self.pos :] + self.f.read()
+        self.pos = len(self.buf)
+        return data
