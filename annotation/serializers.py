@@ -60,8 +60,8 @@ class JudgmentCreateSerializer(serializers.Serializer):
 
 
 class JudgmentSerializer(serializers.ModelSerializer):
-    item_a = ItemBriefSerializer(read_only=True)
-    item_b = ItemBriefSerializer(read_only=True)
+    item_a = ItemSerializer(read_only=True)
+    item_b = ItemSerializer(read_only=True)
     annotator = serializers.CharField(source="annotator.username", default=None, read_only=True)
 
     class Meta:

@@ -66,6 +66,8 @@
   // --- Rendering ------------------------------------------------------------------------------
 
   function renderCard(card, item) {
+    item = { kind: "word", payload: null, ...item };
+    if (item.display === undefined) item.display = item.key;
     card.replaceChildren();
     card.className = `item-card kind-${item.kind}`;
     card.dataset.itemId = item.id;

@@ -105,3 +105,36 @@ def test_a_group_of_five_is_built_through_search(
     ]
     assert group.edits.count() == 6  # create + 5 adds
     assert page.console_errors == []
+
+
+def test_undo_after_a_reload_uses_the_saved_answers(
+    labelling_study, logged_in_page, live_server
+):
+    study, annotator = labelling_study
+    page = logged_in_page(annotator)
+    page.goto(f"{live_server.url}/studies/{study.pk}/label/")
+    for key in ["1", "2"]:
+        page.wait_for_selector("#card-left[data-item-id]")
+        pair = current_pair(page)
+        page.keyboard.press(key)
+        page.wait_for_function(
+            "([a, b]) => document.getElementById('card-left').dataset.itemId !== a"
+            " || document.getElementById('card-right').dataset.itemId !== b",
+            arg=list(pair),
+        )
+    page.wait_for_function("document.querySelectorAll('#recent li.recent-saved').length === 2")
+    last = PairJudgment.objects.filter(annotator=annotator).latest("id")
+    page.reload()
+    page.wait_for_function("document.querySelectorAll('#recent li.recent-saved').length === 2")
+    page.wait_for_selector("#card-left[data-item-id]")
+    page.keyboard.press("Backspace")
+    page.wait_for_function("document.querySelectorAll('#recent li').length === 1")
+    page.wait_for_function(
+        "() => Object.keys(localStorage).filter(k => k.startsWith('fairmetric:outbox:'))"
+        ".every(k => JSON.parse(localStorage.getItem(k)).length === 0)"
+    )
+    assert PairJudgment.objects.filter(annotator=annotator).count() == 1
+    assert not PairJudgment.objects.filter(pk=last.pk).exists()
+    shown = {page.inner_text("#card-left .big"), page.inner_text("#card-right .big")}
+    assert shown == {last.item_a.key, last.item_b.key}
+    assert page.console_errors == []
