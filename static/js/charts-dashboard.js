@@ -13,7 +13,10 @@
   const perDay = Object.entries(data.per_day).map(([name, counts]) => ({
     type: "bar", name: name, x: data.days, y: counts,
   }));
-  Plotly.newPlot("chart-per-day", perDay, layout("Answers per day", { barmode: "stack" }), config);
+  // Days as categories: one day of data must not become an axis of milliseconds.
+  Plotly.newPlot("chart-per-day", perDay, layout("Answers per day", {
+    barmode: "stack", xaxis: { type: "category" },
+  }), config);
 
   const labels = Object.keys(data.label_mix);
   Plotly.newPlot("chart-labels", [{
@@ -22,12 +25,16 @@
   }], layout("Label mix"), config);
 
   const names = Object.keys(data.per_annotator);
+  const empty = names.length ? {} : { annotations: [{ text: "no answers by people yet",
+    showarrow: false, xref: "paper", yref: "paper", x: 0.5, y: 0.5,
+    font: { color: "#6b6b70" } }], xaxis: { visible: false }, yaxis: { visible: false } };
   Plotly.newPlot("chart-per-annotator", [{
     type: "bar", x: names, y: names.map((n) => data.per_annotator[n]),
-  }], layout("Answers per annotator"), config);
+  }], layout("Answers per annotator", empty), config);
 
   Plotly.newPlot("chart-seconds", [{
     type: "bar", x: names, y: names.map((n) => data.median_seconds[n]),
     marker: { color: "#2457c5" },
-  }], layout("Median seconds per answer", { yaxis: { rangemode: "tozero" } }), config);
+  }], layout("Median seconds per answer", Object.assign({ yaxis: { rangemode: "tozero" } },
+    empty)), config);
 })();
