@@ -40,13 +40,14 @@ def log_tanh_half(d: np.ndarray, slope: bool = True) -> tuple[np.ndarray, np.nda
     """``log(tanh(d/2))`` and its derivative ``1/sinh(d)``, tangent-continued below ``D_FLOOR``.
 
     With ``e = exp(-d)`` and ``m = -expm1(-d) = 1 - e`` (accurate for tiny d):
-    ``log tanh(d/2) = log(m) - log1p(e)`` and ``1/sinh(d) = 2e / (m (1 + e))``.
+    ``log tanh(d/2) = log(1 - e) - log1p(e)``, with ``log(1 - e)`` as ``log(m)`` for small d and
+    ``log1p(-e)`` for large d (relative accuracy at both ends); ``1/sinh(d) = 2e / (m (1 + e))``.
     """
     dd = np.maximum(d, D_FLOOR)
     e = np.exp(-dd)
     m = -np.expm1(-dd)
     der = 2.0 * e / (m * (1.0 + e))
-    val = np.log(m) - np.log1p(e)
+    val = np.where(e < 0.5, np.log1p(-e), np.log(m)) - np.log1p(e)
     below = d < D_FLOOR
     if np.any(below):
         val = val + der * (np.minimum(d, D_FLOOR) - D_FLOOR)

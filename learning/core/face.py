@@ -7,9 +7,10 @@ estimated sensitive subspace ``ran(A*)``).
 
 The stack is never materialised: its right singular vectors are the eigenvectors of the
 within-group scatter ``S = Σ_g Φ_gᵀ H_g Φ_g = Σ_g Σ_{i∈g} (φ_i - φ̄_g)(φ_i - φ̄_g)ᵀ``, which is
-accumulated in O(n d²) in two chunked, vectorised passes (group sums by ``np.add.reduceat``,
-then one ``X_cᵀ X_c`` product per chunk of centred rows), and the singular values are the
-square roots of its eigenvalues. For pairs (groups of two) the centred rows are
+accumulated in O(n d²) in one chunked, vectorised pass (``S = Σ yyᵀ - Σ_g s_g s_gᵀ / n_g`` with
+``y = x - μ`` for a global shift μ and group sums ``s_g`` as sparse 0/1 products; an exactly
+centred second pass when cancellation would be large), and the singular values are the square
+roots of its eigenvalues. For pairs (groups of two) the centred rows are
 ``±(φ₁ - φ₂)/2``, so FACE on pairs is the SVD of the pairwise differences (paper, appendix).
 
 ``n_components="auto"``: with the scatter's eigenvalues ``λ_1 ≥ … ≥ λ_d`` and ``r`` the number
@@ -31,6 +32,7 @@ from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike
+from scipy.sparse import csr_matrix
 
 from .psd import canonical_signs, symmetrize
 
@@ -74,12 +76,15 @@ def _as_groups(groups: object, n: int) -> tuple[np.ndarray, np.ndarray]:
                          "or a 1-D integer label array of length n (-1: no group)")
     if len(arrays) == 0:
         raise ValueError("groups is empty: FACE needs at least one group of two or more rows")
-    parts = [np.asarray(g) for g in arrays]
-    for g in parts:
-        if g.ndim != 1 or not (np.issubdtype(g.dtype, np.integer) or g.size == 0):
-            raise ValueError("each group must be a 1-D array of integer row indices")
-    sizes = np.fromiter((g.size for g in parts), dtype=np.int64, count=len(parts))
-    return np.concatenate(parts).astype(np.int64), sizes
+    try:
+        sizes = np.fromiter((len(g) for g in arrays), dtype=np.int64, count=len(arrays))
+        flat = np.concatenate(arrays) if sizes.sum() else np.zeros(0, np.int64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError("each group must be a 1-D array of integer row indices") from exc
+    if int(sizes.sum()) != flat.size or not (np.issubdtype(flat.dtype, np.integer) or
+                                             flat.size == 0):
+        raise ValueError("each group must be a 1-D array of integer row indices")
+    return flat.astype(np.int64, copy=False), sizes
 
 
 def _validate(rows: np.ndarray, sizes: np.ndarray, n: int) -> None:
@@ -105,19 +110,37 @@ def _chunks(rows: np.ndarray):
 
 
 def within_group_scatter(X: np.ndarray, rows: np.ndarray, sizes: np.ndarray) -> np.ndarray:
-    """``Σ_g Σ_{i∈g} (x_i - x̄_g)(x_i - x̄_g)ᵀ`` in float64, two chunked vectorised passes."""
+    """``Σ_g Σ_{i∈g} (x_i - x̄_g)(x_i - x̄_g)ᵀ`` in float64, in one chunked vectorised pass.
+
+    With a global shift ``μ`` (the mean of the first chunk) and ``y = x - μ``:
+    ``S = Σ_i y_i y_iᵀ - Σ_g s_g s_gᵀ / n_g`` with group sums ``s_g = Σ_{i∈g} y_i``
+    (a sparse 0/1 indicator product per chunk). The shift keeps the cancellation small; if it is still large
+    (``tr S < 1e-8 · Σ‖y_i‖²``) a second, exactly centred pass is made instead.
+    """
     d = X.shape[1]
     gid = np.repeat(np.arange(sizes.size, dtype=np.int64), sizes)
     sums = np.zeros((sizes.size, d))
+    raw = np.zeros((d, d))
+    shift = None
     for a, b, sel in _chunks(rows):
-        block = np.asarray(X[sel], dtype=np.float64)
+        if shift is None:
+            shift = np.asarray(X[sel], dtype=np.float64).mean(axis=0)
+        block = np.subtract(X[sel], shift, dtype=np.float64)
         g = gid[a:b]
-        starts = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
-        sums[g[starts]] += np.add.reduceat(block, starts, axis=0)
-    if not np.all(np.isfinite(sums)):
+        first = g[0]
+        # group sums of the chunk as a sparse 0/1 (groups × rows) product: exact and fast
+        ind = csr_matrix((np.ones(g.size), (g - first, np.arange(g.size))),
+                         shape=(int(g[-1] - first) + 1, g.size))
+        sums[first:g[-1] + 1] += ind @ block
+        raw += block.T @ block
+    if not (np.all(np.isfinite(sums)) and np.all(np.isfinite(raw))):
         raise ValueError("X contains NaN or inf (or values so large that they overflow) "
                          "in rows that belong to a group")
-    means = sums / sizes[:, None]
+    weighted = sums / np.sqrt(sizes)[:, None]
+    scatter = raw - weighted.T @ weighted
+    if np.trace(scatter) >= 1e-8 * np.trace(raw):
+        return symmetrize(scatter)
+    means = sums / sizes[:, None] + shift
     scatter = np.zeros((d, d))
     for a, b, sel in _chunks(rows):
         block = np.asarray(X[sel], dtype=np.float64) - means[gid[a:b]]

@@ -253,6 +253,8 @@ def weat_suite(tests: Sequence[WeatTest | tuple] | Mapping[str, tuple],
     if not prepared:
         return []
     d = prepared[0][1][0].shape[1]
+    if any(p[1][0].shape[1] != d for p in prepared):
+        raise ValueError("all tests must use vectors of the same dimension")
     roots = {m: _root(s, d) for m, s in metrics.items()}
     seeds = np.random.SeedSequence(
         random_state if isinstance(random_state, (int, np.integer)) else None
