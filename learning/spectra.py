@@ -4,9 +4,10 @@ Plain numpy/scipy on arrays (the pages pass in Sigmas and the memory-mapped embe
 
 The *sensitive subspace* of a metric is spanned by Sigma's eigenvectors with small eigenvalues:
 moving an item along them barely changes its fair distance, so the metric treats items that
-differ only there as comparable. Here "small" means ``λ ≤ SENSITIVE_RATIO · λ_max`` (at most
-``MAX_SENSITIVE`` directions, at least one). For FACE, Sigma = I - QQᵀ has eigenvalues 0 and 1,
-so this is exactly the span of Q (k directions).
+differ only there as comparable. How many directions count as "small" is the numerical core's
+rule (:func:`learning.core.drift.sensitive_subspace`, the same one the refits use for drift):
+for FACE's projector I - QQᵀ the k eigenvalues below ½; otherwise the largest relative gap of
+the ascending spectrum. Drift numbers come from :func:`learning.core.drift.drift`.
 """
 
 from __future__ import annotations
@@ -14,10 +15,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.linalg import subspace_angles
 
-SENSITIVE_RATIO = 0.1
-MAX_SENSITIVE = 10
+from learning.core.drift import drift as core_drift
+from learning.core.drift import sensitive_subspace
+
+MAX_SENSITIVE = 10  # directions listed on a page
 ALIGNED_ROWS = 50_000  # rows of the embedding matrix searched (GloVe: the most frequent words)
 ALIGNED_TOP = 10
 
@@ -26,12 +28,13 @@ ALIGNED_TOP = 10
 class Spectrum:
     values: np.ndarray  # eigenvalues, descending
     vectors: np.ndarray  # matching eigenvectors as columns
+    sigma: np.ndarray  # the (symmetrised) matrix
 
 
 def spectrum(sigma: np.ndarray) -> Spectrum:
     sym = (np.asarray(sigma, dtype=np.float64) + np.asarray(sigma, dtype=np.float64).T) / 2
     values, vectors = np.linalg.eigh(sym)
-    return Spectrum(values=values[::-1], vectors=vectors[:, ::-1])
+    return Spectrum(values=values[::-1], vectors=vectors[:, ::-1], sigma=sym)
 
 
 def sensitive_basis(
@@ -43,9 +46,11 @@ def sensitive_basis(
     (for comparing subspaces: with a tied eigenvalue, a cap would pick an arbitrary part).
     """
     ascending = spec.values[::-1]
-    top = max(float(spec.values[0]), 0.0)
-    count = int(np.sum(ascending <= SENSITIVE_RATIO * top)) if top > 0 else ascending.size
-    count = min(max(count, 1), ascending.size if limit is None else limit, ascending.size)
+    try:
+        count = sensitive_subspace(spec.sigma).shape[1]
+    except ValueError:  # not a valid Sigma (not symmetric PSD): nothing to show
+        count = 0
+    count = min(count, ascending.size if limit is None else limit)
     return ascending[:count], spec.vectors[:, ::-1][:, :count]
 
 
@@ -86,17 +91,16 @@ def drift(before: np.ndarray, after: np.ndarray) -> Drift | None:
     """How far ``after`` moved from ``before``; None when their dimensions differ."""
     if before.shape != after.shape:
         return None
-    delta = np.asarray(after, dtype=np.float64) - np.asarray(before, dtype=np.float64)
-    op = float(np.linalg.norm(delta, 2))
-    base = float(np.linalg.norm(before, 2))
-    _, basis_before = sensitive_basis(spectrum(before), limit=None)
-    _, basis_after = sensitive_basis(spectrum(after), limit=None)
+    try:
+        found = core_drift(before, after)
+    except ValueError:  # a stored matrix that is not a valid Sigma: no drift figure
+        return None
     # Rounded: nested subspaces give angles of 1e-13 degrees, which are 0.
-    angles = np.round(np.degrees(subspace_angles(basis_before, basis_after)), 6)
+    angles = np.round(np.degrees(np.asarray(found.principal_angles)), 6)
     return Drift(
-        operator_norm=op,
-        relative=op / base if base > 0 else float("inf"),
-        frobenius=float(np.linalg.norm(delta)),
+        operator_norm=found.operator_norm,
+        relative=found.relative_operator_norm,
+        frobenius=found.frobenius_norm,
         max_angle_degrees=float(angles.max()) if angles.size else 0.0,
         angles_degrees=[float(a) for a in np.sort(angles)],
     )
