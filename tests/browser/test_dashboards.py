@@ -1,16 +1,15 @@
 """Dashboards in a real Chromium: a reviewer opens each page and the charts render.
 
 The admin then publishes a version with the button, creates an API token on the tokens page
-and downloads the published Sigma with it. Screenshots go to test-artifacts/.
+and downloads the published Sigma with it. Screenshots go to test-artifacts/. The browser,
+login and screenshot fixtures are tests/browser/conftest.py's.
 """
 
 from __future__ import annotations
 
 import hashlib
 import io
-import os
 import urllib.request
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,12 +19,7 @@ from django.urls import reverse
 
 from annotation.models import EmbeddingSpace, Item, Label, Membership, PairJudgment, Study
 from learning.models import MetricVersion, WeatResult, WeatSuite, WeatTest
-from tests.conftest import require
 
-os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # Playwright's sync API runs a loop
-
-CHROMIUM = Path("/usr/bin/chromium")
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 PASSWORD = "a-browser-pw-1"
 DIM = 6
 
@@ -36,22 +30,6 @@ def _npy(array) -> bytes:
     buffer = io.BytesIO()
     np.save(buffer, np.asarray(array), allow_pickle=False)
     return buffer.getvalue()
-
-
-@pytest.fixture
-def browser():
-    require(CHROMIUM.exists(), "Chromium is not installed at /usr/bin/chromium")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        instance = p.chromium.launch(
-            executable_path=str(CHROMIUM),
-            args=["--headless", "--no-sandbox", "--disable-gpu",
-                  "--disable-background-networking", "--disable-component-update",
-                  "--no-first-run"],
-        )
-        yield instance
-        instance.close()
 
 
 @pytest.fixture
@@ -118,23 +96,11 @@ def metric_study(settings, tmp_path):
     return {"study": study, "versions": versions, "users": users, "test": test}
 
 
-def open_page(browser, live_server, username):
-    page = browser.new_page(viewport={"width": 1280, "height": 900})
-    errors: list[str] = []
-    page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    page.goto(live_server.url + reverse("login"))
-    page.fill("#id_username", username)
-    page.fill("#id_password", PASSWORD)
-    page.click("button[type=submit]")
-    page.wait_for_url(lambda url: "/accounts/login" not in url)
-    return page, errors
-
-
-def test_reviewer_sees_every_dashboard_with_rendered_charts(browser, live_server, metric_study):
-    ARTIFACTS.mkdir(exist_ok=True)
+def test_reviewer_sees_every_dashboard_with_rendered_charts(
+    logged_in_page, screenshot, live_server, metric_study
+):
     study, versions = metric_study["study"], metric_study["versions"]
-    page, errors = open_page(browser, live_server, "rev")
+    page = logged_in_page(metric_study["users"]["rev"], password=PASSWORD)
     pages = [
         ("dashboard", reverse("study-dashboard", args=[study.pk]), 4),
         ("weat", reverse("study-weat", args=[study.pk]), 0),
@@ -149,8 +115,8 @@ def test_reviewer_sees_every_dashboard_with_rendered_charts(browser, live_server
         if charts:
             page.wait_for_selector(".chart .plot-container svg.main-svg", timeout=15_000)
             assert page.locator(".chart .plot-container").count() >= charts, name
-        page.screenshot(path=str(ARTIFACTS / f"dashboards-{name}.png"), full_page=True)
-    assert errors == []
+        screenshot(page, f"dashboards-{name}")
+    assert page.console_errors == []
     # The WEAT table marks significance and keeps the bootstrap interval on hover.
     page.goto(live_server.url + reverse("study-weat", args=[study.pk]))
     cell = page.locator("#weat-table td.cell.significant").first
@@ -158,19 +124,17 @@ def test_reviewer_sees_every_dashboard_with_rendered_charts(browser, live_server
     # The reviewer sees no Publish button.
     page.goto(live_server.url + reverse("version-detail", args=[versions[1].pk]))
     assert page.locator("#publish").count() == 0
-    page.close()
 
 
 def test_admin_publishes_then_downloads_the_sigma_with_a_new_token(
-    browser, live_server, metric_study
+    logged_in_page, screenshot, live_server, metric_study
 ):
-    ARTIFACTS.mkdir(exist_ok=True)
     study, versions = metric_study["study"], metric_study["versions"]
-    page, errors = open_page(browser, live_server, "adm")
+    page = logged_in_page(metric_study["users"]["adm"], password=PASSWORD)
     page.goto(live_server.url + reverse("version-detail", args=[versions[1].pk]))
     page.click("#publish")
     page.wait_for_selector("text=is now the published")
-    page.screenshot(path=str(ARTIFACTS / "dashboards-published.png"), full_page=True)
+    screenshot(page, "dashboards-published")
     versions[1].refresh_from_db()
     assert versions[1].is_published
 
@@ -178,9 +142,8 @@ def test_admin_publishes_then_downloads_the_sigma_with_a_new_token(
     page.fill("#id_name", "training job")
     page.click("button.primary")
     key = page.locator("#new-token-key").inner_text().strip()
-    page.screenshot(path=str(ARTIFACTS / "dashboards-token.png"), full_page=True)
-    assert errors == []
-    page.close()
+    screenshot(page, "dashboards-token")
+    assert page.console_errors == []
 
     url = live_server.url + reverse("api-published-sigma", args=[study.pk, "face", "npy"])
     request = urllib.request.Request(url, headers={"Authorization": f"Bearer {key}"})
