@@ -21,7 +21,8 @@ algorithm (two closed-form projections, d×d work only).
 Iteration. FISTA with backtracking on the quadratic upper bound (each step starts from 1.25×
 the last one, or from the step the curvature measured along the last step allows, at most 10×,
 so that a step cut short near the ``d → 0`` barrier recovers at once), function-value restart (a step that increases ``F`` is rejected and momentum reset),
-and a preconditioner refresh at iterations 0, 2, 6, 14, 30, ... (each refresh restarts momentum).
+and a preconditioner refresh at iterations 0, 20, 40, ... (each refresh restarts momentum;
+starting from the moment-based ``c·C⁻¹`` point one refresh is usually enough).
 Distances of the extrapolated point are the same combination of the stored distances
 (``d`` is linear in ``Σ``), so each iteration costs one weighted Gram matrix (SYRK) and one
 ``Z Σ`` product per trial step.
@@ -142,7 +143,7 @@ def _clip_sigma(s: np.ndarray, cap: float) -> np.ndarray:
     return (v * np.clip(w, 0.0, cap)) @ v.T
 
 
-REFRESH_GROWTH = (3, 1)
+REFRESH_GROWTH = (1, 20)
 
 
 def _refresh_iterations(max_iter: int) -> set[int]:

@@ -36,6 +36,7 @@ from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike
+from scipy.special import expit
 
 from . import _explore_solver
 from ._pairloss import PairBlocks, pair_loglik, quad_forms
@@ -81,7 +82,7 @@ def _best_scale(q: np.ndarray, y: np.ndarray, hi: float) -> tuple[float, float]:
     def loglik(c: float) -> float:
         return float(np.mean(pair_loglik(c * q, y)))
 
-    grid = hi * np.logspace(-9, 0, 19)
+    grid = hi * np.logspace(-8, 0, 13)
     vals = [loglik(c) for c in grid]
     k = int(np.argmax(vals))
     lo_c, hi_c = grid[max(k - 1, 0)], grid[min(k + 1, grid.size - 1)]
@@ -89,7 +90,7 @@ def _best_scale(q: np.ndarray, y: np.ndarray, hi: float) -> tuple[float, float]:
     a = lo_c * (hi_c / lo_c) ** (1.0 - inv_phi)
     b = lo_c * (hi_c / lo_c) ** inv_phi
     fa, fb = loglik(a), loglik(b)
-    for _ in range(20):  # golden section in log c, one new evaluation per step
+    for _ in range(12):  # golden section in log c, one new evaluation per step
         if fa >= fb:
             hi_c, b, fb = b, a, fa
             a = lo_c * (hi_c / lo_c) ** (1.0 - inv_phi)
@@ -212,7 +213,7 @@ class EXPLORE:
         """Best of ``c·I`` and ``c·C⁻¹`` (``C`` the second moment of the differences), with
         ``c`` maximising the likelihood (1-D concave search on a deterministic pair subsample).
         """
-        stride = max(1, blocks.n // 20000)
+        stride = max(1, blocks.n // 10000)
         sub_z, sub_y = z[::stride].astype(np.float64), blocks.y[::stride]
         if not (np.any(sub_y > 0) and np.any(sub_y < 1)):
             sub_z, sub_y = z.astype(np.float64), blocks.y
@@ -251,7 +252,7 @@ class EXPLORE:
 
     def predict_proba(self, X1: ArrayLike, X2: ArrayLike) -> np.ndarray:
         """``P(comparable) = 2σ(-d)`` per pair."""
-        return 2.0 / (1.0 + np.exp(self.distance(X1, X2)))
+        return 2.0 * expit(-self.distance(X1, X2))
 
     def score(self, X1: ArrayLike, X2: ArrayLike, y: ArrayLike) -> float:
         """Mean log-likelihood of labelled pairs under the fitted Σ."""
