@@ -220,7 +220,7 @@ def version_compare(request: HttpRequest) -> HttpResponse:
     context = _study_nav(a.study, "versions") | {
         "a": a, "b": b,
         "drift": reports.drift_between(a, b) if len(ready) == 2 else None,
-        "directions": {v.pk: reports.sensitive_directions(v) for v in ready},
+        "directions": [reports.sensitive_directions(v) if v in ready else [] for v in (a, b)],
         "weat": [(t, weat[a.pk].get(t.pk), weat[b.pk].get(t.pk)) for t in tests],
         "diagnostics": [
             (k, diag_a.get(k, "—"), diag_b.get(k, "—")) for k in sorted(set(diag_a) | set(diag_b))

@@ -210,3 +210,16 @@ def test_p_values_stay_readable_at_every_scale():
         "0.046", "0.002", "8.0e-05", "—"
     ]
     assert pvalue(0.0, 50_000) == "<2e-05"  # no sampled partition as extreme
+
+
+def test_compare_keeps_its_columns_when_one_version_has_no_sigma(client, users, versions):
+    failed = versions[1]
+    MetricVersion.objects.filter(pk=failed.pk).update(status="failed")
+    client.force_login(users["reviewer"])
+    url = reverse("version-compare") + f"?a={versions[0].pk}&b={failed.pk}"
+    page = client.get(url).content.decode()
+    row = page[page.index("<th>Sensitive directions</th>"):]
+    row = row[:row.index("</tr>")]
+    assert row.count("<td>") == 2
+    assert "cannot be compared numerically" in page
+    assert client.get(reverse("version-compare") + "?a=x&b=1").status_code == 404
