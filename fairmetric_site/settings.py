@@ -222,7 +222,10 @@ STORAGES = {
 # --- REST API ---------------------------------------------------------------------------------
 
 REST_FRAMEWORK = {
+    # Named, revocable, hashed tokens ("Bearer fm_…", created on /account/tokens/) first, so a
+    # 401 names the Bearer scheme; DRF's plain tokens stay accepted for scripts.
     "DEFAULT_AUTHENTICATION_CLASSES": [
+        "learning.tokens.ApiTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
         "rest_framework.authentication.TokenAuthentication",
     ],
