@@ -56,7 +56,8 @@ def _open_binary(path: Path):
 
 def _decode(raw: bytes, line: int, unit: str = "line") -> str:
     try:
-        return raw.decode("utf-8")
+        text = raw.decode("utf-8")
+        return text.removeprefix("\ufeff") if line == 1 else text  # a byte-order mark
     except UnicodeDecodeError as exc:
         raise EmbeddingFormatError(
             f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1})",

@@ -80,7 +80,7 @@ def detect_format(path: Path) -> str:
         second = f.read(256)
     if not first.strip():
         raise EmbeddingFormatError("the file holds no vectors (it is empty)")
-    text = first.decode("utf-8", errors="replace")
+    text = first.decode("utf-8", errors="replace").removeprefix("\ufeff")
     if "\ufffd" in text and not name.endswith((".txt", ".vec")):
         raise EmbeddingFormatError(
             f"cannot tell the format of {path.name}: not UTF-8 text; pass --format"

@@ -190,7 +190,8 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
     with open(path, "rb") as f:
         for number, raw in enumerate(f, start=1):
             try:
-                yield number, raw.decode("utf-8")
+                text = raw.decode("utf-8")
+                yield number, text.removeprefix("\ufeff") if number == 1 else text
             except UnicodeDecodeError as exc:
                 raise FeedbackFormatError(
                     f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1})",

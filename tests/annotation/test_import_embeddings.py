@@ -89,6 +89,14 @@ def test_glove_text_without_header(db, media, tmp_path):
     assert_imported(space_import(path=path, name="glove"))
 
 
+def test_a_byte_order_mark_is_not_part_of_the_first_key(db, media, tmp_path):
+    path = write(tmp_path / "bom.txt", ("\ufeff" + "\n".join(text_lines()) + "\n").encode())
+    assert_imported(space_import(path=path, name="bom"))
+    rows = [f"{k}," + ",".join(str(float(v)) for v in r) for k, r in zip(KEYS, MATRIX, strict=True)]
+    csv_path = write(tmp_path / "bom.csv", ("\ufeffkey,a,b,c,d\n" + "\n".join(rows)).encode())
+    assert_imported(space_import(path=csv_path, name="bom-csv", key_column="key"))
+
+
 def test_gzipped_glove_text(db, media, tmp_path):
     path = tmp_path / "glove.txt.gz"
     path.write_bytes(gzip.compress(("\n".join(text_lines()) + "\n").encode()))
