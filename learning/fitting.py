@@ -125,6 +125,14 @@ def _auc(y: np.ndarray, score: np.ndarray) -> float | None:
     return float(roc_auc_score(y[binary], score[binary]))
 
 
+def finite(value) -> float | None:
+    """A float for JSON, None when missing or not finite (JSON has no inf/nan)."""
+    if value is None:
+        return None
+    value = float(value)
+    return value if np.isfinite(value) else None
+
+
 def _spectrum(sigma: np.ndarray) -> list[float]:
     return [float(v) for v in np.linalg.eigvalsh(sigma)[::-1]]
 
@@ -143,12 +151,15 @@ def fit_explore(pairs: PairData, read_vectors, *, max_eigenvalue: float | None) 
     rows, (ia, ib) = _local_index(pairs.row_a, pairs.row_b)
     vectors = read_vectors(rows)
     x1, x2 = vectors[ia], vectors[ib]
-    params = {"max_eigenvalue": max_eigenvalue, "random_state": 0}
+    params = {"max_eigenvalue": "auto" if max_eigenvalue is None else float(max_eigenvalue),
+              "random_state": 0}
     model = EXPLORE(**params).fit(x1, x2, pairs.y)
     diagnostics = {
-        "loglik": float(model.loglik_),
+        "loglik": finite(model.loglik_),
         "iterations": int(model.n_iter_),
         "converged": bool(model.converged_),
+        "projected_gradient_norm": finite(getattr(model, "projected_gradient_norm_", None)),
+        "max_eigenvalue_bound": finite(getattr(model, "max_eigenvalue_", None)),
         "spectrum": _spectrum(model.sigma_),
     }
     train = ~pairs.held_out
@@ -156,62 +167,68 @@ def fit_explore(pairs: PairData, read_vectors, *, max_eigenvalue: float | None) 
         check = EXPLORE(**params).fit(x1[train], x2[train], pairs.y[train])
         held = pairs.held_out
         diagnostics |= {
-            "train_loglik": float(check.score(x1[train], x2[train], pairs.y[train])),
-            "heldout_loglik": float(check.score(x1[held], x2[held], pairs.y[held])),
+            "train_loglik": finite(check.score(x1[train], x2[train], pairs.y[train])),
+            "heldout_loglik": finite(check.score(x1[held], x2[held], pairs.y[held])),
             "heldout_auc": _auc(pairs.y[held], check.predict_proba(x1[held], x2[held])),
         }
     return FitOutcome(sigma=model.sigma_, parameters=params, diagnostics=diagnostics)
 
 
-def face_groups(pairs: PairData, groups: GroupSnapshot, *, use_pairs: bool, train_only: bool):
-    """FACE groups as row arrays: curated groups, then comparable pairs as groups of two."""
-    found = list(groups.rows)
-    if use_pairs:
-        keep = pairs.y == 1
-        if train_only:
-            keep &= ~pairs.held_out
-        found += list(np.stack([pairs.row_a[keep], pairs.row_b[keep]], axis=1))
-    return found
+def face_groups(pairs: PairData, groups: GroupSnapshot, *, use_pairs: bool,
+                train_only: bool) -> tuple[list[np.ndarray], np.ndarray]:
+    """FACE input as row indices: the curated groups, and comparable pairs as a (G, 2) array."""
+    if not use_pairs:
+        return list(groups.rows), np.empty((0, 2), dtype=np.int64)
+    keep = pairs.y == 1
+    if train_only:
+        keep &= ~pairs.held_out
+    return list(groups.rows), np.stack([pairs.row_a[keep], pairs.row_b[keep]], axis=1)
 
 
-def _fit_face(groups: list[np.ndarray], read_vectors, k):
+def _fit_face(curated: list[np.ndarray], pair_rows: np.ndarray, read_vectors, k):
     from learning.core.face import FACE
 
-    rows, (flat,) = _local_index(np.concatenate(groups))
-    sizes = np.fromiter((g.size for g in groups), dtype=np.int64, count=len(groups))
-    local = np.split(flat, np.cumsum(sizes)[:-1])
+    parts = [*curated, pair_rows.ravel()]
+    rows, (flat,) = _local_index(np.concatenate(parts))
     vectors = read_vectors(rows)
-    return FACE(n_components=k).fit(vectors, local), vectors, rows
+    if curated:
+        sizes = [g.size for g in curated] + [2] * len(pair_rows)
+        local = np.split(flat, np.cumsum(sizes)[:-1])
+    else:  # pairs only: FACE takes them as one (G, 2) array, no Python list of groups
+        local = flat.reshape(-1, 2)
+    if k != "auto":
+        k = min(int(k), vectors.shape[1])
+    return FACE(n_components=k).fit(vectors, local)
 
 
 def fit_face(pairs: PairData, groups: GroupSnapshot, read_vectors, *, k: int | None,
              use_pairs: bool) -> FitOutcome:
     """FACE on all groups; AUC of its distance on held-out labelled pairs when there are any."""
-    all_groups = face_groups(pairs, groups, use_pairs=use_pairs, train_only=False)
-    if not all_groups:
+    curated, pair_rows = face_groups(pairs, groups, use_pairs=use_pairs, train_only=False)
+    if not curated and not len(pair_rows):
         raise FitError("FACE needs at least one comparable group or pair judged comparable")
     k_param = "auto" if k is None else int(k)
-    model, _, _ = _fit_face(all_groups, read_vectors, k_param)
+    model = _fit_face(curated, pair_rows, read_vectors, k_param)
     diagnostics = {
-        "spectrum": _spectrum(model.sigma_),
-        "singular_values": [float(s) for s in np.ravel(model.singular_values_)],
-        "explained_variance_ratio": [float(s) for s in np.ravel(model.explained_variance_ratio_)],
-        "n_components": int(np.asarray(model.components_).shape[0]),
-        "groups_used": len(all_groups),
+        "n_components": int(model.n_components_),
+        "singular_values": [float(v) for v in model.singular_values_],
+        "explained_variance_ratio": [float(v) for v in model.explained_variance_ratio_],
+        "heterogeneity": finite(model.heterogeneity_),
+        "spectrum": [float(v) for v in model.spectrum_],  # of the within-group scatter
+        "groups_used": int(model.n_groups_),
     }
-    heterogeneity = getattr(model, "heterogeneity_", None)
-    if heterogeneity is not None:
-        diagnostics["heterogeneity"] = float(heterogeneity)
     held = pairs.held_out & ((pairs.y == 0) | (pairs.y == 1))
-    train_groups = face_groups(pairs, groups, use_pairs=use_pairs, train_only=True)
-    if held.any() and train_groups:
-        check, _, _ = _fit_face(train_groups, read_vectors, k_param)
+    train_curated, train_pairs = face_groups(pairs, groups, use_pairs=use_pairs, train_only=True)
+    if held.any() and (train_curated or len(train_pairs)):
+        check = _fit_face(train_curated, train_pairs, read_vectors, k_param)
         rows, (ia, ib) = _local_index(pairs.row_a[held], pairs.row_b[held])
         vectors = read_vectors(rows)
         z = vectors[ia] - vectors[ib]
         distance = np.einsum("ij,jk,ik->i", z, check.sigma_, z)
         diagnostics["heldout_auc"] = _auc(pairs.y[held], -distance)
-    return FitOutcome(sigma=model.sigma_, parameters={"n_components": k_param},
+    return FitOutcome(sigma=model.sigma_,
+                      parameters={"n_components": k_param,
+                                  "n_components_fitted": int(model.n_components_)},
                       diagnostics=diagnostics)
 
 

@@ -33,6 +33,7 @@ REFIT_TASK = "learning.refit_study"
 SWEEP_TASK = "learning.sweep"
 DEFAULT_DEBOUNCE_SECONDS = 3
 LOST_AFTER = 30  # seconds past its due time after which a queued refit counts as lost
+BROKER_DOWN_BACKOFF = 3  # seconds between send attempts while the broker is unreachable
 # A down broker must not hold an annotator's request: one quick retry, then give up.
 PUBLISH_RETRY_POLICY = {"max_retries": 1, "interval_start": 0, "interval_step": 0.2,
                         "interval_max": 0.2}
@@ -88,9 +89,11 @@ def refit_mark_due(*, study_id: int, debounce: int | None = None) -> bool:
         _, created = RefitState.objects.get_or_create(study_id=study_id, defaults={"due_at": due})
         if not created:
             return False
-    # The marker stays set even when the broker is down: the answers that follow within
-    # LOST_AFTER seconds do not each wait for a dead broker, and the sweep re-sends.
-    refit_send(study_id=study_id, countdown=debounce)
+    if not refit_send(study_id=study_id, countdown=debounce):
+        # Broker down: keep the marker a few seconds, so the answers that follow do not each
+        # wait for a dead broker, then let the next answer (or the sweep) try again.
+        retry_at = now - timedelta(seconds=LOST_AFTER - BROKER_DOWN_BACKOFF)
+        RefitState.objects.filter(study_id=study_id, due_at=due).update(due_at=retry_at)
     return True
 
 
@@ -104,6 +107,9 @@ def refit_send(*, study_id: int, countdown: float = 0) -> bool:
             kwargs={"study_id": study_id},
             countdown=countdown,
             queue=settings.CELERY_TASK_DEFAULT_QUEUE,
+            # Nobody waits for the result (the versions are in the database); and not
+            # subscribing to it keeps a down Redis from holding the request for seconds.
+            ignore_result=True,
             retry=True,
             retry_policy=PUBLISH_RETRY_POLICY,
         )

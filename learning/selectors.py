@@ -179,16 +179,18 @@ def study_ids_with_newer_data() -> list[int]:
         StudyCounter.objects.filter(group_revision__gt=0).values_list("study_id", "group_revision")
     )
     versions = (
+        # A "fitting" row may be an orphan of a killed worker: it does not count as done.
         MetricVersion.objects.filter(transient=False)
+        .exclude(status=MetricVersion.Status.FITTING)
         .values("study_id")
         .annotate(jw=Max("judgment_watermark"), gw=Max("group_watermark"))
     )
     marks = {row["study_id"]: (row["jw"], row["gw"]) for row in versions}
     counts = {
         (study, jw): n
-        for study, jw, n in MetricVersion.objects.filter(
-            status=MetricVersion.Status.READY
-        ).values_list("study_id", "judgment_watermark", "counts__judgments_total")
+        for study, jw, n in MetricVersion.objects.filter(status=MetricVersion.Status.READY)
+        .order_by("id")  # the latest version at a watermark wins
+        .values_list("study_id", "judgment_watermark", "counts__judgments_total")
     }
     stale = []
     for study_id in set(judgments) | set(revisions):

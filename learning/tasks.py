@@ -32,6 +32,7 @@ BUSY_RETRIES = 200  # a held lease always expires, so this only bounds a patholo
     name="learning.refit_study",
     bind=True,
     acks_late=True,
+    ignore_result=True,
     reject_on_worker_lost=True,
     autoretry_for=TRANSIENT_ERRORS,
     retry_backoff=2,
@@ -55,6 +56,7 @@ def refit_study(self, study_id: int) -> dict:
 @shared_task(
     name="learning.sweep",
     acks_late=True,
+    ignore_result=True,
     autoretry_for=TRANSIENT_ERRORS,
     retry_backoff=True,
     max_retries=3,

@@ -1,15 +1,122 @@
-"""Evaluate a ready version: WEAT suite, drift against its parent and the published version,
-and the study's auto-publish checks."""
+"""Evaluate a ready version: its study's WEAT suites, drift against its parent and against the
+published version, and the study's auto-publish checks. Results go into the version's
+``diagnostics`` (``weat``, ``drift``, ``auto_publish``) and WeatResult rows.
+
+Evaluation never fails a version: an error here is recorded as ``evaluation_error`` and the
+version stays ready (its Sigma is sound; only a report is missing).
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+
+import numpy as np
+from django.db import DatabaseError
 
 from learning.models import MetricVersion, StudyLearningSettings
 
 logger = logging.getLogger(__name__)
 
 
+def _plain(value):
+    """A JSON-safe copy of a result object (dataclass / named tuple / numpy values)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        value = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+    elif hasattr(value, "_asdict"):
+        value = value._asdict()
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | np.ndarray):
+        return [_plain(v) for v in value]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not np.isfinite(value):
+        return None
+    return value
+
+
+def drift_between(version: MetricVersion, other: MetricVersion | None, *, sigma: np.ndarray,
+                  threshold: float) -> dict | None:
+    from learning.core.drift import drift
+
+    if other is None or other.pk == version.pk or not other.sigma:
+        return None
+    result = _plain(drift(other.load_sigma(), sigma))
+    result["version"] = other.pk
+    result["flagged"] = bool(result["operator_norm"] > threshold)
+    return result
+
+
+def _weat(version: MetricVersion) -> dict:
+    """Run the study's WEAT suites under the version's Sigma (learning.evaluation)."""
+    if not version.study.weat_suites.exists():
+        return {"suites": 0}
+    from learning.evaluation import weat_evaluate_version
+
+    results = list(weat_evaluate_version(version))
+    return {
+        "tests": len(results),
+        "significant": sum(1 for r in results if r.p_value < 0.05),
+        "results": [r.pk for r in results],
+    }
+
+
+def _auto_publish_failures(version: MetricVersion, learning: StudyLearningSettings) -> list[str]:
+    diag = version.diagnostics
+    failed = []
+    if (learning.auto_publish_require_converged and version.method == "explore"
+            and not diag.get("converged")):
+        failed.append("the EXPLORE fit did not converge")
+    if learning.auto_publish_min_auc is not None:
+        auc = diag.get("heldout_auc")
+        if auc is None and version.method == "explore":
+            failed.append("no held-out AUC (too few held-out pairs of both labels)")
+        elif auc is not None and auc < learning.auto_publish_min_auc:
+            failed.append(f"held-out AUC {auc:.3f} is below {learning.auto_publish_min_auc:.3f}")
+    published = (diag.get("drift") or {}).get("published")
+    if learning.auto_publish_block_on_drift and published and published.get("flagged"):
+        failed.append(
+            f"drift from the published version ({published['operator_norm']:.3f}) exceeds "
+            f"{learning.drift_threshold:.3f}"
+        )
+    if diag.get("evaluation_error"):
+        failed.append("the evaluation failed")
+    return failed
+
+
 def version_evaluate(version: MetricVersion, *, learning: StudyLearningSettings) -> bool:
-    """Store the evaluation in the version's diagnostics; True when it was auto-published."""
-    return False
+    """Evaluate a ready version; True when it was auto-published."""
+    from learning.selectors import version_published
+    from learning.services import version_publish_unchecked
+
+    update: dict = {}
+    try:
+        sigma = version.load_sigma()
+        published = version_published(study_id=version.study_id, method=version.method)
+        update["drift"] = {
+            "previous": drift_between(version, version.parent, sigma=sigma,
+                                      threshold=learning.drift_threshold),
+            "published": drift_between(version, published, sigma=sigma,
+                                       threshold=learning.drift_threshold),
+        }
+        update["drift"]["flagged"] = any(
+            part and part["flagged"] for part in update["drift"].values()
+        )
+        update["weat"] = _weat(version)
+    except DatabaseError:
+        raise
+    except Exception as error:
+        logger.warning("evaluation of version %s failed", version.pk, exc_info=True)
+        update["evaluation_error"] = f"{type(error).__name__}: {error}"
+    version.diagnostics = version.diagnostics | update
+    published_now = False
+    if learning.auto_publish:
+        failed = _auto_publish_failures(version, learning)
+        version.diagnostics["auto_publish"] = {"published": not failed, "failed": failed}
+        published_now = not failed
+    MetricVersion.objects.filter(pk=version.pk).update(diagnostics=version.diagnostics)
+    if published_now:
+        version_publish_unchecked(version_id=version.pk, user=None)
+        version.refresh_from_db()
+    return published_now

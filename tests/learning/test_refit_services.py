@@ -1,0 +1,342 @@
+"""learning.services.refit_study and publishing, on a small synthetic space with a known Sigma0."""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from annotation.models import Membership, PairJudgment
+from learning import fitting, scheduling, selectors, services
+from learning.models import MetricVersion, StudyLearningSettings
+
+from .synthetic import SIGMA0, judgments_create, simulate, space_create, study_create
+
+
+@pytest.fixture
+def media_root(settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path / "media"
+    return settings.MEDIA_ROOT
+
+
+@pytest.fixture
+def world(db, media_root):
+    space, items = space_create(media_root)
+    study, users = study_create(space)
+    learning = selectors.learning_settings_get(study_id=study.pk)
+    learning.face_components = 4
+    learning.save()
+    return space, items, study, users
+
+
+def add_simulated(world, n_pairs: int, *, seed: int = 1, annotator=None):
+    space, items, study, _ = world
+    a, b, y = simulate(space.load_matrix(), n_pairs, seed=seed)
+    return judgments_create(study, items, a, b, y, annotator=annotator)
+
+
+def versions(study, **filters):
+    return list(MetricVersion.objects.filter(study=study, **filters).order_by("id"))
+
+
+def test_refit_stores_ready_face_and_explore_versions_covering_every_judgment(world):
+    _, _, study, _ = world
+    add_simulated(world, 600)
+    report = services.refit_study(study_id=study.pk)
+    assert report.outcome == "fitted"
+    ready = versions(study, status="ready")
+    assert sorted(v.method for v in ready) == ["explore", "face"]
+    top = PairJudgment.objects.filter(study=study).order_by("-id").first().pk
+    for version in ready:
+        assert version.judgment_watermark == top
+        assert version.counts["judgments"] == 600
+        sigma = version.load_sigma()
+        assert sigma.shape == (6, 6)
+        assert version.dimension == 6
+        with open(version.sigma.path, "rb") as handle:
+            assert hashlib.sha256(handle.read()).hexdigest() == version.sigma_sha256
+        assert np.all(np.linalg.eigvalsh(sigma) > -1e-8)  # PSD
+        assert version.fit_seconds > 0
+
+
+def test_explore_diagnostics_are_sane_and_recover_the_relevant_directions(world):
+    _, _, study, _ = world
+    add_simulated(world, 2500)
+    services.refit_study(study_id=study.pk)
+    explore = MetricVersion.objects.get(study=study, method="explore")
+    diag = explore.diagnostics
+    assert diag["converged"] is True
+    assert diag["iterations"] >= 1
+    assert diag["train_loglik"] <= 0
+    assert diag["heldout_loglik"] <= 0
+    assert diag["heldout_auc"] > 0.7  # labels depend strongly on the metric
+    assert len(diag["spectrum"]) == 6
+    assert explore.counts["held_out"] == pytest.approx(0.2 * explore.counts["observations"],
+                                                       rel=0.25)
+    sigma = explore.load_sigma()
+    relevant, sensitive = sigma[:2, :2], sigma[2:, 2:]
+    assert np.linalg.norm(sensitive) < 0.25 * np.linalg.norm(relevant)
+    assert np.linalg.norm(sigma - SIGMA0) < 0.5 * np.linalg.norm(SIGMA0)
+
+
+def test_face_from_comparable_pairs_finds_the_sensitive_subspace(world):
+    _, _, study, _ = world
+    add_simulated(world, 2500)
+    services.refit_study(study_id=study.pk)
+    face = MetricVersion.objects.get(study=study, method="face")
+    sigma = face.load_sigma()
+    # Comparable pairs differ mostly along the four weightless directions, so FACE-4's
+    # Sigma = I - QQ' keeps (close to) the two relevant ones only.
+    truth = np.diag([1.0, 1.0, 0.0, 0.0, 0.0, 0.0])
+    assert np.linalg.norm(sigma - truth, 2) < 0.35
+    assert face.diagnostics["n_components"] == 4
+    assert face.diagnostics["heldout_auc"] > 0.6
+
+
+def test_refit_without_new_data_does_nothing(world, django_assert_max_num_queries):
+    _, _, study, _ = world
+    add_simulated(world, 300)
+    services.refit_study(study_id=study.pk)
+    before = versions(study)
+    with django_assert_max_num_queries(14):
+        report = services.refit_study(study_id=study.pk)
+    assert report.outcome == "nothing new"
+    assert versions(study) == before
+
+
+def test_new_answers_give_new_versions_whose_parent_is_the_previous_ready_one(world):
+    _, _, study, users = world
+    add_simulated(world, 300)
+    services.refit_study(study_id=study.pk)
+    first = {v.method: v for v in versions(study)}
+    add_simulated(world, 50, seed=7, annotator=users[0])
+    services.refit_study(study_id=study.pk)
+    latest = {v.method: v for v in versions(study)}  # later ids win
+    for method in ("face", "explore"):
+        assert latest[method].pk != first[method].pk
+        assert latest[method].parent_id == first[method].pk
+        assert latest[method].judgment_watermark > first[method].judgment_watermark
+
+
+def test_snapshot_queries_do_not_grow_with_the_number_of_judgments(world):
+    _, _, study, users = world
+    add_simulated(world, 200)
+    with CaptureQueriesContext(connection) as small:
+        services.refit_study(study_id=study.pk)
+    add_simulated(world, 1500, seed=3, annotator=users[1])
+    with CaptureQueriesContext(connection) as large:
+        services.refit_study(study_id=study.pk)
+    assert len(large.captured_queries) <= len(small.captured_queries) + 2
+
+
+def test_a_deleted_answer_counts_as_new_data(world):
+    _, _, study, _ = world
+    created = add_simulated(world, 300)
+    services.refit_study(study_id=study.pk)
+    assert study.pk not in selectors.study_ids_with_newer_data()
+    PairJudgment.objects.filter(pk=created[10].pk).delete()
+    assert study.pk in selectors.study_ids_with_newer_data()
+    assert services.refit_study(study_id=study.pk).outcome == "fitted"
+    assert study.pk not in selectors.study_ids_with_newer_data()
+
+
+def repeated_answers(world):
+    """Pair 0-1 answered 2x comparable + 1x incomparable, pair 2-3 tied, pair 4-5 unsure."""
+    _, items, study, users = world
+    plan = [((0, 1), ["comparable", "comparable", "incomparable"]),
+            ((2, 3), ["comparable", "incomparable", "unsure"]),
+            ((4, 5), ["unsure", "unsure", "unsure"]),
+            ((6, 7), ["incomparable", "incomparable", "incomparable"])]
+    for (a, b), labels in plan:
+        for user, label in zip(users, labels, strict=True):
+            PairJudgment.objects.create(study=study, item_a=items[a], item_b=items[b],
+                                        label=label, annotator=user)
+    top = PairJudgment.objects.filter(study=study).order_by("-id").first().pk
+    return selectors.judgment_snapshot(study_id=study.pk, watermark=top, excluded_annotators=[])
+
+
+@pytest.mark.parametrize(
+    ("policy", "expected"),
+    [
+        ("majority", [0.0, 1.0]),  # 0-1 by majority, 6-7; the tie and the unsure pair dropped
+        ("drop_unsure", [0.0] * 5 + [1.0] * 3),
+        ("all", [0.0] * 5 + [0.5] * 4 + [1.0] * 3),
+    ],
+)
+def test_repeat_policies_turn_answers_into_observations(world, policy, expected):
+    snapshot = repeated_answers(world)
+    pairs = fitting.pair_data(snapshot, policy=policy, validation_share=0.2)
+    assert sorted(pairs.y.tolist()) == expected
+
+
+def test_every_answer_to_a_pair_falls_on_the_same_side_of_the_validation_split(world):
+    snapshot = repeated_answers(world)
+    pairs = fitting.pair_data(snapshot, policy="all", validation_share=0.5)
+    for a, b in {(int(x), int(y)) for x, y in zip(pairs.row_a, pairs.row_b, strict=True)}:
+        sides = pairs.held_out[(pairs.row_a == a) & (pairs.row_b == b)]
+        assert sides.all() or not sides.any()
+
+
+def test_excluded_annotators_are_left_out(world):
+    _, _, study, users = world
+    add_simulated(world, 200, annotator=users[0])
+    add_simulated(world, 100, seed=5, annotator=users[1])
+    learning = selectors.learning_settings_get(study_id=study.pk)
+    learning.excluded_annotators.add(users[1])
+    services.refit_study(study_id=study.pk)
+    explore = MetricVersion.objects.get(study=study, method="explore", status="ready")
+    assert explore.counts["judgments"] == 200
+    assert explore.counts["judgments_total"] == 300
+    assert explore.parameters["excluded_annotators"] == [users[1].pk]
+
+
+def test_changed_settings_refit_the_same_data(world):
+    _, _, study, _ = world
+    add_simulated(world, 300)
+    services.refit_study(study_id=study.pk)
+    StudyLearningSettings.objects.filter(study=study).update(repeat_policy="drop_unsure")
+    assert services.refit_study(study_id=study.pk).outcome == "fitted"
+    assert len(versions(study, status="ready")) == 4
+
+
+def admin_of(study):
+    admin = get_user_model().objects.create_user("study-admin", password="x-pass-123")
+    Membership.objects.create(user=admin, study=study, role="admin")
+    return admin
+
+
+def test_one_class_only_fails_readably_and_the_published_version_stays(world):
+    _, _, study, users = world
+    a, b, y = simulate(world[0].load_matrix(), 300)
+    judgments_create(study, world[1], a[y == 1], b[y == 1], y[y == 1], annotator=users[0])
+    judgments_create(study, world[1], a[y == 0], b[y == 0], y[y == 0], annotator=users[1])
+    services.refit_study(study_id=study.pk)
+    published = MetricVersion.objects.get(study=study, method="explore", status="ready")
+    services.metric_version_publish(version=published, user=admin_of(study))
+
+    learning = selectors.learning_settings_get(study_id=study.pk)
+    learning.excluded_annotators.add(users[1])  # only comparable answers remain
+    services.refit_study(study_id=study.pk)
+
+    failed = MetricVersion.objects.get(study=study, method="explore", status="failed")
+    assert "only comparable pairs" in failed.error
+    assert failed.transient is False
+    assert not failed.sigma
+    published.refresh_from_db()
+    assert published.is_published
+    assert MetricVersion.objects.filter(study=study, is_published=True).count() == 1
+    # The same input is not retried, so a sweep does not loop on a failure.
+    assert services.refit_study(study_id=study.pk).outcome == "nothing new"
+
+
+def test_an_interrupted_fit_is_retired_and_refitted_once(world):
+    _, _, study, _ = world
+    add_simulated(world, 300)
+    marks = selectors.study_data_marks(study_id=study.pk)
+    orphan = MetricVersion.objects.create(
+        study=study, method="explore", judgment_watermark=marks.judgment_watermark,
+        group_watermark=marks.group_watermark, status="fitting",
+    )
+    services.refit_study(study_id=study.pk)
+    orphan.refresh_from_db()
+    assert orphan.status == "failed"
+    assert orphan.transient
+    assert "Interrupted" in orphan.error
+    ready = versions(study, method="explore", status="ready")
+    assert len(ready) == 1
+    assert ready[0].judgment_watermark == marks.judgment_watermark
+
+
+def test_a_held_lease_makes_a_second_refit_wait(world):
+    _, _, study, _ = world
+    add_simulated(world, 100)
+    token = scheduling.lease_claim(study_id=study.pk)
+    report = services.refit_study(study_id=study.pk)
+    assert report.outcome == "busy"
+    assert report.retry_in > 1
+    assert versions(study) == []
+    scheduling.lease_release(study_id=study.pk, token=token, outcome="test")
+    assert services.refit_study(study_id=study.pk).outcome == "fitted"
+
+
+def test_publishing_swaps_the_published_version_atomically(world):
+    _, _, study, users = world
+    add_simulated(world, 300)
+    services.refit_study(study_id=study.pk)
+    add_simulated(world, 50, seed=9, annotator=users[2])
+    services.refit_study(study_id=study.pk)
+    old, new = versions(study, method="explore", status="ready")
+    admin = admin_of(study)
+    services.metric_version_publish(version=old, user=admin)
+    services.metric_version_publish(version=new, user=admin)
+    old.refresh_from_db()
+    new.refresh_from_db()
+    assert (old.is_published, new.is_published) == (False, True)
+    assert new.published_by == admin
+    assert new.published_at is not None
+    face = MetricVersion.objects.filter(study=study, method="face", is_published=True)
+    assert not face.exists()  # one published version per study *and method*
+
+
+def test_only_admins_publish_and_only_ready_versions(world):
+    _, _, study, users = world
+    add_simulated(world, 300)
+    services.refit_study(study_id=study.pk)
+    version = versions(study, method="explore")[0]
+    with pytest.raises(PermissionDenied):
+        services.metric_version_publish(version=version, user=users[0])
+    failed = MetricVersion.objects.create(study=study, method="explore", status="failed",
+                                          judgment_watermark=1)
+    with pytest.raises(ValidationError, match="only a ready version"):
+        services.metric_version_publish(version=failed, user=admin_of(study))
+    assert not MetricVersion.objects.filter(study=study, is_published=True).exists()
+
+
+def test_the_admin_action_publishes_through_the_service(world, client):
+    _, _, study, _ = world
+    add_simulated(world, 300)
+    services.refit_study(study_id=study.pk)
+    version = versions(study, method="explore")[0]
+    superuser = get_user_model().objects.create_superuser("root", password="x-pass-123")
+    client.force_login(superuser)
+    response = client.post(
+        "/admin/learning/metricversion/",
+        {"action": "publish_version", "_selected_action": [version.pk]},
+    )
+    assert response.status_code == 302
+    version.refresh_from_db()
+    assert version.is_published
+    assert version.published_by == superuser
+
+
+def test_auto_publish_publishes_versions_that_pass_the_checks(world):
+    _, _, study, _ = world
+    StudyLearningSettings.objects.filter(study=study).update(
+        auto_publish=True, auto_publish_min_auc=0.6, fit_face=False
+    )
+    add_simulated(world, 1500)
+    report = services.refit_study(study_id=study.pk)
+    explore = MetricVersion.objects.get(study=study, method="explore")
+    assert report.published == [explore.pk]
+    assert explore.is_published
+    assert explore.published_by is None
+    assert explore.diagnostics["auto_publish"]["published"] is True
+
+
+def test_auto_publish_refuses_versions_that_fail_a_check(world):
+    _, _, study, _ = world
+    StudyLearningSettings.objects.filter(study=study).update(
+        auto_publish=True, auto_publish_min_auc=0.999, fit_face=False
+    )
+    add_simulated(world, 600)
+    services.refit_study(study_id=study.pk)
+    explore = MetricVersion.objects.get(study=study, method="explore")
+    assert not explore.is_published
+    checks = explore.diagnostics["auto_publish"]
+    assert checks["published"] is False
+    assert "AUC" in " ".join(checks["failed"])

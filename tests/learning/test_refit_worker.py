@@ -1,0 +1,297 @@
+"""Refits through a REAL Celery worker process, a REAL Redis and the real test database.
+
+Each test starts its own throwaway ``redis-server`` (never the machine's shared one, which a
+test stops and restarts here) and a worker consuming a private queue, pointed at the same test
+database and media folder as this process. The test process sends through its own Celery app,
+re-pointed at that Redis for the duration of the test.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import uuid
+from collections.abc import Callable
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+import pytest
+from django.db import connection, transaction
+from rest_framework.test import APIClient
+
+from annotation.models import PairJudgment, Study
+from learning.models import MetricVersion, StudyLearningSettings
+from learning.scheduling import refit_request
+from learning.services import metric_version_publish
+
+from ..conftest import require
+from .synthetic import judgments_create, simulate, space_create, study_create
+
+pytestmark = [pytest.mark.services, pytest.mark.slow]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class ThrowawayRedis:
+    """A private redis-server on a free port that a test may stop and start again."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.port = free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.workdir = workdir
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+             "--appendonly", "no", "--daemonize", "no", "--dir", str(self.workdir)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        wait_for(self.answers, 10, "the throwaway Redis to answer")
+
+    def answers(self) -> bool:
+        import redis
+
+        try:
+            return bool(redis.Redis.from_url(self.url, socket_connect_timeout=0.5).ping())
+        except redis.RedisError:
+            return False
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+
+
+def wait_for(predicate: Callable[[], object], timeout: float, what: str, *,
+             interval: float = 0.1):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+@pytest.fixture
+def private_redis(tmp_path):
+    require(shutil.which("redis-server") is not None, "redis-server is not installed")
+    server = ThrowawayRedis(tmp_path)
+    server.start()
+    yield server
+    server.stop()
+
+
+@contextmanager
+def app_pointed_at(url: str):
+    """This process's Celery app sends to ``url`` for the duration of the block."""
+    from fairmetric_site.celery import app
+
+    keys = ("broker_url", "result_backend", "broker_transport_options")
+    saved = {key: app.conf[key] for key in keys}
+
+    def drop_connections() -> None:
+        if app._pool is not None:
+            app._pool.force_close_all()
+            app._pool = None
+        amqp = app.__dict__.get("amqp")
+        if amqp is not None:
+            amqp._producer_pool = None
+
+    drop_connections()
+    app.conf.update(broker_url=url, result_backend=url,
+                    broker_transport_options={"visibility_timeout": 3600})
+    try:
+        yield app
+    finally:
+        drop_connections()
+        app.conf.update(saved)
+
+
+def database_url() -> str:
+    """The test database as a URL a worker process can open."""
+    db = connection.settings_dict
+    if connection.vendor == "postgresql":
+        user, host, port = db.get("USER") or "postgres", db.get("HOST") or "127.0.0.1", db.get(
+            "PORT") or 5432
+        password = f":{db['PASSWORD']}" if db.get("PASSWORD") else ""
+        return f"postgres://{user}{password}@{host}:{port}/{db['NAME']}"
+    name = str(db["NAME"])
+    require(connection.vendor == "sqlite" and "memory" not in name and name.startswith("/"),
+            "the test database is not shareable with a worker process")
+    return f"sqlite:///{name}"
+
+
+@pytest.fixture
+def refit_rig(transactional_db, settings, tmp_path, private_redis, start_worker):
+    """A private Redis, a worker factory for it, and this process pointed at both."""
+    media = tmp_path / "media"
+    media.mkdir()
+    settings.MEDIA_ROOT = media
+    queue = f"refit-{uuid.uuid4().hex[:8]}"
+    settings.CELERY_TASK_DEFAULT_QUEUE = queue
+    env = {
+        "DATABASE_URL": database_url(), "MEDIA_ROOT": str(media), "REDIS_URL": private_redis.url,
+        "CELERY_BROKER_URL": None, "CELERY_RESULT_BACKEND": None,
+        "CELERY_TASK_DEFAULT_QUEUE": queue, "LEARNING_LEASE_SECONDS": "3",
+        "LEARNING_SWEEP_SECONDS": "1", "DEBUG": "1",
+    }
+
+    def start(*args: str, beat: bool = False):
+        extra = ["--beat", "--schedule", str(tmp_path / f"beat-{time.monotonic_ns()}")] if beat \
+            else []
+        proc, _ = start_worker(*args, *extra, queue=queue, **env)
+        return proc
+
+    with app_pointed_at(private_redis.url):
+        yield start, media, private_redis
+
+
+def study_with_space(media: Path, *, n_items: int = 80, d: int = 6, debounce: int = 2,
+                     **learning) -> tuple[Study, list, list]:
+    space, items = space_create(media, n_items=n_items, d=d, name=f"space-{n_items}-{d}")
+    study, users = study_create(space, annotators=2)
+    StudyLearningSettings.objects.create(study=study, debounce_seconds=debounce, **learning)
+    return study, items, users
+
+
+def ready_versions(study, method="explore"):
+    return list(MetricVersion.objects.filter(study=study, method=method, status="ready")
+                .order_by("id"))
+
+
+def top_judgment(study) -> int:
+    return PairJudgment.objects.filter(study=study).order_by("-id").values_list(
+        "id", flat=True).first()
+
+
+def post_answers(study, items, users, row_a, row_b, labels) -> list[int]:
+    client = APIClient()
+    names = {0: "incomparable", 1: "comparable"}
+    statuses = []
+    for number, (a, b, y) in enumerate(zip(row_a, row_b, labels, strict=True)):
+        client.force_authenticate(users[number % len(users)])
+        response = client.post(
+            f"/api/studies/{study.pk}/judgments/",
+            {"item_a": items[int(a)].pk, "item_b": items[int(b)].pk, "label": names[int(y)],
+             "client_id": str(uuid.uuid4())},
+            format="json",
+        )
+        statuses.append(response.status_code)
+    return statuses
+
+
+def test_a_burst_of_200_answers_gives_few_versions_the_last_covering_all(refit_rig):
+    start, media, _ = refit_rig
+    study, items, users = study_with_space(media, debounce=2)
+    start()
+    a, b, y = simulate(np.load(media / "spaces/space-80-6.npy"), 200, seed=11)
+    statuses = post_answers(study, items, users, a, b, y)
+    assert statuses == [201] * 200
+    top = top_judgment(study)
+    wait_for(lambda: any(v.judgment_watermark == top for v in ready_versions(study)), 90,
+             "a ready EXPLORE version covering all 200 answers")
+    wait_for(lambda: any(v.judgment_watermark == top for v in ready_versions(study, "face")),
+             30, "a ready FACE version covering all 200 answers")
+    time.sleep(3)  # let any straggling refit finish: it must not add a duplicate
+    for method in ("explore", "face"):
+        found = ready_versions(study, method)
+        assert 1 <= len(found) <= 6, [v.judgment_watermark for v in found]
+        marks = [v.judgment_watermark for v in found]
+        assert len(set(marks)) == len(marks)  # no duplicate for the same data
+        assert max(marks) == top
+        assert found[-1].counts["judgments"] == 200
+
+
+def test_a_worker_killed_mid_fit_leaves_exactly_one_ready_version_after_restart(refit_rig):
+    start, media, _ = refit_rig
+    # Big enough that a fit takes a while, so the kill lands inside it.
+    study, items, _ = study_with_space(media, n_items=3000, d=120, fit_face=False)
+    a, b, y = simulate(np.load(media / "spaces/space-3000-120.npy"), 60_000, seed=5,
+                       sigma0=np.diag(np.r_[np.full(10, 0.4), np.zeros(110)]))
+    judgments_create(study, items, a, b, y)
+    top = top_judgment(study)
+    worker = start()
+    with transaction.atomic():
+        refit_request(study_id=study.pk)
+    fitting = wait_for(
+        lambda: MetricVersion.objects.filter(study=study, status="fitting").first(), 90,
+        "the fit to start", interval=0.01,
+    )
+    os.kill(worker.pid, signal.SIGKILL)
+    worker.wait(timeout=10)
+    fitting.refresh_from_db()
+    assert fitting.status == "fitting", "the fit ended before the kill; make the data larger"
+    assert ready_versions(study) == []
+
+    start(beat=True)  # the sweep finds the study; the dead worker's lease expires
+    wait_for(lambda: ready_versions(study), 120, "a ready version after the restart")
+    time.sleep(2)
+    ready = ready_versions(study)
+    assert [v.judgment_watermark for v in ready] == [top]
+    fitting.refresh_from_db()
+    assert fitting.status == "failed"
+    assert fitting.transient
+    sigma = ready[0].load_sigma()
+    assert sigma.shape == (120, 120)
+    assert np.isfinite(sigma).all()
+
+
+def test_answers_are_saved_while_redis_is_down_and_the_sweep_catches_up(refit_rig):
+    start, media, redis_server = refit_rig
+    study, items, users = study_with_space(media, debounce=1)
+    start(beat=True)
+    redis_server.stop()
+    a, b, y = simulate(np.load(media / "spaces/space-80-6.npy"), 40, seed=3)
+    started = time.monotonic()
+    statuses = post_answers(study, items, users, a, b, y)
+    elapsed = time.monotonic() - started
+    assert statuses == [201] * 40  # saved and acknowledged
+    assert PairJudgment.objects.filter(study=study).count() == 40
+    assert elapsed < 20, f"40 answers took {elapsed:.1f} s with the broker down"
+    assert ready_versions(study) == []
+
+    redis_server.start()
+    top = top_judgment(study)
+    wait_for(lambda: any(v.judgment_watermark == top for v in ready_versions(study)), 120,
+             "the sweep to produce a version after Redis is back")
+
+
+def test_a_one_class_fit_fails_readably_in_the_worker_and_the_published_version_stays(
+    refit_rig,
+):
+    start, media, _ = refit_rig
+    study, items, users = study_with_space(media, debounce=1, fit_face=False)
+    start()
+    a, b, y = simulate(np.load(media / "spaces/space-80-6.npy"), 200, seed=2)
+    judgments_create(study, items, a[y == 1], b[y == 1], y[y == 1], annotator=users[0])
+    judgments_create(study, items, a[y == 0], b[y == 0], y[y == 0], annotator=users[1])
+    with transaction.atomic():
+        refit_request(study_id=study.pk)
+    first = wait_for(lambda: ready_versions(study), 60, "the first version")[0]
+    from django.contrib.auth import get_user_model
+
+    root = get_user_model().objects.create_superuser("root", password="x-pass-123")
+    metric_version_publish(version=first, user=root)
+
+    with transaction.atomic():
+        study.learning_settings.excluded_annotators.add(users[1])  # only "comparable" left
+        refit_request(study_id=study.pk)
+    failed = wait_for(
+        lambda: MetricVersion.objects.filter(study=study, status="failed").first(), 60,
+        "the failed version",
+    )
+    assert "only comparable pairs" in failed.error
+    first.refresh_from_db()
+    assert first.is_published
+    assert MetricVersion.objects.filter(study=study, is_published=True).count() == 1
