@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 from django.core.files.storage import default_storage
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils.text import slugify
 
 from .embeddings import EmbeddingFormatError, EmbeddingReader
@@ -208,14 +208,14 @@ def _space_store(
     item_tags: Mapping[str, Collection[str]],
     progress: Progress | None,
 ) -> EmbeddingSpace:
-    space = EmbeddingSpace.objects.create(
-        name=name,
-        dimension=rows.dimension,
-        source=source,
-        matrix=relative,
-        sha256=sha256,
-        item_count=len(rows.keys),
-    )
+    try:
+        with transaction.atomic():
+            space = EmbeddingSpace.objects.create(
+                name=name, dimension=rows.dimension, source=source, matrix=relative,
+                sha256=sha256, item_count=len(rows.keys),
+            )  # fmt: skip
+    except IntegrityError:  # a concurrent import took the name since the first check
+        raise EmbeddingFormatError(f"a space named {name!r} already exists") from None
     has_payload = any(p is not None for p in rows.payloads)
     default_kind = kind or (Item.Kind.RECORD if has_payload else Item.Kind.WORD)
     items = (

@@ -60,8 +60,11 @@ def _reader(job: EmbeddingImport) -> EmbeddingReader:
 
 def _preflight(job: EmbeddingImport) -> None:
     """Read the first block: structural problems become form errors before anything queues."""
-    reader = _reader(job)
-    next(iter(reader))
+    blocks = iter(_reader(job))
+    try:
+        next(blocks)
+    finally:
+        blocks.close()  # closes the file
 
 
 def _remove_files(job: EmbeddingImport) -> None:
@@ -105,11 +108,6 @@ def embedding_import_create(
         job.extra_file.name = _store(extra, folder)
     try:
         _preflight(job)
-    except (InputFileError, StopIteration) as exc:
-        _remove_files(job)
-        if isinstance(exc, StopIteration):
-            raise EmbeddingFormatError("the file holds no vectors") from None
-        raise
     except BaseException:
         _remove_files(job)
         raise

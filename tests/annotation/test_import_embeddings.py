@@ -359,6 +359,23 @@ def test_existing_name_is_rejected_before_reading(db, media, tmp_path):
     assert len(list((media / "spaces").glob("*"))) == 1
 
 
+def test_a_name_taken_while_reading_is_a_readable_error(db, media, tmp_path, monkeypatch):
+    path = write(tmp_path / "v.txt", text_lines())
+    original = spaces._write_matrix
+
+    def meanwhile(reader, target, progress):  # another import commits the same name
+        rows = original(reader, target, progress)
+        EmbeddingSpace.objects.create(name="race", dimension=4, matrix="spaces/o.npy", sha256="0")
+        return rows
+
+    monkeypatch.setattr(spaces, "_write_matrix", meanwhile)
+    with pytest.raises(EmbeddingFormatError, match="a space named 'race' already exists"):
+        space_import(path=path, name="race")
+    assert EmbeddingSpace.objects.count() == 1
+    assert not Item.objects.exists()
+    assert list((media / "spaces").glob("*")) == []
+
+
 def test_a_failure_while_storing_rolls_back_and_removes_the_matrix(db, media, tmp_path):
     path = write(tmp_path / "v.txt", text_lines())
     with pytest.raises(ValueError, match="no item 'missing'"):
