@@ -280,6 +280,8 @@ def demo_load(
         )
         if made:
             created.append(f"study {STUDY_NAME!r}")
+        elif study.space_id != space.pk:
+            raise RuntimeError(f"a study named {STUDY_NAME!r} exists on another space")
         study.pool_tags.add(Tag.objects.get(name="name"))
         for role, user in (users or {}).items():
             _, made = study.memberships.get_or_create(user=user, defaults={"role": role})

@@ -206,7 +206,8 @@ def weat_baseline(
     """The suite's Euclidean results in ``space``, computed once and cached in the database.
 
     Stored rows are reused when every test has one and each is exact or used
-    ``n_permutations``; otherwise (or with ``refresh``) the baseline is recomputed.
+    ``n_permutations``; otherwise (or with ``refresh``) the baseline is recomputed. Pass
+    ``refresh=True`` after editing a test's words (the cache does not see edits).
     """
     tests = list(suite.tests.order_by("position"))
     cached = list(
