@@ -273,5 +273,7 @@
     load(null);
     el("group-name").focus();
   });
-  load(null);
+  // Start with a new, empty group; keep whatever was typed before this script ran.
+  renderMembers();
+  loadGroups();
 })();
