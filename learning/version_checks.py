@@ -49,16 +49,20 @@ def drift_between(version: MetricVersion, other: MetricVersion | None, *, sigma:
 
 
 def _weat(version: MetricVersion) -> dict:
-    """Run the study's WEAT suites under the version's Sigma (learning.evaluation)."""
-    if not version.study.weat_suites.exists():
-        return {"suites": 0}
-    from learning.evaluation import weat_evaluate_version
+    """The study's WEAT suites under the version's Sigma, and their Euclidean baseline (computed
+    once per suite and space, then read from the database cache)."""
+    from learning.evaluation import weat_baseline, weat_evaluate_version
 
-    results = list(weat_evaluate_version(version))
+    suites = list(version.study.weat_suites.all())
+    if not suites:
+        return {"suites": 0}
+    for suite in suites:
+        weat_baseline(suite, version.study.space)
+    results = weat_evaluate_version(version)
     return {
+        "suites": len(suites),
         "tests": len(results),
         "significant": sum(1 for r in results if r.p_value < 0.05),
-        "results": [r.pk for r in results],
     }
 
 

@@ -340,3 +340,47 @@ def test_auto_publish_refuses_versions_that_fail_a_check(world):
     checks = explore.diagnostics["auto_publish"]
     assert checks["published"] is False
     assert "AUC" in " ".join(checks["failed"])
+
+
+def weat_suite_for(study):
+    from learning.models import WeatSuite, WeatTest
+
+    suite = WeatSuite.objects.create(name="synthetic suite")
+    suite.studies.add(study)
+    WeatTest.objects.create(
+        suite=suite, name="x/a", kind="unfair", x_name="x", y_name="y", a_name="a", b_name="b",
+        x_words=[f"w{i}" for i in range(0, 6)], y_words=[f"w{i}" for i in range(6, 12)],
+        a_words=[f"w{i}" for i in range(12, 16)], b_words=[f"w{i}" for i in range(16, 20)],
+    )
+    return suite
+
+
+def test_ready_versions_are_evaluated_with_weat_and_drift(world):
+    from learning.models import WeatResult
+
+    _, _, study, users = world
+    weat_suite_for(study)
+    add_simulated(world, 400)
+    services.refit_study(study_id=study.pk)
+    first = MetricVersion.objects.get(study=study, method="explore")
+    assert first.diagnostics["weat"]["tests"] == 1
+    assert WeatResult.objects.filter(metric_version=first).count() == 1
+    baseline = list(WeatResult.objects.filter(metric_version__isnull=True).values_list("id",
+                                                                                       flat=True))
+    assert len(baseline) == 1
+    assert first.diagnostics["drift"]["previous"] is None  # nothing to compare with yet
+    services.metric_version_publish(version=first, user=admin_of(study))
+
+    add_simulated(world, 100, seed=4, annotator=users[0])
+    services.refit_study(study_id=study.pk)
+    second = versions(study, method="explore")[-1]
+    drift = second.diagnostics["drift"]
+    assert drift["previous"]["version"] == first.pk
+    assert drift["published"]["version"] == first.pk
+    expected = np.abs(np.linalg.eigvalsh(second.load_sigma() - first.load_sigma())).max()
+    assert drift["previous"]["operator_norm"] == pytest.approx(expected, rel=1e-6)
+    assert drift["flagged"] == (expected > 0.5)
+    # The Euclidean baseline was computed once and reused.
+    assert list(WeatResult.objects.filter(metric_version__isnull=True)
+                .values_list("id", flat=True)) == baseline
+    assert WeatResult.objects.filter(metric_version=second).count() == 1
