@@ -10,6 +10,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_GET
 
 from .embeddings import InputFileError
@@ -39,8 +40,29 @@ def space_list(request: HttpRequest) -> HttpResponse:
     return render(request, "annotation/spaces/list.html", {"spaces": spaces, "imports": imports})
 
 
-@staff_required
+def _body_too_large(request: HttpRequest) -> bool:
+    """A request body above two files at the limit (plus 1 MB of fields) is refused unread."""
+    try:
+        length = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        return False
+    return length > (2 * settings.MAX_UPLOAD_MB + 1) * 1024 * 1024
+
+
+@csrf_exempt  # the CSRF check runs in _space_upload, after the size check: the
+@staff_required  # middleware would otherwise read (and store) the whole body first
 def space_upload(request: HttpRequest) -> HttpResponse:
+    if request.method == "POST" and _body_too_large(request):
+        context = {
+            "form": EmbeddingUploadForm(), "max_upload_mb": settings.MAX_UPLOAD_MB,
+            "upload_error": f"The upload is larger than {settings.MAX_UPLOAD_MB} MB per file.",
+        }  # fmt: skip
+        return render(request, "annotation/spaces/upload.html", context, status=413)
+    return _space_upload(request)
+
+
+@csrf_protect
+def _space_upload(request: HttpRequest) -> HttpResponse:
     posted = request.method == "POST"
     form = EmbeddingUploadForm(request.POST, request.FILES) if posted else EmbeddingUploadForm()
     if posted and form.is_valid():

@@ -130,6 +130,25 @@ def test_files_over_the_size_limit_are_refused(staff_client, media, settings):
     assert uploads_left(media) == []
 
 
+def test_a_huge_body_is_refused_before_it_is_read(staff_client, media, settings):
+    settings.MAX_UPLOAD_MB = 1
+    response = upload(staff_client, b"x 1 2\n" * 700_000)  # 4.2 MB > 2 x 1 MB + 1 MB
+    assert response.status_code == 413
+    assert b"larger than 1 MB per file" in response.content
+    assert not EmbeddingImport.objects.exists()
+    assert uploads_left(media) == []
+
+
+def test_the_upload_form_checks_csrf(client, staff, media):
+    from django.test import Client
+
+    strict = Client(enforce_csrf_checks=True)
+    strict.force_login(staff)
+    response = upload(strict, glove_text())
+    assert response.status_code == 403
+    assert not EmbeddingImport.objects.exists()
+
+
 def test_a_taken_name_is_a_form_error(staff_client, media):
     EmbeddingSpace.objects.create(name="uploaded", dimension=3, matrix="spaces/x.npy", sha256="0")
     response = upload(staff_client, glove_text())
