@@ -129,8 +129,9 @@ def within_group_scatter(X: np.ndarray, rows: np.ndarray, sizes: np.ndarray) -> 
         g = gid[a:b]
         first = g[0]
         # group sums of the chunk as a sparse 0/1 (groups × rows) product: exact and fast
-        ind = csr_matrix((np.ones(g.size), (g - first, np.arange(g.size))),
-                         shape=(int(g[-1] - first) + 1, g.size))
+        counts = np.bincount(g - first)
+        ind = csr_matrix((np.ones(g.size), np.arange(g.size), np.r_[0, np.cumsum(counts)]),
+                         shape=(counts.size, g.size))
         sums[first:g[-1] + 1] += ind @ block
         raw += block.T @ block
     if not (np.all(np.isfinite(sums)) and np.all(np.isfinite(raw))):
