@@ -170,6 +170,14 @@ def items_in_pool(*, study: Study, item_ids) -> dict[int, Item]:
     return {item.pk: item for item in pool_items(study=study).filter(pk__in=ids)}
 
 
+def item_prefix_queryset(*, space_id: int, prefix: str) -> QuerySet[Item]:
+    """Items of a space whose lower-cased key starts with ``prefix`` (already lower-cased)."""
+    qs = Item.objects.filter(space_id=space_id).annotate(key_lower=Lower("key"))
+    if connection.vendor == "sqlite":
+        qs = qs.filter(key_lower__gte=prefix, key_lower__lt=prefix + "\U0010ffff")
+    return qs.filter(key_lower__startswith=prefix)
+
+
 def item_search(*, space_id: int, query: str, study: Study | None = None, limit: int = 20):
     """Items of a space whose key starts with ``query``, ignoring case, shortest keys first.
 
@@ -180,10 +188,7 @@ def item_search(*, space_id: int, query: str, study: Study | None = None, limit:
     prefix = query.strip().lower()
     if not prefix:
         return []
-    qs = Item.objects.filter(space_id=space_id).annotate(key_lower=Lower("key"))
-    if connection.vendor == "sqlite":
-        qs = qs.filter(key_lower__gte=prefix, key_lower__lt=prefix + "\U0010ffff")
-    qs = qs.filter(key_lower__startswith=prefix)
+    qs = item_prefix_queryset(space_id=space_id, prefix=prefix)
     if study is not None and study.pool_tags.exists():
         qs = qs.filter(tags__in=study.pool_tags.all()).distinct()
     # Fetch a bounded window in index order, then rank short (exact) matches first.

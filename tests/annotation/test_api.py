@@ -389,3 +389,34 @@ def test_a_closed_study_serves_no_pairs(study, annotator, client_for):
     Study.objects.filter(pk=study.pk).update(is_active=False)
     data = client_for(annotator).get(url(study, "next-pair/")).json()
     assert data["done"] is True
+
+
+def test_item_prefix_search_is_answered_from_the_prefix_index(db, media_root):
+    from django.db import connection
+
+    from annotation.selectors import item_prefix_queryset
+
+    big = make_space(name="big", n_words=20_000, dimension=2)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")
+    qs = item_prefix_queryset(space_id=big.pk, prefix="w1234").order_by("key_lower")
+    assert sorted(qs.values_list("key", flat=True)) == ["w1234"] + [f"w1234{i}" for i in range(10)]
+    assert "item_space_lower_key_prefix" in qs.values("id").explain()
+
+
+def test_listing_judgments_and_groups_reads_a_constant_number_of_queries(
+    study, annotator, reviewer, items, client_for, django_assert_max_num_queries
+):
+    client = client_for(annotator)
+    for b in items[1:21]:
+        client.post(url(study, "judgments/"), judgment_body(items[0], b), format="json")
+    for i in range(5):
+        client.post(url(study, "groups/"), {"name": f"g{i}", "members": [items[i].pk]},
+                    format="json")
+    reviewer_client = client_for(reviewer)
+    with django_assert_max_num_queries(6):
+        assert len(reviewer_client.get(url(study, "judgments/"), {"limit": 20}).json()["results"]) == 20
+    with django_assert_max_num_queries(6):
+        assert len(reviewer_client.get(url(study, "groups/")).json()) == 5
+    with django_assert_max_num_queries(6):
+        reviewer_client.get("/api/studies/")
