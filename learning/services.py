@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.files.storage import default_storage
 from django.db import (
@@ -30,6 +31,7 @@ from django.db import (
     transaction,
 )
 from django.utils import timezone
+from threadpoolctl import threadpool_limits
 
 from annotation.models import Membership, Study
 from learning import fitting, scheduling, selectors
@@ -98,7 +100,7 @@ def refit_study(*, study_id: int) -> RefitReport:
         return RefitReport(study_id=study_id, outcome="busy", retry_in=max(1.0, remaining))
     report = RefitReport(study_id=study_id, outcome="nothing new")
     try:
-        with _LeaseKeeper(study_id, token):
+        with _LeaseKeeper(study_id, token), threadpool_limits(settings.LEARNING_BLAS_THREADS):
             _refit_claimed(study_id, report)
     finally:
         summary = f"{report.outcome}: ready {report.ready} failed {report.failed}"

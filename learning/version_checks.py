@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import time
 
 import numpy as np
 from django.db import DatabaseError
@@ -95,6 +96,7 @@ def version_evaluate(version: MetricVersion, *, learning: StudyLearningSettings)
     from learning.services import version_publish_unchecked
 
     update: dict = {}
+    started = time.perf_counter()
     try:
         sigma = version.load_sigma()
         published = version_published(study_id=version.study_id, method=version.method)
@@ -113,6 +115,7 @@ def version_evaluate(version: MetricVersion, *, learning: StudyLearningSettings)
     except Exception as error:
         logger.warning("evaluation of version %s failed", version.pk, exc_info=True)
         update["evaluation_error"] = f"{type(error).__name__}: {error}"
+    update["evaluation_seconds"] = round(time.perf_counter() - started, 4)
     version.diagnostics = version.diagnostics | update
     published_now = False
     if learning.auto_publish:

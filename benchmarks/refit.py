@@ -1,0 +1,230 @@
+"""Benchmark: from the last answer of a burst to a ready, evaluated metric version.
+
+    .venv/bin/python benchmarks/refit.py [--sizes 10000 100000] [--dim 50] [--redis URL]
+                                         [--postgres] [--quick]
+
+For each size N it builds a study on a scratch database (SQLite in a temp folder, or with
+--postgres a scratch PostgreSQL database on 127.0.0.1 that is dropped afterwards) with a 5,000
+x d space, a 10-test WEAT suite and N - 50 answers by 20 annotators, fitted once (so the timed
+refit also computes drift against a previous version). Then a burst of 50 answers goes through
+``annotation.services.judgment_create`` (the path the API uses, which queues the refit after
+each commit) and the clock runs from the commit of the last answer until both FACE and EXPLORE
+versions covering it are ready *and evaluated* (WEAT suite and drift), as seen by polling the
+database every 20 ms. A real Celery worker process does the work, over the embedded filesystem
+broker by default or Redis with --redis. The study's debounce window (3 s) is included.
+
+--quick runs one tiny size with no timing claims (a test runs it to keep this script working).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+BURST = 50
+ANNOTATORS = 20
+N_ITEMS = 5000
+DEBOUNCE = 3
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--dim", type=int, default=50)
+    parser.add_argument("--redis", default="", help="broker URL (default: embedded broker)")
+    parser.add_argument("--postgres", action="store_true", help="scratch PostgreSQL database")
+    parser.add_argument("--quick", action="store_true", help="one tiny size, for tests")
+    parser.add_argument("--timeout", type=float, default=300.0)
+    args = parser.parse_args()
+    if args.quick:
+        args.sizes, args.dim = [400], 10
+
+    scratch = Path(tempfile.mkdtemp(prefix="fm-refit-bench-"))
+    pg_name = f"fm_refit_bench_{os.getpid()}" if args.postgres else ""
+    if pg_name:
+        _postgres("CREATE DATABASE " + pg_name)
+        database_url = f"postgres://postgres@127.0.0.1:5432/{pg_name}"
+    else:
+        database_url = f"sqlite:///{scratch / 'bench.sqlite3'}"
+    queue = f"bench-{uuid.uuid4().hex[:8]}"
+    env = {
+        "DATABASE_URL": database_url, "MEDIA_ROOT": str(scratch / "media"),
+        "VAR_DIR": str(scratch / "var"), "CELERY_TASK_DEFAULT_QUEUE": queue,
+        "DJANGO_SETTINGS_MODULE": "fairmetric_site.settings", "DEBUG": "1",
+        "REDIS_URL": args.redis, "CELERY_BROKER_URL": "", "CELERY_RESULT_BACKEND": "",
+    }
+    os.environ.update(env)
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    worker = _start_worker(queue, scratch)
+    try:
+        rows = [_measure(n, args.dim, args.timeout) for n in args.sizes]
+    finally:
+        worker.terminate()
+        worker.wait(timeout=30)
+        if pg_name:
+            from django.db import connections
+
+            connections.close_all()
+            _postgres("DROP DATABASE IF EXISTS " + pg_name)
+    _print_table(rows, args, database_url)
+    return 0
+
+
+def _postgres(sql: str) -> None:
+    import psycopg
+
+    with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as c:
+        c.execute(sql)
+
+
+def _start_worker(queue: str, scratch: Path) -> subprocess.Popen:
+    log = open(scratch / "worker.log", "w")  # noqa: SIM115 - lives as long as the worker
+    return subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "fairmetric_site", "worker", "--pool=solo",
+         "--loglevel=INFO", "-Q", queue, "--hostname", f"{queue}@%h", "--without-gossip",
+         "--without-mingle"],
+        cwd=ROOT, env=dict(os.environ), stdout=log, stderr=subprocess.STDOUT,
+    )
+
+
+def _world(n: int, dim: int):
+    """A study with N - BURST answers already fitted once, and the pairs of the burst."""
+    import hashlib
+
+    import numpy as np
+    from django.conf import settings
+    from django.contrib.auth import get_user_model
+
+    from annotation.models import EmbeddingSpace, Item, Membership, PairJudgment, Study
+    from learning.models import StudyLearningSettings, WeatSuite, WeatTest
+
+    rng = np.random.default_rng(n)
+    tag = f"n{n}-d{dim}-{uuid.uuid4().hex[:6]}"
+    matrix = rng.normal(scale=0.5, size=(N_ITEMS, dim))
+    folder = Path(settings.MEDIA_ROOT) / "spaces"
+    folder.mkdir(parents=True, exist_ok=True)
+    np.save(folder / f"{tag}.npy", matrix)
+    space = EmbeddingSpace.objects.create(
+        name=tag, dimension=dim, matrix=f"spaces/{tag}.npy", item_count=N_ITEMS,
+        sha256=hashlib.sha256((folder / f"{tag}.npy").read_bytes()).hexdigest())
+    Item.objects.bulk_create(Item(space=space, key=f"w{r}", row=r) for r in range(N_ITEMS))
+    item_ids = np.asarray(Item.objects.filter(space=space).order_by("row")
+                          .values_list("id", flat=True))
+    study = Study.objects.create(name=tag, space=space)
+    StudyLearningSettings.objects.create(study=study, debounce_seconds=DEBOUNCE,
+                                         face_components=min(10, dim))
+    users = [get_user_model().objects.create_user(f"{tag}-{i}") for i in range(ANNOTATORS)]
+    Membership.objects.bulk_create(Membership(user=u, study=study) for u in users)
+    suite = WeatSuite.objects.create(name=f"suite {tag}")
+    suite.studies.add(study)
+    WeatTest.objects.bulk_create(
+        WeatTest(suite=suite, position=t, name=f"test {t}", kind="unfair", x_name="X",
+                 y_name="Y", a_name="A", b_name="B",
+                 **{key: [f"w{r}" for r in rng.choice(N_ITEMS, 8, replace=False)]
+                    for key in ("x_words", "y_words", "a_words", "b_words")})
+        for t in range(10))
+    # Distinct pairs, labels from EXPLORE's response model with a rank-5 Sigma0.
+    pairs = np.unique(np.sort(rng.integers(0, N_ITEMS, size=(int(n * 1.2) + 100, 2)), axis=1),
+                      axis=0)
+    pairs = pairs[pairs[:, 0] != pairs[:, 1]]
+    pairs = pairs[rng.permutation(len(pairs))[:n]]
+    basis = np.linalg.qr(rng.normal(size=(dim, 5)))[0]
+    z = matrix[pairs[:, 0]] - matrix[pairs[:, 1]]
+    d = 4.0 * np.sum((z @ basis) ** 2, axis=1)
+    labels = np.where(rng.random(n) < 2 / (1 + np.exp(d)), "comparable", "incomparable")
+    bulk = n - BURST
+    PairJudgment.objects.bulk_create(
+        (PairJudgment(study=study, item_a_id=int(item_ids[a]), item_b_id=int(item_ids[b]),
+                      label=str(y), annotator=users[i % ANNOTATORS])
+         for i, ((a, b), y) in enumerate(zip(pairs[:bulk], labels[:bulk], strict=True))),
+        batch_size=5000)
+    burst = [(users[i % ANNOTATORS], int(item_ids[a]), int(item_ids[b]), str(y))
+             for i, ((a, b), y) in enumerate(zip(pairs[bulk:], labels[bulk:], strict=True))]
+    return study, burst
+
+
+def _evaluated(study, top: int) -> list | None:
+    from learning.models import MetricVersion
+
+    found = list(MetricVersion.objects.filter(study=study, judgment_watermark=top)
+                 .exclude(status="fitting"))
+    done = [v for v in found if v.status == "failed" or "evaluation_seconds" in v.diagnostics]
+    return done if len(done) == 2 else None
+
+
+def _wait(predicate, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.02)
+    raise SystemExit(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+def _measure(n: int, dim: int, timeout: float) -> dict:
+    from django.db import transaction
+
+    from annotation.models import PairJudgment
+    from annotation.services import judgment_create
+    from learning.scheduling import refit_request
+
+    study, burst = _world(n, dim)
+    with transaction.atomic():
+        refit_request(study_id=study.pk)
+    first_top = PairJudgment.objects.filter(study=study).order_by("-id").first().pk
+    _wait(lambda: _evaluated(study, first_top), timeout, f"the first fit at N={n}")
+    for user, a, b, label in burst:
+        judgment_create(study=study, annotator=user, item_a_id=a, item_b_id=b, label=label,
+                        client_id=uuid.uuid4())
+    last_commit = time.perf_counter()
+    top = PairJudgment.objects.filter(study=study).order_by("-id").first().pk
+    versions = _wait(lambda: _evaluated(study, top), timeout, f"the versions at N={n}")
+    total = time.perf_counter() - last_commit
+    by_method = {v.method: v for v in versions}
+    failed = [f"{v.method}: {v.error}" for v in versions if v.status == "failed"]
+    if failed:
+        raise SystemExit("a fit failed: " + "; ".join(failed))
+    explore, face = by_method["explore"], by_method["face"]
+    return {
+        "n": n, "dim": dim, "total": total, "debounce": DEBOUNCE,
+        "snapshot": explore.diagnostics.get("snapshot_seconds", 0.0),
+        "explore_fit": explore.fit_seconds, "face_fit": face.fit_seconds,
+        "evaluation": explore.diagnostics["evaluation_seconds"]
+        + face.diagnostics["evaluation_seconds"],
+        "iterations": explore.diagnostics.get("iterations"),
+        "auc": explore.diagnostics.get("heldout_auc"),
+    }
+
+
+def _print_table(rows: list[dict], args, database_url: str) -> None:
+    broker = args.redis or "embedded filesystem broker"
+    database = "PostgreSQL" if database_url.startswith("postgres") else "SQLite"
+    print(f"Refit latency: last answer of a {BURST}-answer burst -> FACE and EXPLORE versions "
+          f"ready and evaluated (10 WEAT tests + drift); {database}, {broker}, 1 solo worker")
+    print(f"{'judgments':>10} {'d':>4} {'total s':>8} {'debounce':>8} {'snapshot':>8} "
+          f"{'EXPLORE':>8} {'FACE':>7} {'eval':>6} {'iters':>6} {'AUC':>6}")
+    for r in rows:
+        auc = f"{r['auc']:.3f}" if r["auc"] is not None else "-"
+        print(f"{r['n']:>10,} {r['dim']:>4} {r['total']:>8.2f} {r['debounce']:>8} "
+              f"{r['snapshot']:>8.2f} {r['explore_fit']:>8.2f} {r['face_fit']:>7.2f} "
+              f"{r['evaluation']:>6.2f} {r['iterations']!s:>6} {auc:>6}")
+    print("EXPLORE and FACE columns: fit seconds incl. the held-out validation fit; eval: WEAT "
+          "suite + drift of both versions. Target: total <= 10 s at 100,000 judgments.")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
