@@ -40,7 +40,7 @@ from scipy.special import expit
 
 from . import _explore_solver
 from ._pairloss import PairBlocks, pair_loglik, quad_forms
-from .psd import projector, symmetrize, validate_sigma
+from .psd import projector, symmetrize
 
 __all__ = ["EXPLORE", "pair_loglik"]
 
@@ -262,11 +262,3 @@ class EXPLORE:
             raise ValueError(f"y must be a 1-D array of {d.size} labels in [0, 1]")
         return float(np.mean(pair_loglik(d, lab)))
 
-
-def fitted_sigma_is_valid(model: EXPLORE) -> bool:
-    """True when ``model.sigma_`` is a finite PSD matrix within its cap (used by tests)."""
-    try:
-        s = validate_sigma(model.sigma_)
-    except ValueError:
-        return False
-    return bool(np.linalg.eigvalsh(s)[-1] <= model.max_eigenvalue_ * (1 + 1e-9))
