@@ -13,6 +13,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Callable
@@ -295,3 +296,20 @@ def test_a_one_class_fit_fails_readably_in_the_worker_and_the_published_version_
     first.refresh_from_db()
     assert first.is_published
     assert MetricVersion.objects.filter(study=study, is_published=True).count() == 1
+
+
+def test_the_refit_benchmark_runs_in_its_quick_form_over_the_embedded_broker():
+    """benchmarks/refit.py --quick: a real worker over the filesystem broker, no timing claims."""
+    from ..conftest import ROOT, subprocess_env
+
+    result = subprocess.run(
+        [sys.executable, "benchmarks/refit.py", "--quick"],
+        cwd=ROOT, env=subprocess_env(DATABASE_URL=None, REDIS_URL=None, CELERY_BROKER_URL=None,
+                                     CELERY_RESULT_BACKEND=None),
+        capture_output=True, text=True, timeout=300,
+    )
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    line = next(x for x in result.stdout.splitlines() if x.strip().startswith("400"))
+    total, debounce = (float(v) for v in line.split()[2:4])
+    assert 0 < total < 120
+    assert debounce == 3
