@@ -123,7 +123,7 @@ class NextPairView(AnnotationAPIView):
             raise ValidationError({"exclude": "must list pairs of item ids: 'a-b,c-d'."})
         held_pairs = list(zip(held[::2], held[1::2], strict=True))
         pair = None
-        if study.is_active:  # a closed study takes no more answers
+        if study.is_active and study.mode != Study.Mode.GROUPS:  # else it takes no pairs
             pair = next_pair(study=study, user=request.user, exclude=held_pairs)
         if pair is None:
             return Response({"done": True, "left": None, "right": None})

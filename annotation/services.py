@@ -102,6 +102,8 @@ def judgment_create(
     require_member(annotator, study)
     if not study.is_active:
         raise InvalidInput("This study is closed; it takes no more answers.")
+    if study.mode == Study.Mode.GROUPS:
+        raise InvalidInput("This study collects groups only, not pairs.")
     valid_elapsed = isinstance(elapsed_ms, int) and 0 <= elapsed_ms <= MAX_ELAPSED_MS
     if elapsed_ms is not None and not valid_elapsed:
         raise InvalidInput(f"elapsed_ms must be an integer between 0 and {MAX_ELAPSED_MS}.")

@@ -380,3 +380,11 @@ def test_the_admin_form_stores_gold_pairs_canonically(study, items):
     assert form.is_valid(), form.errors
     gold = form.save()
     assert (gold.item_a_id, gold.item_b_id) == (items[3].pk, items[7].pk)
+
+
+def test_groups_only_studies_take_no_pairs(study, annotator, items):
+    Study.objects.filter(pk=study.pk).update(mode=Study.Mode.GROUPS)
+    study.refresh_from_db()
+    with pytest.raises(InvalidInput, match="groups only"):
+        create(study, annotator, items[0], items[1])
+    assert PairJudgment.objects.count() == 0
