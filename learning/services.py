@@ -92,7 +92,12 @@ class _LeaseKeeper:
 
 
 def refit_study(*, study_id: int) -> RefitReport:
-    """Refit ``study_id`` if its data or learning settings changed since its live versions."""
+    """Refit ``study_id`` if its data or learning settings changed since its live versions.
+
+    Raises ``Study.DoesNotExist`` for a deleted study.
+    """
+    if not Study.objects.filter(pk=study_id).exists():
+        raise Study.DoesNotExist(f"study {study_id} does not exist")
     scheduling.refit_clear_due(study_id=study_id)
     token = scheduling.lease_claim(study_id=study_id)
     if token is None:

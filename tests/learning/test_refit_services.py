@@ -384,3 +384,10 @@ def test_ready_versions_are_evaluated_with_weat_and_drift(world):
     assert list(WeatResult.objects.filter(metric_version__isnull=True)
                 .values_list("id", flat=True)) == baseline
     assert WeatResult.objects.filter(metric_version=second).count() == 1
+
+
+def test_a_refit_of_a_deleted_study_says_so(db):
+    from annotation.models import Study
+
+    with pytest.raises(Study.DoesNotExist):
+        services.refit_study(study_id=987654)
