@@ -41,6 +41,7 @@ from learning.version_checks import version_evaluate
 logger = logging.getLogger(__name__)
 
 TRANSIENT_DB_ERRORS = (OperationalError, InterfaceError)
+BUSY_RETRY_MAX = 5.0  # seconds
 
 
 @dataclass
@@ -101,8 +102,10 @@ def refit_study(*, study_id: int) -> RefitReport:
     scheduling.refit_clear_due(study_id=study_id)
     token = scheduling.lease_claim(study_id=study_id)
     if token is None:
+        # Retry soon (the running refit may end long before its renewed lease would expire).
         remaining = scheduling.lease_remaining(study_id=study_id)
-        return RefitReport(study_id=study_id, outcome="busy", retry_in=max(1.0, remaining))
+        return RefitReport(study_id=study_id, outcome="busy",
+                           retry_in=min(max(1.0, remaining), BUSY_RETRY_MAX))
     report = RefitReport(study_id=study_id, outcome="nothing new")
     try:
         with _LeaseKeeper(study_id, token), threadpool_limits(settings.LEARNING_BLAS_THREADS):
