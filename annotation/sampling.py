@@ -3,9 +3,11 @@
 In order:
 
 1. **Overlap** — a pair other annotators answered fewer than ``study.overlap`` times and this
-   annotator has not, so that agreement can be measured. Looked up among the pairs of the most
-   recent ``OVERLAP_WINDOW`` answers by others (an indexed read), then counted exactly for those
-   pairs in one query; the fullest open pair goes first.
+   annotator has not, so that agreement can be measured. Looked up in two bounded windows of
+   the study's judgments (``SCAN_ROWS`` each, read backwards along the ``(study, id)`` index):
+   the newest ones, and a stretch ending at a random earlier id, so that older open pairs come
+   back too. Pairs answered by other people there (imports do not count) are counted exactly
+   in one query; the fullest open pair goes first.
 2. **Gold** — with probability ``study.gold_rate``, a gold pair the annotator has not answered.
 3. **The study's strategy** over ``CANDIDATES`` random pairs of the item pool (ids cached per
    process), minus those already answered (one query):
@@ -41,9 +43,11 @@ from .models import GoldPair, Item, PairJudgment, Source, Study
 from .selectors import answered_pairs, judged_pairs, newest_first, study_pool
 
 CANDIDATES = 256
-OVERLAP_WINDOW = 300
+SCAN_ROWS = 500  # judgments per overlap window (newest, and a random earlier stretch)
+OVERLAP_CANDIDATES = 200
 STRATA = 5
 ATTEMPTS = 4
+_first_id_cache: dict[int, int] = {}
 
 
 @dataclass(frozen=True)
@@ -94,21 +98,60 @@ def _present(pair, reason: str, rng, **scores) -> NextPair | None:
     return NextPair(left=first, right=second, reason=reason, **scores)
 
 
+def _study_first_id(study) -> int:
+    """The study's oldest judgment id (cached per process: a stale value only widens a range)."""
+    if study.pk not in _first_id_cache:
+        first = (
+            PairJudgment.objects.filter(study_id__gte=study.pk, study_id__lte=study.pk)
+            .order_by("study_id", "id")  # along the (study, id) index on both databases
+            .values_list("id", flat=True)
+            .first()
+        )
+        if first is None:
+            return 0
+        _first_id_cache[study.pk] = first
+    return _first_id_cache[study.pk]
+
+
+def _scan_rows(study, before_id: int | None = None) -> list[tuple]:
+    """The study's newest ``SCAN_ROWS`` judgments (at or before ``before_id``), any source."""
+    return list(
+        newest_first(PairJudgment.objects.all(), study, before_id=before_id).values_list(
+            "id", "item_a_id", "item_b_id", "annotator_id", "source"
+        )[:SCAN_ROWS]
+    )
+
+
 def _overlap_pair(study, user, excluded, pool, rng) -> tuple[int, int] | None:
+    """An open pair among two bounded windows of the study's judgments (never a full scan)."""
     if study.overlap < 2:
         return None
-    others = PairJudgment.objects.filter(source=Source.ANNOTATED).exclude(annotator=user)
-    recent = newest_first(others, study).values_list("item_a_id", "item_b_id")[:OVERLAP_WINDOW]
-    in_window = Counter(recent)
+    rows = _scan_rows(study)
+    if len(rows) == SCAN_ROWS:  # older history exists: also look at a random earlier stretch
+        low, oldest_seen = _study_first_id(study), rows[-1][0]
+        if low < oldest_seen:
+            rows += _scan_rows(study, before_id=int(rng.integers(low, oldest_seen)) + 1)
+    in_window: Counter = Counter()
+    seen_mine = set()
+    for _, a, b, annotator_id, source in rows:
+        if source != Source.ANNOTATED:
+            continue
+        if annotator_id == user.pk:
+            seen_mine.add((a, b))
+        else:
+            in_window[(a, b)] += 1
     candidates = [
-        p for p, n in in_window.items() if n < study.overlap and p not in excluded
+        p for p, n in in_window.items()
+        if n < study.overlap and p not in seen_mine and p not in excluded
     ]
     if not candidates:
         return None
-    rows = judged_pairs(study=study, pairs=candidates)
+    if len(candidates) > OVERLAP_CANDIDATES:  # the fullest first, ties at random
+        order = np.lexsort((rng.random(len(candidates)), [-in_window[p] for p in candidates]))
+        candidates = [candidates[i] for i in order[:OVERLAP_CANDIDATES]]
     counts: Counter = Counter()
     mine = set()
-    for a, b, annotator_id in rows:
+    for a, b, annotator_id in judged_pairs(study=study, pairs=candidates):
         counts[(a, b)] += 1
         if annotator_id == user.pk:
             mine.add((a, b))

@@ -81,32 +81,43 @@ def study_counts(*, study: Study) -> dict[str, int]:
 # --- Judgments --------------------------------------------------------------------------------
 
 
-def newest_first(qs: QuerySet[PairJudgment], study: Study) -> QuerySet[PairJudgment]:
-    """A study's judgments, newest first, read backwards along the ``(study, id)`` index.
+def newest_first(
+    qs: QuerySet[PairJudgment], study: Study, *, before_id: int | None = None
+) -> QuerySet[PairJudgment]:
+    """A study's judgments (older than ``before_id``), newest first, along the (study, id) index.
 
-    With ``study_id = X ORDER BY id DESC`` PostgreSQL may walk the primary key backwards and
-    filter, scanning every newer row of other studies. ``study_id`` as a range is not folded
-    into a constant, so ``ORDER BY study_id DESC, id DESC`` can only come from the composite
-    index (SQLite picks it too).
+    ``qs`` must not be filtered by study already (an equality on ``study_id`` would undo the
+    PostgreSQL form below).
+
+    SQLite seeks ``study_id = X AND id < B ORDER BY id DESC`` on the index directly. With that
+    form PostgreSQL may instead walk the primary key backwards and filter, scanning every newer
+    row of other studies; it gets ``study_id >= X AND (study_id, id) < (X, B) ORDER BY
+    study_id DESC, id DESC``: the row comparison positions the scan exactly and the order can
+    only come from the composite index.
     """
-    return qs.filter(study_id__gte=study.pk, study_id__lte=study.pk).order_by("-study_id", "-id")
-
-
-def judgments_visible(*, study: Study, user, mine: bool = False) -> QuerySet[PairJudgment]:
-    """Annotators see only their own answers; reviewers and admins every answer of the study."""
-    qs = PairJudgment.objects.filter(study=study).select_related("item_a", "item_b", "annotator")
-    if mine or not can_see_all(user, study):
-        qs = qs.filter(annotator=user)
-    return qs
+    if connection.vendor != "postgresql":
+        qs = qs.filter(study_id=study.pk)
+        if before_id is not None:
+            qs = qs.filter(id__lt=before_id)
+        return qs.order_by("-id")
+    table = connection.ops.quote_name(PairJudgment._meta.db_table)
+    bound = before_id if before_id is not None else 2**63 - 1
+    return (
+        qs.filter(study_id__gte=study.pk)
+        .extra(where=[f"({table}.study_id, {table}.id) < (%s, %s)"], params=[study.pk, bound])
+        .order_by("-study_id", "-id")
+    )
 
 
 def judgments_recent(
     *, study: Study, user, mine: bool = False, limit: int = 10, before_id: int | None = None
 ) -> list[PairJudgment]:
-    qs = judgments_visible(study=study, user=user, mine=mine)
-    if before_id is not None:
-        qs = qs.filter(id__lt=before_id)
-    return list(newest_first(qs, study)[:limit])
+    """Newest judgments first. Annotators see only their own answers; reviewers and admins
+    every answer of the study (``mine`` restricts them to their own)."""
+    qs = PairJudgment.objects.select_related("item_a", "item_b", "annotator")
+    if mine or not can_see_all(user, study):
+        qs = qs.filter(annotator=user)
+    return list(newest_first(qs, study, before_id=before_id)[:limit])
 
 
 # --- Items and the study's pool ---------------------------------------------------------------

@@ -86,9 +86,8 @@ def review(request: HttpRequest, study_id: int) -> HttpResponse:
     if role not in SEES_ALL:
         raise PermissionDenied("Only reviewers and admins of this study can review it.")
     form = ReviewFilterForm(request.GET or None)
-    judgments = PairJudgment.objects.filter(study=study).select_related(
-        "item_a", "item_b", "annotator"
-    )
+    judgments = PairJudgment.objects.select_related("item_a", "item_b", "annotator")
+    before = None
     if form.is_valid():
         data = form.cleaned_data
         if data["annotator"]:
@@ -97,9 +96,9 @@ def review(request: HttpRequest, study_id: int) -> HttpResponse:
             judgments = judgments.filter(label=data["label"])
         if data["source"]:
             judgments = judgments.filter(source=data["source"])
-        if data["before"]:
-            judgments = judgments.filter(id__lt=data["before"])
-    rows = list(selectors.newest_first(judgments, study)[: REVIEW_PAGE + 1])
+        before = data["before"]
+
+    rows = list(selectors.newest_first(judgments, study, before_id=before)[: REVIEW_PAGE + 1])
     more = len(rows) > REVIEW_PAGE
     rows = rows[:REVIEW_PAGE]
     next_query = None

@@ -192,3 +192,23 @@ def test_the_next_pair_benchmark_runs_in_its_quick_form():
                  "strategy stratified (stratified)", "strategy uncertainty (uncertainty)"]:
         assert line in out
     assert out.count("p95") == 8
+
+
+def test_older_open_pairs_are_found_beyond_the_newest_window(
+    study, annotator, other_annotator, reviewer, items, monkeypatch
+):
+    import annotation.sampling as sampling
+
+    monkeypatch.setattr(sampling, "SCAN_ROWS", 4)
+    sampling._first_id_cache.clear()
+    answer(study, other_annotator, items[40].pk, items[41].pk)  # old and still open (1 < 2)
+    for b in items[1:9]:  # then 8 pairs that two others closed: 16 newer rows
+        answer(study, other_annotator, items[0].pk, b.pk)
+        answer(study, reviewer, items[0].pk, b.pk)
+    reasons = Counter()
+    for seed in range(30):
+        pair = next_pair(study=study, user=annotator, rng=np.random.default_rng(seed))
+        reasons[pair.reason] += 1
+        if pair.reason == "overlap":
+            assert canonical(pair) == (items[40].pk, items[41].pk)
+    assert reasons["overlap"] > 0
