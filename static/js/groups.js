@@ -4,7 +4,8 @@
   "use strict";
   const app = document.getElementById("groups-app");
   if (!app) return;
-  const csrf = document.querySelector('meta[name="csrf-token"]').content;
+  const csrfMeta = document.querySelector('meta[name="csrf-token"]').content;
+  const csrf = () => (document.cookie.match(/(?:^|; )csrftoken=([^;]+)/) || [])[1] || csrfMeta;
   const studyId = app.dataset.study;
   const groupsUrl = app.dataset.groupsUrl;
   const itemsUrl = app.dataset.itemsUrl;
@@ -20,7 +21,7 @@
   let suggestSeq = 0;
 
   function api(url, options = {}) {
-    const headers = { Accept: "application/json", "X-CSRFToken": csrf };
+    const headers = { Accept: "application/json", "X-CSRFToken": csrf() };
     if (options.body) headers["Content-Type"] = "application/json";
     return fetch(url, { credentials: "same-origin", headers, ...options });
   }

@@ -5,7 +5,9 @@
   "use strict";
   const app = document.getElementById("label-app");
   if (!app) return;
-  const csrf = document.querySelector('meta[name="csrf-token"]').content;
+  const csrfMeta = document.querySelector('meta[name="csrf-token"]').content;
+  // The cookie holds the current token even after a login in another tab rotated it.
+  const csrf = () => (document.cookie.match(/(?:^|; )csrftoken=([^;]+)/) || [])[1] || csrfMeta;
   const nextUrl = app.dataset.nextUrl;
   const judgmentsUrl = app.dataset.judgmentsUrl;
   const outboxKey = `fairmetric:outbox:${app.dataset.study}:${app.dataset.user}`;
@@ -58,7 +60,7 @@
   }
 
   function api(url, options = {}) {
-    const headers = { Accept: "application/json", "X-CSRFToken": csrf };
+    const headers = { Accept: "application/json", "X-CSRFToken": csrf() };
     if (options.body) headers["Content-Type"] = "application/json";
     return fetch(url, { credentials: "same-origin", headers, ...options });
   }
@@ -270,7 +272,13 @@
         result = { ok: false, status: 0, detail: "network error" };
       }
       inFlight = null;
-      if (result.ok || (result.status >= 400 && result.status < 500 && result.status !== 429)) {
+      // Retried: network errors, 5xx, 429, and a lost session or CSRF token (log in again in
+      // another tab; the outbox keeps the answers). Other 4xx are final refusals.
+      const authLost = result.status === 401
+        || (result.status === 403 && /CSRF|credentials/i.test(result.detail || ""));
+      if (authLost) result.detail = `${result.detail} — log in again (in another tab)`;
+      const final = result.status >= 400 && result.status < 500 && result.status !== 429 && !authLost;
+      if (result.ok || final) {
         outbox = outbox.filter((x) => x !== op);
         saveOutbox();
         delay = 1000;

@@ -138,3 +138,33 @@ def test_undo_after_a_reload_uses_the_saved_answers(
     shown = {page.inner_text("#card-left .big"), page.inner_text("#card-right .big")}
     assert shown == {last.item_a.key, last.item_b.key}
     assert page.console_errors == []
+
+
+def test_an_answer_whose_response_was_lost_is_retried_and_stored_once(
+    labelling_study, logged_in_page, live_server
+):
+    """The server stores the answer but the browser never hears back: the retry (same
+    client_id) is answered 200 and the database holds one judgment."""
+    study, annotator = labelling_study
+    page = logged_in_page(annotator)
+    lost = []
+
+    def lose_first_response(route):
+        if route.request.method == "POST" and not lost:
+            route.fetch()  # reaches the server, which stores the answer
+            lost.append(route.request.post_data_json["client_id"])
+            route.abort("connectionreset")
+        else:
+            route.continue_()
+
+    page.route("**/api/studies/*/judgments/", lose_first_response)
+    page.goto(f"{live_server.url}/studies/{study.pk}/label/")
+    page.wait_for_selector("#card-left[data-item-id]")
+    page.keyboard.press("1")
+    page.wait_for_selector("#status >> text=retrying")
+    page.wait_for_function("document.querySelectorAll('#recent li.recent-saved').length === 1",
+                           timeout=20_000)
+    stored = PairJudgment.objects.get(annotator=annotator)
+    assert str(stored.client_id) == lost[0]
+    # The failed fetch is logged by Chromium as a console error; nothing else may be.
+    assert [e for e in page.console_errors if "ERR_CONNECTION_RESET" not in e] == []
