@@ -20,9 +20,11 @@ SIGMA0 = np.diag([3.0, 2.0, 0.0, 0.0, 0.0, 0.0])
 
 
 def space_create(media_root: Path, *, n_items: int = 80, d: int = D, seed: int = 0,
-                 name: str = "synthetic") -> tuple[EmbeddingSpace, list[Item]]:
-    rng = np.random.default_rng(seed)
-    matrix = rng.normal(scale=0.6, size=(n_items, d))
+                 name: str = "synthetic", matrix: np.ndarray | None = None,
+                 ) -> tuple[EmbeddingSpace, list[Item]]:
+    if matrix is None:
+        matrix = np.random.default_rng(seed).normal(scale=0.6, size=(n_items, d))
+    n_items, d = matrix.shape
     folder = media_root / "spaces"
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{name}.npy"

@@ -391,3 +391,36 @@ def test_a_refit_of_a_deleted_study_says_so(db):
 
     with pytest.raises(Study.DoesNotExist):
         services.refit_study(study_id=987654)
+
+
+def test_face_learns_from_curated_groups_and_a_group_edit_is_new_data(db, media_root):
+    from annotation.services import group_create
+
+    rng = np.random.default_rng(3)
+    centres = np.zeros((12, 6))
+    centres[:, :2] = rng.normal(size=(12, 2))
+    members = np.repeat(centres, 5, axis=0)
+    members[:, 2:] += rng.normal(size=(60, 4))  # within a group, only the sensitive dims vary
+    space, items = space_create(media_root, matrix=members, name="grouped")
+    study, users = study_create(space, name="groups study")
+    StudyLearningSettings.objects.create(study=study, face_components=4, fit_explore=False)
+    for g in range(11):
+        group_create(study=study, user=users[0], name=f"group {g}",
+                     member_ids=[items[r].pk for r in range(5 * g, 5 * g + 5)])
+    services.refit_study(study_id=study.pk)
+    face = MetricVersion.objects.get(study=study, method="face")
+    assert face.status == "ready"
+    assert face.counts["groups"] == 11
+    assert face.group_watermark == selectors.study_data_marks(study_id=study.pk).group_watermark
+    truth = np.diag([1.0, 1.0, 0.0, 0.0, 0.0, 0.0])
+    assert np.linalg.norm(face.load_sigma() - truth, 2) < 1e-6
+    assert services.refit_study(study_id=study.pk).outcome == "nothing new"
+
+    group_create(study=study, user=users[0], name="group 11",
+                 member_ids=[items[r].pk for r in range(55, 60)])
+    assert study.pk in selectors.study_ids_with_newer_data()
+    services.refit_study(study_id=study.pk)
+    latest = versions(study, method="face")[-1]
+    assert latest.counts["groups"] == 12
+    assert latest.group_watermark > face.group_watermark
+    assert latest.parent_id == face.pk
