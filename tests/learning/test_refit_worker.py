@@ -22,12 +22,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from django.conf import settings
 from django.db import connection, transaction
 from rest_framework.test import APIClient
 
 from annotation.models import PairJudgment, Study
 from learning.models import MetricVersion, StudyLearningSettings
-from learning.scheduling import refit_request
+from learning.scheduling import refit_clear_due, refit_request
 from learning.services import metric_version_publish
 
 from ..conftest import require
@@ -313,3 +314,21 @@ def test_the_refit_benchmark_runs_in_its_quick_form_over_the_embedded_broker():
     total, debounce = (float(v) for v in line.split()[2:4])
     assert 0 < total < 120
     assert debounce == 3
+
+
+def test_a_burst_of_commits_sends_one_message_until_the_refit_starts(refit_rig):
+    import redis
+
+    _, media, redis_server = refit_rig
+    study, _, _ = study_with_space(media, debounce=30)
+    for _ in range(50):
+        with transaction.atomic():
+            refit_request(study_id=study.pk)
+    client = redis.Redis.from_url(redis_server.url)
+    queue = settings.CELERY_TASK_DEFAULT_QUEUE
+    assert client.llen(queue) == 1  # no worker: the one message waits in the queue
+
+    refit_clear_due(study_id=study.pk)  # what the task does first when it runs
+    with transaction.atomic():
+        refit_request(study_id=study.pk)
+    assert client.llen(queue) == 2
