@@ -424,3 +424,14 @@ def test_face_learns_from_curated_groups_and_a_group_edit_is_new_data(db, media_
     assert latest.counts["groups"] == 12
     assert latest.group_watermark > face.group_watermark
     assert latest.parent_id == face.pk
+
+
+def test_the_learning_admin_pages_render(world, client):
+    _, _, study, _ = world
+    client.force_login(get_user_model().objects.create_superuser("root", password="x-pass-1"))
+    settings_row = StudyLearningSettings.objects.get(study=study)
+    scheduling.lease_claim(study_id=study.pk)
+    for url in ("/admin/learning/studylearningsettings/",
+                f"/admin/learning/studylearningsettings/{settings_row.pk}/change/",
+                "/admin/learning/refitstate/"):
+        assert client.get(url).status_code == 200, url
