@@ -86,27 +86,18 @@ def newest_first(
 ) -> QuerySet[PairJudgment]:
     """A study's judgments (older than ``before_id``), newest first, along the (study, id) index.
 
-    ``qs`` must not be filtered by study already (an equality on ``study_id`` would undo the
-    PostgreSQL form below).
-
-    SQLite seeks ``study_id = X AND id < B ORDER BY id DESC`` on the index directly. With that
-    form PostgreSQL may instead walk the primary key backwards and filter, scanning every newer
-    row of other studies; it gets ``study_id >= X AND (study_id, id) < (X, B) ORDER BY
-    study_id DESC, id DESC``: the row comparison positions the scan exactly and the order can
-    only come from the composite index.
+    ``qs`` must not be filtered by study already. SQLite seeks ``study_id = X AND id < B ORDER
+    BY id DESC`` on the index. With that form PostgreSQL may instead walk the primary key
+    backwards and filter, reading every newer row of other studies; it gets ``study_id BETWEEN
+    X AND X AND id < B ORDER BY study_id DESC, id DESC``: a range is not folded into a constant,
+    so that order can only come from a ``(study, …, id)`` index, and the inclusive bound still
+    lets ``id < B`` position the scan.
     """
+    if before_id is not None:
+        qs = qs.filter(id__lt=before_id)
     if connection.vendor != "postgresql":
-        qs = qs.filter(study_id=study.pk)
-        if before_id is not None:
-            qs = qs.filter(id__lt=before_id)
-        return qs.order_by("-id")
-    table = connection.ops.quote_name(PairJudgment._meta.db_table)
-    bound = before_id if before_id is not None else 2**63 - 1
-    return (
-        qs.filter(study_id__gte=study.pk)
-        .extra(where=[f"({table}.study_id, {table}.id) < (%s, %s)"], params=[study.pk, bound])
-        .order_by("-study_id", "-id")
-    )
+        return qs.filter(study_id=study.pk).order_by("-id")
+    return qs.filter(study_id__gte=study.pk, study_id__lte=study.pk).order_by("-study_id", "-id")
 
 
 def judgments_recent(

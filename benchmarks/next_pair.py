@@ -190,6 +190,38 @@ def measure(studies, user, repeats: int):
         print(f"{label:<34} {percentiles(sampler):<40} {percentiles(http)}")
 
 
+def measure_reads(studies, user, repeats: int):
+    """The other reads of the labelling and review pages, on the 1M-judgment study."""
+    from django.contrib.auth import get_user_model
+
+    from annotation.selectors import item_search, judgments_recent
+
+    study = studies[(2, "random")]
+    study.refresh_from_db()
+    staff = get_user_model().objects.create(
+        username=f"bench-staff-{uuid.uuid4().hex[:6]}", is_staff=True
+    )
+    newest = judgments_recent(study=study, user=staff, limit=1)[0].pk
+    reads = {
+        "your last 10 answers": lambda: judgments_recent(study=study, user=user, limit=10),
+        "review: 100 newest": lambda: judgments_recent(study=study, user=staff, limit=100),
+        "review: 100 from the middle": lambda: judgments_recent(
+            study=study, user=staff, limit=100, before_id=newest // 2
+        ),
+        "item prefix search": lambda: item_search(space_id=study.space_id, query="k"
+                                                  + study.name[6:14] + "00042"),
+    }
+    print()
+    for name, read in reads.items():
+        read()
+        samples = []
+        for _ in range(max(20, repeats // 5)):
+            t = time.perf_counter()
+            read()
+            samples.append((time.perf_counter() - t) * 1000)
+        print(f"{name:<34} {percentiles(samples)}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="20,000 judgments, 60 repeats")
@@ -211,6 +243,7 @@ def main() -> None:
         rng = np.random.default_rng(0)
         studies, user = build(args, rng)
         measure(studies, user, args.repeats)
+        measure_reads(studies, user, args.repeats)
     finally:
         if args.keep:
             print(f"kept {workdir}")
