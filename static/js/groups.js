@@ -169,12 +169,19 @@
     el("metric-title").textContent = data.metric
       ? `Under the current metric (${data.metric.label}${data.metric.is_published ? ", published" : ""})`
       : "Under the current metric (none fitted yet)";
-    const fill = (list, items) => {
+    const fill = (list, items, why) => {
       list.replaceChildren();
       for (const item of items) list.appendChild(itemButton(item, "Add", () => addMember(item)));
+      if (!items.length) {
+        const li = document.createElement("li");
+        li.className = "muted";
+        li.textContent = why;
+        list.appendChild(li);
+      }
     };
-    fill(metricList, data.nearest_metric);
-    fill(euclidList, data.nearest_euclid);
+    const none = "None: every item of the pool is in the group.";
+    fill(metricList, data.nearest_metric, data.metric ? none : "Appears once a metric is fitted.");
+    fill(euclidList, data.nearest_euclid, none);
     const h = data.heterogeneity;
     het.textContent = h.value === null ? h.explanation : `Heterogeneity ${h.value.toFixed(2)}: ${h.explanation}`;
     het.className = `heterogeneity ${h.warn ? "warn" : "muted"}`;

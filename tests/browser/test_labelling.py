@@ -91,7 +91,7 @@ def test_a_group_of_five_is_built_through_search(
     page.press("#search", "Enter")
     page.wait_for_function("document.getElementById('size').textContent === '5 items'")
     page.wait_for_selector("#heterogeneity:not(:empty)")
-    page.wait_for_selector("#suggest-euclid li")
+    page.wait_for_selector("#suggest-euclid li button")
     page.click("#save")
     page.wait_for_selector("#status >> text=Saved")
     page.wait_for_selector("#history li")
