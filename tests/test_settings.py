@@ -8,7 +8,9 @@ import pytest
 from .conftest import ROOT, subprocess_env
 
 GOOD = {"DEBUG": "1", "SECRET_KEY": None, "DATABASE_URL": None, "REDIS_URL": None,
-        "CELERY_BROKER_URL": None, "CELERY_RESULT_BACKEND": None}
+        "CELERY_BROKER_URL": None, "CELERY_RESULT_BACKEND": None,
+        # The browser tests set this for Playwright; a deployment never has it.
+        "DJANGO_ALLOW_ASYNC_UNSAFE": None}
 
 
 def run_check(**env: str | None) -> subprocess.CompletedProcess:
