@@ -30,6 +30,7 @@ from .serializers import (
     SuggestionsSerializer,
 )
 from .suggestions import group_suggestions
+from .throttles import JudgmentRateThrottle
 
 MAX_LIMIT = 200
 
@@ -137,6 +138,9 @@ class NextPairView(AnnotationAPIView):
 
 
 class JudgmentListCreate(AnnotationAPIView):
+    def get_throttles(self):
+        return [JudgmentRateThrottle()] if self.request.method == "POST" else []
+
     @extend_schema(
         parameters=[
             OpenApiParameter("mine", bool, description="Only your own answers."),

@@ -124,6 +124,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "annotation",
     "learning",
+    "audit",
 ]
 
 MIDDLEWARE = [
@@ -133,6 +134,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "audit.context.AuditContextMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
@@ -176,12 +178,35 @@ else:
     }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+# --- Cache (rate limits) ---------------------------------------------------------------------
+# Shared by every process: Redis when REDIS_URL is set, else files under VAR_DIR (LocMem would
+# give each gunicorn worker its own counters).
+
+if env_url("REDIS_URL", {"redis", "rediss"}):
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache",
+                          "LOCATION": env_str("REDIS_URL"), "KEY_PREFIX": "fm"}}
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+                          "LOCATION": str(VAR_DIR / "cache")}}
+
+# Failed logins per username+IP within the window before the form refuses (429).
+LOGIN_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5, minimum=1)
+LOGIN_FAILURE_WINDOW = env_int("LOGIN_FAILURE_WINDOW", 900, minimum=1)
+# Judgment POSTs per user: a token bucket refilled at JUDGMENT_RATE per second holding at most
+# JUDGMENT_BURST; JUDGMENT_RATE=0 turns the limit off (load tests).
+JUDGMENT_RATE = env_int("JUDGMENT_RATE", 5, minimum=0)
+JUDGMENT_BURST = env_int("JUDGMENT_BURST", 60, minimum=1)
+
 # --- Auth -------------------------------------------------------------------------------------
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+AUTHENTICATION_BACKENDS = [
+    "audit.login_throttle.LoginThrottleBackend",  # refuses locked-out username+IP first
+    "django.contrib.auth.backends.ModelBackend",
 ]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"

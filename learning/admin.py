@@ -119,7 +119,11 @@ class ApiTokenAdmin(admin.ModelAdmin):
 
     @admin.action(description="Revoke the selected tokens")
     def revoke(self, request, queryset):
-        from django.utils import timezone
+        from django.db import transaction
 
-        count = queryset.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
+        from .tokens import token_revoke
+
+        with transaction.atomic():  # one audit event per token revoked
+            active = queryset.filter(revoked_at__isnull=True).select_for_update()
+            count = sum(token_revoke(token=token, actor=request.user) for token in active)
         self.message_user(request, f"Revoked {count} token(s).", messages.SUCCESS)

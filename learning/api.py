@@ -21,6 +21,8 @@ from rest_framework.views import APIView
 
 from annotation.models import Study
 from annotation.permissions import SEES_ALL, study_role
+from audit.services import Action as AuditAction
+from audit.services import audit_record
 
 from . import exports, schema  # noqa: F401 - schema registers the token scheme
 from .models import MetricVersion
@@ -103,6 +105,8 @@ def sigma_response(request, version: MetricVersion, fmt: str) -> HttpResponse:
     }
     if etag_matches(request, etag):
         return HttpResponse(status=304, headers=headers)
+    audit_record(action=AuditAction.EXPORT_SIGMA, target=version, request=request,
+                 study_id=version.study_id, detail={"format": fmt, "method": version.method})
     content_type, render = SIGMA_FORMATS[fmt]
     filename = f"sigma-{version.study_id}-{version.method}-v{version.pk}.{fmt}"
     headers["Content-Disposition"] = f'attachment; filename="{filename}"'
@@ -179,7 +183,10 @@ class JudgmentExport(ExportView):
     def get(self, request, study_id: int, fmt: str):
         study = self.study(study_id)
         rows = exports.judgment_rows(study=study)
-        return _table_response(rows, exports.JUDGMENT_FIELDS, fmt, f"judgments-{study.pk}")
+        response = _table_response(rows, exports.JUDGMENT_FIELDS, fmt, f"judgments-{study.pk}")
+        audit_record(action=AuditAction.EXPORT_JUDGMENTS, target=study, request=request,
+                     study_id=study.pk, detail={"format": fmt})
+        return response
 
 
 class GroupExport(ExportView):
@@ -191,4 +198,7 @@ class GroupExport(ExportView):
             rows = exports.group_member_rows(study=study)
         else:
             rows = exports.group_rows(study=study)
-        return _table_response(rows, exports.GROUP_FIELDS, fmt, f"groups-{study.pk}")
+        response = _table_response(rows, exports.GROUP_FIELDS, fmt, f"groups-{study.pk}")
+        audit_record(action=AuditAction.EXPORT_GROUPS, target=study, request=request,
+                     study_id=study.pk, detail={"format": fmt})
+        return response

@@ -34,6 +34,8 @@ from django.utils import timezone
 from threadpoolctl import threadpool_limits
 
 from annotation.models import Membership, Study
+from audit.services import Action as AuditAction
+from audit.services import audit_record
 from learning import fitting, scheduling, selectors
 from learning.models import MetricVersion, StudyLearningSettings
 from learning.version_checks import version_evaluate
@@ -298,11 +300,17 @@ def version_publish_unchecked(*, version_id: int, user=None) -> MetricVersion:
         )
     if version.is_published:
         return version
-    MetricVersion.objects.filter(
+    previous = MetricVersion.objects.filter(
         study_id=version.study_id, method=version.method, is_published=True
-    ).update(is_published=False)
+    )
+    replaced = list(previous.values_list("pk", flat=True))
+    previous.update(is_published=False)
     version.is_published = True
     version.published_at = timezone.now()
     version.published_by = user
     version.save(update_fields=["is_published", "published_at", "published_by"])
+    audit_record(
+        action=AuditAction.PUBLISH, target=version, actor=user, study_id=version.study_id,
+        detail={"method": version.method, "replaced": replaced, "automatic": user is None},
+    )
     return version

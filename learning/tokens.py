@@ -18,6 +18,9 @@ from django.utils import timezone
 from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
 
+from audit.services import Action as AuditAction
+from audit.services import audit_record
+
 from .models import ApiToken
 
 TOKEN_PREFIX = "fm_"
@@ -47,6 +50,8 @@ def api_token_create(*, user, name: str) -> tuple[ApiToken, str]:
         raise TokenError(f"You already have {MAX_ACTIVE_TOKENS} active tokens; revoke one first.")
     key = TOKEN_PREFIX + secrets.token_urlsafe(32)
     token = ApiToken.objects.create(user=user, name=name, prefix=key[:10], key_hash=_hash(key))
+    audit_record(action=AuditAction.TOKEN_CREATE, target=token, actor=user,
+                 detail={"name": name, "prefix": token.prefix, "owner_id": user.pk})
     return token, key
 
 
@@ -56,10 +61,20 @@ def api_token_revoke(*, user, token_id: int) -> ApiToken:
     token = ApiToken.objects.select_for_update().filter(user=user, pk=token_id).first()
     if token is None:
         raise TokenError("No such token.")
-    if token.revoked_at is None:
-        token.revoked_at = timezone.now()
-        token.save(update_fields=["revoked_at"])
+    token_revoke(token=token, actor=user)
     return token
+
+
+@transaction.atomic
+def token_revoke(*, token: ApiToken, actor) -> bool:
+    """Revoke ``token`` (the owner's page or an admin); True when it was active until now."""
+    if token.revoked_at is not None:
+        return False
+    token.revoked_at = timezone.now()
+    token.save(update_fields=["revoked_at"])
+    audit_record(action=AuditAction.TOKEN_REVOKE, target=token, actor=actor,
+                 detail={"name": token.name, "prefix": token.prefix, "owner_id": token.user_id})
+    return True
 
 
 def api_token_user(*, key: str):

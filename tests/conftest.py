@@ -110,3 +110,15 @@ def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix) -
     if database["ENGINE"].endswith("sqlite3") and not database.get("TEST", {}).get("NAME"):
         name = Path(tempfile.gettempdir()) / f"fairmetric-test-{os.getpid()}.sqlite3"
         database.setdefault("TEST", {})["NAME"] = str(name)
+
+
+@pytest.fixture(autouse=True)
+def _private_cache(settings) -> None:
+    """Each test gets an empty cache of its own (rate-limit counters must not leak between
+    tests, nor into a shared Redis or VAR_DIR)."""
+    settings.CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+            "LOCATION": f"test-{uuid.uuid4().hex}",
+        }
+    }

@@ -1,0 +1,1 @@
+"""An append-only audit log of administrative actions (publish, memberships, exports, tokens)."""

@@ -1,0 +1,10 @@
+from django.apps import AppConfig
+
+
+class AuditConfig(AppConfig):
+    default_auto_field = "django.db.models.BigAutoField"
+    name = "audit"
+    verbose_name = "Audit log"
+
+    def ready(self) -> None:
+        from . import login_throttle, signals  # noqa: F401 - connect their receivers
