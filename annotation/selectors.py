@@ -7,6 +7,7 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
+from django.core.cache import cache
 from django.db import connection
 from django.db.models import Count, QuerySet
 from django.db.models.functions import Lower
@@ -63,41 +64,93 @@ def progress_for(*, study: Study, user) -> Progress:
     return Progress(answered=answered, target=study.target_per_annotator)
 
 
-def study_counts(*, study: Study) -> dict[str, int]:
-    """Totals for the review page: judgments by source, groups, annotators who answered."""
-    by_source = dict(
-        PairJudgment.objects.filter(study=study)
-        .values_list("source")
-        .annotate(n=Count("id"))
-        .values_list("source", "n")
-    )
-    return {
-        "annotated": by_source.get(Source.ANNOTATED, 0),
-        "imported": by_source.get(Source.IMPORTED, 0),
-        "groups": ComparableGroup.objects.filter(study=study).count(),
-    }
+COUNTS_CACHE_SECONDS = 60
+
+
+def study_counts(*, study: Study) -> dict:
+    """Totals for the review page, cached a minute (they read the whole study: ~0.2 s per 1M
+    judgments on PostgreSQL): judgments by source, groups, and answers per annotator."""
+
+    def compute() -> dict:
+        by_source = dict(
+            PairJudgment.objects.filter(study=study)
+            .values_list("source")
+            .annotate(n=Count("id"))
+            .values_list("source", "n")
+        )
+        per_annotator = list(
+            PairJudgment.objects.filter(study=study, annotator__isnull=False)
+            .values("annotator__username")
+            .annotate(n=Count("id"))
+            .order_by("-n")[:100]
+        )
+        return {
+            "annotated": by_source.get(Source.ANNOTATED, 0),
+            "imported": by_source.get(Source.IMPORTED, 0),
+            "groups": ComparableGroup.objects.filter(study=study).count(),
+            "per_annotator": per_annotator,
+        }
+
+    return cache.get_or_set(f"annotation:study-counts:{study.pk}", compute, COUNTS_CACHE_SECONDS)
 
 
 # --- Judgments --------------------------------------------------------------------------------
 
 
 def newest_first(
-    qs: QuerySet[PairJudgment], study: Study, *, before_id: int | None = None
+    qs: QuerySet[PairJudgment],
+    study: Study,
+    *,
+    before_id: int | None = None,
+    annotator_id: int | None = None,
 ) -> QuerySet[PairJudgment]:
-    """A study's judgments (older than ``before_id``), newest first, along the (study, id) index.
+    """A study's judgments (by one annotator; older than ``before_id``), newest first, read
+    backwards along the ``(study, id)`` or ``(study, annotator, id)`` index.
 
-    ``qs`` must not be filtered by study already. SQLite seeks ``study_id = X AND id < B ORDER
-    BY id DESC`` on the index. With that form PostgreSQL may instead walk the primary key
-    backwards and filter, reading every newer row of other studies; it gets ``study_id BETWEEN
-    X AND X AND id < B ORDER BY study_id DESC, id DESC``: a range is not folded into a constant,
-    so that order can only come from a ``(study, …, id)`` index, and the inclusive bound still
-    lets ``id < B`` position the scan.
+    ``qs`` must not be filtered by study or annotator already. SQLite seeks ``study_id = X
+    [AND annotator_id = U] AND id < B ORDER BY id DESC`` on the index. With that form
+    PostgreSQL may walk the primary key backwards and filter instead, reading every newer row
+    of other studies or annotators (it did: 240 ms for someone's last 10 answers among 1M). It
+    gets the last equality as a one-value range (``BETWEEN X AND X``), which the planner does
+    not fold into a constant, ordered by that column and ``id``: an order only the composite
+    index provides; the inclusive bound still lets ``id < B`` position the scan.
     """
     if before_id is not None:
         qs = qs.filter(id__lt=before_id)
-    if connection.vendor != "postgresql":
+    postgres = connection.vendor == "postgresql"
+    if annotator_id is not None:
+        qs = qs.filter(study_id=study.pk)
+        if not postgres:
+            return qs.filter(annotator_id=annotator_id).order_by("-id")
+        return qs.filter(annotator_id__gte=annotator_id, annotator_id__lte=annotator_id).order_by(
+            "-annotator_id", "-id"
+        )
+    if not postgres:
         return qs.filter(study_id=study.pk).order_by("-id")
     return qs.filter(study_id__gte=study.pk, study_id__lte=study.pk).order_by("-study_id", "-id")
+
+
+def judgments_newest(
+    *,
+    study: Study,
+    limit: int,
+    before_id: int | None = None,
+    annotator_id: int | None = None,
+    filters: dict | None = None,
+) -> list[PairJudgment]:
+    """Newest judgments of a study with their items and annotator, in two simple queries.
+
+    The ids come from the judgment table alone (index-only on PostgreSQL), then the rows with
+    their joins by primary key: joined in one query, the planner re-ordered the work around the
+    joins and read hundreds of thousands of rows.
+    """
+    base = PairJudgment.objects.filter(**(filters or {}))
+    ids = list(
+        newest_first(base, study, before_id=before_id, annotator_id=annotator_id)
+        .values_list("id", flat=True)[:limit]
+    )
+    rows = PairJudgment.objects.select_related("item_a", "item_b", "annotator").in_bulk(ids)
+    return [rows[i] for i in ids if i in rows]
 
 
 def judgments_recent(
@@ -105,10 +158,10 @@ def judgments_recent(
 ) -> list[PairJudgment]:
     """Newest judgments first. Annotators see only their own answers; reviewers and admins
     every answer of the study (``mine`` restricts them to their own)."""
-    qs = PairJudgment.objects.select_related("item_a", "item_b", "annotator")
-    if mine or not can_see_all(user, study):
-        qs = qs.filter(annotator=user)
-    return list(newest_first(qs, study, before_id=before_id)[:limit])
+    own = mine or not can_see_all(user, study)
+    return judgments_newest(
+        study=study, limit=limit, before_id=before_id, annotator_id=user.pk if own else None
+    )
 
 
 # --- Items and the study's pool ---------------------------------------------------------------

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import markdown
 import nh3
+from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.db.models import Count
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
+from django.views.decorators.http import require_safe
 
 from . import selectors
 from .forms import ReviewFilterForm
-from .models import PairJudgment, Study
+from .models import Study
 from .permissions import SEES_ALL, study_role
 
 REVIEW_PAGE = 100
@@ -32,12 +33,14 @@ def _member_study(request: HttpRequest, study_id: int) -> tuple[Study, str]:
 
 
 @login_required
+@require_safe
 def study_list(request: HttpRequest) -> HttpResponse:
     studies = selectors.studies_for_user(user=request.user)
     return render(request, "annotation/study_list.html", {"studies": studies})
 
 
 @login_required
+@require_safe
 def study_detail(request: HttpRequest, study_id: int) -> HttpResponse:
     study, role = _member_study(request, study_id)
     context = {
@@ -53,6 +56,7 @@ def study_detail(request: HttpRequest, study_id: int) -> HttpResponse:
 
 
 @login_required
+@require_safe
 def label_pairs(request: HttpRequest, study_id: int) -> HttpResponse:
     study, role = _member_study(request, study_id)
     if study.mode == Study.Mode.GROUPS:
@@ -67,6 +71,7 @@ def label_pairs(request: HttpRequest, study_id: int) -> HttpResponse:
 
 
 @login_required
+@require_safe
 def curate_groups(request: HttpRequest, study_id: int) -> HttpResponse:
     study, role = _member_study(request, study_id)
     if study.mode == Study.Mode.PAIRS:
@@ -80,25 +85,30 @@ def curate_groups(request: HttpRequest, study_id: int) -> HttpResponse:
 
 
 @login_required
+@require_safe
 def review(request: HttpRequest, study_id: int) -> HttpResponse:
     """Reviewers and admins: every judgment (newest first, filterable) and every group."""
     study, role = _member_study(request, study_id)
     if role not in SEES_ALL:
         raise PermissionDenied("Only reviewers and admins of this study can review it.")
     form = ReviewFilterForm(request.GET or None)
-    judgments = PairJudgment.objects.select_related("item_a", "item_b", "annotator")
-    before = None
+    filters: dict = {}
+    before = annotator_id = None
     if form.is_valid():
         data = form.cleaned_data
         if data["annotator"]:
-            judgments = judgments.filter(annotator__username=data["annotator"])
+            found = get_user_model().objects.filter(username=data["annotator"]).first()
+            annotator_id = found.pk if found else 0  # 0: nobody, an empty table
         if data["label"]:
-            judgments = judgments.filter(label=data["label"])
+            filters["label"] = data["label"]
         if data["source"]:
-            judgments = judgments.filter(source=data["source"])
+            filters["source"] = data["source"]
         before = data["before"]
 
-    rows = list(selectors.newest_first(judgments, study, before_id=before)[: REVIEW_PAGE + 1])
+    rows = selectors.judgments_newest(
+        study=study, limit=REVIEW_PAGE + 1, before_id=before, annotator_id=annotator_id,
+        filters=filters,
+    )
     more = len(rows) > REVIEW_PAGE
     rows = rows[:REVIEW_PAGE]
     next_query = None
@@ -106,20 +116,15 @@ def review(request: HttpRequest, study_id: int) -> HttpResponse:
         query = request.GET.copy()
         query["before"] = rows[-1].pk
         next_query = query.urlencode()
-    annotators = (
-        PairJudgment.objects.filter(study=study, annotator__isnull=False)
-        .values("annotator__username")
-        .annotate(n=Count("id"))
-        .order_by("-n")[:100]
-    )
+    counts = selectors.study_counts(study=study)
     context = {
         "study": study,
         "role": role,
         "form": form,
         "judgments": rows,
         "next_query": next_query,
-        "annotators": annotators,
-        "counts": selectors.study_counts(study=study),
+        "annotators": counts["per_annotator"],
+        "counts": counts,
         "groups": selectors.groups_visible(study=study, user=request.user)[:200],
     }
     return render(request, "annotation/review.html", context)

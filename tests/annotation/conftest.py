@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from django.core.cache import cache
 from rest_framework.test import APIClient
 
 from annotation.models import Membership
@@ -14,10 +15,12 @@ Role = Membership.Role
 
 
 @pytest.fixture(autouse=True)
-def _fresh_pool_cache():
+def _fresh_caches():
     pool_cache_clear()
+    cache.clear()
     yield
     pool_cache_clear()
+    cache.clear()
 
 
 @pytest.fixture
