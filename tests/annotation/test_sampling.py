@@ -189,9 +189,10 @@ def test_the_next_pair_benchmark_runs_in_its_quick_form():
     out = result.stdout
     assert "judgments stored" in out
     for line in ["overlap k=2 (overlap)", "strategy random (random)",
-                 "strategy stratified (stratified)", "strategy uncertainty (uncertainty)"]:
+                 "strategy stratified (stratified)", "strategy uncertainty (uncertainty)",
+                 "your last 10 answers", "review: 100 from the middle", "item prefix search"]:
         assert line in out
-    assert out.count("p95") == 8
+    assert out.count("p95") == 12
 
 
 def test_older_open_pairs_are_found_beyond_the_newest_window(
