@@ -11,7 +11,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_GET, require_http_methods
 
 from .embeddings import InputFileError
 from .forms_spaces import EmbeddingUploadForm
@@ -51,6 +51,7 @@ def _body_too_large(request: HttpRequest) -> bool:
 
 @csrf_exempt  # the CSRF check runs in _space_upload, after the size check: the
 @staff_required  # middleware would otherwise read (and store) the whole body first
+@require_http_methods(["GET", "POST"])
 def space_upload(request: HttpRequest) -> HttpResponse:
     if request.method == "POST" and _body_too_large(request):
         context = {

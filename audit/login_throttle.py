@@ -93,6 +93,8 @@ def _forget_failures(sender, request, user, **kwargs) -> None:
 class LoginView(auth_views.LoginView):
     """Django's login page, answering 429 with a message while the username+IP is locked."""
 
+    http_method_names = ["get", "post", "head", "options"]  # FormView would take PUT as POST
+
     def post(self, request, *args, **kwargs):
         username = request.POST.get("username", "")
         wait = locked_for(username, request)

@@ -12,7 +12,7 @@ from django.core.exceptions import PermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_http_methods, require_POST
+from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from annotation.models import Study
 from annotation.permissions import can_see_all
@@ -89,6 +89,7 @@ def _study_nav(study: Study, active: str) -> dict:
 
 
 @login_required
+@require_safe
 def study_dashboard(request: HttpRequest, study_id: int) -> HttpResponse:
     study = _reviewer_study(request, study_id)
     board = dashboards.study_dashboard(study)
@@ -104,6 +105,7 @@ def study_dashboard(request: HttpRequest, study_id: int) -> HttpResponse:
 
 
 @login_required
+@require_safe
 def study_weat(request: HttpRequest, study_id: int) -> HttpResponse:
     study = _reviewer_study(request, study_id)
     show_all = request.GET.get("all") == "1"
@@ -115,6 +117,7 @@ def study_weat(request: HttpRequest, study_id: int) -> HttpResponse:
 
 
 @login_required
+@require_safe
 def study_weat_test(request: HttpRequest, study_id: int, test_id: int) -> HttpResponse:
     study = _reviewer_study(request, study_id)
     test = get_object_or_404(WeatTest.objects.filter(suite__studies=study).distinct(), pk=test_id)
@@ -140,6 +143,7 @@ def study_weat_test(request: HttpRequest, study_id: int, test_id: int) -> HttpRe
 
 
 @login_required
+@require_safe
 def study_drift(request: HttpRequest, study_id: int) -> HttpResponse:
     study = _reviewer_study(request, study_id)
     data = reports.drift_series(study)
@@ -156,6 +160,7 @@ def study_drift(request: HttpRequest, study_id: int) -> HttpResponse:
 
 
 @login_required
+@require_safe
 def version_detail(request: HttpRequest, version_id: int) -> HttpResponse:
     version = _reviewer_version(request, version_id)
     report = reports.version_report(version)
@@ -207,6 +212,7 @@ def version_publish(request: HttpRequest, version_id: int) -> HttpResponse:
 
 
 @login_required
+@require_safe
 def version_compare(request: HttpRequest) -> HttpResponse:
     a = _reviewer_version(request, request.GET.get("a"))
     b = _reviewer_version(request, request.GET.get("b"))
