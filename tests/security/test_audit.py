@@ -24,7 +24,8 @@ def _one(events, action, actor=None):
     assert [e.action for e in events] == [action], [str(e) for e in events]
     event = events[0]
     if actor is not None:
-        assert event.actor == actor and event.actor_name == actor.username
+        assert event.actor == actor
+        assert event.actor_name == actor.username
     return event
 
 
@@ -104,7 +105,9 @@ def test_memberships_in_the_admin(world, new_events):
 def test_memberships_from_code_have_no_actor(world, new_events):
     membership = Membership.objects.create(user=world.users["ann_b"], study=world.study_a)
     event = _one(new_events(), Action.MEMBERSHIP_CREATE)
-    assert event.actor is None and event.actor_name == "" and event.ip is None
+    assert event.actor is None
+    assert event.actor_name == ""
+    assert event.ip is None
     membership.delete()
     assert [e.action for e in new_events()][-1] == Action.MEMBERSHIP_DELETE
 
@@ -175,7 +178,8 @@ def test_the_admin_shows_the_log_read_only(world, new_events):
     assert client.get(reverse("admin:audit_auditevent_add")).status_code == 403
     change = reverse("admin:audit_auditevent_change", args=[event.pk])
     page = client.get(change)
-    assert page.status_code == 200 and b'name="_save"' not in page.content
+    assert page.status_code == 200
+    assert b'name="_save"' not in page.content
     client.post(change, {"action": "token.create"})
     assert client.post(reverse("admin:audit_auditevent_delete", args=[event.pk]),
                        {"post": "yes"}).status_code == 403
