@@ -4,15 +4,22 @@ The bucket holds at most ``JUDGMENT_BURST`` answers and refills at ``JUDGMENT_RA
 so a person can answer in quick bursts but a script cannot flood a study. ``JUDGMENT_RATE=0``
 turns the limit off. The read-modify-write is not atomic across processes: concurrent requests
 of one user may each see the same bucket, which only makes the limit slightly lenient.
+
+An unreachable cache (Redis restarting) lets the request through, with a warning: the answer
+matters more than the limit, and a rate limit must not turn a cache outage into lost answers
+(loadtest/faults.py found every POST failing with 500 while Redis restarted).
 """
 
 from __future__ import annotations
 
+import logging
 import time
 
 from django.conf import settings
 from django.core.cache import cache
 from rest_framework.throttling import BaseThrottle
+
+logger = logging.getLogger(__name__)
 
 
 class JudgmentRateThrottle(BaseThrottle):
@@ -24,7 +31,14 @@ class JudgmentRateThrottle(BaseThrottle):
     def allow_request(self, request, view) -> bool:
         if self.rate <= 0 or not request.user.is_authenticated:
             return True
-        key = f"throttle:judgment:{request.user.pk}"
+        try:
+            return self._take(f"throttle:judgment:{request.user.pk}")
+        except Exception:  # any cache failure: fail open, the answer counts
+            logger.warning("rate-limit cache unreachable; judgment POST let through",
+                           exc_info=True)
+            return True
+
+    def _take(self, key: str) -> bool:
         now = time.time()
         tokens, stamp = cache.get(key) or (self.burst, now)
         tokens = min(self.burst, tokens + (now - stamp) * self.rate)
