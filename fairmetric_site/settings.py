@@ -6,7 +6,8 @@ readable line when the value is bad, so a misconfigured process stops at start-u
 Variables: DEBUG, SECRET_KEY, ALLOWED_HOSTS, CSRF_TRUSTED_ORIGINS, DATABASE_URL, REDIS_URL,
 CELERY_BROKER_URL, CELERY_RESULT_BACKEND, MEDIA_ROOT, STATIC_ROOT, VAR_DIR, EMBEDDED_BROKER_DIR,
 CELERY_TASK_ALWAYS_EAGER (tests only), CELERY_TASK_DEFAULT_QUEUE, LEARNING_LEASE_SECONDS,
-LEARNING_SWEEP_SECONDS, LEARNING_BLAS_THREADS, LOG_LEVEL, SECURE_SSL_REDIRECT, MAX_UPLOAD_MB.
+LEARNING_SWEEP_SECONDS, LEARNING_LOST_AFTER_SECONDS, LEARNING_BLAS_THREADS, LOG_LEVEL,
+SECURE_SSL_REDIRECT, MAX_UPLOAD_MB.
 """
 
 from __future__ import annotations
@@ -307,6 +308,8 @@ CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_TASK_DEFAULT_QUEUE", "celery") or "c
 LEARNING_LEASE_SECONDS = env_int("LEARNING_LEASE_SECONDS", 30, minimum=2)
 # The sweep queues refits of studies whose data is newer than their latest version.
 LEARNING_SWEEP_SECONDS = env_int("LEARNING_SWEEP_SECONDS", 60, minimum=1)
+# A queued refit still not started this long after its due time counts as lost and is re-sent.
+LEARNING_LOST_AFTER_SECONDS = env_int("LEARNING_LOST_AFTER_SECONDS", 30, minimum=5)
 # BLAS threads per fit: one is fastest when a worker shares the cores with others.
 LEARNING_BLAS_THREADS = env_int("LEARNING_BLAS_THREADS", 1, minimum=1)
 CELERY_BEAT_SCHEDULE = {
