@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-requirements
 
-.PHONY: run test install migrate demo lint pytest bench clean help
+.PHONY: run test install migrate demo lint pytest bench load faults clean help
 
 help:
 	@echo "make run    set up .venv, migrate, load demo data, start web + worker on 127.0.0.1:8000"
@@ -39,6 +39,14 @@ test: lint pytest
 
 bench: install
 	$(BIN)/python benchmarks/core.py
+
+# 50 annotators for 60 s against gunicorn + PostgreSQL + Redis + a worker (docs/reliability.md).
+load: install
+	$(BIN)/python -m loadtest.load $(LOAD_ARGS)
+
+# The same load while the worker is killed, Redis restarts and database connections drop.
+faults: install
+	$(BIN)/python -m loadtest.faults $(LOAD_ARGS)
 
 clean:
 	rm -rf $(VENV) db.sqlite3 media var staticfiles .pytest_cache .ruff_cache

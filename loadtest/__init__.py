@@ -1,0 +1,9 @@
+"""Load and fault runs against a real stack (gunicorn, PostgreSQL, Redis, a Celery worker).
+
+    .venv/bin/python -m loadtest.load   [--quick] [--annotators 50] [--seconds 60]
+    .venv/bin/python -m loadtest.faults [--quick]
+
+Everything runs on 127.0.0.1 and is thrown away afterwards: a scratch PostgreSQL database on
+the local server (created, migrated, seeded, dropped), a private ``redis-server`` on a free port,
+gunicorn, a Celery worker and beat. See docs/reliability.md.
+"""

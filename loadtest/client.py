@@ -1,0 +1,263 @@
+"""Virtual annotators: a small asyncio HTTP/1.1 client (keep-alive, no dependencies).
+
+Each annotator holds one connection and loops: ``GET next-pair``, ``POST`` a judgment with a
+fresh ``client_id``. A share of the answers simulate a lost response: the first response is
+thrown away and the POST is sent again with the same ``client_id`` (the server must answer 200
+with the same judgment). Like the labelling page, a connection error, a 5xx or a 429 is retried
+with growing back-off and the same ``client_id`` — only a response the client actually read
+counts as an acknowledgement. Every request is recorded (endpoint, status, latency).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import time
+import uuid
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+
+import numpy as np
+
+LABELS = ("comparable", "incomparable", "unsure")
+LABEL_WEIGHTS = (0.45, 0.45, 0.10)
+RETRY_STATUSES = {429, 500, 502, 503, 504}
+
+
+class ConnectionFailed(Exception):
+    """The request may or may not have reached the server; its response was not read."""
+
+
+class HttpConnection:
+    """One keep-alive HTTP/1.1 connection (re-opened after an error or ``Connection: close``)."""
+
+    def __init__(self, host: str, port: int, timeout: float) -> None:
+        self.host, self.port, self.timeout = host, port, timeout
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+        self.reader = self.writer = None
+
+    async def request(
+        self, method: str, path: str, headers: dict[str, str], body: bytes = b""
+    ) -> tuple[int, bytes]:
+        try:
+            return await asyncio.wait_for(self._request(method, path, headers, body), self.timeout)
+        except (TimeoutError, OSError, asyncio.IncompleteReadError, ValueError) as exc:
+            self.close()
+            raise ConnectionFailed(f"{type(exc).__name__}: {exc}") from exc
+
+    async def _request(self, method, path, headers, body) -> tuple[int, bytes]:
+        if self.writer is None:
+            self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
+        lines = [f"{method} {path} HTTP/1.1", f"Host: {self.host}:{self.port}"]
+        lines += [f"{k}: {v}" for k, v in headers.items()]
+        if body:
+            lines.append(f"Content-Length: {len(body)}")
+        self.writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body)
+        await self.writer.drain()
+        status_line = await self.reader.readuntil(b"\r\n")
+        status = int(status_line.split(b" ", 2)[1])
+        length, chunked, close = None, False, False
+        while True:
+            line = await self.reader.readuntil(b"\r\n")
+            if line == b"\r\n":
+                break
+            name, _, value = line.decode("latin-1").partition(":")
+            name, value = name.strip().lower(), value.strip().lower()
+            if name == "content-length":
+                length = int(value)
+            elif name == "transfer-encoding" and "chunked" in value:
+                chunked = True
+            elif name == "connection" and value == "close":
+                close = True
+        if chunked:
+            data = bytearray()
+            while True:
+                size = int((await self.reader.readuntil(b"\r\n")).split(b";")[0], 16)
+                data += await self.reader.readexactly(size + 2)
+                if size == 0:
+                    break
+                del data[-2:]
+            payload = bytes(data[:-2]) if data.endswith(b"\r\n") else bytes(data)
+        elif length is not None:
+            payload = await self.reader.readexactly(length)
+        else:
+            payload, close = await self.reader.read(), True
+        if close:
+            self.close()
+        return status, payload
+
+
+@dataclass
+class Record:
+    """What all annotators saw."""
+
+    latencies: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    statuses: dict[str, Counter] = field(default_factory=lambda: defaultdict(Counter))
+    connection_errors: Counter = field(default_factory=Counter)
+    failures_at: list[tuple[float, str]] = field(default_factory=list)  # (time, 5xx or error)
+    acknowledged: dict[str, int] = field(default_factory=dict)  # client_id -> judgment id
+    sent: set[str] = field(default_factory=set)  # every client_id ever sent
+    problems: list[str] = field(default_factory=list)  # contract violations seen by clients
+    unacknowledged: set[str] = field(default_factory=set)  # sent, never acknowledged (gave up)
+    judgments_created: int = 0  # 201 responses read
+    lost_simulated: int = 0
+    done_answers: int = 0  # next-pair said "done"
+    started: float = 0.0  # the measured window (after the warm-up)
+    finished: float = 0.0
+
+    def measuring(self) -> bool:
+        return time.perf_counter() >= self.started
+
+    def note(self, endpoint: str, status: int, seconds: float) -> None:
+        if status >= 500:
+            self.failures_at.append((time.perf_counter(), f"{endpoint} {status}"))
+        if status >= 500 or self.measuring():  # a 5xx counts even during the warm-up
+            self.latencies[endpoint].append(seconds * 1000.0)
+            self.statuses[endpoint][status] += 1
+
+    def count_5xx(self) -> int:
+        return sum(n for c in self.statuses.values() for s, n in c.items() if s >= 500)
+
+    def unexpected_statuses(self) -> dict[str, dict[int, int]]:
+        """Statuses other than 200/201 (and 5xx/429, counted separately)."""
+        out = {}
+        for endpoint, counts in self.statuses.items():
+            odd = {s: n for s, n in counts.items() if s not in (200, 201) and s < 500 and s != 429}
+            if odd:
+                out[endpoint] = odd
+        return out
+
+    def summary(self) -> dict:
+        seconds = max(1e-9, self.finished - self.started)
+        endpoints = {}
+        for name, values in sorted(self.latencies.items()):
+            arr = np.asarray(values)
+            p50, p95, p99 = np.percentile(arr, [50, 95, 99])
+            endpoints[name] = {
+                "requests": len(arr), "per_second": len(arr) / seconds, "p50_ms": float(p50),
+                "p95_ms": float(p95), "p99_ms": float(p99), "max_ms": float(arr.max()),
+                "statuses": dict(sorted(self.statuses[name].items())),
+            }
+        total = sum(len(v) for v in self.latencies.values())
+        return {
+            "seconds": seconds, "requests": total, "requests_per_second": total / seconds,
+            "judgments_created": self.judgments_created,
+            "judgments_per_second": self.judgments_created / seconds,
+            "acknowledged": len(self.acknowledged), "lost_responses_simulated": self.lost_simulated,
+            "connection_errors": dict(self.connection_errors), "endpoints": endpoints,
+        }
+
+
+@dataclass
+class LoadConfig:
+    host: str
+    port: int
+    study_id: int
+    seconds: float
+    warmup: float = 0.0  # seconds of load before the measured window (not timed)
+    lost_share: float = 0.1  # answers whose first response is thrown away and retried
+    timeout: float = 15.0  # per request
+    give_up_after: float = 90.0  # stop retrying one request after this long
+    seed: int = 0
+
+
+async def run_annotators(config: LoadConfig, tokens: list[str]) -> Record:
+    record = Record()
+    record.started = time.perf_counter() + config.warmup
+    deadline = record.started + config.seconds
+    await asyncio.gather(
+        *(_annotator(config, token, i, deadline, record) for i, token in enumerate(tokens))
+    )
+    record.finished = time.perf_counter()
+    return record
+
+
+async def _call(conn, record, endpoint, method, path, headers, body=b"", *, give_up_at):
+    """One logical request, retried (same body) on connection errors, 5xx and 429."""
+    delay = 0.1
+    while True:
+        start = time.perf_counter()
+        try:
+            status, payload = await conn.request(method, path, headers, body)
+        except ConnectionFailed as exc:
+            kind = exc.args[0].split(":")[0]
+            record.connection_errors[kind] += 1
+            record.failures_at.append((time.perf_counter(), f"{endpoint} {kind}"))
+            status, payload = None, b""
+        else:
+            record.note(endpoint, status, time.perf_counter() - start)
+            if status not in RETRY_STATUSES:
+                return status, payload
+        if time.perf_counter() >= give_up_at:
+            return status, payload
+        await asyncio.sleep(delay * (0.5 + random.random()))
+        delay = min(2.0, delay * 2)
+
+
+async def _annotator(config: LoadConfig, token: str, index: int, deadline: float, record: Record):
+    rng = random.Random(config.seed * 1000 + index)
+    conn = HttpConnection(config.host, config.port, config.timeout)
+    auth = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
+    post_headers = {**auth, "Content-Type": "application/json"}
+    base = f"/api/studies/{config.study_id}"
+    try:
+        status, payload = await _call(conn, record, "GET studies", "GET", "/api/studies/", auth,
+                                      give_up_at=time.perf_counter() + config.give_up_after)
+        if status != 200 or config.study_id not in [s["id"] for s in json.loads(payload)]:
+            record.problems.append(f"annotator {index}: study list {status} {payload[:200]!r}")
+            return
+        while time.perf_counter() < deadline:
+            status, payload = await _call(
+                conn, record, "GET next-pair", "GET", f"{base}/next-pair/", auth,
+                give_up_at=time.perf_counter() + config.give_up_after)
+            if status != 200:
+                record.problems.append(f"annotator {index}: next-pair {status} {payload[:200]!r}")
+                return
+            pair = json.loads(payload)
+            if pair["done"]:
+                record.done_answers += 1
+                return
+            client_id = str(uuid.UUID(int=rng.getrandbits(128), version=4))
+            body = json.dumps({
+                "item_a": pair["left"]["id"], "item_b": pair["right"]["id"],
+                "label": rng.choices(LABELS, LABEL_WEIGHTS)[0], "client_id": client_id,
+                "elapsed_ms": rng.randint(300, 4000),
+            }).encode()
+            await _answer(conn, record, f"{base}/judgments/", post_headers, body, client_id,
+                          rng.random() < config.lost_share, config, index)
+    finally:
+        conn.close()
+
+
+async def _answer(conn, record, path, headers, body, client_id, lose_first, config, index):
+    give_up_at = time.perf_counter() + config.give_up_after
+    record.sent.add(client_id)
+    status, payload = await _call(conn, record, "POST judgment", "POST", path, headers, body,
+                                  give_up_at=give_up_at)
+    first_id = None
+    if status in (200, 201):
+        first_id = json.loads(payload)["id"]
+        if status == 201 and record.measuring():
+            record.judgments_created += 1
+        if lose_first:  # the response "never arrived": send the same answer again
+            record.lost_simulated += 1
+            status, payload = await _call(conn, record, "POST judgment (retry)", "POST", path,
+                                          headers, body, give_up_at=give_up_at)
+            if status == 201:
+                record.problems.append(f"annotator {index}: a retry of {client_id} got 201")
+    if status not in (200, 201):
+        record.unacknowledged.add(client_id)
+        if status is not None:
+            record.problems.append(f"annotator {index}: POST {status} {payload[:200]!r}")
+        return
+    judgment_id = json.loads(payload)["id"]
+    if first_id is not None and judgment_id != first_id:
+        record.problems.append(
+            f"annotator {index}: {client_id} stored as {first_id}, retry says {judgment_id}")
+    record.acknowledged[client_id] = judgment_id

@@ -1,0 +1,218 @@
+"""Fault run: the load test while the worker is killed, Redis restarts and the database drops
+every connection — then check that nothing acknowledged is lost or doubled and the system
+recovers by itself.
+
+    .venv/bin/python -m loadtest.faults [--quick] [--annotators 50] [--seconds 60] [--json FILE]
+
+Faults, at fixed times into the run (the full form does each twice, ``--quick`` once in ~20 s):
+
+* ``kill-worker`` — wait until a fit is running (a ``fitting`` version row exists; if none shows
+  within 10 s, while a refit holds the study's lease), SIGKILL the worker's whole process group,
+  start a new worker a second later;
+* ``restart-redis`` — stop the run's private redis-server (no persistence: queued refit messages
+  and rate-limit buckets are lost), start it again on the same port two seconds later;
+* ``terminate-db`` — ``pg_terminate_backend`` on every connection to the run's scratch database
+  (gunicorn's, the worker's, beat's), nothing else on the server.
+
+The virtual annotators retry connection errors and 5xx with the same ``client_id`` (as the
+labelling page does), so 5xx during a fault are expected and reported; the invariants are
+checked as in the load test, plus: the killed fit's ``fitting`` row is retired, no ``fitting``
+row is left, and a final version of each method covers the last answer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import threading
+import time
+
+from . import checks
+from .client import run_annotators
+from .load import (
+    add_common_arguments,
+    client_problems,
+    load_config,
+    make_stack,
+    prepare,
+    print_table,
+    quick_defaults,
+)
+from .stack import Stack
+
+FULL_SCHEDULE = [
+    (8, "kill-worker"), (18, "restart-redis"), (28, "terminate-db"),
+    (38, "kill-worker"), (46, "restart-redis"), (54, "terminate-db"),
+]
+QUICK_SCHEDULE = [(2, "kill-worker"), (6, "restart-redis"), (10, "terminate-db")]
+WINDOW = 10.0  # seconds after a fault in which failures are attributed to it
+
+
+class Injector(threading.Thread):
+    def __init__(self, stack: Stack, study_id: int, schedule: list[tuple[float, str]]) -> None:
+        super().__init__(daemon=True)
+        self.stack, self.study_id, self.schedule = stack, study_id, schedule
+        self.events: list[dict] = []
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        import psycopg
+
+        start = time.perf_counter()
+        self.conn = None
+        try:
+            self.conn = psycopg.connect(self.stack.pg_url, autocommit=True)
+            for at, fault in self.schedule:
+                time.sleep(max(0.0, at - (time.perf_counter() - start)))
+                began = time.perf_counter()
+                detail = getattr(self, fault.replace("-", "_"))()
+                self.events.append({"fault": fault, "at": began, "t": round(began - start, 1),
+                                    **detail})
+                print(f"  t={began - start:5.1f} s  {fault}: {detail}", flush=True)
+        except BaseException as exc:  # noqa: BLE001 - reported by the main thread
+            self.error = exc
+        finally:
+            if self.conn is not None:
+                self.conn.close()
+
+    def _scalar(self, sql: str):
+        for attempt in range(20):
+            try:
+                return self.conn.execute(sql, {"study": self.study_id}).fetchone()[0]
+            except Exception:
+                import psycopg
+
+                time.sleep(0.2)
+                self.conn = psycopg.connect(self.stack.pg_url, autocommit=True)
+                if attempt == 19:
+                    raise
+        return None
+
+    def kill_worker(self) -> dict:
+        fitting_sql = ("SELECT count(*) FROM learning_metricversion "
+                       "WHERE study_id = %(study)s AND status = 'fitting'")
+        lease_sql = ("SELECT count(*) FROM learning_refitstate WHERE study_id = %(study)s "
+                     "AND lease_token <> '' AND lease_until > now()")
+        deadline = time.perf_counter() + 10
+        while time.perf_counter() < deadline and not self._scalar(fitting_sql):
+            time.sleep(0.005)
+        during = "fit" if self._scalar(fitting_sql) else ""
+        if not during:
+            deadline = time.perf_counter() + 20
+            while time.perf_counter() < deadline and not self._scalar(lease_sql):
+                time.sleep(0.005)
+            during = "refit (lease held)" if self._scalar(lease_sql) else "idle worker"
+        self.stack.kill_worker()
+        time.sleep(1.0)
+        self.stack.start_worker()
+        return {"killed_during": during}
+
+    def restart_redis(self) -> dict:
+        self.stack.restart_redis(down_seconds=2.0)
+        return {"down_seconds": 2.0}
+
+    def terminate_db(self) -> dict:
+        terminated = self._scalar(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+        return {"connections_terminated": terminated}
+
+
+def attribute_failures(failures: list[tuple[float, str]], events: list[dict]) -> dict:
+    """Failures seen by clients, per fault (within WINDOW seconds after it) and outside any."""
+    out: dict[str, int] = {}
+    for at, what in failures:
+        owner = "outside any fault window"
+        for event in events:
+            if event["at"] <= at <= event["at"] + WINDOW:
+                owner = f"t={event['t']} {event['fault']}"
+        key = f"{owner}: {what}"
+        out[key] = out.get(key, 0) + 1
+    return dict(sorted(out.items()))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    add_common_arguments(parser)
+    # Recovery times: the production defaults, unless shortened (the quick form does).
+    parser.add_argument("--lease-seconds", type=int, default=30, help="LEARNING_LEASE_SECONDS")
+    parser.add_argument("--sweep-seconds", type=int, default=60, help="LEARNING_SWEEP_SECONDS")
+    parser.add_argument("--lost-after-seconds", type=int, default=30,
+                        help="LEARNING_LOST_AFTER_SECONDS")
+    args = parser.parse_args(argv)
+    schedule = FULL_SCHEDULE
+    if args.quick:
+        quick_defaults(args)
+        args.seconds, args.history, args.dim = 14.0, 3000, 20
+        args.lease_seconds, args.sweep_seconds, args.lost_after_seconds = 4, 2, 5
+        schedule = QUICK_SCHEDULE
+    else:
+        args.recovery_timeout = max(args.recovery_timeout, 180.0)
+    schedule = [(at, fault) for at, fault in schedule if at < args.seconds]
+    args.warmup = 0.0
+    stack = make_stack(args, lease_seconds=args.lease_seconds, sweep_seconds=args.sweep_seconds,
+                       lost_after_seconds=args.lost_after_seconds)
+    problems: list[str] = []
+    try:
+        world = prepare(stack, args)
+        print(f"stack: {stack.base_url}, db {stack.db_name}, redis {stack.redis_url}; "
+              f"{args.annotators} annotators for {args.seconds:g} s; faults: {schedule}; "
+              f"lease {args.lease_seconds} s, sweep {args.sweep_seconds} s, lost after "
+              f"{args.lost_after_seconds} s", flush=True)
+        injector = Injector(stack, world.study_id, schedule)
+        injector.start()
+        config = load_config(stack, args, world.study_id, give_up_after=120.0)
+        record = asyncio.run(run_annotators(config, world.tokens))
+        injector.join(timeout=60)
+        summary = record.summary()
+        print_table(summary)
+        if injector.error is not None or injector.is_alive():
+            problems.append(f"fault injection failed: {injector.error!r}")
+        recovery, state = checks.wait_for_final_versions(world.study_id, args.recovery_timeout)
+        judgment_facts, judgment_problems = checks.judgment_checks(record, world.study_id)
+        version_facts, version_problems = checks.version_checks(world.study_id)
+        left = checks.fitting_left(world.study_id)
+        problems += client_problems(record, allow_5xx=True) + judgment_problems
+        problems += version_problems
+        if record.unacknowledged:
+            problems.append(f"{len(record.unacknowledged)} answers never acknowledged "
+                            "(retries gave up)")
+        if recovery is None:
+            problems.append(f"no version covers the last answer {args.recovery_timeout:.0f} s "
+                            f"after the load stopped: {state}")
+        if left:
+            problems.append(f"{left} 'fitting' version rows left behind")
+        fits_killed = sum(e.get("killed_during") == "fit" for e in injector.events)
+        if fits_killed and not version_facts["interrupted_retired"]:
+            problems.append("a fit was killed but no interrupted version was retired")
+        dead = stack.check_alive()
+        if dead:
+            problems.append(f"processes died: {dead}")
+        failures = attribute_failures(record.failures_at, injector.events)
+        result = {
+            "mode": "quick" if args.quick else "full", "annotators": args.annotators,
+            "faults": [{k: v for k, v in e.items() if k != "at"} for e in injector.events],
+            "summary": summary, "failures_seen_by_clients": failures,
+            "judgments": judgment_facts, "versions": version_facts,
+            "final_version_after_s": recovery, "fitting_left": left, "problems": problems,
+        }
+        print("client-side failures (all retried):", json.dumps(failures, indent=2))
+        print("judgments:", judgment_facts)
+        print("versions:", version_facts, f"final version {recovery and round(recovery, 1)} s "
+              "after the load stopped")
+        if args.json:
+            args.json.write_text(json.dumps(result, indent=2, default=str))
+    finally:
+        stack.stop()
+    if problems:
+        print("FAILED:\n  " + "\n  ".join(problems))
+        return 1
+    print("OK: nothing acknowledged lost, nothing doubled, no duplicate versions, recovered")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,292 @@
+"""The throwaway stack of a load or fault run, all on 127.0.0.1.
+
+A scratch PostgreSQL database ``fm_load_<pid>`` on the local server (created here, dropped in
+:meth:`Stack.stop`), a private ``redis-server`` on a free port (never the shared one on 6379),
+gunicorn, one Celery worker (solo pool) and Celery beat (the refit sweep). Every process runs in
+a session of its own, so stopping one stops its children too; the orchestrating process
+configures Django for the same database (to migrate, seed and verify).
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PG_ADMIN_URL = os.environ.get("LOAD_PG_ADMIN_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def pg_admin(sql: str) -> None:
+    import psycopg
+
+    with psycopg.connect(PG_ADMIN_URL, autocommit=True, connect_timeout=5) as conn:
+        conn.execute(sql)
+
+
+@dataclass
+class Stack:
+    """Start with :meth:`start`, stop (and drop everything) with :meth:`stop`."""
+
+    web_workers: int = 3
+    web_threads: int = 4
+    lease_seconds: int = 30
+    sweep_seconds: int = 60
+    extra_env: dict[str, str] = field(default_factory=dict)
+    keep: bool = False  # keep the scratch folder (logs) after stopping
+    db_name: str = field(default_factory=lambda: f"fm_load_{os.getpid()}")
+    scratch: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="fm-load-")))
+    redis_port: int = field(default_factory=free_port)
+    web_port: int = field(default_factory=free_port)
+    procs: dict[str, subprocess.Popen] = field(default_factory=dict)
+    _db_created: bool = False
+    _worker_starts: int = 0
+
+    @property
+    def database_url(self) -> str:
+        return f"postgres://postgres@127.0.0.1:5432/{self.db_name}"
+
+    @property
+    def pg_url(self) -> str:  # the same database, for psycopg
+        return f"postgresql://postgres@127.0.0.1:5432/{self.db_name}"
+
+    @property
+    def redis_url(self) -> str:
+        return f"redis://127.0.0.1:{self.redis_port}/0"
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.web_port}"
+
+    def env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env.update(
+            {
+                "DJANGO_SETTINGS_MODULE": "fairmetric_site.settings",
+                "DATABASE_URL": self.database_url,
+                "REDIS_URL": self.redis_url,
+                "CELERY_BROKER_URL": "",
+                "CELERY_RESULT_BACKEND": "",
+                "CELERY_TASK_DEFAULT_QUEUE": f"load-{self.db_name}",
+                "MEDIA_ROOT": str(self.scratch / "media"),
+                "VAR_DIR": str(self.scratch / "var"),
+                "STATIC_ROOT": str(self.scratch / "static"),
+                # Production settings, served over plain HTTP on the loopback interface.
+                "DEBUG": "0",
+                "SECRET_KEY": env_secret(),
+                "SECURE_SSL_REDIRECT": "0",
+                "SESSION_COOKIE_SECURE": "0",
+                "CSRF_COOKIE_SECURE": "0",
+                "SECURE_HSTS_SECONDS": "0",
+                "LOG_LEVEL": "WARNING",
+                "LEARNING_LEASE_SECONDS": str(self.lease_seconds),
+                "LEARNING_SWEEP_SECONDS": str(self.sweep_seconds),
+                "LEARNING_BLAS_THREADS": "1",
+                "OMP_NUM_THREADS": "1",
+                "OPENBLAS_NUM_THREADS": "1",
+                "MKL_NUM_THREADS": "1",
+            }
+        )
+        env.pop("CELERY_TASK_ALWAYS_EAGER", None)
+        env.update(self.extra_env)
+        return env
+
+    # --- lifecycle ---------------------------------------------------------------------------
+
+    def start_database(self) -> None:
+        """Create the scratch database and point this process's Django at it (not started)."""
+        pg_admin(f"CREATE DATABASE {self.db_name}")
+        self._db_created = True
+        (self.scratch / "static").mkdir(exist_ok=True)
+        os.environ.update(self.env())
+
+    def start_services(self) -> None:
+        self.start_redis()
+        self.start_worker()
+        self.start_beat()
+        self.start_web()
+
+    def stop(self) -> None:
+        for name in list(self.procs):
+            self._stop(name)
+        if self._db_created:
+            try:
+                from django.db import connections
+
+                connections.close_all()
+            except Exception:  # noqa: BLE001 - Django may not be set up
+                pass
+            pg_admin(f"DROP DATABASE IF EXISTS {self.db_name} WITH (FORCE)")
+            self._db_created = False
+        if not self.keep:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+
+    def _spawn(self, name: str, args: list[str]) -> subprocess.Popen:
+        log = open(self.scratch / f"{name}.log", "a")  # noqa: SIM115 - lives with the process
+        proc = subprocess.Popen(
+            args, cwd=ROOT, env=self.env(), stdout=log, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL, start_new_session=True,
+        )
+        log.close()
+        self.procs[name] = proc
+        return proc
+
+    def _stop(self, name: str, sig: int = signal.SIGTERM, timeout: float = 15) -> None:
+        proc = self.procs.pop(name, None)
+        if proc is None or proc.poll() is not None:
+            return
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+
+    def start_redis(self) -> None:
+        redis_bin = shutil.which("redis-server")
+        if not redis_bin:
+            raise SystemExit("redis-server is not installed")
+        # No persistence: a restart loses every queued message, the hardest case for refits.
+        self._spawn("redis", [redis_bin, "--port", str(self.redis_port), "--bind", "127.0.0.1",
+                              "--save", "", "--appendonly", "no", "--dir", str(self.scratch)])
+        _wait_for(lambda: _redis_ping(self.redis_url), 10, "redis-server")
+
+    def restart_redis(self, down_seconds: float = 1.0) -> None:
+        self._stop("redis")
+        time.sleep(down_seconds)
+        self.start_redis()
+
+    def start_worker(self) -> subprocess.Popen:
+        self._worker_starts += 1
+        queue = self.env()["CELERY_TASK_DEFAULT_QUEUE"]
+        return self._spawn("worker", [
+            sys.executable, "-m", "celery", "-A", "fairmetric_site", "worker", "--pool=solo",
+            "--loglevel=INFO", "-Q", queue, "--hostname", f"{queue}-{self._worker_starts}@%h",
+            "--without-gossip", "--without-mingle", "--without-heartbeat",
+        ])
+
+    def kill_worker(self) -> None:
+        """SIGKILL the worker (no chance to clean up), as a crash or the OOM killer would."""
+        proc = self.procs.pop("worker")
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+
+    def start_beat(self) -> None:
+        self._spawn("beat", [
+            sys.executable, "-m", "celery", "-A", "fairmetric_site", "beat", "--loglevel=INFO",
+            "--schedule", str(self.scratch / "beat-schedule"),
+            "--pidfile", str(self.scratch / "beat.pid"),
+        ])
+
+    def start_web(self) -> None:
+        self._spawn("web", [
+            sys.executable, "-m", "gunicorn", "fairmetric_site.wsgi:application",
+            "--bind", f"127.0.0.1:{self.web_port}", "--workers", str(self.web_workers),
+            "--worker-class", "gthread", "--threads", str(self.web_threads),
+            "--keep-alive", "75", "--backlog", "2048", "--timeout", "60",
+            "--graceful-timeout", "10", "--log-level", "warning",
+        ])
+        _wait_for(lambda: _http_up(self.web_port), 60, "gunicorn")
+
+    def cpu_snapshot(self) -> dict[str, float]:
+        """CPU seconds so far: per component of the stack, this process, and the whole machine.
+
+        Components are process groups (gunicorn with its workers, the worker, beat, redis) plus
+        the PostgreSQL backends serving the scratch database; differences of two snapshots show
+        where the cores went during a run.
+        """
+        tick = os.sysconf("SC_CLK_TCK")
+        groups = {proc.pid: name for name, proc in self.procs.items()}
+        try:
+            import psycopg
+
+            with psycopg.connect(self.pg_url, autocommit=True, connect_timeout=2) as conn:
+                backends = {row[0] for row in conn.execute(
+                    "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+                    "AND pid <> pg_backend_pid()")}
+        except Exception:  # noqa: BLE001 - accounting only
+            backends = set()
+        out = dict.fromkeys([*groups.values(), "postgres"], 0.0)
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                raw = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            fields = raw[raw.rindex(")") + 2 :].split()
+            used = (int(fields[11]) + int(fields[12])) / tick
+            pgrp = int(fields[2])
+            if int(entry) in backends:
+                out["postgres"] += used
+            elif pgrp in groups:
+                out[groups[pgrp]] += used
+        own = os.times()
+        out["load client"] = own.user + own.system
+        cpu = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+        idle = int(cpu[3]) + int(cpu[4])
+        out["machine busy"] = (sum(int(v) for v in cpu[:8]) - idle) / tick
+        return out
+
+    def check_alive(self) -> list[str]:
+        """Names of processes that died on their own."""
+        return [name for name, proc in self.procs.items() if proc.poll() is not None]
+
+    def log_tail(self, name: str, lines: int = 30) -> str:
+        path = self.scratch / f"{name}.log"
+        if not path.exists():
+            return ""
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+
+
+_SECRET = secrets.token_urlsafe(48)
+
+
+def env_secret() -> str:
+    return _SECRET
+
+
+def _wait_for(predicate, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.1)
+    raise SystemExit(f"{what} did not come up within {timeout:.0f} s")
+
+
+def _redis_ping(url: str) -> bool:
+    import redis
+
+    try:
+        return bool(redis.Redis.from_url(url, socket_connect_timeout=0.5).ping())
+    except redis.RedisError:
+        return False
+
+
+def _http_up(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5) as sock:
+            sock.sendall(b"GET /api/studies/ HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                         b"Connection: close\r\n\r\n")
+            return sock.recv(12).startswith(b"HTTP/1.1")
+    except OSError:
+        return False
+

@@ -1,0 +1,23 @@
+"""`python -m loadtest.load --quick`: 5 annotators for 5 s against the real stack.
+
+Asserts the correctness invariants, not the timing targets (the full run in
+docs/reliability.md measures those).
+"""
+
+from __future__ import annotations
+
+
+def test_the_quick_load_run_stores_every_acknowledged_answer_once(run_module):
+    result, output = run_module("load", "--quick")
+    judgments, summary = result["judgments"], result["summary"]
+    assert result["problems"] == [], output
+    assert judgments["unique_acknowledged"] > 20  # the run really answered
+    assert judgments["stored"] == judgments["unique_acknowledged"]
+    assert judgments["lost"] == judgments["doubles"] == 0
+    assert summary["lost_responses_simulated"] > 0  # retries with the same client_id happened
+    retries = summary["endpoints"]["POST judgment (retry)"]["statuses"]
+    assert set(retries) == {"200"} or set(retries) == {200}
+    statuses = [int(s) for e in summary["endpoints"].values() for s in e["statuses"]]
+    assert max(statuses) < 500
+    assert result["versions"]["duplicates_same_data"] == 0
+    assert result["final_version_after_s"] is not None  # a version covers the last answer
