@@ -43,7 +43,7 @@ from .models import GoldPair, Item, PairJudgment, Source, Study
 from .selectors import answered_pairs, judged_pairs, newest_first, study_pool
 
 CANDIDATES = 256
-SCAN_ROWS = 500  # judgments per overlap window (newest, and a random earlier stretch)
+SCAN_ROWS = 300  # judgments per overlap window (newest, and a random earlier stretch)
 OVERLAP_CANDIDATES = 200
 STRATA = 5
 ATTEMPTS = 4
