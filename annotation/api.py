@@ -82,13 +82,12 @@ def _int_param(request, name: str, default: int, *, lo: int, hi: int) -> int:
 
 
 def _id_list(raw: str, name: str, *, max_len: int = 1000) -> list[int]:
-    parts = [p for p in raw.replace("-", ",").split(",") if p.strip()] if raw else []
+    parts = [p.strip() for p in raw.replace("-", ",").split(",") if p.strip()] if raw else []
     if len(parts) > max_len:
         raise ValidationError({name: f"at most {max_len} ids."})
-    try:
-        return [int(p) for p in parts]
-    except ValueError:
-        raise ValidationError({name: "must be comma-separated item ids."}) from None
+    if not all(p.isascii() and p.isdigit() and len(p) <= 18 for p in parts):
+        raise ValidationError({name: "must be comma-separated item ids."})
+    return [int(p) for p in parts]
 
 
 class StudyList(AnnotationAPIView):
@@ -191,7 +190,7 @@ class JudgmentUndo(AnnotationAPIView):
     )
     def delete(self, request, study_id: int, ref: str):
         study = self.member_study(study_id)
-        if ref.isdigit():
+        if ref.isascii() and ref.isdigit() and len(ref) <= 18:
             services.judgment_undo(user=request.user, study=study, judgment_id=int(ref))
         else:
             try:

@@ -420,3 +420,17 @@ def test_listing_judgments_and_groups_reads_a_constant_number_of_queries(
         assert len(reviewer_client.get(url(study, "groups/")).json()) == 5
     with django_assert_max_num_queries(6):
         reviewer_client.get("/api/studies/")
+
+
+@pytest.mark.parametrize("raw", ["1,x", "１２", "²", "99999999999999999999999"])
+def test_malformed_id_lists_are_400(study, annotator, client_for, raw):
+    client = client_for(annotator)
+    assert client.get(url(study, "suggestions/"), {"members": raw}).status_code == 400
+    response = client.get(url(study, "next-pair/"), {"exclude": raw + "-3"})
+    assert response.status_code == 400
+
+
+@pytest.mark.parametrize("ref", ["²", "99999999999999999999999", "１"])
+def test_odd_undo_references_are_4xx(study, annotator, client_for, ref):
+    response = client_for(annotator).delete(url(study, f"judgments/{ref}/"))
+    assert response.status_code in (400, 404)
