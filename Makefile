@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-requirements
 
-.PHONY: run test install migrate demo lint pytest bench load faults clean help
+.PHONY: run test install migrate demo lint pytest bench load faults fuzz clean help
 
 help:
 	@echo "make run    set up .venv, migrate, load demo data, start web + worker on 127.0.0.1:8000"
@@ -39,6 +39,10 @@ test: lint pytest
 
 bench: install
 	$(BIN)/python benchmarks/core.py
+
+# Property-based API fuzzing from the OpenAPI schema, longer than make test's (docs/security.md).
+fuzz: install
+	FUZZ_MAX_EXAMPLES=$(or $(FUZZ_MAX_EXAMPLES),300) $(BIN)/python -m pytest -q -p no:cacheprovider tests/security/test_schemathesis.py
 
 # 50 annotators for 60 s against gunicorn + PostgreSQL + Redis + a worker (docs/reliability.md).
 load: install

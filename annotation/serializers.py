@@ -7,6 +7,33 @@ from rest_framework import serializers
 from .models import ComparableGroup, GroupEdit, Item, Label, PairJudgment, Study
 from .services import MAX_ELAPSED_MS, MAX_GROUP_NAME, MAX_GROUP_SIZE
 
+MAX_ID = 2**63 - 1  # a database bigint; larger ids are refused (400), not an overflow (500)
+
+
+def item_id_field() -> serializers.IntegerField:
+    return serializers.IntegerField(min_value=1, max_value=MAX_ID)
+
+
+class StrictUUIDField(serializers.UUIDField):
+    """A UUID given as text only (DRF would turn the number 5 into 00000000-…-000000000005)."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("invalid", value=data)
+        return super().to_internal_value(data)
+
+
+class TextField(serializers.CharField):
+    """A CharField refusing lone UTF-16 surrogates (valid JSON escapes no database stores)."""
+
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data)
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise serializers.ValidationError("must be valid Unicode text.") from None
+        return value
+
 
 class ItemSerializer(serializers.ModelSerializer):
     display = serializers.CharField(read_only=True)
@@ -45,10 +72,10 @@ class NextPairSerializer(serializers.Serializer):
 
 
 class JudgmentCreateSerializer(serializers.Serializer):
-    item_a = serializers.IntegerField(min_value=1)
-    item_b = serializers.IntegerField(min_value=1)
+    item_a = item_id_field()
+    item_b = item_id_field()
     label = serializers.ChoiceField(choices=Label.choices)
-    client_id = serializers.UUIDField()
+    client_id = StrictUUIDField()
     elapsed_ms = serializers.IntegerField(
         min_value=0, max_value=MAX_ELAPSED_MS, required=False, allow_null=True
     )
@@ -99,19 +126,19 @@ class GroupDetailSerializer(GroupSerializer):
 
 
 class GroupCreateSerializer(serializers.Serializer):
-    name = serializers.CharField(max_length=MAX_GROUP_NAME)
+    name = TextField(max_length=MAX_GROUP_NAME)
     members = serializers.ListField(
-        child=serializers.IntegerField(min_value=1), max_length=MAX_GROUP_SIZE, default=list
+        child=item_id_field(), max_length=MAX_GROUP_SIZE, default=list
     )
 
 
 class GroupUpdateSerializer(serializers.Serializer):
-    name = serializers.CharField(max_length=MAX_GROUP_NAME, required=False)
+    name = TextField(max_length=MAX_GROUP_NAME, required=False)
     add = serializers.ListField(
-        child=serializers.IntegerField(min_value=1), max_length=MAX_GROUP_SIZE, default=list
+        child=item_id_field(), max_length=MAX_GROUP_SIZE, default=list
     )
     remove = serializers.ListField(
-        child=serializers.IntegerField(min_value=1), max_length=MAX_GROUP_SIZE, default=list
+        child=item_id_field(), max_length=MAX_GROUP_SIZE, default=list
     )
 
 

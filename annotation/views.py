@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import markdown
 import nh3
+from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
@@ -104,6 +105,10 @@ def review(request: HttpRequest, study_id: int) -> HttpResponse:
         if data["source"]:
             filters["source"] = data["source"]
         before = data["before"]
+    elif form.is_bound:  # bad filters: the unfiltered table, a 400 and the reason on top
+        messages.error(request, "Filters ignored: " + "; ".join(
+            f"{name}: {' '.join(errors)}" for name, errors in form.errors.items()
+        ))
 
     rows = selectors.judgments_newest(
         study=study, limit=REVIEW_PAGE + 1, before_id=before, annotator_id=annotator_id,
@@ -127,4 +132,5 @@ def review(request: HttpRequest, study_id: int) -> HttpResponse:
         "counts": counts,
         "groups": selectors.groups_visible(study=study, user=request.user)[:200],
     }
-    return render(request, "annotation/review.html", context)
+    status = 400 if form.is_bound and not form.is_valid() else 200
+    return render(request, "annotation/review.html", context, status=status)

@@ -42,6 +42,8 @@ class World:
     other_version: MetricVersion
     weat_test: WeatTest
     embedding_import: EmbeddingImport
+    group_b: ComparableGroup
+    version_b: MetricVersion
     tokens: dict = field(default_factory=dict)  # role -> plaintext API token
     token_ids: dict = field(default_factory=dict)
 
@@ -109,9 +111,11 @@ def world(db, media_root) -> World:
     job = EmbeddingImport(name="imp", status=EmbeddingImport.Status.FAILED, error="bad file")
     job.file.save("imp.txt", ContentFile(b"x 1 2\n"), save=False)
     job.save()
+    group_b = ComparableGroup.objects.create(study=study_b, name="g-b", created_by=users["ann_b"])
+    version_b = make_metric_version(study=study_b, method="face", sigma=np.eye(dim), label="b1")
     world = World(study_a=study_a, study_b=study_b, items=items, users=users, judgment=judgment,
                   group=group, version=version, other_version=other, weat_test=weat_test,
-                  embedding_import=job)
+                  embedding_import=job, group_b=group_b, version_b=version_b)
     for role, user in users.items():
         token, key = api_token_create(user=user, name=f"{role} job")
         world.tokens[role], world.token_ids[role] = key, token.pk

@@ -1,0 +1,420 @@
+"""The bad-input catalog: every API endpoint, form and import path × the bad inputs it can get.
+
+Each row of ``CATALOG`` sends one bad request and expects a 4xx answer whose body carries a
+readable message, with no row written anywhere (every model of annotation, learning, auth and
+audit is counted before and after). ``COMMANDS`` does the same for the management commands
+(one ``CommandError`` line). Cases tested elsewhere are listed in ``COVERED_ELSEWHERE`` with the
+test that covers them (checked to exist), so this file is the one index of bad inputs; every
+endpoint of the authorization matrix must appear in one of the two lists.
+
+Policy: malformed or ambiguous JSON (syntax errors, duplicate keys, NaN/Infinity) → 400;
+wrong types and out-of-range values → 400 naming the field; bodies over the endpoint's limit
+→ 413 (API) or 400 (forms over DATA_UPLOAD_MAX_MEMORY_SIZE); unsupported media types → 415;
+unknown ids → 404; another study's objects → 403 for studies one is not a member of (API) or
+404 where an object is looked up inside one's own study; another user's private objects → 404.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pytest
+from django.apps import apps
+from django.core.management import CommandError, call_command
+from django.urls import reverse
+
+from .conftest import World
+from .test_authorization_matrix import MATRIX
+
+
+def A(w: World) -> int:
+    return w.study_a.pk
+
+
+def B(w: World) -> int:
+    return w.study_b.pk
+
+
+def judgments_url(w):
+    return reverse("api-judgments", args=[A(w)])
+
+
+def groups_url(w):
+    return reverse("api-groups", args=[A(w)])
+
+
+def good_judgment(w, **change) -> dict:
+    body = {"item_a": w.items[4].pk, "item_b": w.items[5].pk, "label": "comparable",
+            "client_id": "6f1c7a52-5a49-4a4e-9b8e-3f5d2a9b1c01"}
+    return {**body, **change}
+
+
+@dataclass(frozen=True)
+class Bad:
+    endpoint: str  # a key of the authorization matrix
+    what: str
+    method: str
+    url: Callable[[World], str]
+    status: int
+    message: str
+    body: Callable[[World], object] | bytes | str | None = None
+    content_type: str = "application/json"
+    role: str = "ann_a"
+
+
+def raw(text: str) -> bytes:
+    return text.encode()
+
+
+CATALOG: list[Bad] = [
+    # --- POST /api/studies/<id>/judgments/ ---------------------------------------------------
+    Bad("api-judgments", "body is a JSON array", "post", judgments_url, 400,
+        "Expected a dictionary", raw("[1, 2]")),
+    Bad("api-judgments", "body is a JSON string", "post", judgments_url, 400,
+        "Expected a dictionary", raw('"comparable"')),
+    Bad("api-judgments", "empty body", "post", judgments_url, 400, "This field is required",
+        b""),
+    Bad("api-judgments", "truncated JSON", "post", judgments_url, 400, "JSON parse error",
+        raw('{"item_a": 1, "item_b":')),
+    Bad("api-judgments", "duplicate keys", "post", judgments_url, 400, "duplicate key 'label'",
+        lambda w: raw(json.dumps(good_judgment(w))[:-1] + ', "label": "incomparable"}')),
+    Bad("api-judgments", "NaN as an id", "post", judgments_url, 400, "JSON parse error",
+        lambda w: raw(json.dumps(good_judgment(w), allow_nan=True).replace(
+            str(w.items[4].pk), "NaN", 1))),
+    Bad("api-judgments", "Infinity as elapsed_ms", "post", judgments_url, 400,
+        "JSON parse error", lambda w: raw(json.dumps(good_judgment(w, elapsed_ms=float("inf")),
+                                                     allow_nan=True))),
+    Bad("api-judgments", "not UTF-8", "post", judgments_url, 400, "JSON parse error",
+        b'{"label": "\xff\xfe"}'),
+    Bad("api-judgments", "id beyond a bigint", "post", judgments_url, 400,
+        "less than or equal to", lambda w: good_judgment(w, item_a=2**70)),
+    Bad("api-judgments", "id as a float", "post", judgments_url, 400,
+        "A valid integer is required", lambda w: good_judgment(w, item_a=1.5)),
+    Bad("api-judgments", "id as a boolean", "post", judgments_url, 400,
+        "A valid integer is required", lambda w: good_judgment(w, item_b=True)),
+    Bad("api-judgments", "label as a list", "post", judgments_url, 400, "label",
+        lambda w: good_judgment(w, label=["comparable"])),
+    Bad("api-judgments", "client_id as a number", "post", judgments_url, 400, "client_id",
+        lambda w: good_judgment(w, client_id=5)),
+    Bad("api-judgments", "elapsed_ms as text", "post", judgments_url, 400, "elapsed_ms",
+        lambda w: good_judgment(w, elapsed_ms="fast")),
+    Bad("api-judgments", "form-encoded, not JSON", "post", judgments_url, 415,
+        "Unsupported media type", raw("item_a=1"), "text/plain"),
+    Bad("api-judgments", "unknown study", "post", lambda w: reverse("api-judgments",
+        args=[999_999]), 404, "No Study matches", good_judgment),
+    Bad("api-judgments", "another study (not a member)", "post",
+        lambda w: reverse("api-judgments", args=[B(w)]), 403, "not a member", good_judgment),
+    # --- GET /api/studies/<id>/judgments/ ----------------------------------------------------
+    Bad("api-judgments", "limit not a number", "get", lambda w: judgments_url(w) + "?limit=ten",
+        400, "must be an integer"),
+    Bad("api-judgments", "limit zero", "get", lambda w: judgments_url(w) + "?limit=0", 400,
+        "between 1 and 200"),
+    Bad("api-judgments", "negative before", "get", lambda w: judgments_url(w) + "?before=-3",
+        400, "before"),
+    # --- DELETE /api/studies/<id>/judgments/<ref>/ -------------------------------------------
+    Bad("api-judgment", "ref neither id nor uuid", "delete",
+        lambda w: reverse("api-judgment", args=[A(w), "last-one"]), 400,
+        "must be a judgment id or a client_id"),
+    Bad("api-judgment", "unknown id", "delete",
+        lambda w: reverse("api-judgment", args=[A(w), 999_999]), 404, "No such judgment"),
+    Bad("api-judgment", "unknown client_id", "delete",
+        lambda w: reverse("api-judgment", args=[A(w), "6f1c7a52-5a49-4a4e-9b8e-3f5d2a9b1c01"]),
+        404, "No such judgment"),
+    Bad("api-judgment", "another user's answer", "delete",
+        lambda w: reverse("api-judgment", args=[A(w), w.judgment.pk]), 403,
+        "only undo your own", role="rev_a"),
+    Bad("api-judgment", "A's answer through study B", "delete",
+        lambda w: reverse("api-judgment", args=[B(w), w.judgment.pk]), 404, "No such judgment",
+        role="ann_b"),
+    # --- /api/studies/<id>/groups/ -----------------------------------------------------------
+    Bad("api-groups", "body is a JSON array", "post", groups_url, 400, "Expected a dictionary",
+        raw('["g"]')),
+    Bad("api-groups", "duplicate keys", "post", groups_url, 400, "duplicate key 'name'",
+        raw('{"name": "a", "name": "b"}')),
+    Bad("api-groups", "lone surrogate in the name", "post", groups_url, 400,
+        "must be valid Unicode text", raw('{"name": "g\\ud800"}')),
+    Bad("api-groups", "NUL in the name", "post", groups_url, 400, "Null characters",
+        raw('{"name": "g\\u0000"}')),
+    Bad("api-groups", "member id beyond a bigint", "post", groups_url, 400,
+        "less than or equal to", {"name": "g", "members": [2**64]}),
+    Bad("api-groups", "too many members", "post", groups_url, 400, "no more than",
+        lambda w: {"name": "g", "members": list(range(1, 5002))}),
+    Bad("api-groups", "body over 64 KB", "post", groups_url, 413, "too large",
+        lambda w: {"name": "g", "members": [1] * 30_000}),
+    Bad("api-groups", "members of another space", "post", groups_url, 400, "not in",
+        lambda w: {"name": "g", "members": [w.items[0].pk, 10**9]}),
+    Bad("api-group", "unknown group", "get",
+        lambda w: reverse("api-group", args=[A(w), 999_999]), 404, "No ComparableGroup"),
+    Bad("api-group", "B's group through study A", "patch",
+        lambda w: reverse("api-group", args=[A(w), w.group_b.pk]), 404, "No ComparableGroup",
+        {"name": "mine now"}),
+    Bad("api-group", "A's group by a member of B", "patch",
+        lambda w: reverse("api-group", args=[A(w), w.group.pk]), 403, "not a member",
+        {"name": "mine now"}, role="ann_b"),
+    Bad("api-group", "add is not a list", "patch",
+        lambda w: reverse("api-group", args=[A(w), w.group.pk]), 400, "add",
+        {"add": "1,2"}),
+    Bad("api-group", "name too long", "patch",
+        lambda w: reverse("api-group", args=[A(w), w.group.pk]), 400, "no more than 200",
+        {"name": "g" * 201}),
+    Bad("api-group", "malformed JSON", "patch",
+        lambda w: reverse("api-group", args=[A(w), w.group.pk]), 400, "JSON parse error",
+        raw("{name: 1}")),
+    # --- GET endpoints with query parameters -------------------------------------------------
+    Bad("api-next-pair", "too many held pairs", "get",
+        lambda w: reverse("api-next-pair", args=[A(w)]) + "?exclude="
+        + ",".join(f"{i}-{i + 1}" for i in range(1, 50)), 400, "at most 40"),
+    Bad("api-suggestions", "k zero", "get",
+        lambda w: reverse("api-suggestions", args=[A(w)]) + "?k=0", 400, "between 1 and 50"),
+    Bad("api-suggestions", "members not ids", "get",
+        lambda w: reverse("api-suggestions", args=[A(w)]) + "?members=a,b", 400,
+        "comma-separated item ids"),
+    Bad("api-suggestions", "unknown group", "get",
+        lambda w: reverse("api-suggestions", args=[A(w)]) + "?group=999999", 404,
+        "No ComparableGroup"),
+    Bad("api-suggestions", "B's group", "get",
+        lambda w: reverse("api-suggestions", args=[A(w)]) + f"?group={w.group_b.pk}", 404,
+        "No ComparableGroup"),
+    Bad("api-items", "neither space nor study", "get", lambda w: reverse("api-items"), 400,
+        "give a space or a study"),
+    Bad("api-items", "unknown space", "get", lambda w: reverse("api-items") + "?space=999999",
+        404, "No EmbeddingSpace"),
+    Bad("api-items", "study one is not in", "get",
+        lambda w: reverse("api-items") + f"?study={B(w)}", 403, "not a member"),
+    Bad("api-items", "query over 255 characters", "get",
+        lambda w: reverse("api-items") + f"?study={A(w)}&q=" + "x" * 256, 400,
+        "at most 255"),
+    Bad("api-items", "limit not a number", "get",
+        lambda w: reverse("api-items") + f"?study={A(w)}&limit=all", 400, "must be an integer"),
+    Bad("api-study", "unknown study", "get", lambda w: reverse("api-study", args=[999_999]),
+        404, "No Study matches"),
+    # --- Export API (reviewer of A) ----------------------------------------------------------
+    Bad("api-version", "unknown version", "get",
+        lambda w: reverse("api-version", args=[999_999]), 404, "No MetricVersion",
+        role="rev_a"),
+    Bad("api-version", "another study's version", "get",
+        lambda w: reverse("api-version", args=[w.version_b.pk]), 403, "not a member",
+        role="rev_a"),
+    Bad("api-version-sigma", "another study's Sigma", "get",
+        lambda w: reverse("api-version-sigma", args=[w.version_b.pk, "npy"]), 403,
+        "not a member", role="rev_a"),
+    Bad("api-published", "another study", "get",
+        lambda w: reverse("api-published", args=[B(w), "face"]), 403, "not a member",
+        role="rev_a"),
+    Bad("api-published-sigma", "unknown study", "get",
+        lambda w: reverse("api-published-sigma", args=[999_999, "face", "npy"]), 404,
+        "No Study matches", role="rev_a"),
+    Bad("api-export-judgments", "unknown format", "get",
+        lambda w: reverse("api-export-judgments", args=[A(w), "xml"]), 404,
+        "Unknown format 'xml'", role="rev_a"),
+    Bad("api-export-groups", "another study", "get",
+        lambda w: reverse("api-export-groups", args=[B(w), "csv"]), 403, "not a member",
+        role="rev_a"),
+    # --- Pages -------------------------------------------------------------------------------
+    Bad("annotation:study-detail", "unknown study", "get",
+        lambda w: reverse("annotation:study-detail", args=[999_999]), 404, "Not found"),
+    Bad("annotation:label", "another study", "get",
+        lambda w: reverse("annotation:label", args=[B(w)]), 404, "Not found"),
+    Bad("annotation:groups", "unknown study", "get",
+        lambda w: reverse("annotation:groups", args=[999_999]), 404, "Not found"),
+    Bad("annotation:review", "filter 'before' not a number", "get",
+        lambda w: reverse("annotation:review", args=[A(w)]) + "?before=yesterday", 400,
+        "Enter a whole number", role="rev_a"),
+    Bad("annotation:review", "unknown label filter", "get",
+        lambda w: reverse("annotation:review", args=[A(w)]) + "?label=maybe", 400,
+        "Select a valid choice", role="rev_a"),
+    Bad("study-dashboard", "unknown study", "get",
+        lambda w: reverse("study-dashboard", args=[999_999]), 404, "Not found", role="rev_a"),
+    Bad("study-weat", "another study", "get", lambda w: reverse("study-weat", args=[B(w)]),
+        403, "Only reviewers and admins", role="rev_a"),
+    Bad("study-weat-test", "a test of no suite of the study", "get",
+        lambda w: reverse("study-weat-test", args=[B(w), w.weat_test.pk]), 404, "Not found",
+        role="su"),
+    Bad("study-drift", "unknown study", "get", lambda w: reverse("study-drift", args=[999_999]),
+        404, "Not found", role="rev_a"),
+    Bad("version-compare", "ids not numbers", "get",
+        lambda w: reverse("version-compare") + "?a=first&b=second", 404,
+        "Give the versions to compare", role="rev_a"),
+    Bad("version-compare", "one version missing", "get",
+        lambda w: reverse("version-compare") + f"?a={w.version.pk}", 404,
+        "Give the versions to compare", role="rev_a"),
+    Bad("version-compare", "a version of another study", "get",
+        lambda w: reverse("version-compare") + f"?a={w.version.pk}&b={w.version_b.pk}", 403,
+        "Only reviewers and admins", role="rev_a"),
+    Bad("version-detail", "unknown version", "get",
+        lambda w: reverse("version-detail", args=[999_999]), 404, "Not found", role="rev_a"),
+    Bad("version-publish", "another study's version", "post",
+        lambda w: reverse("version-publish", args=[w.version_b.pk]), 403,
+        "Only reviewers and admins", {}, "multipart", role="adm_a"),
+    Bad("version-publish", "unknown version", "post",
+        lambda w: reverse("version-publish", args=[999_999]), 404, "Not found", {},
+        "multipart", role="adm_a"),
+    Bad("account-tokens", "no name", "post", lambda w: reverse("account-tokens"), 400,
+        "Give the token a name", {}, "multipart"),
+    Bad("account-tokens", "blank name", "post", lambda w: reverse("account-tokens"), 400,
+        "Give the token a name", {"name": "   "}, "multipart"),
+    Bad("account-tokens", "name over 100 characters", "post",
+        lambda w: reverse("account-tokens"), 400, "at most 100 characters", {"name": "n" * 101},
+        "multipart"),
+    Bad("account-tokens", "form body over 2 MB", "post", lambda w: reverse("account-tokens"),
+        400, "Bad request", {"name": "n" * (3 * 1024 * 1024)}, "multipart"),
+    Bad("account-token-revoke", "unknown token", "post",
+        lambda w: reverse("account-token-revoke", args=[999_999]), 404, "No such token", {},
+        "multipart"),
+    Bad("spaces:upload", "no file", "post", lambda w: reverse("spaces:upload"), 400,
+        "This field is required", {"name": "s", "format": "auto"}, "multipart", role="su"),
+    Bad("spaces:upload", "negative limit", "post", lambda w: reverse("spaces:upload"), 400,
+        "greater than or equal to", {"name": "s", "format": "auto", "limit": "-1"},
+        "multipart", role="su"),
+    Bad("spaces:upload", "unknown format", "post", lambda w: reverse("spaces:upload"), 400,
+        "Select a valid choice", {"name": "s", "format": "exe"}, "multipart", role="su"),
+    Bad("spaces:import", "unknown import", "get",
+        lambda w: reverse("spaces:import", args=[999_999]), 404, "Not found", role="su"),
+    Bad("spaces:import-status", "unknown import", "get",
+        lambda w: reverse("spaces:import-status", args=[999_999]), 404, "Not found",
+        role="su"),
+    Bad("login", "username over 150 characters", "post", lambda w: reverse("login"), 200,
+        "Please enter a correct username", {"username": "u" * 5000, "password": "p"},
+        "multipart", role="anon"),
+]
+
+# (endpoint or import path, bad input, the test that covers it)
+COVERED_ELSEWHERE = [
+    ("api-judgments", "malformed JSON; body over 8 KB (413)",
+     "tests.annotation.test_api::test_malformed_json_and_oversized_bodies_are_refused"),
+    ("api-judgments", "unknown item, same item twice, bad label/client_id/elapsed_ms, "
+     "wrong types, missing fields, item of another space",
+     "tests.annotation.test_api::test_bad_judgments_answer_4xx_with_a_message_and_store_nothing"),
+    ("api-judgments", "client_id reused for another answer (409)",
+     "tests.annotation.test_api::test_reusing_a_client_id_for_another_answer_is_409"),
+    ("api-judgments", "closed study",
+     "tests.annotation.test_api::test_closed_study_refuses_answers"),
+    ("api-judgment", "another annotator's answer",
+     "tests.annotation.test_api::test_undo_by_id_or_client_id_only_for_ones_own"),
+    ("api-groups", "no name, empty/long name, member not an id or unknown, members as text",
+     "tests.annotation.test_api::test_bad_groups_are_refused"),
+    ("api-groups", "duplicate group name (409)",
+     "tests.annotation.test_api::test_duplicate_group_name_is_409"),
+    ("api-group", "another annotator's group",
+     "tests.annotation.test_api::test_groups_create_list_patch_and_history"),
+    ("api-next-pair", "malformed exclude",
+     "tests.annotation.test_api::test_next_pair_rejects_a_malformed_exclude"),
+    ("api-items", "a space of no study of the user",
+     "tests.annotation.test_api::test_item_search_needs_membership"),
+    ("api-version-sigma", "unknown method, unknown format, nothing published",
+     "tests.learning.test_export::test_missing_published_unknown_method_and_format_are_404"),
+    ("api-published", "unknown method",
+     "tests.learning.test_export::test_missing_published_unknown_method_and_format_are_404"),
+    ("api-export-judgments", "annotator (not a reviewer)",
+     "tests.learning.test_export::test_annotators_cannot_export_judgments"),
+    ("account-token-revoke", "another user's token",
+     "tests.learning.test_export::test_a_user_cannot_revoke_someone_elses_token"),
+    ("version-publish", "a failed version",
+     "tests.learning.test_permissions_pages::"
+     "test_publishing_a_failed_version_is_refused_with_a_message"),
+    ("spaces:upload", "unreadable files, NaN/inf vectors, mixed dimensions",
+     "tests.annotation.test_space_upload::test_a_bad_file_is_a_form_error_and_nothing_is_stored"),
+    ("spaces:upload", "a file over MAX_UPLOAD_MB",
+     "tests.annotation.test_space_upload::test_files_over_the_size_limit_are_refused"),
+    ("spaces:upload", "a body over the limit, refused unread",
+     "tests.annotation.test_space_upload::test_a_huge_body_is_refused_before_it_is_read"),
+    ("spaces:upload", "a space name already taken",
+     "tests.annotation.test_space_upload::test_a_taken_name_is_a_form_error"),
+    ("login", "wrong password", "tests.test_auth::test_wrong_password_shows_a_form_error"),
+    ("login", "repeated failures (429)",
+     "tests.security.test_rate_limits::test_failed_logins_lock_the_username_from_that_address"),
+    ("import_embeddings", "NaN/inf, mixed dimensions, duplicate keys, bad headers, empty keys",
+     "tests.annotation.test_import_embeddings::"
+     "test_bad_text_input_names_the_line_and_stores_nothing"),
+    ("import_embeddings", "binary NaN and duplicate keys",
+     "tests.annotation.test_import_embeddings::test_binary_nan_and_duplicate_name_the_record"),
+    ("import_embeddings", "npy: inf, wrong shape, short vocabulary, not a .npy",
+     "tests.annotation.test_import_embeddings::test_npy_problems"),
+    ("import_embeddings", "csv: ragged rows, text values, duplicate keys",
+     "tests.annotation.test_import_embeddings::test_csv_problems"),
+    ("import_embeddings", "one CommandError line",
+     "tests.annotation.test_import_embeddings::test_command_turns_bad_input_into_one_command_error"),
+    ("import_feedback", "unknown keys/labels, self pairs, bad JSON, duplicates, undecodable",
+     "tests.annotation.test_feedback_import::test_bad_feedback_names_the_line_and_stores_nothing"),
+    ("import_feedback", "empty or unknown files",
+     "tests.annotation.test_feedback_import::test_empty_or_unknown_files_are_rejected"),
+]
+
+# Endpoints that take no input beyond authentication (covered by the authorization matrix).
+NO_INPUT = {"home", "healthz", "logout", "schema", "api-docs", "api-studies",
+            "annotation:study-list", "spaces:list"}
+
+
+def _row_counts() -> dict[str, int]:
+    return {
+        model._meta.label: model.objects.count()
+        for label in ("annotation", "learning", "auth", "audit", "authtoken")
+        for model in apps.get_app_config(label).get_models()
+    }
+
+
+def _send(world: World, case: Bad):
+    client = world.client(case.role)
+    url = case.url(world)
+    if case.method == "get":
+        return client.get(url)
+    body = case.body(world) if callable(case.body) else case.body
+    if case.content_type == "multipart":
+        return getattr(client, case.method)(url, body or {})
+    if not isinstance(body, bytes | str):
+        body = json.dumps(body)
+    return getattr(client, case.method)(url, body, content_type=case.content_type)
+
+
+@pytest.mark.parametrize("case", CATALOG, ids=[f"{c.endpoint}: {c.what}" for c in CATALOG])
+def test_bad_input_is_refused_with_a_message_and_nothing_written(world, case):
+    before = _row_counts()
+    response = _send(world, case)
+    text = response.content.decode("utf-8", "replace")
+    assert response.status_code == case.status, text[:500]
+    assert case.message in text, text[:1000]
+    assert "Traceback" not in text
+    assert _row_counts() == before
+
+
+def test_every_endpoint_is_in_the_catalog():
+    listed = {c.endpoint for c in CATALOG} | {e for e, _, _ in COVERED_ELSEWHERE}
+    missing = set(MATRIX) - listed - NO_INPUT
+    assert not missing, f"endpoints with no bad-input case: {sorted(missing)}"
+
+
+@pytest.mark.parametrize("reference", sorted({t for _, _, t in COVERED_ELSEWHERE}))
+def test_referenced_tests_exist(reference):
+    module, name = reference.split("::")
+    assert callable(getattr(importlib.import_module(module), name, None)), reference
+
+
+# --- Import paths: management commands ---------------------------------------------------------
+
+COMMANDS = [
+    ("import_feedback", "unknown study", lambda w, tmp: [str(tmp / "f.csv"), "--study", "nope"],
+     "no study named 'nope'"),
+    ("import_feedback", "missing file", lambda w, tmp: [str(tmp / "absent.csv"), "--study",
+                                                         str(A(w))], "absent.csv"),
+    ("import_feedback", "pairs of another space's keys",
+     lambda w, tmp: [str(tmp / "f.csv"), "--study", str(A(w))], "unknown key 'zzz'"),
+    ("import_embeddings", "missing file", lambda w, tmp: [str(tmp / "absent.txt"), "--name",
+                                                           "x"], "absent.txt"),
+    ("import_embeddings", "a space name already taken",
+     lambda w, tmp: [str(tmp / "v.txt"), "--name", w.study_a.space.name], "already"),
+]
+
+
+@pytest.mark.parametrize(("command", "what", "args", "message"), COMMANDS,
+                         ids=[f"{c[0]}: {c[1]}" for c in COMMANDS])
+def test_commands_refuse_bad_input_with_one_line(world, tmp_path, command, what, args, message):
+    (tmp_path / "f.csv").write_text("key_a,key_b,label\nw000,zzz,comparable\n")
+    (tmp_path / "v.txt").write_text("a 1 2\nb 3 4\n")
+    before = _row_counts()
+    with pytest.raises(CommandError, match=message) as info:
+        call_command(command, *args(world, tmp_path))
+    assert "\n" not in str(info.value)
+    assert _row_counts() == before
