@@ -95,7 +95,9 @@ def judgment_create(
         raise InvalidInput("item_a and item_b must be two different items.")
     pair = _canonical(item_a_id, item_b_id)
 
-    existing = PairJudgment.objects.filter(client_id=client_id).first()
+    # A replay answers with the stored row and its items: one query, joined.
+    stored = PairJudgment.objects.select_related("item_a", "item_b", "annotator")
+    existing = stored.filter(client_id=client_id).first()
     if existing is not None:
         return _replay(existing, study=study, annotator=annotator, pair=pair, label=label), False
 
@@ -116,8 +118,8 @@ def judgment_create(
         with transaction.atomic():  # a savepoint: the outer transaction survives a duplicate
             judgment = PairJudgment.objects.create(
                 study=study,
-                item_a_id=pair[0],
-                item_b_id=pair[1],
+                item_a=found[pair[0]],  # the loaded items: the response needs no query
+                item_b=found[pair[1]],
                 label=label,
                 annotator=annotator,
                 source=Source.ANNOTATED,
@@ -126,7 +128,7 @@ def judgment_create(
                 is_gold=gold_pair_exists(study=study, item_a_id=pair[0], item_b_id=pair[1]),
             )
     except IntegrityError:
-        existing = PairJudgment.objects.filter(client_id=client_id).first()
+        existing = stored.filter(client_id=client_id).first()
         if existing is not None:  # a concurrent retry of the same request won the race
             return _replay(existing, study=study, annotator=annotator, pair=pair, label=label), False
         raise Conflict(

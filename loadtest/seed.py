@@ -78,4 +78,9 @@ def seed(*, annotators: int, items: int, dim: int, history: int, rng_seed: int =
                 batch_size=5000,
             )
     tokens = [api_token_create(user=u, name="load test")[1] for u in users]
+    from django.db import connection
+
+    if connection.vendor == "postgresql":  # planner statistics, as an established database has
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE")
     return World(study_id=study.pk, tokens=tokens, history=history)

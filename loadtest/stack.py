@@ -214,15 +214,7 @@ class Stack:
         """
         tick = os.sysconf("SC_CLK_TCK")
         groups = {proc.pid: name for name, proc in self.procs.items()}
-        try:
-            import psycopg
-
-            with psycopg.connect(self.pg_url, autocommit=True, connect_timeout=2) as conn:
-                backends = {row[0] for row in conn.execute(
-                    "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
-                    "AND pid <> pg_backend_pid()")}
-        except Exception:  # noqa: BLE001 - accounting only
-            backends = set()
+        backend_title = f" {self.db_name} ".encode()  # "postgres: 15/main: user db host state"
         out = dict.fromkeys([*groups.values(), "postgres"], 0.0)
         for entry in os.listdir("/proc"):
             if not entry.isdigit():
@@ -234,7 +226,9 @@ class Stack:
             fields = raw[raw.rindex(")") + 2 :].split()
             used = (int(fields[11]) + int(fields[12])) / tick
             pgrp = int(fields[2])
-            if int(entry) in backends:
+            if fields[0] != "Z" and raw.startswith(f"{entry} (postgres)") and _is_backend(
+                entry, backend_title
+            ):
                 out["postgres"] += used
             elif pgrp in groups:
                 out[groups[pgrp]] += used
@@ -261,6 +255,13 @@ _SECRET = secrets.token_urlsafe(48)
 
 def env_secret() -> str:
     return _SECRET
+
+
+def _is_backend(pid: str, title: bytes) -> bool:
+    try:
+        return title in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
 
 
 def _wait_for(predicate, timeout: float, what: str) -> None:
