@@ -18,7 +18,7 @@ def _user(value):
 @transaction.atomic
 def audit_record(
     *, action: str, target, actor=FROM_REQUEST, study_id: int | None = None,
-    detail: dict | None = None, request=None,
+    detail: dict | None = None, request=None, target_id: str | None = None,
 ) -> AuditEvent:
     """One event. ``actor`` and the IP default to the request being served (DRF requests carry
     the token's user, so pass ``request`` from API views); ``actor=None`` is the system."""
@@ -33,7 +33,7 @@ def audit_record(
         actor=actor,
         actor_name=actor.get_username() if actor is not None else "",
         target_type=target._meta.label_lower,
-        target_id=str(target.pk),
+        target_id=str(target.pk) if target_id is None else target_id,
         study_id=study_id,
         detail=detail or {},
         ip=ip,

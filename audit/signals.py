@@ -1,9 +1,11 @@
-"""Membership changes are audited wherever they happen (admin, inline, commands, shell)."""
+"""Membership and DRF-token changes are audited wherever they happen (admin, inline, commands,
+shell), in the transaction of the change."""
 
 from __future__ import annotations
 
 from django.db.models.signals import post_delete, post_save, pre_save
 from django.dispatch import receiver
+from rest_framework.authtoken.models import Token
 
 from annotation.models import Membership
 
@@ -45,3 +47,20 @@ def _membership_saved(sender, instance: Membership, created: bool, raw: bool = F
 def _membership_deleted(sender, instance: Membership, **kwargs) -> None:
     audit_record(action=Action.MEMBERSHIP_DELETE, target=instance,
                  study_id=instance.study_id, detail=_detail(instance))
+
+
+# DRF's plain tokens (created in the admin or by `manage.py drf_create_token`). The key is the
+# token itself and its primary key: it is never logged; the target id is the owner's id.
+
+
+@receiver(post_save, sender=Token)
+def _drf_token_saved(sender, instance: Token, created: bool, raw: bool = False, **kwargs):
+    if created and not raw:
+        audit_record(action=Action.TOKEN_CREATE, target=instance, target_id=str(instance.user_id),
+                     detail={"kind": "drf", "owner_id": instance.user_id})
+
+
+@receiver(post_delete, sender=Token)
+def _drf_token_deleted(sender, instance: Token, **kwargs) -> None:
+    audit_record(action=Action.TOKEN_REVOKE, target=instance, target_id=str(instance.user_id),
+                 detail={"kind": "drf", "owner_id": instance.user_id})

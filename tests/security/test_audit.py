@@ -185,3 +185,15 @@ def test_the_admin_shows_the_log_read_only(world, new_events):
                        {"post": "yes"}).status_code == 403
     event.refresh_from_db()
     assert event.action == Action.PUBLISH
+
+
+def test_drf_tokens_are_logged_without_their_key(world, new_events):
+    from rest_framework.authtoken.models import Token
+
+    token = Token.objects.create(user=world.users["ann_b"])
+    key = token.key
+    token.delete()
+    events = new_events()
+    assert [e.action for e in events] == [Action.TOKEN_CREATE, Action.TOKEN_REVOKE]
+    assert {e.target_id for e in events} == {str(world.users["ann_b"].pk)}
+    assert all(key not in str(e.detail) for e in events)
