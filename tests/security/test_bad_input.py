@@ -341,6 +341,8 @@ COVERED_ELSEWHERE = [
      "tests.annotation.test_feedback_import::test_bad_feedback_names_the_line_and_stores_nothing"),
     ("import_feedback", "empty or unknown files",
      "tests.annotation.test_feedback_import::test_empty_or_unknown_files_are_rejected"),
+    ("create_demo_users", "run without DEBUG",
+     "tests.test_auth::test_demo_users_are_refused_without_debug"),
 ]
 
 # Endpoints that take no input beyond authentication (covered by the authorization matrix).
@@ -405,6 +407,14 @@ COMMANDS = [
                                                            "x"], "absent.txt"),
     ("import_embeddings", "a space name already taken",
      lambda w, tmp: [str(tmp / "v.txt"), "--name", w.study_a.space.name], "already"),
+    ("reproduce_weat_table", "unknown study", lambda w, tmp: ["--study", "nope"],
+     "no study named 'nope'"),
+    ("reproduce_weat_table", "k not integers", lambda w, tmp: ["--study", "Study A", "--k", "a,b"],
+     "--k must be comma-separated integers"),
+    ("reproduce_weat_table", "unknown suite",
+     lambda w, tmp: ["--study", "Study A", "--suite", "none"], "has no WEAT suite 'none'"),
+    ("reproduce_weat_table", "no permutations",
+     lambda w, tmp: ["--study", "Study A", "--permutations", "0"], "at least 1"),
 ]
 
 
