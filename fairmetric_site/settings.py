@@ -123,6 +123,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI served by the app, not from a CDN
     "annotation",
     "learning",
     "audit",
@@ -271,6 +272,9 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Label comparable pairs and groups; download learned fair metrics.",
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 # --- Celery -----------------------------------------------------------------------------------
