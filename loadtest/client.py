@@ -162,6 +162,7 @@ class LoadConfig:
     seconds: float
     warmup: float = 0.0  # seconds of load before the measured window (not timed)
     lost_share: float = 0.1  # answers whose first response is thrown away and retried
+    think: float = 0.0  # mean seconds an annotator looks at a pair before answering (0: none)
     timeout: float = 15.0  # per request
     give_up_after: float = 90.0  # stop retrying one request after this long
     seed: int = 0
@@ -223,6 +224,8 @@ async def _annotator(config: LoadConfig, token: str, index: int, deadline: float
             if pair["done"]:
                 record.done_answers += 1
                 return
+            if config.think:
+                await asyncio.sleep(config.think * rng.uniform(0.5, 1.5))
             client_id = str(uuid.UUID(int=rng.getrandbits(128), version=4))
             body = json.dumps({
                 "item_a": pair["left"]["id"], "item_b": pair["right"]["id"],

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from .client import LoadConfig, Record, run_annotators
-from .stack import Stack
+from .stack import CpuMeter, Stack
 
 TARGET_JUDGMENTS_PER_SECOND = 300
 TARGET_POST_P95_MS = 50
@@ -33,6 +33,8 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--warmup", type=float, default=3.0, help="untimed load before")
     parser.add_argument("--lost-share", type=float, default=0.1,
                         help="share of answers whose response is 'lost' and retried")
+    parser.add_argument("--think-ms", type=float, default=0.0,
+                        help="mean time an annotator looks at a pair (0: answer at once)")
     parser.add_argument("--items", type=int, default=5000)
     parser.add_argument("--dim", type=int, default=50)
     parser.add_argument("--history", type=int, default=20_000, help="answers before the run")
@@ -89,7 +91,7 @@ def prepare(stack: Stack, args: argparse.Namespace):
 def load_config(stack: Stack, args, study_id: int, **overrides) -> LoadConfig:
     return LoadConfig(host="127.0.0.1", port=stack.web_port, study_id=study_id,
                       seconds=args.seconds, warmup=args.warmup, lost_share=args.lost_share,
-                      **overrides)
+                      think=args.think_ms / 1000.0, **overrides)
 
 
 def print_table(summary: dict) -> None:
@@ -117,14 +119,6 @@ def client_problems(record: Record, *, allow_5xx: bool) -> list[str]:
     return problems
 
 
-def cores_used(before: dict, after: dict, seconds: float) -> dict[str, float]:
-    """Average cores per component over the run; 'others' is the rest of the machine."""
-    used = {k: (after[k] - before.get(k, 0.0)) / seconds for k in after}
-    ours = sum(v for k, v in used.items() if k != "machine busy")
-    used["others on the machine"] = max(0.0, used.pop("machine busy") - ours)
-    return {k: round(v, 2) for k, v in used.items()}
-
-
 def targets(summary: dict) -> dict:
     post = summary["endpoints"].get("POST judgment", {})
     return {
@@ -146,12 +140,14 @@ def main(argv: list[str] | None = None) -> int:
         world = prepare(stack, args)
         print(f"stack: {stack.base_url}, db {stack.db_name}, redis {stack.redis_url}, gunicorn "
               f"{args.web_workers} workers x {args.web_threads} threads; {args.annotators} "
-              f"annotators, {args.warmup:g} s warm-up + {args.seconds:g} s; JUDGMENT_RATE "
+              f"annotators (think {args.think_ms:g} ms), {args.warmup:g} s warm-up + "
+              f"{args.seconds:g} s; JUDGMENT_RATE "
               f"{args.judgment_rate}/s per user", flush=True)
-        cpu_before, wall = stack.cpu_snapshot(), time.perf_counter()
+        meter = CpuMeter(stack)
+        meter.start()
         record = asyncio.run(run_annotators(load_config(stack, args, world.study_id),
                                             world.tokens))
-        cores = cores_used(cpu_before, stack.cpu_snapshot(), time.perf_counter() - wall)
+        cores = meter.stop()
         summary = record.summary()
         print_table(summary)
         print("cores used during the run:", cores)
@@ -171,6 +167,7 @@ def main(argv: list[str] | None = None) -> int:
             problems.append(f"processes died: {dead}")
         result = {
             "mode": "quick" if args.quick else "full", "annotators": args.annotators,
+            "think_ms": args.think_ms, "web": f"{args.web_workers}x{args.web_threads}",
             "summary": summary, "targets": targets(summary), "cores_used": cores,
             "load_average": os.getloadavg(), "judgments": judgment_facts,
             "versions": version_facts, "final_version_after_s": recovery,
