@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
+pytestmark = [pytest.mark.services, pytest.mark.slow]
+
 
 def test_the_quick_fault_run_loses_nothing_and_recovers(run_module):
     result, output = run_module("faults", "--quick")

@@ -6,6 +6,10 @@ docs/reliability.md measures those).
 
 from __future__ import annotations
 
+import pytest
+
+pytestmark = [pytest.mark.services, pytest.mark.slow]
+
 
 def test_the_quick_load_run_stores_every_acknowledged_answer_once(run_module):
     result, output = run_module("load", "--quick")
@@ -16,7 +20,7 @@ def test_the_quick_load_run_stores_every_acknowledged_answer_once(run_module):
     assert judgments["lost"] == judgments["doubles"] == 0
     assert summary["lost_responses_simulated"] > 0  # retries with the same client_id happened
     retries = summary["endpoints"]["POST judgment (retry)"]["statuses"]
-    assert set(retries) == {"200"} or set(retries) == {200}
+    assert set(retries) == {"200"}  # JSON keys: every replay answered 200
     statuses = [int(s) for e in summary["endpoints"].values() for s in e["statuses"]]
     assert max(statuses) < 500
     assert result["versions"]["duplicates_same_data"] == 0
