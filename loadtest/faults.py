@@ -40,7 +40,7 @@ from .load import (
     print_table,
     quick_defaults,
 )
-from .stack import Stack
+from .stack import Stack, stop_on_sigterm
 
 FULL_SCHEDULE = [
     (8, "kill-worker"), (18, "restart-redis"), (28, "terminate-db"),
@@ -57,6 +57,10 @@ class Injector(threading.Thread):
         self.events: list[dict] = []
         self.orphans_below = 0
         self.error: BaseException | None = None
+        self.done = threading.Event()  # the schedule ran (or failed)
+        # The thread outlives the schedule: the worker and redis-server it restarted die with
+        # it (see stack._die_with_parent), so it ends only once the stack is stopped.
+        self.release = threading.Event()
 
     def run(self) -> None:
         import psycopg
@@ -77,6 +81,8 @@ class Injector(threading.Thread):
         finally:
             if self.conn is not None:
                 self.conn.close()
+            self.done.set()
+        self.release.wait()
 
     def _scalar(self, sql: str):
         params = {"study": self.study_id, "after": self.orphans_below}
@@ -150,6 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lost-after-seconds", type=int, default=30,
                         help="LEARNING_LOST_AFTER_SECONDS")
     args = parser.parse_args(argv)
+    stop_on_sigterm()
     schedule = FULL_SCHEDULE
     if args.quick:
         quick_defaults(args)
@@ -163,6 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     stack = make_stack(args, lease_seconds=args.lease_seconds, sweep_seconds=args.sweep_seconds,
                        lost_after_seconds=args.lost_after_seconds)
     problems: list[str] = []
+    injector = None
     try:
         world = prepare(stack, args)
         print(f"stack: {stack.base_url}, db {stack.db_name}, redis {stack.redis_url}; "
@@ -173,10 +181,10 @@ def main(argv: list[str] | None = None) -> int:
         injector.start()
         config = load_config(stack, args, world.study_id, give_up_after=120.0)
         record = asyncio.run(run_annotators(config, world.tokens))
-        injector.join(timeout=60)
+        injector.done.wait(timeout=60)
         summary = record.summary()
         print_table(summary)
-        if injector.error is not None or injector.is_alive():
+        if injector.error is not None or not injector.done.is_set():
             problems.append(f"fault injection failed: {injector.error!r}")
         recovery, state = checks.wait_for_final_versions(world.study_id, args.recovery_timeout)
         judgment_facts, judgment_problems = checks.judgment_checks(record, world.study_id)
@@ -215,6 +223,8 @@ def main(argv: list[str] | None = None) -> int:
             args.json.write_text(json.dumps(result, indent=2, default=str))
     finally:
         stack.stop()
+        if injector is not None:
+            injector.release.set()
     if problems:
         print("FAILED:\n  " + "\n  ".join(problems))
         return 1

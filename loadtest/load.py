@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from .client import LoadConfig, Record, run_annotators
-from .stack import CpuMeter, Stack
+from .stack import CpuMeter, Stack, stop_on_sigterm
 
 TARGET_JUDGMENTS_PER_SECOND = 300
 TARGET_POST_P95_MS = 50
@@ -133,6 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_common_arguments(parser)
     args = parser.parse_args(argv)
+    stop_on_sigterm()
     if args.quick:
         quick_defaults(args)
     stack = make_stack(args)

@@ -9,6 +9,7 @@ configures Django for the same database (to migrate, seed and verify).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import shutil
@@ -37,6 +38,27 @@ def pg_admin(sql: str) -> None:
 
     with psycopg.connect(PG_ADMIN_URL, autocommit=True, connect_timeout=5) as conn:
         conn.execute(sql)
+
+
+def drop_orphaned_databases() -> list[str]:
+    """Drop scratch databases of runs that were killed (``fm_load_<pid>`` whose process is no
+    longer a running load or fault run); their processes died with them."""
+    import psycopg
+
+    with psycopg.connect(PG_ADMIN_URL, autocommit=True, connect_timeout=5) as conn:
+        names = [row[0] for row in conn.execute(
+            "SELECT datname FROM pg_database WHERE datname ~ '^fm_load_[0-9]+$'")]
+    dropped = []
+    for name in names:
+        pid = name.rsplit("_", 1)[1]
+        try:
+            alive = b"loadtest" in Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            alive = False
+        if not alive:
+            pg_admin(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+            dropped.append(name)
+    return dropped
 
 
 @dataclass
@@ -110,6 +132,7 @@ class Stack:
 
     def start_database(self) -> None:
         """Create the scratch database and point this process's Django at it (not started)."""
+        drop_orphaned_databases()
         pg_admin(f"CREATE DATABASE {self.db_name}")
         self._db_created = True
         (self.scratch / "static").mkdir(exist_ok=True)
@@ -140,7 +163,7 @@ class Stack:
         log = open(self.scratch / f"{name}.log", "a")  # noqa: SIM115 - lives with the process
         proc = subprocess.Popen(
             args, cwd=ROOT, env=self.env(), stdout=log, stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL, start_new_session=True,
+            stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=_die_with_parent,
         )
         log.close()
         self.procs[name] = proc
@@ -247,6 +270,25 @@ _SECRET = secrets.token_urlsafe(48)
 
 def env_secret() -> str:
     return _SECRET
+
+
+def _die_with_parent() -> None:
+    """In the child: SIGTERM when the orchestrating process dies, even by SIGKILL (Linux), so
+    a killed run leaves no gunicorn, worker or redis-server behind. (Linux sends it when the
+    spawning *thread* ends: threads that start processes must live as long as the stack.)"""
+    import ctypes
+
+    with contextlib.suppress(OSError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+def stop_on_sigterm() -> None:
+    """A SIGTERM to the orchestrator unwinds like Ctrl-C, so the stack is stopped and dropped."""
+
+    def handler(signum, frame):
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, handler)
 
 
 def machine_busy_seconds() -> float:
