@@ -22,6 +22,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 ROOT = Path(__file__).resolve().parent.parent
 PG_ADMIN_URL = os.environ.get("LOAD_PG_ADMIN_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
@@ -80,12 +81,13 @@ class Stack:
     _worker_starts: int = 0
 
     @property
-    def database_url(self) -> str:
-        return f"postgres://postgres@127.0.0.1:5432/{self.db_name}"
+    def pg_url(self) -> str:
+        """The scratch database on the server of ``LOAD_PG_ADMIN_URL``."""
+        return urlunsplit(urlsplit(PG_ADMIN_URL)._replace(path=f"/{self.db_name}"))
 
     @property
-    def pg_url(self) -> str:  # the same database, for psycopg
-        return f"postgresql://postgres@127.0.0.1:5432/{self.db_name}"
+    def database_url(self) -> str:  # the same, as Django's settings take it
+        return self.pg_url.replace("postgresql://", "postgres://", 1)
 
     @property
     def redis_url(self) -> str:

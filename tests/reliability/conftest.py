@@ -10,9 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from loadtest.stack import PG_ADMIN_URL
 from tests.conftest import ROOT, require, subprocess_env
-
-PG_ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
 
 
 def _postgres_can_create_databases() -> bool:
