@@ -163,19 +163,24 @@ TEMPLATES = [
 
 # --- Database ---------------------------------------------------------------------------------
 
+# Web and worker processes share a SQLite file: wait for locks rather than fail, and take the
+# write lock at BEGIN so two writers never deadlock upgrading read locks.
+_SQLITE_OPTIONS = {"timeout": 20, "transaction_mode": "IMMEDIATE"}
 _database_url = env_url("DATABASE_URL", {"sqlite", "postgres", "postgresql", "pgsql"})
 if _database_url:
     DATABASES = {"default": dj_database_url.parse(_database_url, conn_max_age=60)}
     if DATABASES["default"]["ENGINE"].endswith("postgresql"):
         DATABASES["default"].setdefault("OPTIONS", {})
         DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+    else:
+        DATABASES["default"]["CONN_MAX_AGE"] = 0
+        DATABASES["default"]["OPTIONS"] = dict(_SQLITE_OPTIONS)
 else:
     DATABASES = {
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
             "NAME": BASE_DIR / "db.sqlite3",
-            # Web and worker processes share the file: wait for locks rather than fail.
-            "OPTIONS": {"timeout": 20, "transaction_mode": "IMMEDIATE"},
+            "OPTIONS": dict(_SQLITE_OPTIONS),
         }
     }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
