@@ -9,7 +9,10 @@ STAMP := $(VENV)/.installed-requirements
 help:
 	@echo "make run    set up .venv, migrate, load demo data, start web + worker on 127.0.0.1:8000"
 	@echo "make test   set up .venv and run lint and the whole test suite"
-	@echo "make bench  run the benchmarks (prints figures)"
+	@echo "make bench  benchmark the numerical core (prints figures; more in benchmarks/)"
+	@echo "make load   50 annotators for 60 s against gunicorn + PostgreSQL + Redis + a worker"
+	@echo "make faults the load run with worker kills, Redis restarts and cut DB connections"
+	@echo "make fuzz   schemathesis against the OpenAPI schema"
 
 $(STAMP): requirements.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
