@@ -107,6 +107,29 @@ class StudyDetail(AnnotationAPIView):
         return Response(StudySerializer(study, context={"roles": roles}).data)
 
 
+def _held_pairs(request) -> list[tuple[int, int]]:
+    held = _id_list(request.query_params.get("exclude", ""), "exclude", max_len=40)
+    if len(held) % 2:
+        raise ValidationError({"exclude": "must list pairs of item ids: 'a-b,c-d'."})
+    return list(zip(held[::2], held[1::2], strict=True))
+
+
+def _next_pair_data(request, study: Study, held_pairs=None) -> dict:
+    """The next-pair answer (``done``, ``left``, ``right``) for the requesting annotator."""
+    if held_pairs is None:
+        held_pairs = _held_pairs(request)
+    pair = None
+    if study.is_active and study.mode != Study.Mode.GROUPS:  # else it takes no pairs
+        pair = next_pair(study=study, user=request.user, exclude=held_pairs)
+    if pair is None:
+        return {"done": True, "left": None, "right": None}
+    return {
+        "done": False,
+        "left": ItemSerializer(pair.left).data,
+        "right": ItemSerializer(pair.right).data,
+    }
+
+
 class NextPairView(AnnotationAPIView):
     @extend_schema(
         parameters=[
@@ -118,22 +141,7 @@ class NextPairView(AnnotationAPIView):
     )
     def get(self, request, study_id: int):
         study = self.member_study(study_id)
-        held = _id_list(request.query_params.get("exclude", ""), "exclude", max_len=40)
-        if len(held) % 2:
-            raise ValidationError({"exclude": "must list pairs of item ids: 'a-b,c-d'."})
-        held_pairs = list(zip(held[::2], held[1::2], strict=True))
-        pair = None
-        if study.is_active and study.mode != Study.Mode.GROUPS:  # else it takes no pairs
-            pair = next_pair(study=study, user=request.user, exclude=held_pairs)
-        if pair is None:
-            return Response({"done": True, "left": None, "right": None})
-        return Response(
-            {
-                "done": False,
-                "left": ItemSerializer(pair.left).data,
-                "right": ItemSerializer(pair.right).data,
-            }
-        )
+        return Response(_next_pair_data(request, study))
 
 
 class JudgmentListCreate(AnnotationAPIView):
@@ -158,9 +166,24 @@ class JudgmentListCreate(AnnotationAPIView):
         )
         return Response({"results": JudgmentSerializer(rows, many=True).data})
 
-    @extend_schema(request=JudgmentCreateSerializer, responses=JudgmentSerializer)
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "next", bool,
+                description="Also answer the annotator's next pair (`next_pair`, as next-pair "
+                "gives it), chosen after the answer is stored: one request per judgment.",
+            ),
+            OpenApiParameter(
+                "exclude", str, description="With next=1: pairs the client holds unsent."
+            ),
+        ],
+        request=JudgmentCreateSerializer,
+        responses=JudgmentSerializer,
+    )
     def post(self, request, study_id: int):
         study = self.member_study(study_id)
+        want_next = request.query_params.get("next", "") in {"1", "true", "yes"}
+        held_pairs = _held_pairs(request) if want_next else None  # bad exclude: 400, no write
         body = JudgmentCreateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         judgment, created = services.judgment_create(
@@ -172,10 +195,10 @@ class JudgmentListCreate(AnnotationAPIView):
             client_id=body.validated_data["client_id"],
             elapsed_ms=body.validated_data.get("elapsed_ms"),
         )
-        return Response(
-            JudgmentSerializer(judgment).data,
-            status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
-        )
+        data = JudgmentSerializer(judgment).data
+        if want_next:  # after the commit: the stored answer's pair is never offered again
+            data["next_pair"] = _next_pair_data(request, study, held_pairs)
+        return Response(data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 
 
 class JudgmentUndo(AnnotationAPIView):

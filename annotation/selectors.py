@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 from django.core.cache import cache
 from django.db import connection
-from django.db.models import Count, QuerySet
+from django.db.models import Count, QuerySet, prefetch_related_objects
 from django.db.models.functions import Lower
 
 from .models import (
@@ -186,9 +186,18 @@ class StudyPool:
         return self.ids[pos] == item_ids
 
 
+def pool_tag_ids(*, study: Study) -> list[int]:
+    """The study's pool tags, loaded once per study instance (a request answering and then
+    choosing the next pair asks twice). Kept in Django's prefetch cache, which
+    ``study.pool_tags.add/remove/set/clear`` and ``refresh_from_db`` empty."""
+    if "pool_tags" not in getattr(study, "_prefetched_objects_cache", {}):
+        prefetch_related_objects([study], "pool_tags")
+    return sorted(tag.pk for tag in study.pool_tags.all())
+
+
 def pool_items(*, study: Study) -> QuerySet[Item]:
     qs = Item.objects.filter(space_id=study.space_id)
-    tag_ids = list(study.pool_tags.values_list("id", flat=True))
+    tag_ids = pool_tag_ids(study=study)
     if tag_ids:
         qs = qs.filter(tags__in=tag_ids).distinct()
     return qs
@@ -196,7 +205,7 @@ def pool_items(*, study: Study) -> QuerySet[Item]:
 
 def study_pool(*, study: Study) -> StudyPool:
     """The pool as arrays, cached for a few minutes per process (400k items load once)."""
-    tag_ids = tuple(sorted(study.pool_tags.values_list("id", flat=True)))
+    tag_ids = tuple(pool_tag_ids(study=study))
     signature = (study.space_id, study.space.item_count, tag_ids)
     now = time.monotonic()
     with _pool_lock:

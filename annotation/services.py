@@ -66,7 +66,6 @@ def _replay(existing: PairJudgment, *, study, annotator, pair, label) -> PairJud
     )
 
 
-@transaction.atomic
 def judgment_create(
     *,
     study: Study,
@@ -82,7 +81,10 @@ def judgment_create(
     Idempotent on ``client_id``: a retry with the same content returns the stored judgment
     with ``created=False``; the same ``client_id`` with other content (another user, pair or
     label) raises :class:`Conflict`. The pair is stored canonically (``item_a_id <
-    item_b_id``). Concurrent retries are settled by the unique constraint, inside a savepoint.
+    item_b_id``). Concurrent retries are settled by the unique constraint: the insert and the
+    refit hook run in one transaction (a savepoint when the caller already holds one); a
+    duplicate rolls it back and is answered from the stored row. The checks before it only
+    read, so they need no transaction of their own (one BEGIN/COMMIT per answer, no savepoint).
     """
     client_id = _parse_uuid(client_id)
     if label not in Label.values:
@@ -115,7 +117,7 @@ def judgment_create(
         raise InvalidInput(f"Item {missing[0]} does not exist or is not in this study's pool.")
 
     try:
-        with transaction.atomic():  # a savepoint: the outer transaction survives a duplicate
+        with transaction.atomic():  # a caller's outer transaction survives a duplicate
             judgment = PairJudgment.objects.create(
                 study=study,
                 item_a=found[pair[0]],  # the loaded items: the response needs no query
@@ -127,6 +129,7 @@ def judgment_create(
                 elapsed_ms=elapsed_ms,
                 is_gold=gold_pair_exists(study=study, item_a_id=pair[0], item_b_id=pair[1]),
             )
+            refit_request(study_id=study.pk)  # runs once the insert has committed
     except IntegrityError:
         existing = stored.filter(client_id=client_id).first()
         if existing is not None:  # a concurrent retry of the same request won the race
@@ -134,7 +137,6 @@ def judgment_create(
         raise Conflict(
             "You already answered this pair; undo that answer first to change it."
         ) from None
-    refit_request(study_id=study.pk)
     return judgment, True
 
 

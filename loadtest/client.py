@@ -1,7 +1,9 @@
 """Virtual annotators: a small asyncio HTTP/1.1 client (keep-alive, no dependencies).
 
-Each annotator holds one connection and loops: ``GET next-pair``, ``POST`` a judgment with a
-fresh ``client_id``. A share of the answers simulate a lost response: the first response is
+Each annotator holds one connection and loops: ``POST`` a judgment with a fresh ``client_id``
+and ``?next=1``, whose answer carries the next pair (``next_pair``) — one request per judgment,
+as the labelling page does; ``GET next-pair`` only for the first pair (or when an answer
+carried none). A share of the answers simulate a lost response: the first response is
 thrown away and the POST is sent again with the same ``client_id`` (the server must answer 200
 with the same judgment). Like the labelling page, a connection error, a 5xx or a 429 is retried
 with growing back-off and the same ``client_id`` — only a response the client actually read
@@ -213,14 +215,17 @@ async def _annotator(config: LoadConfig, token: str, index: int, deadline: float
         if status != 200 or config.study_id not in [s["id"] for s in json.loads(payload)]:
             record.problems.append(f"annotator {index}: study list {status} {payload[:200]!r}")
             return
+        pair = None
         while time.perf_counter() < deadline:
-            status, payload = await _call(
-                conn, record, "GET next-pair", "GET", f"{base}/next-pair/", auth,
-                give_up_at=time.perf_counter() + config.give_up_after)
-            if status != 200:
-                record.problems.append(f"annotator {index}: next-pair {status} {payload[:200]!r}")
-                return
-            pair = json.loads(payload)
+            if pair is None:
+                status, payload = await _call(
+                    conn, record, "GET next-pair", "GET", f"{base}/next-pair/", auth,
+                    give_up_at=time.perf_counter() + config.give_up_after)
+                if status != 200:
+                    record.problems.append(
+                        f"annotator {index}: next-pair {status} {payload[:200]!r}")
+                    return
+                pair = json.loads(payload)
             if pair["done"]:
                 record.done_answers += 1
                 return
@@ -232,13 +237,14 @@ async def _annotator(config: LoadConfig, token: str, index: int, deadline: float
                 "label": rng.choices(LABELS, LABEL_WEIGHTS)[0], "client_id": client_id,
                 "elapsed_ms": rng.randint(300, 4000),
             }).encode()
-            await _answer(conn, record, f"{base}/judgments/", post_headers, body, client_id,
-                          rng.random() < config.lost_share, config, index)
+            pair = await _answer(conn, record, f"{base}/judgments/?next=1", post_headers, body,
+                                 client_id, rng.random() < config.lost_share, config, index)
     finally:
         conn.close()
 
 
 async def _answer(conn, record, path, headers, body, client_id, lose_first, config, index):
+    """Send one answer (and its simulated retry); returns the next pair it carried, or None."""
     give_up_at = time.perf_counter() + config.give_up_after
     record.sent.add(client_id)
     status, payload = await _call(conn, record, "POST judgment", "POST", path, headers, body,
@@ -258,9 +264,11 @@ async def _answer(conn, record, path, headers, body, client_id, lose_first, conf
         record.unacknowledged.add(client_id)
         if status is not None:
             record.problems.append(f"annotator {index}: POST {status} {payload[:200]!r}")
-        return
-    judgment_id = json.loads(payload)["id"]
+        return None
+    data = json.loads(payload)
+    judgment_id = data["id"]
     if first_id is not None and judgment_id != first_id:
         record.problems.append(
             f"annotator {index}: {client_id} stored as {first_id}, retry says {judgment_id}")
     record.acknowledged[client_id] = judgment_id
+    return data.get("next_pair")

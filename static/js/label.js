@@ -159,6 +159,22 @@
     return [...new Set(held)].slice(-20);
   }
 
+  // A next pair, from GET next-pair or carried by a judgment POST's `next_pair`.
+  function offer(data) {
+    if (data.done) {
+      done = true;
+    } else {
+      const key = pairKey(data.left.id, data.right.id);
+      if (!prefetched.length && !heldPairs().includes(key)) {
+        prefetched.push({ left: data.left, right: data.right });
+      }
+    }
+    if (!current) {
+      show(prefetched.shift() || null);
+      if (current) prefetch();
+    }
+  }
+
   function prefetch() {
     if (fetching || done || prefetched.length >= 1) return fetching;
     const url = `${nextUrl}?exclude=${encodeURIComponent(heldPairs().join(","))}`;
@@ -166,16 +182,7 @@
       .then((r) => (r.ok ? r.json() : Promise.reject(new Error(`next pair: HTTP ${r.status}`))))
       .then((data) => {
         fetching = null;
-        if (data.done) {
-          done = true;
-        } else {
-          const key = pairKey(data.left.id, data.right.id);
-          if (!heldPairs().includes(key)) prefetched.push({ left: data.left, right: data.right });
-        }
-        if (!current) {
-          show(prefetched.shift() || null);
-          if (current) prefetch();
-        }
+        offer(data);
       })
       .catch((err) => {
         fetching = null;
@@ -205,7 +212,9 @@
     renderProgress();
     renderRecent();
     show(prefetched.shift() || null);
-    prefetch();
+    // The POST answers with the next pair (?next=1): one request per answer. Ask separately
+    // only when there is nothing to show now.
+    if (!current) prefetch();
     flush();
   }
 
@@ -240,8 +249,19 @@
 
   async function send(op) {
     if (op.op === "post") {
-      const r = await api(judgmentsUrl, { method: "POST", body: JSON.stringify(op.body) });
-      if (r.status === 200 || r.status === 201) return { ok: true };
+      const held = encodeURIComponent(heldPairs().join(","));
+      const r = await api(`${judgmentsUrl}?next=1&exclude=${held}`, {
+        method: "POST", body: JSON.stringify(op.body),
+      });
+      if (r.status === 200 || r.status === 201) {
+        let next = null;
+        try {
+          next = (await r.json()).next_pair || null;
+        } catch (e) {
+          /* stored all the same; the next pair comes from GET next-pair */
+        }
+        return { ok: true, next };
+      }
       return { ok: false, status: r.status, detail: await detail(r) };
     }
     const r = await api(`${judgmentsUrl}${op.client_id}/`, { method: "DELETE" });
@@ -284,6 +304,8 @@
         delay = 1000;
         if (result.ok) {
           if (op.op === "post") markRecent(op.body.client_id, "saved");
+          if (result.next) offer(result.next);
+          else if (!prefetched.length) prefetch();
           if (!outbox.length) setStatus("All answers saved.", "good");
         } else {
           // Refused for good (e.g. the study closed): tell the annotator, keep going.
@@ -293,6 +315,7 @@
             renderProgress();
           }
           setStatus(`Not saved: ${result.detail}`, "error");
+          if (!prefetched.length) prefetch();
         }
       } else {
         setStatus(`Saving failed (${result.detail}); retrying in ${delay / 1000}s — nothing is lost.`, "warn");

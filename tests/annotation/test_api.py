@@ -88,6 +88,50 @@ def test_next_pair_rejects_a_malformed_exclude(study, annotator, client_for):
     assert response.status_code == 400
 
 
+def test_post_with_next_answers_the_next_pair_never_the_stored_or_held_ones(
+    study, annotator, items, client_for
+):
+    tag = study.pool_tags.create(name="three")
+    for item in items[:3]:
+        item.tags.add(tag)
+    client = client_for(annotator)
+    held = f"{items[1].pk}-{items[2].pk}"
+    body = judgment_body(items[0], items[1])
+    first = client.post(f"{url(study, 'judgments/')}?next=1&exclude={held}", body, format="json")
+    assert first.status_code == 201
+    offered = first.json()["next_pair"]
+    assert offered["done"] is False
+    assert {offered["left"]["id"], offered["right"]["id"]} == {items[0].pk, items[2].pk}
+    assert {"id", "key", "display", "kind", "payload"} <= set(offered["left"])
+    # The lost-response retry answers 200 with the same judgment and a next pair too.
+    again = client.post(f"{url(study, 'judgments/')}?next=1&exclude={held}", body, format="json")
+    assert again.status_code == 200
+    assert {k: v for k, v in again.json().items() if k != "next_pair"} == {
+        k: v for k, v in first.json().items() if k != "next_pair"
+    }
+    replayed = again.json()["next_pair"]
+    assert replayed["done"] is False
+    assert {replayed["left"]["id"], replayed["right"]["id"]} == {items[0].pk, items[2].pk}
+    # Without next=1 the answer is unchanged; once everything is answered, done.
+    plain = client.post(url(study, "judgments/"), judgment_body(items[0], items[2]),
+                        format="json")
+    assert "next_pair" not in plain.json()
+    last = client.post(f"{url(study, 'judgments/')}?next=1", judgment_body(items[1], items[2]),
+                       format="json")
+    assert last.json()["next_pair"] == {"done": True, "left": None, "right": None}
+
+
+def test_post_with_next_and_a_malformed_exclude_is_400_and_stores_nothing(
+    study, annotator, items, client_for
+):
+    response = client_for(annotator).post(
+        f"{url(study, 'judgments/')}?next=1&exclude=1-2,3",
+        judgment_body(items[0], items[1]), format="json",
+    )
+    assert response.status_code == 400
+    assert PairJudgment.objects.count() == 0
+
+
 # --- Judgments --------------------------------------------------------------------------------
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from annotation.models import ComparableGroup, Membership, PairJudgment
@@ -157,7 +159,8 @@ def test_an_answer_whose_response_was_lost_is_retried_and_stored_once(
         else:
             route.continue_()
 
-    page.route("**/api/studies/*/judgments/", lose_first_response)
+    # The POST carries ?next=1&exclude=… (its answer brings the next pair).
+    page.route(re.compile(r"/api/studies/\d+/judgments/(\?.*)?$"), lose_first_response)
     page.goto(f"{live_server.url}/studies/{study.pk}/label/")
     page.wait_for_selector("#card-left[data-item-id]")
     page.keyboard.press("1")
@@ -168,3 +171,32 @@ def test_an_answer_whose_response_was_lost_is_retried_and_stored_once(
     assert str(stored.client_id) == lost[0]
     # The failed fetch is logged by Chromium as a console error; nothing else may be.
     assert [e for e in page.console_errors if "ERR_CONNECTION_RESET" not in e] == []
+
+
+def test_each_answer_is_one_request_that_brings_the_next_pair(
+    labelling_study, logged_in_page, live_server
+):
+    """At a person's pace the page sends one POST per answer (?next=1) and asks GET next-pair
+    only at the start: the POST's answer refills the prefetched pair."""
+    study, annotator = labelling_study
+    page = logged_in_page(annotator)
+    requests = []
+    page.on("request", lambda r: requests.append((r.method, r.url)))
+    page.goto(f"{live_server.url}/studies/{study.pk}/label/")
+    page.wait_for_selector("#card-left[data-item-id]")
+    shown = []
+    for n, key in enumerate(["1", "2", "0", "1"], start=1):
+        pair = current_pair(page)
+        shown.append(frozenset(pair))
+        page.keyboard.press(key)
+        page.wait_for_function(
+            f"document.querySelectorAll('#recent li.recent-saved').length === {n}")
+    startup_gets = 2  # the first pair, then the one prefetched behind it
+    gets = [u for m, u in requests if m == "GET" and "/next-pair/" in u]
+    posts = [u for m, u in requests if m == "POST" and "/judgments/" in u]
+    assert len(posts) == 4
+    assert all("next=1" in u for u in posts)
+    assert len(gets) <= startup_gets
+    assert len(set(shown)) == 4  # never the same pair twice
+    assert PairJudgment.objects.filter(annotator=annotator).count() == 4
+    assert page.console_errors == []
