@@ -167,6 +167,7 @@ class LoadConfig:
     think: float = 0.0  # mean seconds an annotator looks at a pair before answering (0: none)
     timeout: float = 15.0  # per request
     give_up_after: float = 90.0  # stop retrying one request after this long
+    next_in_answer: bool = True  # POST ?next=1 (False: GET next-pair before every POST)
     seed: int = 0
 
 
@@ -237,8 +238,9 @@ async def _annotator(config: LoadConfig, token: str, index: int, deadline: float
                 "label": rng.choices(LABELS, LABEL_WEIGHTS)[0], "client_id": client_id,
                 "elapsed_ms": rng.randint(300, 4000),
             }).encode()
-            pair = await _answer(conn, record, f"{base}/judgments/?next=1", post_headers, body,
-                                 client_id, rng.random() < config.lost_share, config, index)
+            path = f"{base}/judgments/" + ("?next=1" if config.next_in_answer else "")
+            pair = await _answer(conn, record, path, post_headers, body, client_id,
+                                 rng.random() < config.lost_share, config, index)
     finally:
         conn.close()
 

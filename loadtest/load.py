@@ -35,6 +35,8 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
                         help="share of answers whose response is 'lost' and retried")
     parser.add_argument("--think-ms", type=float, default=0.0,
                         help="mean time an annotator looks at a pair (0: answer at once)")
+    parser.add_argument("--two-requests", action="store_true",
+                        help="GET next-pair before every POST (the pattern before ?next=1)")
     parser.add_argument("--items", type=int, default=5000)
     parser.add_argument("--dim", type=int, default=50)
     parser.add_argument("--history", type=int, default=20_000, help="answers before the run")
@@ -91,7 +93,8 @@ def prepare(stack: Stack, args: argparse.Namespace):
 def load_config(stack: Stack, args, study_id: int, **overrides) -> LoadConfig:
     return LoadConfig(host="127.0.0.1", port=stack.web_port, study_id=study_id,
                       seconds=args.seconds, warmup=args.warmup, lost_share=args.lost_share,
-                      think=args.think_ms / 1000.0, **overrides)
+                      think=args.think_ms / 1000.0, next_in_answer=not args.two_requests,
+                      **overrides)
 
 
 def print_table(summary: dict) -> None:
