@@ -36,7 +36,7 @@ from threadpoolctl import threadpool_limits
 from annotation.models import Membership, Study
 from audit.services import Action as AuditAction
 from audit.services import audit_record
-from learning import fitting, scheduling, selectors
+from learning import dashboard_refresh, fitting, scheduling, selectors
 from learning.models import MetricVersion, StudyLearningSettings
 from learning.version_checks import version_evaluate
 
@@ -118,6 +118,7 @@ def refit_study(*, study_id: int) -> RefitReport:
             scheduling.lease_release(study_id=study_id, token=token, outcome=summary)
         except DatabaseError:
             logger.warning("could not release the refit lease of study %s", study_id)
+    dashboard_refresh.dashboard_refresh_request(study_id=study_id)  # figures in the worker
     return report
 
 

@@ -19,6 +19,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from annotation.models import Study
 from learning import services
+from learning.dashboard_refresh import dashboard_refresh as dashboard_refresh_service
 
 logger = logging.getLogger(__name__)
 
@@ -66,3 +67,26 @@ def refit_study(self, study_id: int) -> dict:
 def sweep_stale_studies() -> list[int]:
     """Queue refits of studies whose data is newer than their latest versions."""
     return services.refit_sweep()
+
+
+@shared_task(
+    name="learning.dashboard_refresh",
+    acks_late=True,
+    ignore_result=True,
+    reject_on_worker_lost=True,
+    autoretry_for=TRANSIENT_ERRORS,
+    retry_backoff=2,
+    retry_backoff_max=60,
+    max_retries=5,
+    soft_time_limit=240,
+    time_limit=300,
+)
+def dashboard_refresh(study_id: int) -> float | None:
+    """Compute the study dashboard's figures into the shared cache (idempotent: nothing to do
+    when figures for the current data watermark are stored); the seconds it took."""
+    try:
+        seconds = dashboard_refresh_service(study_id=study_id)
+    except Study.DoesNotExist:
+        return None
+    logger.info("dashboard of study %s refreshed in %s s", study_id, seconds)
+    return seconds

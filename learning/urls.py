@@ -6,6 +6,11 @@ from . import views
 
 urlpatterns = [
     path("studies/<int:study_id>/dashboard/", views.study_dashboard, name="study-dashboard"),
+    path(
+        "studies/<int:study_id>/dashboard/status.json",
+        views.study_dashboard_status,
+        name="study-dashboard-status",
+    ),
     path("studies/<int:study_id>/weat/", views.study_weat, name="study-weat"),
     path(
         "studies/<int:study_id>/weat/<int:test_id>/", views.study_weat_test, name="study-weat-test"

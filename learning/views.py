@@ -10,14 +10,14 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from annotation.models import Study
 from annotation.permissions import can_see_all
 
-from . import dashboards, reports, services, spectra, tokens
+from . import dashboard_refresh, reports, services, spectra, tokens
 from .models import ApiToken, MetricVersion, WeatTest
 
 
@@ -91,17 +91,36 @@ def _study_nav(study: Study, active: str) -> dict:
 @login_required
 @require_safe
 def study_dashboard(request: HttpRequest, study_id: int) -> HttpResponse:
+    """Cached figures (fresh, or stale with a notice); a polling shell while none exist."""
     study = _reviewer_study(request, study_id)
-    board = dashboards.study_dashboard(study)
-    charts = {
+    state = dashboard_refresh.dashboard_state(study)
+    context = _study_nav(study, "dashboard") | {"state": state, "board": state.board}
+    if state.board is None:
+        return render(request, "learning/study_dashboard_computing.html", context)
+    board = state.board
+    context["charts"] = {
         "days": board.days,
         "per_day": board.per_day,
         "per_annotator": {q.username: q.answers for q in board.annotators},
         "label_mix": board.label_mix,
         "median_seconds": {q.username: q.median_seconds for q in board.annotators},
     }
-    context = _study_nav(study, "dashboard") | {"board": board, "charts": charts}
     return render(request, "learning/study_dashboard.html", context)
+
+
+@login_required
+@require_safe
+def study_dashboard_status(request: HttpRequest, study_id: int) -> JsonResponse:
+    """JSON polled by the "computing…" page: whether figures exist, and for what data."""
+    study = _reviewer_study(request, study_id)
+    state = dashboard_refresh.dashboard_state(study)
+    board = state.board
+    return JsonResponse({
+        "ready": board is not None,
+        "fresh": state.fresh,
+        "answers": state.answers,
+        "computed_at": board.computed_at_datetime.isoformat() if board else None,
+    })
 
 
 @login_required

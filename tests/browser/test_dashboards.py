@@ -151,3 +151,25 @@ def test_admin_publishes_then_downloads_the_sigma_with_a_new_token(
         body = response.read()
     assert hashlib.sha256(body).hexdigest() == versions[1].sigma_sha256
     np.testing.assert_array_equal(np.load(io.BytesIO(body)), versions[1].load_sigma())
+
+
+def test_big_study_shows_computing_then_the_figures_once_the_worker_stored_them(
+    logged_in_page, screenshot, live_server, metric_study, settings, monkeypatch
+):
+    from fairmetric_site.celery import app
+    from learning import dashboard_refresh
+
+    settings.DASHBOARD_INLINE_MAX_JUDGMENTS = 1  # every study is "big": never inline
+    sent = []
+    monkeypatch.setattr(app, "send_task", lambda name, **options: sent.append(name))
+    study = metric_study["study"]
+    page = logged_in_page(metric_study["users"]["rev"], password=PASSWORD)
+    page.goto(live_server.url + reverse("study-dashboard", args=[study.pk]))
+    assert "Computing… (this study has" in page.get_by_test_id("computing").inner_text()
+    assert sent == ["learning.dashboard_refresh"]
+    screenshot(page, "dashboards-computing")
+    dashboard_refresh.dashboard_refresh(study_id=study.pk)  # what the worker does
+    # The page polls the status endpoint and reloads itself into the charts.
+    page.wait_for_selector(".chart .plot-container svg.main-svg", timeout=20_000)
+    assert page.locator("#annotators").count() == 1
+    assert page.console_errors == []

@@ -142,6 +142,8 @@ MATRIX: dict[str, Row] = {
     # --- learning pages
     "study-dashboard": Row(lambda w: reverse("study-dashboard", args=[A(w)]),
                            {"get": DASHBOARD}, PAGE_GATE),
+    "study-dashboard-status": Row(lambda w: reverse("study-dashboard-status", args=[A(w)]),
+                                  {"get": DASHBOARD}, PAGE_GATE),
     "study-weat": Row(lambda w: reverse("study-weat", args=[A(w)]), {"get": DASHBOARD},
                       PAGE_GATE),
     "study-weat-test": Row(lambda w: reverse("study-weat-test", args=[A(w), w.weat_test.pk]),
