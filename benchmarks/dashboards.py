@@ -5,8 +5,10 @@
 Builds a throw-away database (SQLite in a temp folder, or DATABASE_URL when set — use a
 scratch database, tables are created there) with one study, --judgments answers by 20
 annotators (each pair answered twice, 2% gold), --versions FACE/EXPLORE versions with WEAT
-results, then prints how long the dashboard takes cold (computed) and warm (cached), and how
-long each page takes through the test client, with its query count.
+results, then prints, through the test client with query counts: the dashboard page with a cold
+cache (the "computing…" shell, no computation), the background computation the worker runs
+(``learning.dashboard_refresh``), the page with fresh and with stale cached figures, and the
+other pages. The cache and broker are kept in the scratch folder.
 """
 
 from __future__ import annotations
@@ -33,6 +35,11 @@ def main() -> None:
     scratch = Path(tempfile.mkdtemp(prefix="fm-bench-"))
     os.environ.setdefault("DATABASE_URL", f"sqlite:///{scratch / 'bench.sqlite3'}")
     os.environ["MEDIA_ROOT"] = str(scratch / "media")
+    # The cache and the broker live in the scratch folder: the benchmark's figures must not
+    # land in the real cache (study ids repeat), nor its refresh messages in a real queue.
+    os.environ["VAR_DIR"] = str(scratch)
+    for name in ("REDIS_URL", "CELERY_BROKER_URL", "CELERY_RESULT_BACKEND"):
+        os.environ.pop(name, None)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "fairmetric_site.settings")
     import django
 
@@ -50,7 +57,7 @@ def build_and_measure(args) -> None:
     from django.conf import settings
     from django.contrib.auth import get_user_model
     from django.core.files.base import ContentFile
-    from django.db import connection, reset_queries
+    from django.db import connection
     from django.test import Client
     from django.test.utils import CaptureQueriesContext
 
@@ -62,7 +69,6 @@ def build_and_measure(args) -> None:
         PairJudgment,
         Study,
     )
-    from learning import dashboards
     from learning.models import MetricVersion, WeatResult, WeatSuite, WeatTest
 
     settings.ALLOWED_HOSTS = ["*"]
@@ -145,24 +151,51 @@ def build_and_measure(args) -> None:
                        p_value=float(rng.random()), effect_size=float(rng.normal()),
                        statistic=0.1, n_partitions=1000, exact=False) for t in tests
         )
+    with connection.cursor() as cursor:  # planner statistics, as autovacuum keeps them live
+        cursor.execute("ANALYZE")
     print(f"built {PairJudgment.objects.count():,} judgments in {built_judgments:.0f} s, "
           f"{args.versions} versions ({connection.vendor})")
 
-    for label, use_cache in [("dashboard cold (computed)", False), ("dashboard warm (cached)", True)]:
-        if use_cache:
-            dashboards.study_dashboard(study)  # fill the cache
-        reset_queries()
-        t0 = time.perf_counter()
-        with CaptureQueriesContext(connection) as queries:
-            board = dashboards.study_dashboard(study, use_cache=use_cache)
-        print(f"{label:32s} {time.perf_counter() - t0:7.2f} s  {len(queries):3d} queries  "
-              f"(α = {board.alpha:.3f}, {board.overlapping_pairs:,} overlapping pairs)")
+    from django.core.cache import cache
+
+    from learning import dashboard_refresh
 
     client = Client()
     client.force_login(reviewer)
+    url = f"/studies/{study.pk}/dashboard/"
+    status_url = f"/studies/{study.pk}/dashboard/status.json"
+
+    def timed_get(label: str, path: str, expect: str) -> None:
+        t0 = time.perf_counter()
+        with CaptureQueriesContext(connection) as queries:
+            response = client.get(path)
+        assert response.status_code == 200, (path, response.status_code)
+        assert expect in response.content.decode(), (label, expect)
+        print(f"{label:32s} {time.perf_counter() - t0:7.2f} s  {len(queries):3d} queries")
+
+    client.get(f"/studies/{study.pk}/weat/")  # warm up: imports, templates, the session
+    cache.clear()
+    if args.judgments >= dashboard_refresh.inline_max():
+        timed_get("dashboard page, cold (shell)", url, "Computing…")
+        timed_get("dashboard status.json, cold", status_url, '"ready": false')
+    else:  # a small study is computed inline on a miss
+        timed_get("dashboard page, cold (inline)", url, "Krippendorff")
+        cache.clear()
+    t0 = time.perf_counter()
+    with CaptureQueriesContext(connection) as queries:
+        dashboard_refresh.dashboard_refresh(study_id=study.pk)  # what the worker runs
+    board = dashboard_refresh.dashboard_state(study, request_refresh=False).board
+    print(f"{'background computation (worker)':32s} {time.perf_counter() - t0:7.2f} s  "
+          f"{len(queries):3d} queries  (α = {board.alpha:.3f}, "
+          f"{board.overlapping_pairs:,} overlapping pairs)")
+    timed_get("dashboard page, warm", url, "Krippendorff")
+    timed_get("dashboard status.json, warm", status_url, '"ready": true')
+    PairJudgment.objects.create(study=study, annotator=users[0], item_a_id=int(item_ids[0]),
+                                item_b_id=int(item_ids[1]), label="comparable")
+    timed_get("dashboard page, stale figures", url, "refreshing…")
+
     versions = list(MetricVersion.objects.filter(study=study).order_by("pk")[:2])
     pages = [
-        ("study dashboard", f"/studies/{study.pk}/dashboard/"),
         ("WEAT table, all versions", f"/studies/{study.pk}/weat/?all=1"),
         ("drift (cold)", f"/studies/{study.pk}/drift/"),
         ("drift (warm)", f"/studies/{study.pk}/drift/"),
