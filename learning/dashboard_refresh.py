@@ -81,7 +81,7 @@ def _store(study_id: int, marks: tuple, board: dashboards.StudyDashboard) -> Non
 
 def dashboard_state(study: Study, *, request_refresh: bool = True) -> DashboardState:
     """What the dashboard page shows now; never computes a big study's figures."""
-    marks = dashboards._watermark(study)
+    marks = dashboards.data_watermark(study)
     answers = marks[1] or 0
     board = cached_figures(study.pk, marks)
     if board is not None:
@@ -89,7 +89,7 @@ def dashboard_state(study: Study, *, request_refresh: bool = True) -> DashboardS
         return DashboardState(board=board, answers=answers, fresh=True)
     latest = cache.get(_latest_key(study.pk))
     if latest is None and answers < inline_max():
-        board = _compute(study)
+        board = dashboards.study_dashboard(study)
         _store(study.pk, marks, board)
         return DashboardState(board=board, answers=answers, fresh=True)
     queued = request_refresh and dashboard_refresh_request(study_id=study.pk)
@@ -100,20 +100,15 @@ def dashboard_state(study: Study, *, request_refresh: bool = True) -> DashboardS
     return DashboardState(board=board, answers=answers, fresh=False, queued=queued)
 
 
-def _compute(study: Study) -> dashboards.StudyDashboard:
-    with dashboards._roomy_sorts():
-        return dashboards._compute(study)
-
-
 def dashboard_refresh(*, study_id: int) -> float | None:
     """Compute and store the study's figures for its current watermark; the seconds it took,
     or None when they were already stored. Raises ``Study.DoesNotExist``."""
     study = Study.objects.select_related("space").get(pk=study_id)
-    marks = dashboards._watermark(study)  # taken first: answers arriving meanwhile stay newer
+    marks = dashboards.data_watermark(study)  # taken first: answers arriving meanwhile stay newer
     if cached_figures(study_id, marks) is not None:
         return None
     started = time.perf_counter()
-    board = _compute(study)
+    board = dashboards.study_dashboard(study)
     _store(study_id, marks, board)
     return time.perf_counter() - started
 

@@ -2,10 +2,9 @@
 
 Counts, medians (PostgreSQL) and agreement come from database aggregates that return small
 tables (see :mod:`learning.agreement`), so the cost grows with the database's scan, not with
-Python work per answer. The whole dashboard is cached per study with its data watermark
-(highest judgment id, judgment count, gold pairs, group revision): a reload with unchanged data
-is free, and while answers keep arriving the figures are recomputed at most once every
-``STALE_SECONDS``.
+Python work per answer. This module only computes; :mod:`learning.dashboard_refresh` stores
+the figures in the shared cache under the study's :func:`data_watermark` and has the worker
+compute them, so a page never waits for a big study.
 
 Definitions (shown on the page):
 
@@ -34,7 +33,6 @@ from datetime import UTC, datetime
 
 import numpy as np
 from django.contrib.auth import get_user_model
-from django.core.cache import cache
 from django.db import connection, transaction
 from django.db.models import (
     Aggregate,
@@ -67,8 +65,6 @@ LOW_MAJORITY_AGREEMENT = 0.5  # agreement with the majority below this: "low agr
 MIN_COMPARED = 10  # ... judged only with at least this many answers compared
 LOW_GOLD_ACCURACY = 0.7  # gold accuracy below this: "low gold accuracy"
 MIN_GOLD_ANSWERS = 5
-CACHE_SECONDS = 3600
-STALE_SECONDS = 60  # a dashboard older than the data is served for at most this long
 WORK_MEM = "64MB"  # PostgreSQL work_mem while computing a dashboard
 
 
@@ -113,42 +109,26 @@ class StudyDashboard:
     overlapping_pairs: int
     thresholds: dict[str, float] = field(default_factory=dict)
     computed_at: float = field(default_factory=time.time)
-    stale: bool = False  # newer answers exist; recomputed within STALE_SECONDS
+    stale: bool = False  # newer answers exist; a refresh is on its way
 
     @property
     def computed_at_datetime(self) -> datetime:
         return datetime.fromtimestamp(self.computed_at, tz=UTC)
 
 
-def _watermark(study: Study) -> tuple:
+def data_watermark(study: Study) -> tuple:
+    """What the figures depend on: (top judgment id, judgments, top gold id, gold pairs,
+    group revision); figures computed at one watermark are current while it holds."""
     marks = PairJudgment.objects.filter(study=study).aggregate(top=Max("id"), n=Count("id"))
     gold = GoldPair.objects.filter(study=study).aggregate(top=Max("id"), n=Count("id"))
     revision = StudyCounter.objects.filter(study=study).values_list("group_revision", flat=True)
     return (marks["top"], marks["n"], gold["top"], gold["n"], revision.first())
 
 
-def study_dashboard(
-    study: Study, *, use_cache: bool = True, max_age: float = STALE_SECONDS
-) -> StudyDashboard:
-    """The dashboard of a study.
-
-    Cached with the data watermark it was computed at: served while the data is unchanged,
-    and, while answers keep arriving, for at most ``max_age`` seconds (so a busy study with a
-    million answers is recomputed at most once a minute, not on every page load).
-    """
-    marks = _watermark(study)
-    key = f"learning:dashboard:{study.pk}"
-    if use_cache:
-        found = cache.get(key)
-        if found is not None:
-            cached_marks, dashboard = found
-            if cached_marks == marks or time.time() - dashboard.computed_at < max_age:
-                dashboard.stale = cached_marks != marks
-                return dashboard
+def study_dashboard(study: Study) -> StudyDashboard:
+    """Compute the dashboard of a study (uncached: see :mod:`learning.dashboard_refresh`)."""
     with _roomy_sorts():
-        dashboard = _compute(study)
-    cache.set(key, (marks, dashboard), CACHE_SECONDS)
-    return dashboard
+        return _compute(study)
 
 
 @contextmanager

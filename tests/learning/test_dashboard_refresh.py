@@ -73,7 +73,7 @@ def test_refresh_stores_figures_under_the_watermark_and_is_idempotent(
     seconds = tasks.dashboard_refresh(study.pk)  # the task body, as the worker runs it
     assert seconds is not None
     assert seconds >= 0
-    marks = dashboards._watermark(study)
+    marks = dashboards.data_watermark(study)
     stored = dashboard_refresh.cached_figures(study.pk, marks)
     assert stored.total == 18
     assert stored.alpha == pytest.approx(17 / 31)
