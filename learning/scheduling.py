@@ -125,8 +125,9 @@ def refit_send(*, study_id: int, countdown: float = 0) -> bool:
             retry=True,
             retry_policy=PUBLISH_RETRY_POLICY,
         )
-    except Exception:  # noqa: BLE001 - any broker failure; the sweep recovers
-        logger.warning("could not queue a refit of study %s; the sweep will", study_id)
+    except Exception:
+        logger.warning("could not queue a refit of study %s; the sweep will", study_id,
+                       exc_info=True)
         return False
     return True
 

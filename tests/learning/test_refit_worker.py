@@ -24,6 +24,7 @@ import numpy as np
 import pytest
 from django.conf import settings
 from django.db import connection, transaction
+from kombu import pools as kombu_pools
 from rest_framework.test import APIClient
 
 from annotation.models import PairJudgment, Study
@@ -109,6 +110,9 @@ def app_pointed_at(url: str):
         amqp = app.__dict__.get("amqp")
         if amqp is not None:
             amqp._producer_pool = None
+        # kombu keeps producer pools in a global registry keyed by connection: without this a
+        # later block for the same URL would reuse a pool whose connections were closed above.
+        kombu_pools.reset()
 
     drop_connections()
     app.conf.update(broker_url=url, result_backend=url,
