@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from contextlib import contextmanager
 
 import numpy as np
 import pytest
@@ -24,31 +23,9 @@ from annotation.models import (
 )
 from learning.models import MetricVersion, WeatResult, WeatSuite, WeatTest
 
+from .celery_support import app_pointed_at
+
 pytestmark = pytest.mark.slow
-
-
-@contextmanager
-def celery_in_memory():
-    """The refits load_demo queues after its commits go to Kombu's in-memory transport."""
-    from fairmetric_site.celery import app
-
-    saved = {key: app.conf[key] for key in ("broker_url", "broker_transport_options")}
-
-    def drop_connections():
-        if app._pool is not None:
-            app._pool.force_close_all()
-            app._pool = None
-        amqp = app.__dict__.get("amqp")
-        if amqp is not None:
-            amqp._producer_pool = None
-
-    drop_connections()
-    app.conf.update(broker_url="memory://", broker_transport_options={})
-    try:
-        yield
-    finally:
-        drop_connections()
-        app.conf.update(saved)
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +38,8 @@ def loaded(django_db_setup, django_db_blocker, tmp_path_factory):
     with (
         override_settings(DEBUG=True, MEDIA_ROOT=media),
         django_db_blocker.unblock(),
-        celery_in_memory(),
+        # the refits load_demo queues after its commits go to Kombu's in-memory transport
+        app_pointed_at("memory://", result_backend="cache+memory://"),
     ):
         call_command("load_demo")
         yield media

@@ -6,19 +6,18 @@ import shutil
 import socket
 import subprocess
 import time
-from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.files.uploadedfile import SimpleUploadedFile
-from django.db import connection
 from django.urls import reverse
 
 from annotation.models import EmbeddingImport, EmbeddingSpace, Item, Tag
 from annotation.uploads import embedding_import_run
 
+from ..celery_support import app_pointed_at, worker_database_url
 from ..conftest import require
 
 URLS = ["spaces:list", "spaces:upload"]
@@ -253,43 +252,6 @@ def private_redis(tmp_path):
     proc.wait(timeout=10)
 
 
-@contextmanager
-def celery_sending_to(url: str):
-    from fairmetric_site.celery import app
-
-    keys = ("broker_url", "result_backend", "broker_transport_options")
-    saved = {key: app.conf[key] for key in keys}
-
-    def drop_connections():
-        if app._pool is not None:
-            app._pool.force_close_all()
-            app._pool = None
-        amqp = app.__dict__.get("amqp")
-        if amqp is not None:
-            amqp._producer_pool = None
-
-    drop_connections()
-    app.conf.update(broker_url=url, result_backend=url, broker_transport_options={})
-    try:
-        yield
-    finally:
-        drop_connections()
-        app.conf.update(saved)
-
-
-def worker_database_url() -> str:
-    db = connection.settings_dict
-    if connection.vendor == "postgresql":
-        password = f":{db['PASSWORD']}" if db.get("PASSWORD") else ""
-        return (
-            f"postgres://{db.get('USER') or 'postgres'}{password}@"
-            f"{db.get('HOST') or '127.0.0.1'}:{db.get('PORT') or 5432}/{db['NAME']}"
-        )
-    name = str(db["NAME"])
-    require(name.startswith("/"), "the test database is not shareable with a worker process")
-    return f"sqlite:///{name}"
-
-
 @pytest.mark.services
 @pytest.mark.slow
 def test_a_real_worker_imports_the_upload_and_the_page_shows_progress(
@@ -306,7 +268,7 @@ def test_a_real_worker_imports_the_upload_and_the_page_shows_progress(
         CELERY_BROKER_URL=None,
         CELERY_RESULT_BACKEND=None,
     )
-    with celery_sending_to(private_redis):
+    with app_pointed_at(private_redis):
         response = upload(client, glove_text(n=20_000, d=10), tags="worker")
     assert response.status_code == 302
     job = EmbeddingImport.objects.get()

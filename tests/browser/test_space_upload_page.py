@@ -10,11 +10,8 @@ from django.contrib.auth import get_user_model
 
 from annotation.models import EmbeddingImport, EmbeddingSpace
 from tests.annotation.factories import PASSWORD
-from tests.annotation.test_space_upload import (
-    celery_sending_to,
-    worker_database_url,
-)
 from tests.annotation.test_space_upload import private_redis as private_redis  # a fixture
+from tests.celery_support import app_pointed_at, worker_database_url
 
 pytestmark = [pytest.mark.browser, pytest.mark.services, pytest.mark.slow]
 
@@ -56,7 +53,7 @@ def test_upload_page_shows_the_import_progress_until_done(
     page.set_input_files("input[name=file]", str(glove_file(tmp_path / "vectors.txt")))
     page.fill("input[name=name]", "browser upload")
     page.fill("input[name=tags]", "uploaded")
-    with celery_sending_to(private_redis):
+    with app_pointed_at(private_redis):
         page.click("#upload-form button[type=submit]")
         page.wait_for_url(re.compile(r"/spaces/imports/\d+/$"))
     page.wait_for_function(

@@ -17,20 +17,19 @@ import sys
 import time
 import uuid
 from collections.abc import Callable
-from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 import pytest
 from django.conf import settings
-from django.db import connection, transaction
-from kombu import pools as kombu_pools
+from django.db import transaction
 from rest_framework.test import APIClient
 
 from annotation.models import PairJudgment, Study
 from learning.models import MetricVersion, StudyLearningSettings
 from learning.scheduling import refit_clear_due, refit_request
 from learning.services import metric_version_publish
+from tests.celery_support import app_pointed_at, worker_database_url
 
 from ..conftest import require
 from .synthetic import judgments_create, simulate, space_create, study_create
@@ -95,49 +94,6 @@ def private_redis(tmp_path):
     server.stop()
 
 
-@contextmanager
-def app_pointed_at(url: str):
-    """This process's Celery app sends to ``url`` for the duration of the block."""
-    from fairmetric_site.celery import app
-
-    keys = ("broker_url", "result_backend", "broker_transport_options")
-    saved = {key: app.conf[key] for key in keys}
-
-    def drop_connections() -> None:
-        if app._pool is not None:
-            app._pool.force_close_all()
-            app._pool = None
-        amqp = app.__dict__.get("amqp")
-        if amqp is not None:
-            amqp._producer_pool = None
-        # kombu keeps producer pools in a global registry keyed by connection: without this a
-        # later block for the same URL would reuse a pool whose connections were closed above.
-        kombu_pools.reset()
-
-    drop_connections()
-    app.conf.update(broker_url=url, result_backend=url,
-                    broker_transport_options={"visibility_timeout": 3600})
-    try:
-        yield app
-    finally:
-        drop_connections()
-        app.conf.update(saved)
-
-
-def database_url() -> str:
-    """The test database as a URL a worker process can open."""
-    db = connection.settings_dict
-    if connection.vendor == "postgresql":
-        user, host, port = db.get("USER") or "postgres", db.get("HOST") or "127.0.0.1", db.get(
-            "PORT") or 5432
-        password = f":{db['PASSWORD']}" if db.get("PASSWORD") else ""
-        return f"postgres://{user}{password}@{host}:{port}/{db['NAME']}"
-    name = str(db["NAME"])
-    require(connection.vendor == "sqlite" and "memory" not in name and name.startswith("/"),
-            "the test database is not shareable with a worker process")
-    return f"sqlite:///{name}"
-
-
 @pytest.fixture
 def refit_rig(transactional_db, settings, tmp_path, private_redis, start_worker):
     """A private Redis, a worker factory for it, and this process pointed at both."""
@@ -147,7 +103,8 @@ def refit_rig(transactional_db, settings, tmp_path, private_redis, start_worker)
     queue = f"refit-{uuid.uuid4().hex[:8]}"
     settings.CELERY_TASK_DEFAULT_QUEUE = queue
     env = {
-        "DATABASE_URL": database_url(), "MEDIA_ROOT": str(media), "REDIS_URL": private_redis.url,
+        "DATABASE_URL": worker_database_url(), "MEDIA_ROOT": str(media),
+        "REDIS_URL": private_redis.url,
         "CELERY_BROKER_URL": None, "CELERY_RESULT_BACKEND": None,
         "CELERY_TASK_DEFAULT_QUEUE": queue, "LEARNING_LEASE_SECONDS": "3",
         "LEARNING_SWEEP_SECONDS": "1", "DEBUG": "1",

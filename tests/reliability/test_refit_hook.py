@@ -11,7 +11,7 @@ from django.utils import timezone
 from learning.models import RefitState
 from learning.scheduling import refit_mark_due
 from tests.annotation.factories import make_space, make_study
-from tests.learning.test_refit_worker import app_pointed_at
+from tests.celery_support import app_pointed_at
 
 
 def test_a_queued_refit_costs_one_read_and_a_lost_one_is_resent(
