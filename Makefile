@@ -33,6 +33,7 @@ run: demo
 
 lint: install
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
 
 pytest: install

@@ -125,8 +125,17 @@ class StudyCounterAdmin(admin.ModelAdmin):
 
 @admin.register(EmbeddingImport)
 class EmbeddingImportAdmin(admin.ModelAdmin):
-    list_display = ["name", "format", "status", "stage", "progress_rows", "total_rows",
-                    "created_by", "created_at", "finished_at"]
+    list_display = [
+        "name",
+        "format",
+        "status",
+        "stage",
+        "progress_rows",
+        "total_rows",
+        "created_by",
+        "created_at",
+        "finished_at",
+    ]
     list_filter = ["status", "format"]
     search_fields = ["name", "original_name", "error"]
     raw_id_fields = ["space", "created_by"]

@@ -169,7 +169,8 @@ class JudgmentListCreate(AnnotationAPIView):
     @extend_schema(
         parameters=[
             OpenApiParameter(
-                "next", bool,
+                "next",
+                bool,
                 description="Also answer the annotator's next pair (`next_pair`, as next-pair "
                 "gives it), chosen after the answer is stored: one request per judgment.",
             ),
@@ -205,7 +206,9 @@ class JudgmentUndo(AnnotationAPIView):
     @extend_schema(
         parameters=[
             OpenApiParameter(
-                "ref", OpenApiTypes.STR, OpenApiParameter.PATH,
+                "ref",
+                OpenApiTypes.STR,
+                OpenApiParameter.PATH,
                 description="The judgment's id or its client_id.",
             )
         ],
@@ -336,9 +339,10 @@ class ItemSearch(AnnotationAPIView):
         else:
             get_object_or_404(EmbeddingSpace, pk=space_id)
             user = request.user
-            if not (user.is_staff or user.is_superuser) and not Membership.objects.filter(
-                user=user, study__space_id=space_id
-            ).exists():
+            if (
+                not (user.is_staff or user.is_superuser)
+                and not Membership.objects.filter(user=user, study__space_id=space_id).exists()
+            ):
                 raise NotAllowed("You are not a member of a study on this embedding space.")
         query = request.query_params.get("q", "")
         if len(query) > 255:

@@ -157,8 +157,11 @@ def demo_selection() -> Selection:
     positive, negative = opinion_words()
     positive = [w for w in positive if w in row_of]
     negative = [w for w in negative if w in row_of]
-    tags: dict[str, set[str]] = {"name": set(names), "positive": set(positive),
-                                 "negative": set(negative)}  # fmt: skip
+    tags: dict[str, set[str]] = {
+        "name": set(names),
+        "positive": set(positive),
+        "negative": set(negative),
+    }
     for test in weat_tests():
         for role in ("first_target", "second_target", "first_attribute", "second_attribute"):
             set_name, words = test[role]
@@ -208,8 +211,9 @@ def _seed_pairs(selection: Selection, ids: dict[str, int]) -> list[tuple[int, in
     names = selection.names
     first, second = np.triu_indices(len(names), k=1)
     pick = rng.choice(first.size, size=min(N_PAIRS, first.size), replace=False)
-    comparable = [(ids[names[i]], ids[names[j]]) for i, j in zip(first[pick], second[pick],
-                                                                   strict=True)]  # fmt: skip
+    comparable = [
+        (ids[names[i]], ids[names[j]]) for i, j in zip(first[pick], second[pick], strict=True)
+    ]
     taken = set(selection.names)  # names that are also opinion words stay out of the
     positive = [w for w in selection.positive if w not in taken]  # incomparable half
     negative = [w for w in selection.negative if w not in taken]
@@ -254,7 +258,7 @@ def _weat_suite(study: Study, created: list[str]) -> WeatSuite:
                 y_words=t["second_target"][1],
                 a_words=t["first_attribute"][1],
                 b_words=t["second_attribute"][1],
-            )  # fmt: skip
+            )
             for t, base in zip(tests, bases, strict=True)
         )
         created.append(f"WEAT suite {SUITE_NAME!r} (10 tests)")

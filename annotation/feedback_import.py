@@ -51,10 +51,16 @@ from .models import (
 BATCH_SIZE = 5000
 MAX_PROVENANCE = 300
 LABELS = {
-    "comparable": Label.COMPARABLE, "1": Label.COMPARABLE, "true": Label.COMPARABLE,
-    "yes": Label.COMPARABLE, "incomparable": Label.INCOMPARABLE, "0": Label.INCOMPARABLE,
-    "false": Label.INCOMPARABLE, "no": Label.INCOMPARABLE, "unsure": Label.UNSURE,
-}  # fmt: skip
+    "comparable": Label.COMPARABLE,
+    "1": Label.COMPARABLE,
+    "true": Label.COMPARABLE,
+    "yes": Label.COMPARABLE,
+    "incomparable": Label.INCOMPARABLE,
+    "0": Label.INCOMPARABLE,
+    "false": Label.INCOMPARABLE,
+    "no": Label.INCOMPARABLE,
+    "unsure": Label.UNSURE,
+}
 
 
 class FeedbackFormatError(InputFileError):
@@ -92,9 +98,13 @@ def _judgment_rows(study: Study, pairs: Iterable[tuple[int, int, str]], provenan
     """
     fields = [f for f in PairJudgment._meta.concrete_fields if not f.primary_key]
     template = PairJudgment(
-        study=study, item_a_id=0, item_b_id=0, label=Label.COMPARABLE,
-        source=Source.IMPORTED, provenance=provenance,
-    )  # fmt: skip
+        study=study,
+        item_a_id=0,
+        item_b_id=0,
+        label=Label.COMPARABLE,
+        source=Source.IMPORTED,
+        provenance=provenance,
+    )
     base = [f.get_db_prep_save(f.pre_save(template, add=True), connection) for f in fields]
     position = {f.attname: i for i, f in enumerate(fields)}
     a_at, b_at, label_at = position["item_a_id"], position["item_b_id"], position["label"]
@@ -162,9 +172,12 @@ def groups_import(
     Member = ComparableGroup.members.through
     for name, item_ids in groups:
         group = ComparableGroup.objects.create(
-            study=study, name=name, source=Source.IMPORTED, provenance=provenance,
+            study=study,
+            name=name,
+            source=Source.IMPORTED,
+            provenance=provenance,
             revision=revision,
-        )  # fmt: skip
+        )
         created.append(group)
         through += [Member(comparablegroup_id=group.pk, item_id=i) for i in item_ids]
         edits.append(
@@ -175,8 +188,10 @@ def groups_import(
                 revision=revision,
             )
         )
-        edits += [GroupEdit(group=group, action=GroupEdit.Action.ADD, item_id=i,
-                            revision=revision) for i in item_ids]  # fmt: skip
+        edits += [
+            GroupEdit(group=group, action=GroupEdit.Action.ADD, item_id=i, revision=revision)
+            for i in item_ids
+        ]
     Member.objects.bulk_create(through, batch_size=BATCH_SIZE)
     GroupEdit.objects.bulk_create(edits, batch_size=BATCH_SIZE)
     refit_request(study_id=study.pk)

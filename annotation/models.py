@@ -276,7 +276,9 @@ class GroupEdit(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
     )
     action = models.CharField(max_length=10, choices=Action.choices)
-    item = models.ForeignKey(Item, on_delete=models.CASCADE, null=True, blank=True, related_name="+")
+    item = models.ForeignKey(
+        Item, on_delete=models.CASCADE, null=True, blank=True, related_name="+"
+    )
     detail = models.CharField(max_length=300, blank=True)
     revision = models.PositiveIntegerField()
     created_at = models.DateTimeField(auto_now_add=True)
@@ -309,9 +311,11 @@ class EmbeddingImport(models.Model):
 
     file = models.FileField(upload_to="uploads/", max_length=500)
     extra_file = models.FileField(
-        upload_to="uploads/", max_length=500, blank=True,
+        upload_to="uploads/",
+        max_length=500,
+        blank=True,
         help_text="npy: the vocabulary file; csv: a .npy of vectors, one row per data row.",
-    )  # fmt: skip
+    )
     original_name = models.CharField(max_length=255, blank=True)
     name = models.CharField(max_length=200, help_text="Name of the space to create.")
     format = models.CharField(max_length=20, default="auto")
@@ -327,9 +331,12 @@ class EmbeddingImport(models.Model):
         EmbeddingSpace, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
     created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
         related_name="+",
-    )  # fmt: skip
+    )
     attempts = models.PositiveSmallIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)

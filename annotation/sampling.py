@@ -141,7 +141,8 @@ def _overlap_pair(study, user, excluded, pool, rng) -> tuple[int, int] | None:
         else:
             in_window[(a, b)] += 1
     candidates = [
-        p for p, n in in_window.items()
+        p
+        for p, n in in_window.items()
         if n < study.overlap and p not in seen_mine and p not in excluded
     ]
     if not candidates:
@@ -157,7 +158,8 @@ def _overlap_pair(study, user, excluded, pool, rng) -> tuple[int, int] | None:
             mine.add((a, b))
     in_pool = pool.contains(np.array(candidates)).all(axis=1)
     open_pairs = [
-        p for p, ok in zip(candidates, in_pool, strict=True)
+        p
+        for p, ok in zip(candidates, in_pool, strict=True)
         if ok and counts[p] < study.overlap and p not in mine
     ]
     if not open_pairs:

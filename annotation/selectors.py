@@ -146,8 +146,9 @@ def judgments_newest(
     """
     base = PairJudgment.objects.filter(**(filters or {}))
     ids = list(
-        newest_first(base, study, before_id=before_id, annotator_id=annotator_id)
-        .values_list("id", flat=True)[:limit]
+        newest_first(base, study, before_id=before_id, annotator_id=annotator_id).values_list(
+            "id", flat=True
+        )[:limit]
     )
     rows = PairJudgment.objects.select_related("item_a", "item_b", "annotator").in_bulk(ids)
     return [rows[i] for i in ids if i in rows]
@@ -340,4 +341,3 @@ def answered_pairs(*, study: Study, user, pairs: list[tuple[int, int]]) -> set[t
 
 def gold_pair_exists(*, study: Study, item_a_id: int, item_b_id: int) -> bool:
     return GoldPair.objects.filter(study=study, item_a_id=item_a_id, item_b_id=item_b_id).exists()
-

@@ -57,8 +57,17 @@ class StudySerializer(serializers.ModelSerializer):
     class Meta:
         model = Study
         fields = [
-            "id", "name", "space", "space_name", "mode", "strategy", "overlap",
-            "target_per_annotator", "is_active", "role", "instructions",
+            "id",
+            "name",
+            "space",
+            "space_name",
+            "mode",
+            "strategy",
+            "overlap",
+            "target_per_annotator",
+            "is_active",
+            "role",
+            "instructions",
         ]
 
     def get_role(self, study) -> str | None:
@@ -94,8 +103,15 @@ class JudgmentSerializer(serializers.ModelSerializer):
     class Meta:
         model = PairJudgment
         fields = [
-            "id", "client_id", "item_a", "item_b", "label", "elapsed_ms", "annotator",
-            "source", "created_at",
+            "id",
+            "client_id",
+            "item_a",
+            "item_b",
+            "label",
+            "elapsed_ms",
+            "annotator",
+            "source",
+            "created_at",
         ]
 
 
@@ -127,19 +143,13 @@ class GroupDetailSerializer(GroupSerializer):
 
 class GroupCreateSerializer(serializers.Serializer):
     name = TextField(max_length=MAX_GROUP_NAME)
-    members = serializers.ListField(
-        child=item_id_field(), max_length=MAX_GROUP_SIZE, default=list
-    )
+    members = serializers.ListField(child=item_id_field(), max_length=MAX_GROUP_SIZE, default=list)
 
 
 class GroupUpdateSerializer(serializers.Serializer):
     name = TextField(max_length=MAX_GROUP_NAME, required=False)
-    add = serializers.ListField(
-        child=item_id_field(), max_length=MAX_GROUP_SIZE, default=list
-    )
-    remove = serializers.ListField(
-        child=item_id_field(), max_length=MAX_GROUP_SIZE, default=list
-    )
+    add = serializers.ListField(child=item_id_field(), max_length=MAX_GROUP_SIZE, default=list)
+    remove = serializers.ListField(child=item_id_field(), max_length=MAX_GROUP_SIZE, default=list)
 
 
 class HeterogeneitySerializer(serializers.Serializer):

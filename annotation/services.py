@@ -133,7 +133,9 @@ def judgment_create(
     except IntegrityError:
         existing = stored.filter(client_id=client_id).first()
         if existing is not None:  # a concurrent retry of the same request won the race
-            return _replay(existing, study=study, annotator=annotator, pair=pair, label=label), False
+            return _replay(
+                existing, study=study, annotator=annotator, pair=pair, label=label
+            ), False
         raise Conflict(
             "You already answered this pair; undo that answer first to change it."
         ) from None
@@ -171,9 +173,7 @@ def judgment_undo(
 
 
 @transaction.atomic
-def gold_pair_set(
-    *, study: Study, user, item_a_id: int, item_b_id: int, label: str
-) -> GoldPair:
+def gold_pair_set(*, study: Study, user, item_a_id: int, item_b_id: int, label: str) -> GoldPair:
     """Set (create or change) a gold pair's known answer; study admins only."""
     if require_member(user, study) != Membership.Role.ADMIN:
         raise NotAllowed("Only admins of the study set gold pairs.")
@@ -256,10 +256,21 @@ def group_create(
         raise Conflict(f"A group named {name!r} already exists in this study.") from None
     group.members.add(*ids)
     GroupEdit.objects.bulk_create(
-        [GroupEdit(group=group, user=user, action=GroupEdit.Action.CREATE, detail=name,
-                   revision=revision)]
-        + [GroupEdit(group=group, user=user, action=GroupEdit.Action.ADD, item_id=i,
-                     revision=revision) for i in ids]
+        [
+            GroupEdit(
+                group=group,
+                user=user,
+                action=GroupEdit.Action.CREATE,
+                detail=name,
+                revision=revision,
+            )
+        ]
+        + [
+            GroupEdit(
+                group=group, user=user, action=GroupEdit.Action.ADD, item_id=i, revision=revision
+            )
+            for i in ids
+        ]
     )
     refit_request(study_id=study.pk)
     return group
@@ -310,13 +321,26 @@ def group_update(
     revision = _next_group_revision(study)
     edits = []
     if new_name is not None:
-        edits.append(GroupEdit(group=group, user=user, action=GroupEdit.Action.RENAME,
-                               detail=f"{group.name} → {new_name}"[:300], revision=revision))
+        edits.append(
+            GroupEdit(
+                group=group,
+                user=user,
+                action=GroupEdit.Action.RENAME,
+                detail=f"{group.name} → {new_name}"[:300],
+                revision=revision,
+            )
+        )
         group.name = new_name
-    edits += [GroupEdit(group=group, user=user, action=GroupEdit.Action.ADD, item_id=i,
-                        revision=revision) for i in add_ids]
-    edits += [GroupEdit(group=group, user=user, action=GroupEdit.Action.REMOVE, item_id=i,
-                        revision=revision) for i in remove_ids]
+    edits += [
+        GroupEdit(group=group, user=user, action=GroupEdit.Action.ADD, item_id=i, revision=revision)
+        for i in add_ids
+    ]
+    edits += [
+        GroupEdit(
+            group=group, user=user, action=GroupEdit.Action.REMOVE, item_id=i, revision=revision
+        )
+        for i in remove_ids
+    ]
     group.revision = revision
     try:
         with transaction.atomic():

@@ -169,9 +169,14 @@ def space_import(
     if EmbeddingSpace.objects.filter(name=name).exists():
         raise EmbeddingFormatError(f"a space named {name!r} already exists")
     reader = EmbeddingReader(
-        path, fmt=fmt, limit=limit, vocab=vocab, vectors=vectors,
-        key_column=key_column, fields=list(fields or []),
-    )  # fmt: skip
+        path,
+        fmt=fmt,
+        limit=limit,
+        vocab=vocab,
+        vectors=vectors,
+        key_column=key_column,
+        fields=list(fields or []),
+    )
     relative = f"spaces/{slugify(name)[:60] or 'space'}-{uuid.uuid4().hex[:8]}.npy"
     target = Path(default_storage.path(relative))
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -182,11 +187,17 @@ def space_import(
         if progress:
             progress("storing", 0, len(rows.keys))
         space = _space_store(
-            name=name, relative=relative, sha256=sha256_file(target), rows=rows,
+            name=name,
+            relative=relative,
+            sha256=sha256_file(target),
+            rows=rows,
             source=source or f"imported from {Path(path).name} ({reader.format})",
-            kind=kind, tags=tags, item_kinds=item_kinds or {}, item_tags=item_tags or {},
+            kind=kind,
+            tags=tags,
+            item_kinds=item_kinds or {},
+            item_tags=item_tags or {},
             progress=progress,
-        )  # fmt: skip
+        )
     except BaseException:
         partial.unlink(missing_ok=True)
         target.unlink(missing_ok=True)
@@ -211,9 +222,13 @@ def _space_store(
     try:
         with transaction.atomic():
             space = EmbeddingSpace.objects.create(
-                name=name, dimension=rows.dimension, source=source, matrix=relative,
-                sha256=sha256, item_count=len(rows.keys),
-            )  # fmt: skip
+                name=name,
+                dimension=rows.dimension,
+                source=source,
+                matrix=relative,
+                sha256=sha256,
+                item_count=len(rows.keys),
+            )
     except IntegrityError:  # a concurrent import took the name since the first check
         raise EmbeddingFormatError(f"a space named {name!r} already exists") from None
     has_payload = any(p is not None for p in rows.payloads)

@@ -77,8 +77,11 @@ def _nearest(study: Study, centroid, factor, exclude_rows, k: int) -> list[int]:
             keep = np.argpartition(best_d, k)[:k]
             best_d, best_i = best_d[keep], best_i[keep]
     order = np.argsort(best_d, kind="stable")
-    return [int(pool.ids[i]) for i, d in zip(best_i[order], best_d[order], strict=True)
-            if np.isfinite(d)]
+    return [
+        int(pool.ids[i])
+        for i, d in zip(best_i[order], best_d[order], strict=True)
+        if np.isfinite(d)
+    ]
 
 
 def _pool_spread(study: Study) -> float:
@@ -113,8 +116,11 @@ def heterogeneity(*, study: Study, vectors: np.ndarray) -> Heterogeneity:
             share > FACE_WARN,
             f"{share:.0%} of the differences between these items lie outside the sensitive "
             f"factors of {face.label or 'the latest FACE version'}"
-            + ("; the group may mix items that differ in relevant ways." if share > FACE_WARN
-               else "."),
+            + (
+                "; the group may mix items that differ in relevant ways."
+                if share > FACE_WARN
+                else "."
+            ),
         )
     spread = float(pdist(vectors).mean()) / (_pool_spread(study) or 1.0)
     return Heterogeneity(
@@ -122,8 +128,7 @@ def heterogeneity(*, study: Study, vectors: np.ndarray) -> Heterogeneity:
         round(spread, 3),
         spread > SPREAD_WARN,
         f"The members are {spread:.0%} as far apart as random items of the pool"
-        + ("; the group may mix items that are not comparable." if spread > SPREAD_WARN
-           else "."),
+        + ("; the group may mix items that are not comparable." if spread > SPREAD_WARN else "."),
     )
 
 

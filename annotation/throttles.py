@@ -34,8 +34,7 @@ class JudgmentRateThrottle(BaseThrottle):
         try:
             return self._take(f"throttle:judgment:{request.user.pk}")
         except Exception:  # any cache failure: fail open, the answer counts
-            logger.warning("rate-limit cache unreachable; judgment POST let through",
-                           exc_info=True)
+            logger.warning("rate-limit cache unreachable; judgment POST let through", exc_info=True)
             return True
 
     def _take(self, key: str) -> bool:

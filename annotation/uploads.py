@@ -100,9 +100,14 @@ def embedding_import_create(
             )
     folder = f"uploads/{uuid.uuid4().hex[:12]}"
     job = EmbeddingImport(
-        name=name, format=fmt, kind=kind, tags=list(tags or []), limit=limit,
-        created_by=user, original_name=(upload.name or "")[:255],
-    )  # fmt: skip
+        name=name,
+        format=fmt,
+        kind=kind,
+        tags=list(tags or []),
+        limit=limit,
+        created_by=user,
+        original_name=(upload.name or "")[:255],
+    )
     job.file.name = _store(upload, folder)
     if extra is not None:
         job.extra_file.name = _store(extra, folder)
@@ -136,8 +141,9 @@ def _claim(import_id: int) -> bool:
     stale = timezone.now() - timedelta(seconds=TIME_LIMIT)
     claimed = EmbeddingImport.objects.filter(
         Q(status=Status.PENDING) | Q(status=Status.RUNNING, started_at__lt=stale), pk=import_id
-    ).update(status=Status.RUNNING, started_at=timezone.now(), stage="reading",
-             progress_rows=0, error="")  # fmt: skip
+    ).update(
+        status=Status.RUNNING, started_at=timezone.now(), stage="reading", progress_rows=0, error=""
+    )
     return claimed == 1
 
 
@@ -191,7 +197,11 @@ def embedding_import_run(*, import_id: int) -> str:
 def _finish(job: EmbeddingImport, *, status: str, error: str = "", space=None) -> None:
     values = {"status": status, "error": error[:2000], "finished_at": timezone.now()}
     if space is not None:
-        values |= {"space": space, "stage": "", "progress_rows": space.item_count,
-                   "total_rows": space.item_count}  # fmt: skip
+        values |= {
+            "space": space,
+            "stage": "",
+            "progress_rows": space.item_count,
+            "total_rows": space.item_count,
+        }
     EmbeddingImport.objects.filter(pk=job.pk).update(**values)
     _remove_files(job)

@@ -106,12 +106,17 @@ def review(request: HttpRequest, study_id: int) -> HttpResponse:
             filters["source"] = data["source"]
         before = data["before"]
     elif form.is_bound:  # bad filters: the unfiltered table, a 400 and the reason on top
-        messages.error(request, "Filters ignored: " + "; ".join(
-            f"{name}: {' '.join(errors)}" for name, errors in form.errors.items()
-        ))
+        messages.error(
+            request,
+            "Filters ignored: "
+            + "; ".join(f"{name}: {' '.join(errors)}" for name, errors in form.errors.items()),
+        )
 
     rows = selectors.judgments_newest(
-        study=study, limit=REVIEW_PAGE + 1, before_id=before, annotator_id=annotator_id,
+        study=study,
+        limit=REVIEW_PAGE + 1,
+        before_id=before,
+        annotator_id=annotator_id,
         filters=filters,
     )
     more = len(rows) > REVIEW_PAGE

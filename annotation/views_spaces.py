@@ -55,9 +55,10 @@ def _body_too_large(request: HttpRequest) -> bool:
 def space_upload(request: HttpRequest) -> HttpResponse:
     if request.method == "POST" and _body_too_large(request):
         context = {
-            "form": EmbeddingUploadForm(), "max_upload_mb": settings.MAX_UPLOAD_MB,
+            "form": EmbeddingUploadForm(),
+            "max_upload_mb": settings.MAX_UPLOAD_MB,
             "upload_error": f"The upload is larger than {settings.MAX_UPLOAD_MB} MB per file.",
-        }  # fmt: skip
+        }
         return render(request, "annotation/spaces/upload.html", context, status=413)
     return _space_upload(request)
 
@@ -70,10 +71,15 @@ def _space_upload(request: HttpRequest) -> HttpResponse:
         data = form.cleaned_data
         try:
             job = embedding_import_create(
-                user=request.user, upload=data["file"], extra=data.get("extra_file"),
-                name=data["name"], fmt=data["format"], kind=data.get("kind") or "",
-                tags=form.tag_list(), limit=data.get("limit"),
-            )  # fmt: skip
+                user=request.user,
+                upload=data["file"],
+                extra=data.get("extra_file"),
+                name=data["name"],
+                fmt=data["format"],
+                kind=data.get("kind") or "",
+                tags=form.tag_list(),
+                limit=data.get("limit"),
+            )
         except InputFileError as exc:
             form.add_error("file", str(exc))
         else:
@@ -93,12 +99,17 @@ def _status(job: EmbeddingImport) -> dict:
         "progress_rows": job.progress_rows,
         "total_rows": job.total_rows,
         "error": job.error,
-        "space": None if space is None else {
-            "id": space.pk, "name": space.name, "items": space.item_count,
-            "dimension": space.dimension, "sha256": space.sha256,
+        "space": None
+        if space is None
+        else {
+            "id": space.pk,
+            "name": space.name,
+            "items": space.item_count,
+            "dimension": space.dimension,
+            "sha256": space.sha256,
         },
         "finished": job.status in (EmbeddingImport.Status.DONE, EmbeddingImport.Status.FAILED),
-    }  # fmt: skip
+    }
 
 
 @staff_required

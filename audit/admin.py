@@ -7,8 +7,7 @@ from .models import AuditEvent
 class AuditEventAdmin(admin.ModelAdmin):
     """Read-only: events are written by the actions themselves, never by hand."""
 
-    list_display = ["created_at", "actor_name", "action", "target_type", "target_id", "study",
-                    "ip"]
+    list_display = ["created_at", "actor_name", "action", "target_type", "target_id", "study", "ip"]
     list_filter = ["action", "study", "target_type", ("actor", admin.RelatedOnlyFieldListFilter)]
     search_fields = ["actor_name", "target_id", "ip"]
     list_select_related = ["study"]

@@ -31,7 +31,9 @@ class AuditContextMiddleware:
         self.get_response = get_response
 
     def __call__(self, request):
-        token = _current.set(RequestInfo(user=getattr(request, "user", None), ip=client_ip(request)))
+        token = _current.set(
+            RequestInfo(user=getattr(request, "user", None), ip=client_ip(request))
+        )
         try:
             return self.get_response(request)
         finally:

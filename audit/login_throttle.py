@@ -103,10 +103,13 @@ class LoginView(auth_views.LoginView):
             form = self.get_form_class()(request, initial={"username": username[:150]})
             form.cleaned_data = {}
             minutes = math.ceil(wait / 60)
-            form.add_error(None, (
-                f"Too many failed logins for this username from your address. "
-                f"Try again in {minutes} minute{'s' if minutes != 1 else ''}."
-            ))  # fmt: skip
+            form.add_error(
+                None,
+                (
+                    f"Too many failed logins for this username from your address. "
+                    f"Try again in {minutes} minute{'s' if minutes != 1 else ''}."
+                ),
+            )
             response = self.render_to_response(self.get_context_data(form=form), status=429)
             response["Retry-After"] = str(wait)
             return response

@@ -19,9 +19,13 @@ class AuditEvent(models.Model):
         TOKEN_REVOKE = "token.revoke", "API token revoked"
 
     actor = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
-        related_name="+", help_text="Empty for automatic actions (auto-publish, commands).",
-    )  # fmt: skip
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        help_text="Empty for automatic actions (auto-publish, commands).",
+    )
     actor_name = models.CharField(
         max_length=150, blank=True, help_text="The actor's username, kept if the user is deleted."
     )
@@ -31,8 +35,12 @@ class AuditEvent(models.Model):
     # No database constraint: events outlive their study (a study deletion audits the
     # deletion of its memberships in the same transaction).
     study = models.ForeignKey(
-        "annotation.Study", on_delete=models.DO_NOTHING, db_constraint=False, null=True,
-        blank=True, related_name="+",
+        "annotation.Study",
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        null=True,
+        blank=True,
+        related_name="+",
     )
     detail = models.JSONField(default=dict, blank=True)
     ip = models.GenericIPAddressField(null=True, blank=True)

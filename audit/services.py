@@ -17,8 +17,14 @@ def _user(value):
 
 @transaction.atomic
 def audit_record(
-    *, action: str, target, actor=FROM_REQUEST, study_id: int | None = None,
-    detail: dict | None = None, request=None, target_id: str | None = None,
+    *,
+    action: str,
+    target,
+    actor=FROM_REQUEST,
+    study_id: int | None = None,
+    detail: dict | None = None,
+    request=None,
+    target_id: str | None = None,
 ) -> AuditEvent:
     """One event. ``actor`` and the IP default to the request being served (DRF requests carry
     the token's user, so pass ``request`` from API views); ``actor=None`` is the system."""

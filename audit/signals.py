@@ -29,8 +29,12 @@ def _membership_saved(sender, instance: Membership, created: bool, raw: bool = F
     if raw:  # fixtures
         return
     if created:
-        audit_record(action=Action.MEMBERSHIP_CREATE, target=instance,
-                     study_id=instance.study_id, detail=_detail(instance))
+        audit_record(
+            action=Action.MEMBERSHIP_CREATE,
+            target=instance,
+            study_id=instance.study_id,
+            detail=_detail(instance),
+        )
         return
     old = getattr(instance, "_audit_old", None) or {}
     changes = {
@@ -39,14 +43,22 @@ def _membership_saved(sender, instance: Membership, created: bool, raw: bool = F
         if old.get(key) != getattr(instance, key)
     }
     if changes:
-        audit_record(action=Action.MEMBERSHIP_CHANGE, target=instance,
-                     study_id=instance.study_id, detail=_detail(instance) | {"changes": changes})
+        audit_record(
+            action=Action.MEMBERSHIP_CHANGE,
+            target=instance,
+            study_id=instance.study_id,
+            detail=_detail(instance) | {"changes": changes},
+        )
 
 
 @receiver(post_delete, sender=Membership)
 def _membership_deleted(sender, instance: Membership, **kwargs) -> None:
-    audit_record(action=Action.MEMBERSHIP_DELETE, target=instance,
-                 study_id=instance.study_id, detail=_detail(instance))
+    audit_record(
+        action=Action.MEMBERSHIP_DELETE,
+        target=instance,
+        study_id=instance.study_id,
+        detail=_detail(instance),
+    )
 
 
 # DRF's plain tokens (created in the admin or by `manage.py drf_create_token`). The key is the
@@ -56,11 +68,19 @@ def _membership_deleted(sender, instance: Membership, **kwargs) -> None:
 @receiver(post_save, sender=Token)
 def _drf_token_saved(sender, instance: Token, created: bool, raw: bool = False, **kwargs):
     if created and not raw:
-        audit_record(action=Action.TOKEN_CREATE, target=instance, target_id=str(instance.user_id),
-                     detail={"kind": "drf", "owner_id": instance.user_id})
+        audit_record(
+            action=Action.TOKEN_CREATE,
+            target=instance,
+            target_id=str(instance.user_id),
+            detail={"kind": "drf", "owner_id": instance.user_id},
+        )
 
 
 @receiver(post_delete, sender=Token)
 def _drf_token_deleted(sender, instance: Token, **kwargs) -> None:
-    audit_record(action=Action.TOKEN_REVOKE, target=instance, target_id=str(instance.user_id),
-                 detail={"kind": "drf", "owner_id": instance.user_id})
+    audit_record(
+        action=Action.TOKEN_REVOKE,
+        target=instance,
+        target_id=str(instance.user_id),
+        detail={"kind": "drf", "owner_id": instance.user_id},
+    )

@@ -38,11 +38,22 @@ from learning.core.weat import weat  # noqa: E402
 
 WEAT_JSON = ROOT.parent / "shared" / "data" / "weat_caliskan.json"
 # (|X|, |Y|, |A|, |B|) of the 10 tests, used when the JSON file is not available.
-WEAT_SIZES = [(25, 25, 25, 25), (25, 25, 25, 25), (50, 50, 25, 25), (18, 18, 25, 25),
-              (18, 18, 8, 8), (8, 8, 8, 8), (8, 8, 8, 8), (8, 8, 8, 8), (6, 6, 7, 7),
-              (8, 8, 8, 8)]
-HEADER = ("| benchmark | size | wall (s) | CPU (s) | iterations | train loglik | held-out loglik "
-          "| best loglik | gap | target | met |")
+WEAT_SIZES = [
+    (25, 25, 25, 25),
+    (25, 25, 25, 25),
+    (50, 50, 25, 25),
+    (18, 18, 25, 25),
+    (18, 18, 8, 8),
+    (8, 8, 8, 8),
+    (8, 8, 8, 8),
+    (8, 8, 8, 8),
+    (6, 6, 7, 7),
+    (8, 8, 8, 8),
+]
+HEADER = (
+    "| benchmark | size | wall (s) | CPU (s) | iterations | train loglik | held-out loglik "
+    "| best loglik | gap | target | met |"
+)
 
 
 def timed(fn):
@@ -75,10 +86,19 @@ def bench_explore(n, d, seed):
     zero = np.zeros_like(zt)
     target = 0.5 if d <= 50 else 8.0
     gap = best_ll - model.loglik_
-    return [f"EXPLORE{'' if model.converged_ else ' (not converged)'}", f"{n:,} pairs, d={d}",
-            f"{wall:.3f}", f"{cpu:.3f}", str(model.n_iter_), f"{model.loglik_:.6f}",
-            f"{model.score(zt, zero, yt):.6f}", f"{best_ll:.6f}", f"{gap:.1e}",
-            f"≤ {target:g} s, gap ≤ 1e-4", _met(wall <= target and gap <= 1e-4)]
+    return [
+        f"EXPLORE{'' if model.converged_ else ' (not converged)'}",
+        f"{n:,} pairs, d={d}",
+        f"{wall:.3f}",
+        f"{cpu:.3f}",
+        str(model.n_iter_),
+        f"{model.loglik_:.6f}",
+        f"{model.score(zt, zero, yt):.6f}",
+        f"{best_ll:.6f}",
+        f"{gap:.1e}",
+        f"≤ {target:g} s, gap ≤ 1e-4",
+        _met(wall <= target and gap <= 1e-4),
+    ]
 
 
 def bench_face(n, d, group_size, seed):
@@ -92,17 +112,31 @@ def bench_face(n, d, group_size, seed):
         label = f"groups of {group_size}"
     model, wall, cpu = timed(lambda: FACE(n_components=3).fit(x, groups))
     target = 5.0 if n >= 1_000_000 else None
-    return ["FACE (k=3)", f"{n:,}×{d}, {label}", f"{wall:.3f}", f"{cpu:.3f}", "–", "–", "–", "–",
-            "–", "–" if target is None else f"≤ {target:g} s",
-            "–" if target is None else _met(wall <= target)]
+    return [
+        "FACE (k=3)",
+        f"{n:,}×{d}, {label}",
+        f"{wall:.3f}",
+        f"{cpu:.3f}",
+        "–",
+        "–",
+        "–",
+        "–",
+        "–",
+        "–" if target is None else f"≤ {target:g} s",
+        "–" if target is None else _met(wall <= target),
+    ]
 
 
 def weat_sizes():
     if WEAT_JSON.exists():
         tests = json.loads(WEAT_JSON.read_text())
-        return [tuple(len(t[k]["words"]) for k in ("first_target", "second_target",
-                                                    "first_attribute", "second_attribute"))
-                for t in tests]
+        return [
+            tuple(
+                len(t[k]["words"])
+                for k in ("first_target", "second_target", "first_attribute", "second_attribute")
+            )
+            for t in tests
+        ]
     return WEAT_SIZES
 
 
@@ -110,11 +144,25 @@ def bench_weat(n_permutations, seed):
     rng = np.random.default_rng(seed)
     sizes = weat_sizes()
     sets = [[rng.standard_normal((m, 50)) for m in s] for s in sizes]
-    results, wall, cpu = timed(lambda: [weat(*s, n_permutations=n_permutations, random_state=i)
-                                        for i, s in enumerate(sets)])
+    results, wall, cpu = timed(
+        lambda: [
+            weat(*s, n_permutations=n_permutations, random_state=i) for i, s in enumerate(sets)
+        ]
+    )
     exact = sum(r.exact for r in results)
-    return ["WEAT table", f"{len(sizes)} tests, {n_permutations:,} permutations ({exact} exact)",
-            f"{wall:.3f}", f"{cpu:.3f}", "–", "–", "–", "–", "–", "≤ 1 s", _met(wall <= 1.0)]
+    return [
+        "WEAT table",
+        f"{len(sizes)} tests, {n_permutations:,} permutations ({exact} exact)",
+        f"{wall:.3f}",
+        f"{cpu:.3f}",
+        "–",
+        "–",
+        "–",
+        "–",
+        "–",
+        "≤ 1 s",
+        _met(wall <= 1.0),
+    ]
 
 
 def _met(ok):
@@ -127,17 +175,27 @@ def main(argv=None):
     args = parser.parse_args(argv)
     with threadpool_limits(1):
         if args.quick:
-            runs = [lambda: bench_explore(5000, 10, 0), lambda: bench_face(1200, 50, 10, 1),
-                    lambda: bench_face(20000, 30, None, 2), lambda: bench_weat(2000, 3)]
+            runs = [
+                lambda: bench_explore(5000, 10, 0),
+                lambda: bench_face(1200, 50, 10, 1),
+                lambda: bench_face(20000, 30, None, 2),
+                lambda: bench_weat(2000, 3),
+            ]
         else:
-            runs = [lambda: bench_explore(100_000, 50, 0), lambda: bench_explore(100_000, 300, 0),
-                    lambda: bench_face(1200, 50, 10, 1), lambda: bench_face(1200, 50, None, 1),
-                    lambda: bench_face(1_000_000, 300, 10, 2),
-                    lambda: bench_face(1_000_000, 300, None, 2),
-                    lambda: bench_weat(50_000, 3)]
+            runs = [
+                lambda: bench_explore(100_000, 50, 0),
+                lambda: bench_explore(100_000, 300, 0),
+                lambda: bench_face(1200, 50, 10, 1),
+                lambda: bench_face(1200, 50, None, 1),
+                lambda: bench_face(1_000_000, 300, 10, 2),
+                lambda: bench_face(1_000_000, 300, None, 2),
+                lambda: bench_weat(50_000, 3),
+            ]
         print("## learning.core benchmarks" + (" (quick)" if args.quick else ""))
-        print(f"\nOne BLAS thread; {os.cpu_count()} CPUs; load average "
-              f"{os.getloadavg()[0]:.1f} at start.\n")
+        print(
+            f"\nOne BLAS thread; {os.cpu_count()} CPUs; load average "
+            f"{os.getloadavg()[0]:.1f} at start.\n"
+        )
         print(HEADER)
         print("|" + "---|" * (HEADER.count("|") - 1))
         for run in runs:

@@ -82,14 +82,20 @@ def build_and_measure(args) -> None:
 
     started = time.perf_counter()
     matrix = rng.normal(size=(n_items, dim)).astype(np.float32)
-    space = EmbeddingSpace(name="bench", dimension=dim, item_count=n_items,
-                           sha256=hashlib.sha256(npy(matrix)).hexdigest())
+    space = EmbeddingSpace(
+        name="bench",
+        dimension=dim,
+        item_count=n_items,
+        sha256=hashlib.sha256(npy(matrix)).hexdigest(),
+    )
     space.matrix.save("bench.npy", ContentFile(npy(matrix)), save=False)
     space.save()
-    Item.objects.bulk_create((Item(space=space, key=f"w{r}", row=r) for r in range(n_items)),
-                             batch_size=5000)
-    item_ids = np.array(Item.objects.filter(space=space).order_by("row")
-                        .values_list("id", flat=True))
+    Item.objects.bulk_create(
+        (Item(space=space, key=f"w{r}", row=r) for r in range(n_items)), batch_size=5000
+    )
+    item_ids = np.array(
+        Item.objects.filter(space=space).order_by("row").values_list("id", flat=True)
+    )
     study = Study.objects.create(name="bench", space=space)
     users = [get_user_model().objects.create_user(f"a{i}") for i in range(args.annotators)]
     reviewer = get_user_model().objects.create_user("reviewer")
@@ -104,8 +110,15 @@ def build_and_measure(args) -> None:
     a, b = a[keep][:n_pairs], b[keep][:n_pairs]
     gold = rng.random(a.size) < 0.02
     GoldPair.objects.bulk_create(
-        (GoldPair(study=study, item_a_id=int(item_ids[x]), item_b_id=int(item_ids[y]),
-                  label="comparable") for x, y in zip(a[gold], b[gold], strict=True)),
+        (
+            GoldPair(
+                study=study,
+                item_a_id=int(item_ids[x]),
+                item_b_id=int(item_ids[y]),
+                label="comparable",
+            )
+            for x, y in zip(a[gold], b[gold], strict=True)
+        ),
         batch_size=5000,
     )
     labels = np.array(["comparable", "incomparable", "unsure"])
@@ -119,9 +132,13 @@ def build_and_measure(args) -> None:
             for who in (first[i], second[i]):
                 noisy = truth[i] if rng.random() > 0.15 else 2 - truth[i] // 2
                 yield PairJudgment(
-                    study=study, annotator_id=int(user_ids[who]), item_a_id=int(item_ids[a[i]]),
-                    item_b_id=int(item_ids[b[i]]), label=labels[noisy],
-                    elapsed_ms=int(rng.integers(300, 6000)), is_gold=bool(gold[i]),
+                    study=study,
+                    annotator_id=int(user_ids[who]),
+                    item_a_id=int(item_ids[a[i]]),
+                    item_b_id=int(item_ids[b[i]]),
+                    label=labels[noisy],
+                    elapsed_ms=int(rng.integers(300, 6000)),
+                    is_gold=bool(gold[i]),
                 )
 
     PairJudgment.objects.bulk_create(rows(), batch_size=10_000)
@@ -129,32 +146,62 @@ def build_and_measure(args) -> None:
 
     suite = WeatSuite.objects.create(name="bench suite")
     suite.studies.add(study)
-    tests = [WeatTest.objects.create(suite=suite, position=i, name=f"test {i}",
-                                     kind="unfair" if i > 2 else "meaningful", x_name="X",
-                                     y_name="Y", a_name="A", b_name="B",
-                                     x_words=["w1", "w2"], y_words=["w3", "w4"],
-                                     a_words=["w5"], b_words=["w6"]) for i in range(10)]
+    tests = [
+        WeatTest.objects.create(
+            suite=suite,
+            position=i,
+            name=f"test {i}",
+            kind="unfair" if i > 2 else "meaningful",
+            x_name="X",
+            y_name="Y",
+            a_name="A",
+            b_name="B",
+            x_words=["w1", "w2"],
+            y_words=["w3", "w4"],
+            a_words=["w5"],
+            b_words=["w6"],
+        )
+        for i in range(10)
+    ]
     for i in range(args.versions):
         method = "face" if i % 2 else "explore"
         q, _ = np.linalg.qr(rng.normal(size=(dim, 3)))
         sigma = np.eye(dim) - q @ q.T if method == "face" else np.eye(dim) + 0.01 * i
         content = npy(sigma)
-        version = MetricVersion(study=study, method=method, label=method, status="ready",
-                                dimension=dim, sigma_sha256=hashlib.sha256(content).hexdigest(),
-                                judgment_watermark=i, fingerprint=str(i),
-                                diagnostics={"heldout_loglik": -0.5 - 0.001 * i},
-                                is_published=i in (0, 1))
+        version = MetricVersion(
+            study=study,
+            method=method,
+            label=method,
+            status="ready",
+            dimension=dim,
+            sigma_sha256=hashlib.sha256(content).hexdigest(),
+            judgment_watermark=i,
+            fingerprint=str(i),
+            diagnostics={"heldout_loglik": -0.5 - 0.001 * i},
+            is_published=i in (0, 1),
+        )
         version.sigma.save(f"s{i}.npy", ContentFile(content), save=False)
         version.save()
         WeatResult.objects.bulk_create(
-            WeatResult(test=t, space=space, metric_version=version, metric=method,
-                       p_value=float(rng.random()), effect_size=float(rng.normal()),
-                       statistic=0.1, n_partitions=1000, exact=False) for t in tests
+            WeatResult(
+                test=t,
+                space=space,
+                metric_version=version,
+                metric=method,
+                p_value=float(rng.random()),
+                effect_size=float(rng.normal()),
+                statistic=0.1,
+                n_partitions=1000,
+                exact=False,
+            )
+            for t in tests
         )
     with connection.cursor() as cursor:  # planner statistics, as autovacuum keeps them live
         cursor.execute("ANALYZE")
-    print(f"built {PairJudgment.objects.count():,} judgments in {built_judgments:.0f} s, "
-          f"{args.versions} versions ({connection.vendor})")
+    print(
+        f"built {PairJudgment.objects.count():,} judgments in {built_judgments:.0f} s, "
+        f"{args.versions} versions ({connection.vendor})"
+    )
 
     from django.core.cache import cache
 
@@ -185,13 +232,20 @@ def build_and_measure(args) -> None:
     with CaptureQueriesContext(connection) as queries:
         dashboard_refresh.dashboard_refresh(study_id=study.pk)  # what the worker runs
     board = dashboard_refresh.dashboard_state(study, request_refresh=False).board
-    print(f"{'background computation (worker)':32s} {time.perf_counter() - t0:7.2f} s  "
-          f"{len(queries):3d} queries  (α = {board.alpha:.3f}, "
-          f"{board.overlapping_pairs:,} overlapping pairs)")
+    print(
+        f"{'background computation (worker)':32s} {time.perf_counter() - t0:7.2f} s  "
+        f"{len(queries):3d} queries  (α = {board.alpha:.3f}, "
+        f"{board.overlapping_pairs:,} overlapping pairs)"
+    )
     timed_get("dashboard page, warm", url, "Krippendorff")
     timed_get("dashboard status.json, warm", status_url, '"ready": true')
-    PairJudgment.objects.create(study=study, annotator=users[0], item_a_id=int(item_ids[0]),
-                                item_b_id=int(item_ids[1]), label="comparable")
+    PairJudgment.objects.create(
+        study=study,
+        annotator=users[0],
+        item_a_id=int(item_ids[0]),
+        item_b_id=int(item_ids[1]),
+        label="comparable",
+    )
     timed_get("dashboard page, stale figures", url, "refreshing…")
 
     versions = list(MetricVersion.objects.filter(study=study).order_by("pk")[:2])
@@ -207,11 +261,16 @@ def build_and_measure(args) -> None:
         t0 = time.perf_counter()
         with CaptureQueriesContext(connection) as queries:
             response = client.get(url)
-            size = sum(len(chunk) for chunk in response) if response.streaming else len(
-                response.content)
+            size = (
+                sum(len(chunk) for chunk in response)
+                if response.streaming
+                else len(response.content)
+            )
         assert response.status_code == 200, (url, response.status_code)
-        print(f"{label:32s} {time.perf_counter() - t0:7.2f} s  {len(queries):3d} queries  "
-              f"{size / 1e6:8.1f} MB")
+        print(
+            f"{label:32s} {time.perf_counter() - t0:7.2f} s  {len(queries):3d} queries  "
+            f"{size / 1e6:8.1f} MB"
+        )
 
 
 if __name__ == "__main__":

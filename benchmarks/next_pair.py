@@ -74,7 +74,9 @@ def build(args, rng):
     Item.objects.bulk_create(
         (Item(space=space, key=f"k{tag}{i:07d}", row=i) for i in range(n)), batch_size=5000
     )
-    item_ids = np.array(Item.objects.filter(space=space).order_by("row").values_list("id", flat=True))
+    item_ids = np.array(
+        Item.objects.filter(space=space).order_by("row").values_list("id", flat=True)
+    )
     User = get_user_model()
     users = User.objects.bulk_create(
         [User(username=f"bench-{tag}-{a}") for a in range(args.annotators)]
@@ -83,7 +85,9 @@ def build(args, rng):
     studies = {}
     for overlap, strategy in [(2, "random"), (1, "random"), (1, "stratified"), (1, "uncertainty")]:
         study = Study.objects.create(
-            name=f"bench-{tag}-{strategy}-k{overlap}", space=space, strategy=strategy,
+            name=f"bench-{tag}-{strategy}-k{overlap}",
+            space=space,
+            strategy=strategy,
             overlap=overlap,
         )
         Membership.objects.bulk_create(Membership(user=u, study=study) for u in users)
@@ -130,10 +134,20 @@ def build(args, rng):
     started = time.perf_counter()
 
     def rows(study_id, sel):
-        for a, b, lab, u in zip(item_ids[lo[sel]], item_ids[hi[sel]], labels[sel],
-                                user_ids[who[sel]], strict=True):
-            yield (study_id, int(a), int(b), str(lab), int(u),
-                   field.get_db_prep_value(uuid.uuid4(), connection), 1500, False, now)
+        for a, b, lab, u in zip(
+            item_ids[lo[sel]], item_ids[hi[sel]], labels[sel], user_ids[who[sel]], strict=True
+        ):
+            yield (
+                study_id,
+                int(a),
+                int(b),
+                str(lab),
+                int(u),
+                field.get_db_prep_value(uuid.uuid4(), connection),
+                1500,
+                False,
+                now,
+            )
 
     batches = [(main.pk, np.arange(lo.size))]
     for (overlap, _), study in studies.items():
@@ -150,8 +164,10 @@ def build(args, rng):
     print(file=sys.stderr)
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE")
-    print(f"built in {time.perf_counter() - started:.1f}s: {inserted:,} judgments stored, "
-          f"{int((who == 0).sum()):,} of them by the timed annotator (per study)")
+    print(
+        f"built in {time.perf_counter() - started:.1f}s: {inserted:,} judgments stored, "
+        f"{int((who == 0).sum()):,} of them by the timed annotator (per study)"
+    )
     return studies, prolific
 
 
@@ -208,8 +224,9 @@ def measure_reads(studies, user, repeats: int):
         "review: 100 from the middle": lambda: judgments_recent(
             study=study, user=staff, limit=100, before_id=newest // 2
         ),
-        "item prefix search": lambda: item_search(space_id=study.space_id, query="k"
-                                                  + study.name[6:14] + "00042"),
+        "item prefix search": lambda: item_search(
+            space_id=study.space_id, query="k" + study.name[6:14] + "00042"
+        ),
     }
     print()
     for name, read in reads.items():
@@ -238,8 +255,10 @@ def main() -> None:
         url = configure(workdir)
         from django.db import connection
 
-        print(f"database: {connection.vendor} ({url.split('@')[-1]}), items {args.items}, "
-              f"annotators {args.annotators}, judgments {args.judgments:,}")
+        print(
+            f"database: {connection.vendor} ({url.split('@')[-1]}), items {args.items}, "
+            f"annotators {args.annotators}, judgments {args.judgments:,}"
+        )
         rng = np.random.default_rng(0)
         studies, user = build(args, rng)
         measure(studies, user, args.repeats)

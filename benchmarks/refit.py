@@ -56,10 +56,15 @@ def main() -> int:
         database_url = f"sqlite:///{scratch / 'bench.sqlite3'}"
     queue = f"bench-{uuid.uuid4().hex[:8]}"
     env = {
-        "DATABASE_URL": database_url, "MEDIA_ROOT": str(scratch / "media"),
-        "VAR_DIR": str(scratch / "var"), "CELERY_TASK_DEFAULT_QUEUE": queue,
-        "DJANGO_SETTINGS_MODULE": "fairmetric_site.settings", "DEBUG": "1",
-        "REDIS_URL": args.redis, "CELERY_BROKER_URL": "", "CELERY_RESULT_BACKEND": "",
+        "DATABASE_URL": database_url,
+        "MEDIA_ROOT": str(scratch / "media"),
+        "VAR_DIR": str(scratch / "var"),
+        "CELERY_TASK_DEFAULT_QUEUE": queue,
+        "DJANGO_SETTINGS_MODULE": "fairmetric_site.settings",
+        "DEBUG": "1",
+        "REDIS_URL": args.redis,
+        "CELERY_BROKER_URL": "",
+        "CELERY_RESULT_BACKEND": "",
     }
     os.environ.update(env)
     import django
@@ -93,10 +98,26 @@ def _postgres(sql: str) -> None:
 def _start_worker(queue: str, scratch: Path) -> subprocess.Popen:
     log = open(scratch / "worker.log", "w")  # noqa: SIM115 - lives as long as the worker
     return subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "fairmetric_site", "worker", "--pool=solo",
-         "--loglevel=INFO", "-Q", queue, "--hostname", f"{queue}@%h", "--without-gossip",
-         "--without-mingle"],
-        cwd=ROOT, env=dict(os.environ), stdout=log, stderr=subprocess.STDOUT,
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "fairmetric_site",
+            "worker",
+            "--pool=solo",
+            "--loglevel=INFO",
+            "-Q",
+            queue,
+            "--hostname",
+            f"{queue}@%h",
+            "--without-gossip",
+            "--without-mingle",
+        ],
+        cwd=ROOT,
+        env=dict(os.environ),
+        stdout=log,
+        stderr=subprocess.STDOUT,
     )
 
 
@@ -118,27 +139,45 @@ def _world(n: int, dim: int):
     folder.mkdir(parents=True, exist_ok=True)
     np.save(folder / f"{tag}.npy", matrix)
     space = EmbeddingSpace.objects.create(
-        name=tag, dimension=dim, matrix=f"spaces/{tag}.npy", item_count=N_ITEMS,
-        sha256=hashlib.sha256((folder / f"{tag}.npy").read_bytes()).hexdigest())
+        name=tag,
+        dimension=dim,
+        matrix=f"spaces/{tag}.npy",
+        item_count=N_ITEMS,
+        sha256=hashlib.sha256((folder / f"{tag}.npy").read_bytes()).hexdigest(),
+    )
     Item.objects.bulk_create(Item(space=space, key=f"w{r}", row=r) for r in range(N_ITEMS))
-    item_ids = np.asarray(Item.objects.filter(space=space).order_by("row")
-                          .values_list("id", flat=True))
+    item_ids = np.asarray(
+        Item.objects.filter(space=space).order_by("row").values_list("id", flat=True)
+    )
     study = Study.objects.create(name=tag, space=space)
-    StudyLearningSettings.objects.create(study=study, debounce_seconds=DEBOUNCE,
-                                         face_components=min(10, dim))
+    StudyLearningSettings.objects.create(
+        study=study, debounce_seconds=DEBOUNCE, face_components=min(10, dim)
+    )
     users = [get_user_model().objects.create_user(f"{tag}-{i}") for i in range(ANNOTATORS)]
     Membership.objects.bulk_create(Membership(user=u, study=study) for u in users)
     suite = WeatSuite.objects.create(name=f"suite {tag}")
     suite.studies.add(study)
     WeatTest.objects.bulk_create(
-        WeatTest(suite=suite, position=t, name=f"test {t}", kind="unfair", x_name="X",
-                 y_name="Y", a_name="A", b_name="B",
-                 **{key: [f"w{r}" for r in rng.choice(N_ITEMS, 8, replace=False)]
-                    for key in ("x_words", "y_words", "a_words", "b_words")})
-        for t in range(10))
+        WeatTest(
+            suite=suite,
+            position=t,
+            name=f"test {t}",
+            kind="unfair",
+            x_name="X",
+            y_name="Y",
+            a_name="A",
+            b_name="B",
+            **{
+                key: [f"w{r}" for r in rng.choice(N_ITEMS, 8, replace=False)]
+                for key in ("x_words", "y_words", "a_words", "b_words")
+            },
+        )
+        for t in range(10)
+    )
     # Distinct pairs, labels from EXPLORE's response model with a rank-5 Sigma0.
-    pairs = np.unique(np.sort(rng.integers(0, N_ITEMS, size=(int(n * 1.2) + 100, 2)), axis=1),
-                      axis=0)
+    pairs = np.unique(
+        np.sort(rng.integers(0, N_ITEMS, size=(int(n * 1.2) + 100, 2)), axis=1), axis=0
+    )
     pairs = pairs[pairs[:, 0] != pairs[:, 1]]
     pairs = pairs[rng.permutation(len(pairs))[:n]]
     basis = np.linalg.qr(rng.normal(size=(dim, 5)))[0]
@@ -147,20 +186,31 @@ def _world(n: int, dim: int):
     labels = np.where(rng.random(n) < 2 / (1 + np.exp(d)), "comparable", "incomparable")
     bulk = n - BURST
     PairJudgment.objects.bulk_create(
-        (PairJudgment(study=study, item_a_id=int(item_ids[a]), item_b_id=int(item_ids[b]),
-                      label=str(y), annotator=users[i % ANNOTATORS])
-         for i, ((a, b), y) in enumerate(zip(pairs[:bulk], labels[:bulk], strict=True))),
-        batch_size=5000)
-    burst = [(users[i % ANNOTATORS], int(item_ids[a]), int(item_ids[b]), str(y))
-             for i, ((a, b), y) in enumerate(zip(pairs[bulk:], labels[bulk:], strict=True))]
+        (
+            PairJudgment(
+                study=study,
+                item_a_id=int(item_ids[a]),
+                item_b_id=int(item_ids[b]),
+                label=str(y),
+                annotator=users[i % ANNOTATORS],
+            )
+            for i, ((a, b), y) in enumerate(zip(pairs[:bulk], labels[:bulk], strict=True))
+        ),
+        batch_size=5000,
+    )
+    burst = [
+        (users[i % ANNOTATORS], int(item_ids[a]), int(item_ids[b]), str(y))
+        for i, ((a, b), y) in enumerate(zip(pairs[bulk:], labels[bulk:], strict=True))
+    ]
     return study, burst
 
 
 def _evaluated(study, top: int) -> list | None:
     from learning.models import MetricVersion
 
-    found = list(MetricVersion.objects.filter(study=study, judgment_watermark=top)
-                 .exclude(status="fitting"))
+    found = list(
+        MetricVersion.objects.filter(study=study, judgment_watermark=top).exclude(status="fitting")
+    )
     done = [v for v in found if v.status == "failed" or "evaluation_seconds" in v.diagnostics]
     return done if len(done) == 2 else None
 
@@ -188,8 +238,14 @@ def _measure(n: int, dim: int, timeout: float) -> dict:
     first_top = PairJudgment.objects.filter(study=study).order_by("-id").first().pk
     _wait(lambda: _evaluated(study, first_top), timeout, f"the first fit at N={n}")
     for user, a, b, label in burst:
-        judgment_create(study=study, annotator=user, item_a_id=a, item_b_id=b, label=label,
-                        client_id=uuid.uuid4())
+        judgment_create(
+            study=study,
+            annotator=user,
+            item_a_id=a,
+            item_b_id=b,
+            label=label,
+            client_id=uuid.uuid4(),
+        )
     last_commit = time.perf_counter()
     top = PairJudgment.objects.filter(study=study).order_by("-id").first().pk
     versions = _wait(lambda: _evaluated(study, top), timeout, f"the versions at N={n}")
@@ -200,9 +256,13 @@ def _measure(n: int, dim: int, timeout: float) -> dict:
         raise SystemExit("a fit failed: " + "; ".join(failed))
     explore, face = by_method["explore"], by_method["face"]
     return {
-        "n": n, "dim": dim, "total": total, "debounce": DEBOUNCE,
+        "n": n,
+        "dim": dim,
+        "total": total,
+        "debounce": DEBOUNCE,
         "snapshot": explore.diagnostics.get("snapshot_seconds", 0.0),
-        "explore_fit": explore.fit_seconds, "face_fit": face.fit_seconds,
+        "explore_fit": explore.fit_seconds,
+        "face_fit": face.fit_seconds,
         "evaluation": explore.diagnostics["evaluation_seconds"]
         + face.diagnostics["evaluation_seconds"],
         "iterations": explore.diagnostics.get("iterations"),
@@ -213,17 +273,25 @@ def _measure(n: int, dim: int, timeout: float) -> dict:
 def _print_table(rows: list[dict], args, database_url: str) -> None:
     broker = args.redis or "embedded filesystem broker"
     database = "PostgreSQL" if database_url.startswith("postgres") else "SQLite"
-    print(f"Refit latency: last answer of a {BURST}-answer burst -> FACE and EXPLORE versions "
-          f"ready and evaluated (10 WEAT tests + drift); {database}, {broker}, 1 solo worker")
-    print(f"{'judgments':>10} {'d':>4} {'total s':>8} {'debounce':>8} {'snapshot':>8} "
-          f"{'EXPLORE':>8} {'FACE':>7} {'eval':>6} {'iters':>6} {'AUC':>6}")
+    print(
+        f"Refit latency: last answer of a {BURST}-answer burst -> FACE and EXPLORE versions "
+        f"ready and evaluated (10 WEAT tests + drift); {database}, {broker}, 1 solo worker"
+    )
+    print(
+        f"{'judgments':>10} {'d':>4} {'total s':>8} {'debounce':>8} {'snapshot':>8} "
+        f"{'EXPLORE':>8} {'FACE':>7} {'eval':>6} {'iters':>6} {'AUC':>6}"
+    )
     for r in rows:
         auc = f"{r['auc']:.3f}" if r["auc"] is not None else "-"
-        print(f"{r['n']:>10,} {r['dim']:>4} {r['total']:>8.2f} {r['debounce']:>8} "
-              f"{r['snapshot']:>8.2f} {r['explore_fit']:>8.2f} {r['face_fit']:>7.2f} "
-              f"{r['evaluation']:>6.2f} {r['iterations']!s:>6} {auc:>6}")
-    print("EXPLORE and FACE columns: fit seconds incl. the held-out validation fit; eval: WEAT "
-          "suite + drift of both versions. Target: total <= 10 s at 100,000 judgments.")
+        print(
+            f"{r['n']:>10,} {r['dim']:>4} {r['total']:>8.2f} {r['debounce']:>8} "
+            f"{r['snapshot']:>8.2f} {r['explore_fit']:>8.2f} {r['face_fit']:>7.2f} "
+            f"{r['evaluation']:>6.2f} {r['iterations']!s:>6} {auc:>6}"
+        )
+    print(
+        "EXPLORE and FACE columns: fit seconds incl. the held-out validation fit; eval: WEAT "
+        "suite + drift of both versions. Target: total <= 10 s at 100,000 judgments."
+    )
 
 
 if __name__ == "__main__":

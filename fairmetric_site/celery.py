@@ -19,7 +19,11 @@ def ensure_embedded_dirs() -> None:
     folders = []
     if settings.CELERY_BROKER_URL.startswith("filesystem://"):
         options = settings.CELERY_BROKER_TRANSPORT_OPTIONS
-        folders += [options["data_folder_in"], options["data_folder_out"], options["control_folder"]]
+        folders += [
+            options["data_folder_in"],
+            options["data_folder_out"],
+            options["control_folder"],
+        ]
     if settings.CELERY_RESULT_BACKEND.startswith("file://"):
         folders.append(settings.CELERY_RESULT_BACKEND.removeprefix("file://"))
     for folder in folders:

@@ -34,7 +34,8 @@ class StrictJSONParser(JSONParser):
         try:
             decoded = codecs.getreader(encoding)(stream)
             return json.load(
-                decoded, object_pairs_hook=_unique_keys,
+                decoded,
+                object_pairs_hook=_unique_keys,
                 parse_constant=drf_json.strict_constant if self.strict else None,
             )
         except ValueError as exc:  # DuplicateKey included

@@ -190,11 +190,20 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # give each gunicorn worker its own counters).
 
 if env_url("REDIS_URL", {"redis", "rediss"}):
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache",
-                          "LOCATION": env_str("REDIS_URL"), "KEY_PREFIX": "fm"}}
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": env_str("REDIS_URL"),
+            "KEY_PREFIX": "fm",
+        }
+    }
 else:
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
-                          "LOCATION": str(VAR_DIR / "cache")}}
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+            "LOCATION": str(VAR_DIR / "cache"),
+        }
+    }
 
 # Failed logins per username+IP within the window before the form refuses (429).
 LOGIN_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5, minimum=1)

@@ -15,16 +15,30 @@ from .models import (
 @admin.register(MetricVersion)
 class MetricVersionAdmin(admin.ModelAdmin):
     list_display = [
-        "id", "study", "method", "label", "status", "is_published", "judgment_watermark",
-        "group_watermark", "fit_seconds", "created_at",
+        "id",
+        "study",
+        "method",
+        "label",
+        "status",
+        "is_published",
+        "judgment_watermark",
+        "group_watermark",
+        "fit_seconds",
+        "created_at",
     ]
     list_filter = ["study", "method", "status", "is_published"]
     search_fields = ["label", "sigma_sha256"]
     raw_id_fields = ["parent"]
     # Publishing goes through the "Publish" action (learning.services), never a form field.
     readonly_fields = [
-        "sigma_sha256", "created_at", "status", "is_published", "published_at", "published_by",
-        "fingerprint", "transient",
+        "sigma_sha256",
+        "created_at",
+        "status",
+        "is_published",
+        "published_at",
+        "published_by",
+        "fingerprint",
+        "transient",
     ]
     actions = ["publish_version"]
 
@@ -47,8 +61,14 @@ class MetricVersionAdmin(admin.ModelAdmin):
 
 @admin.register(StudyLearningSettings)
 class StudyLearningSettingsAdmin(admin.ModelAdmin):
-    list_display = ["study", "repeat_policy", "debounce_seconds", "fit_explore", "fit_face",
-                    "auto_publish"]
+    list_display = [
+        "study",
+        "repeat_policy",
+        "debounce_seconds",
+        "fit_explore",
+        "fit_face",
+        "auto_publish",
+    ]
     raw_id_fields = ["study"]
     filter_horizontal = ["excluded_annotators"]
 
@@ -63,10 +83,23 @@ class StudyLearningSettingsAdmin(admin.ModelAdmin):
 
 @admin.register(RefitState)
 class RefitStateAdmin(admin.ModelAdmin):
-    list_display = ["study", "due_at", "lease_until", "last_started_at", "last_finished_at",
-                    "last_outcome"]
-    readonly_fields = ["study", "due_at", "lease_token", "lease_until", "last_started_at",
-                       "last_finished_at", "last_outcome"]
+    list_display = [
+        "study",
+        "due_at",
+        "lease_until",
+        "last_started_at",
+        "last_finished_at",
+        "last_outcome",
+    ]
+    readonly_fields = [
+        "study",
+        "due_at",
+        "lease_token",
+        "lease_until",
+        "last_started_at",
+        "last_finished_at",
+        "last_outcome",
+    ]
 
     def has_add_permission(self, request):
         return False
@@ -110,8 +143,15 @@ class ApiTokenAdmin(admin.ModelAdmin):
     list_filter = [("revoked_at", admin.EmptyFieldListFilter)]
     search_fields = ["name", "prefix", "user__username"]
     list_select_related = ["user"]
-    readonly_fields = ["user", "name", "prefix", "key_hash", "created_at", "last_used_at",
-                       "revoked_at"]
+    readonly_fields = [
+        "user",
+        "name",
+        "prefix",
+        "key_hash",
+        "created_at",
+        "last_used_at",
+        "revoked_at",
+    ]
     actions = ["revoke"]
 
     def has_add_permission(self, request):

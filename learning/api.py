@@ -105,8 +105,13 @@ def sigma_response(request, version: MetricVersion, fmt: str) -> HttpResponse:
     }
     if etag_matches(request, etag):
         return HttpResponse(status=304, headers=headers)
-    audit_record(action=AuditAction.EXPORT_SIGMA, target=version, request=request,
-                 study_id=version.study_id, detail={"format": fmt, "method": version.method})
+    audit_record(
+        action=AuditAction.EXPORT_SIGMA,
+        target=version,
+        request=request,
+        study_id=version.study_id,
+        detail={"format": fmt, "method": version.method},
+    )
     content_type, render = SIGMA_FORMATS[fmt]
     filename = f"sigma-{version.study_id}-{version.method}-v{version.pk}.{fmt}"
     headers["Content-Disposition"] = f'attachment; filename="{filename}"'
@@ -156,8 +161,9 @@ class VersionSigma(ExportView):
 
 
 class PublishedDetail(ExportView):
-    @extend_schema(summary="The published metric version of a study and method",
-                   responses=OpenApiTypes.OBJECT)
+    @extend_schema(
+        summary="The published metric version of a study and method", responses=OpenApiTypes.OBJECT
+    )
     def get(self, request, study_id: int, method: str):
         return Response(version_metadata(self.published(study_id, method), request))
 
@@ -184,14 +190,20 @@ class JudgmentExport(ExportView):
         study = self.study(study_id)
         rows = exports.judgment_rows(study=study)
         response = _table_response(rows, exports.JUDGMENT_FIELDS, fmt, f"judgments-{study.pk}")
-        audit_record(action=AuditAction.EXPORT_JUDGMENTS, target=study, request=request,
-                     study_id=study.pk, detail={"format": fmt})
+        audit_record(
+            action=AuditAction.EXPORT_JUDGMENTS,
+            target=study,
+            request=request,
+            study_id=study.pk,
+            detail={"format": fmt},
+        )
         return response
 
 
 class GroupExport(ExportView):
-    @extend_schema(summary="All comparable groups of a study (csv or jsonl, streamed)",
-                   responses=bytes)
+    @extend_schema(
+        summary="All comparable groups of a study (csv or jsonl, streamed)", responses=bytes
+    )
     def get(self, request, study_id: int, fmt: str):
         study = self.study(study_id)
         if fmt == "csv":
@@ -199,6 +211,11 @@ class GroupExport(ExportView):
         else:
             rows = exports.group_rows(study=study)
         response = _table_response(rows, exports.GROUP_FIELDS, fmt, f"groups-{study.pk}")
-        audit_record(action=AuditAction.EXPORT_GROUPS, target=study, request=request,
-                     study_id=study.pk, detail={"format": fmt})
+        audit_record(
+            action=AuditAction.EXPORT_GROUPS,
+            target=study,
+            request=request,
+            study_id=study.pk,
+            detail={"format": fmt},
+        )
         return response

@@ -75,8 +75,9 @@ def cached_figures(study_id: int, marks: tuple) -> dashboards.StudyDashboard | N
 
 def _store(study_id: int, marks: tuple, board: dashboards.StudyDashboard) -> None:
     board.stale = False
-    cache.set_many({_marks_key(study_id, marks): board, _latest_key(study_id): (marks, board)},
-                   CACHE_SECONDS)
+    cache.set_many(
+        {_marks_key(study_id, marks): board, _latest_key(study_id): (marks, board)}, CACHE_SECONDS
+    )
 
 
 def dashboard_state(study: Study, *, request_refresh: bool = True) -> DashboardState:
@@ -127,9 +128,12 @@ def dashboard_refresh_request(*, study_id: int) -> bool:
 
     try:
         app.send_task(
-            REFRESH_TASK, kwargs={"study_id": study_id},
-            queue=settings.CELERY_TASK_DEFAULT_QUEUE, ignore_result=True,
-            retry=True, retry_policy=PUBLISH_RETRY_POLICY,
+            REFRESH_TASK,
+            kwargs={"study_id": study_id},
+            queue=settings.CELERY_TASK_DEFAULT_QUEUE,
+            ignore_result=True,
+            retry=True,
+            retry_policy=PUBLISH_RETRY_POLICY,
         )
     except Exception:  # noqa: BLE001 - any broker failure; the next page or refit retries
         cache.delete(_queued_key(study_id))

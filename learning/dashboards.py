@@ -146,14 +146,18 @@ def _roomy_sorts():
 def _compute(study: Study) -> StudyDashboard:
     judgments = PairJudgment.objects.filter(study=study)
     people = judgments.filter(source=Source.ANNOTATED, annotator__isnull=False)
-    label_mix = dict(judgments.values_list("label").annotate(n=Count("id")).values_list("label", "n"))
+    label_mix = dict(
+        judgments.values_list("label").annotate(n=Count("id")).values_list("label", "n")
+    )
     by_source = dict(
         judgments.values_list("source").annotate(n=Count("id")).values_list("source", "n")
     )
     days, per_day = _per_day(judgments)
     annotators = _annotators(study, people)
     kappas, alpha, overlapping = _agreement(study, annotators)
-    users = dict(get_user_model().objects.filter(pk__in=list(annotators)).values_list("pk", "username"))
+    users = dict(
+        get_user_model().objects.filter(pk__in=list(annotators)).values_list("pk", "username")
+    )
     for quality in annotators.values():
         quality.username = users.get(quality.user_id, str(quality.user_id))
         quality.flags = flags_for(quality)
@@ -176,8 +180,10 @@ def _compute(study: Study) -> StudyDashboard:
         alpha=alpha,
         overlapping_pairs=overlapping,
         thresholds={
-            "too_fast_seconds": TOO_FAST_SECONDS, "low_majority_agreement": LOW_MAJORITY_AGREEMENT,
-            "low_gold_accuracy": LOW_GOLD_ACCURACY, "min_compared": MIN_COMPARED,
+            "too_fast_seconds": TOO_FAST_SECONDS,
+            "low_majority_agreement": LOW_MAJORITY_AGREEMENT,
+            "low_gold_accuracy": LOW_GOLD_ACCURACY,
+            "min_compared": MIN_COMPARED,
             "min_kappa_overlap": MIN_KAPPA_OVERLAP,
         },
     )
@@ -257,7 +263,7 @@ def _annotators(study: Study, people) -> dict[int, AnnotatorQuality]:
         timed = timed[order]
         users, starts, counts = np.unique(timed[:, 0], return_index=True, return_counts=True)
         for user_id, start, count in zip(users, starts, counts, strict=True):
-            chunk = timed[start:start + count, 1]  # sorted: the median is the middle
+            chunk = timed[start : start + count, 1]  # sorted: the median is the middle
             median = (chunk[(count - 1) // 2] + chunk[count // 2]) / 2
             found[int(user_id)].median_seconds = float(median) / 1000
             found[int(user_id)].timed = int(count)
@@ -280,13 +286,22 @@ def _agreement(study: Study, annotators) -> tuple[list[KappaPair], float | None,
 
 def flags_for(quality: AnnotatorQuality) -> list[str]:
     flags = []
-    if (quality.median_seconds is not None and quality.timed >= MIN_TIMED_ANSWERS
-            and quality.median_seconds < TOO_FAST_SECONDS):
+    if (
+        quality.median_seconds is not None
+        and quality.timed >= MIN_TIMED_ANSWERS
+        and quality.median_seconds < TOO_FAST_SECONDS
+    ):
         flags.append("too fast")
-    if (quality.majority_agreement is not None and quality.compared >= MIN_COMPARED
-            and quality.majority_agreement < LOW_MAJORITY_AGREEMENT):
+    if (
+        quality.majority_agreement is not None
+        and quality.compared >= MIN_COMPARED
+        and quality.majority_agreement < LOW_MAJORITY_AGREEMENT
+    ):
         flags.append("low agreement")
-    if (quality.gold_accuracy is not None and quality.gold_answers >= MIN_GOLD_ANSWERS
-            and quality.gold_accuracy < LOW_GOLD_ACCURACY):
+    if (
+        quality.gold_accuracy is not None
+        and quality.gold_answers >= MIN_GOLD_ANSWERS
+        and quality.gold_accuracy < LOW_GOLD_ACCURACY
+    ):
         flags.append("low gold accuracy")
     return flags

@@ -95,12 +95,12 @@ def _run(
 ):
     """The core's WEAT and (when ``n_boot``) the bootstrap interval of the effect size."""
     x, y, a, b = (np.stack([vectors[r] for r in resolved.rows[s]]) for s in SETS)
-    result = weat(x, y, a, b, sigma=sigma, n_permutations=n_permutations,
-                  random_state=random_state)  # fmt: skip
+    result = weat(x, y, a, b, sigma=sigma, n_permutations=n_permutations, random_state=random_state)
     interval = None
     if n_boot:
-        interval = bootstrap_effect_size_ci(x, y, a, b, sigma=sigma, n_boot=n_boot,
-                                            random_state=random_state)  # fmt: skip
+        interval = bootstrap_effect_size_ci(
+            x, y, a, b, sigma=sigma, n_boot=n_boot, random_state=random_state
+        )
     return result, interval
 
 
@@ -136,8 +136,12 @@ def weat_evaluate(
     results = []
     for item in resolved:
         if not item.runnable:
-            logger.warning("WEAT %r skipped in space %s: too few words found (missing %s)",
-                           item.test.name, space.name, ", ".join(item.missing))  # fmt: skip
+            logger.warning(
+                "WEAT %r skipped in space %s: too few words found (missing %s)",
+                item.test.name,
+                space.name,
+                ", ".join(item.missing),
+            )
             continue
         outcome, interval = _run(item, vectors, sigma, n_permutations, random_state, n_boot)
         results.append(
@@ -188,10 +192,15 @@ def weat_evaluate_version(
     if not tests:
         return []
     return weat_evaluate(
-        tests=tests, space=study.space, sigma=version.load_sigma(),
-        metric=version.label or version.method, version=version,
-        n_permutations=n_permutations, random_state=random_state, n_boot=n_boot,
-    )  # fmt: skip
+        tests=tests,
+        space=study.space,
+        sigma=version.load_sigma(),
+        metric=version.label or version.method,
+        version=version,
+        n_permutations=n_permutations,
+        random_state=random_state,
+        n_boot=n_boot,
+    )
 
 
 def weat_baseline(
@@ -221,6 +230,11 @@ def weat_baseline(
     if fresh and not refresh:
         return cached
     return weat_evaluate(
-        tests=tests, space=space, sigma=None, metric=EUCLIDEAN,
-        n_permutations=n_permutations, random_state=random_state, n_boot=n_boot,
-    )  # fmt: skip
+        tests=tests,
+        space=space,
+        sigma=None,
+        metric=EUCLIDEAN,
+        n_permutations=n_permutations,
+        random_state=random_state,
+        n_boot=n_boot,
+    )

@@ -21,13 +21,35 @@ CHUNK_SIZE = 5000
 GROUP_CHUNK_SIZE = 500
 
 JUDGMENT_FIELDS = [
-    "id", "study_id", "item_a_id", "item_a_key", "item_b_id", "item_b_key", "label",
-    "annotator_id", "annotator", "source", "provenance", "client_id", "elapsed_ms", "is_gold",
+    "id",
+    "study_id",
+    "item_a_id",
+    "item_a_key",
+    "item_b_id",
+    "item_b_key",
+    "label",
+    "annotator_id",
+    "annotator",
+    "source",
+    "provenance",
+    "client_id",
+    "elapsed_ms",
+    "is_gold",
     "created_at",
 ]
 GROUP_FIELDS = [
-    "group_id", "study_id", "name", "created_by_id", "created_by", "source", "provenance",
-    "revision", "created_at", "updated_at", "item_id", "item_key",
+    "group_id",
+    "study_id",
+    "name",
+    "created_by_id",
+    "created_by",
+    "source",
+    "provenance",
+    "revision",
+    "created_at",
+    "updated_at",
+    "item_id",
+    "item_key",
 ]
 
 
@@ -78,9 +100,21 @@ def judgment_rows(*, study: Study) -> Iterator[dict]:
         PairJudgment.objects.filter(study=study)
         .order_by("id")
         .values_list(
-            "id", "study_id", "item_a_id", "item_a__key", "item_b_id", "item_b__key", "label",
-            "annotator_id", "annotator__username", "source", "provenance", "client_id",
-            "elapsed_ms", "is_gold", "created_at",
+            "id",
+            "study_id",
+            "item_a_id",
+            "item_a__key",
+            "item_b_id",
+            "item_b__key",
+            "label",
+            "annotator_id",
+            "annotator__username",
+            "source",
+            "provenance",
+            "client_id",
+            "elapsed_ms",
+            "is_gold",
+            "created_at",
         )
     )
     for row in queryset.iterator(chunk_size=CHUNK_SIZE):

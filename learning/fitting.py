@@ -102,8 +102,11 @@ def counts_of(snapshot: JudgmentSnapshot, groups: GroupSnapshot, pairs: PairData
         "comparable": int(labels[1]),
         "incomparable": int(labels[0]),
         "unsure": int(labels[2]),
-        "pairs_distinct": int(np.unique(np.stack([snapshot.item_a, snapshot.item_b]), axis=1)
-                              .shape[1]) if len(snapshot) else 0,
+        "pairs_distinct": int(
+            np.unique(np.stack([snapshot.item_a, snapshot.item_b]), axis=1).shape[1]
+        )
+        if len(snapshot)
+        else 0,
         "observations": len(pairs),
         "held_out": int(pairs.held_out.sum()),
         "groups": len(groups.rows),
@@ -141,8 +144,11 @@ def fit_explore(pairs: PairData, read_vectors, *, max_eigenvalue: float | None) 
     """EXPLORE on all observations, plus a train-side fit for held-out diagnostics."""
     observed = pairs.y[(pairs.y == 0) | (pairs.y == 1)]
     if observed.size == 0 or np.unique(observed).size < 2:
-        have = "no labelled pairs" if observed.size == 0 else (
-            "only comparable pairs" if observed[0] == 1 else "only incomparable pairs")
+        have = (
+            "no labelled pairs"
+            if observed.size == 0
+            else ("only comparable pairs" if observed[0] == 1 else "only incomparable pairs")
+        )
         raise FitError(
             f"EXPLORE needs pairs judged comparable and pairs judged incomparable; there are {have}"
         )
@@ -151,8 +157,10 @@ def fit_explore(pairs: PairData, read_vectors, *, max_eigenvalue: float | None) 
     rows, (ia, ib) = _local_index(pairs.row_a, pairs.row_b)
     vectors = read_vectors(rows)
     x1, x2 = vectors[ia], vectors[ib]
-    params = {"max_eigenvalue": "auto" if max_eigenvalue is None else float(max_eigenvalue),
-              "random_state": 0}
+    params = {
+        "max_eigenvalue": "auto" if max_eigenvalue is None else float(max_eigenvalue),
+        "random_state": 0,
+    }
     model = EXPLORE(**params).fit(x1, x2, pairs.y)
     diagnostics = {
         "loglik": finite(model.loglik_),
@@ -174,8 +182,9 @@ def fit_explore(pairs: PairData, read_vectors, *, max_eigenvalue: float | None) 
     return FitOutcome(sigma=model.sigma_, parameters=params, diagnostics=diagnostics)
 
 
-def face_groups(pairs: PairData, groups: GroupSnapshot, *, use_pairs: bool,
-                train_only: bool) -> tuple[list[np.ndarray], np.ndarray]:
+def face_groups(
+    pairs: PairData, groups: GroupSnapshot, *, use_pairs: bool, train_only: bool
+) -> tuple[list[np.ndarray], np.ndarray]:
     """FACE input as row indices: the curated groups, and comparable pairs as a (G, 2) array."""
     if not use_pairs:
         return list(groups.rows), np.empty((0, 2), dtype=np.int64)
@@ -201,8 +210,9 @@ def _fit_face(curated: list[np.ndarray], pair_rows: np.ndarray, read_vectors, k)
     return FACE(n_components=k).fit(vectors, local)
 
 
-def fit_face(pairs: PairData, groups: GroupSnapshot, read_vectors, *, k: int | None,
-             use_pairs: bool) -> FitOutcome:
+def fit_face(
+    pairs: PairData, groups: GroupSnapshot, read_vectors, *, k: int | None, use_pairs: bool
+) -> FitOutcome:
     """FACE on all groups; AUC of its distance on held-out labelled pairs when there are any."""
     curated, pair_rows = face_groups(pairs, groups, use_pairs=use_pairs, train_only=False)
     if not curated and not len(pair_rows):
@@ -226,10 +236,11 @@ def fit_face(pairs: PairData, groups: GroupSnapshot, read_vectors, *, k: int | N
         z = vectors[ia] - vectors[ib]
         distance = np.einsum("ij,jk,ik->i", z, check.sigma_, z)
         diagnostics["heldout_auc"] = _auc(pairs.y[held], -distance)
-    return FitOutcome(sigma=model.sigma_,
-                      parameters={"n_components": k_param,
-                                  "n_components_fitted": int(model.n_components_)},
-                      diagnostics=diagnostics)
+    return FitOutcome(
+        sigma=model.sigma_,
+        parameters={"n_components": k_param, "n_components_fitted": int(model.n_components_)},
+        diagnostics=diagnostics,
+    )
 
 
 def sigma_bytes(sigma: np.ndarray) -> tuple[bytes, str]:

@@ -41,14 +41,17 @@ def _drift_cached(path_a, sha_a, path_b, sha_b) -> spectra.Drift | None:
 def drift_between(before: MetricVersion | None, after: MetricVersion) -> spectra.Drift | None:
     if before is None or before.pk == after.pk or not before.sigma or not after.sigma:
         return None
-    return _drift_cached(before.sigma.path, before.sigma_sha256, after.sigma.path,
-                         after.sigma_sha256)
+    return _drift_cached(
+        before.sigma.path, before.sigma_sha256, after.sigma.path, after.sigma_sha256
+    )
 
 
 def drift_threshold(study: Study) -> float:
-    found = StudyLearningSettings.objects.filter(study=study).values_list(
-        "drift_threshold", flat=True
-    ).first()
+    found = (
+        StudyLearningSettings.objects.filter(study=study)
+        .values_list("drift_threshold", flat=True)
+        .first()
+    )
     return float(DEFAULT_DRIFT_THRESHOLD if found is None else found)
 
 
@@ -84,8 +87,9 @@ def _directions_cached(sigma_path, sigma_sha, space_id, matrix_path, space_sha):
 
 def _directions(version: MetricVersion) -> tuple[int, tuple[Direction, ...]]:
     space = version.study.space
-    return _directions_cached(version.sigma.path, version.sigma_sha256, space.pk,
-                              space.matrix.path, space.sha256)
+    return _directions_cached(
+        version.sigma.path, version.sigma_sha256, space.pk, space.matrix.path, space.sha256
+    )
 
 
 def sensitive_directions(version: MetricVersion) -> list[Direction]:
@@ -139,8 +143,9 @@ def version_alerts(version, previous, published, threshold: float, weat) -> list
     """Alerts for a version: WEAT tests crossing 0.05 vs the previous version, large drift."""
     alerts = []
     if version.diagnostics.get("evaluation_error"):
-        alerts.append(f"The evaluation of this version failed: "
-                      f"{version.diagnostics['evaluation_error']}")
+        alerts.append(
+            f"The evaluation of this version failed: {version.diagnostics['evaluation_error']}"
+        )
     if previous is not None:
         alerts += crossings(weat.get(previous.pk, {}), weat.get(version.pk, {}))
     for name, other in (("previous", previous), ("published", published)):
@@ -177,7 +182,8 @@ def version_report(version: MetricVersion) -> VersionReport:
     euclid = {
         r.test_id: r
         for r in WeatResult.objects.filter(
-            test_id__in=list(weat[version.pk]), metric_version__isnull=True,
+            test_id__in=list(weat[version.pk]),
+            metric_version__isnull=True,
             space_id=version.study.space_id,
         )
     }
@@ -202,8 +208,9 @@ def version_report(version: MetricVersion) -> VersionReport:
 
 def study_tests(study: Study) -> list[WeatTest]:
     tests = WeatTest.objects.filter(suite__studies=study).select_related("suite").distinct()
-    return sorted(tests, key=lambda t: (t.kind != WeatTest.Kind.MEANINGFUL, t.suite.name,
-                                        t.position))
+    return sorted(
+        tests, key=lambda t: (t.kind != WeatTest.Kind.MEANINGFUL, t.suite.name, t.position)
+    )
 
 
 def table_versions(study: Study, *, show_all: bool) -> tuple[list[MetricVersion], int]:
@@ -258,10 +265,18 @@ def drift_series(study: Study) -> dict:
     series: dict[str, dict] = {}
     previous: dict[str, MetricVersion] = {}
     for version in versions:
-        method = series.setdefault(version.method, {
-            "ids": [], "labels": [], "to_previous": [], "to_published": [], "max_angle": [],
-            "heldout_loglik": [], "effect_sizes": {t.name: [] for t in tests},
-        })
+        method = series.setdefault(
+            version.method,
+            {
+                "ids": [],
+                "labels": [],
+                "to_previous": [],
+                "to_published": [],
+                "max_angle": [],
+                "heldout_loglik": [],
+                "effect_sizes": {t.name: [] for t in tests},
+            },
+        )
         before = drift_between(previous.get(version.method), version)
         to_published = drift_between(published.get(version.method), version)
         if version.is_published:
@@ -278,8 +293,13 @@ def drift_series(study: Study) -> dict:
             result = found.get((test.pk, version.pk))
             method["effect_sizes"][test.name].append(result.effect_size if result else None)
         previous[version.method] = version
-    return {"series": series, "published": {m: v.pk for m, v in published.items()},
-            "latest": previous, "found": found, "tests": tests}
+    return {
+        "series": series,
+        "published": {m: v.pk for m, v in published.items()},
+        "latest": previous,
+        "found": found,
+        "tests": tests,
+    }
 
 
 def drift_alerts(study: Study, data: dict) -> list[str]:

@@ -86,8 +86,10 @@ def _replace_earlier(study: Study) -> int:
 def _fit_all(study: Study, ks: Sequence[int], log: Callable[[str], None], run: str):
     marks, groups, (row_a, row_b, y) = _inputs(study)
     space = study.space
-    common = {"judgment_watermark": marks.judgment_watermark,
-              "group_watermark": marks.group_watermark}  # fmt: skip
+    common = {
+        "judgment_watermark": marks.judgment_watermark,
+        "group_watermark": marks.group_watermark,
+    }
     rows = np.unique(np.concatenate(groups))
     local = {r: i for i, r in enumerate(rows.tolist())}
     group_vectors = space.vectors(rows)
@@ -96,10 +98,17 @@ def _fit_all(study: Study, ks: Sequence[int], log: Callable[[str], None], run: s
     for k in ks:
         started = time.perf_counter()
         model = FACE(n_components=k).fit(group_vectors, local_groups)
-        fits.append(("face", f"face-{k}", model.sigma_, {"n_components": k},
-                     {"groups": len(groups), "grouped_items": int(rows.size)},
-                     {"heterogeneity": float(getattr(model, "heterogeneity_", np.nan))},
-                     time.perf_counter() - started))  # fmt: skip
+        fits.append(
+            (
+                "face",
+                f"face-{k}",
+                model.sigma_,
+                {"n_components": k},
+                {"groups": len(groups), "grouped_items": int(rows.size)},
+                {"heterogeneity": float(getattr(model, "heterogeneity_", np.nan))},
+                time.perf_counter() - started,
+            )
+        )
         log(f"fitted FACE k={k} on {len(groups)} group(s) of {rows.size} items")
     started = time.perf_counter()
     pair_rows = np.unique(np.concatenate([row_a, row_b]))
@@ -107,21 +116,43 @@ def _fit_all(study: Study, ks: Sequence[int], log: Callable[[str], None], run: s
     index = np.searchsorted(pair_rows, np.stack([row_a, row_b]))
     z = vectors[index[0]] - vectors[index[1]]
     model = EXPLORE().fit_differences(z, y)
-    fits.append(("explore", "explore", model.sigma_, {"max_eigenvalue": "auto"},
-                 {"comparable": int((y == COMPARABLE).sum()),
-                  "incomparable": int((y == INCOMPARABLE).sum())},
-                 {"loglik": float(model.loglik_), "n_iter": int(model.n_iter_),
-                  "converged": bool(model.converged_)},
-                 time.perf_counter() - started))  # fmt: skip
-    log(f"fitted EXPLORE on {len(y)} pairs ({model.n_iter_} iterations, "
-        f"converged={bool(model.converged_)})")  # fmt: skip
+    fits.append(
+        (
+            "explore",
+            "explore",
+            model.sigma_,
+            {"max_eigenvalue": "auto"},
+            {
+                "comparable": int((y == COMPARABLE).sum()),
+                "incomparable": int((y == INCOMPARABLE).sum()),
+            },
+            {
+                "loglik": float(model.loglik_),
+                "n_iter": int(model.n_iter_),
+                "converged": bool(model.converged_),
+            },
+            time.perf_counter() - started,
+        )
+    )
+    log(
+        f"fitted EXPLORE on {len(y)} pairs ({model.n_iter_} iterations, "
+        f"converged={bool(model.converged_)})"
+    )
     versions = []
     for method, label, sigma, params, counts, diagnostics, seconds in fits:
-        versions.append(metric_version_create(
-            study=study, method=method, sigma=sigma, label=label,
-            parameters=params | {"source": SOURCE, "run": run}, counts=counts,
-            diagnostics=diagnostics, fit_seconds=seconds, **common,
-        ))  # fmt: skip
+        versions.append(
+            metric_version_create(
+                study=study,
+                method=method,
+                sigma=sigma,
+                label=label,
+                parameters=params | {"source": SOURCE, "run": run},
+                counts=counts,
+                diagnostics=diagnostics,
+                fit_seconds=seconds,
+                **common,
+            )
+        )
     return versions
 
 
@@ -154,13 +185,15 @@ def reproduction_run(
     seconds["fit"] = time.perf_counter() - started
     started = time.perf_counter()
     results: dict[tuple[int, str], WeatResult] = {}
-    for result in weat_baseline(suite, study.space, n_permutations=n_permutations,
-                                random_state=random_state):  # fmt: skip
+    for result in weat_baseline(
+        suite, study.space, n_permutations=n_permutations, random_state=random_state
+    ):
         results[(result.test_id, EUCLIDEAN)] = result
     suite_tests = set(suite.tests.values_list("id", flat=True))
     for version in versions:
-        for result in weat_evaluate_version(version, n_permutations=n_permutations,
-                                            random_state=random_state):  # fmt: skip
+        for result in weat_evaluate_version(
+            version, n_permutations=n_permutations, random_state=random_state
+        ):
             if result.test_id in suite_tests:
                 results[(result.test_id, version.label)] = result
     seconds["weat"] = time.perf_counter() - started
@@ -225,9 +258,16 @@ def table_rows(reproduction: Reproduction) -> list[dict]:
             result = reproduction.results.get((test.pk, column))
             if result is None:
                 continue
-            rows.append({
-                "test": weat_title(test), "metric": column, "p_value": result.p_value,
-                "effect_size": result.effect_size, "n_partitions": result.n_partitions,
-                "exact": result.exact, "position": test.position, "kind": test.kind,
-            })  # fmt: skip
+            rows.append(
+                {
+                    "test": weat_title(test),
+                    "metric": column,
+                    "p_value": result.p_value,
+                    "effect_size": result.effect_size,
+                    "n_partitions": result.n_partitions,
+                    "exact": result.exact,
+                    "position": test.position,
+                    "kind": test.kind,
+                }
+            )
     return rows

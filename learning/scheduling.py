@@ -36,8 +36,12 @@ DEFAULT_DEBOUNCE_SECONDS = 3
 LOST_AFTER = 30  # seconds past its due time after which a queued refit counts as lost
 BROKER_DOWN_BACKOFF = 3  # seconds between send attempts while the broker is unreachable
 # A down broker must not hold an annotator's request: one quick retry, then give up.
-PUBLISH_RETRY_POLICY = {"max_retries": 1, "interval_start": 0, "interval_step": 0.2,
-                        "interval_max": 0.2}
+PUBLISH_RETRY_POLICY = {
+    "max_retries": 1,
+    "interval_start": 0,
+    "interval_step": 0.2,
+    "interval_max": 0.2,
+}
 
 
 def lease_seconds() -> int:
@@ -59,8 +63,9 @@ def refit_request(*, study_id: int) -> None:
         try:
             refit_mark_due(study_id=study_id)
         except Exception:
-            logger.warning("could not queue a refit of study %s; the sweep will", study_id,
-                           exc_info=True)
+            logger.warning(
+                "could not queue a refit of study %s; the sweep will", study_id, exc_info=True
+            )
 
     transaction.on_commit(after_commit)
 
@@ -126,8 +131,9 @@ def refit_send(*, study_id: int, countdown: float = 0) -> bool:
             retry_policy=PUBLISH_RETRY_POLICY,
         )
     except Exception:
-        logger.warning("could not queue a refit of study %s; the sweep will", study_id,
-                       exc_info=True)
+        logger.warning(
+            "could not queue a refit of study %s; the sweep will", study_id, exc_info=True
+        )
         return False
     return True
 
@@ -172,7 +178,10 @@ def lease_release(*, study_id: int, token: str, outcome: str) -> None:
     from learning.models import RefitState
 
     RefitState.objects.filter(study_id=study_id, lease_token=token).update(
-        lease_token="", lease_until=None, last_finished_at=timezone.now(), last_outcome=outcome[:200]
+        lease_token="",
+        lease_until=None,
+        last_finished_at=timezone.now(),
+        last_outcome=outcome[:200],
     )
 
 

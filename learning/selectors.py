@@ -108,7 +108,11 @@ def group_snapshot(*, study_id: int, excluded_annotators: list[int]) -> GroupSna
     if excluded_annotators:
         queryset = queryset.exclude(comparablegroup__created_by_id__in=excluded_annotators)
     pairs = np.asarray(
-        list(queryset.values_list("comparablegroup_id", "item__row", "comparablegroup__created_by_id")),
+        list(
+            queryset.values_list(
+                "comparablegroup_id", "item__row", "comparablegroup__created_by_id"
+            )
+        ),
         dtype=object,
     )
     if pairs.size == 0:
@@ -159,9 +163,7 @@ def version_latest_ready(*, study_id: int, method: str) -> MetricVersion | None:
 
 
 def version_published(*, study_id: int, method: str) -> MetricVersion | None:
-    return MetricVersion.objects.filter(
-        study_id=study_id, method=method, is_published=True
-    ).first()
+    return MetricVersion.objects.filter(study_id=study_id, method=method, is_published=True).first()
 
 
 def study_ids_with_newer_data() -> list[int]:

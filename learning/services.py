@@ -66,8 +66,10 @@ class _LeaseKeeper:
         self.lost = False
         self._stop = threading.Event()
         # Only a committed claim can be renewed from another connection.
-        self._thread = None if connection.in_atomic_block else threading.Thread(
-            target=self._run, name=f"refit-lease-{study_id}", daemon=True
+        self._thread = (
+            None
+            if connection.in_atomic_block
+            else threading.Thread(target=self._run, name=f"refit-lease-{study_id}", daemon=True)
         )
 
     def _run(self) -> None:
@@ -106,8 +108,9 @@ def refit_study(*, study_id: int) -> RefitReport:
     if token is None:
         # Retry soon (the running refit may end long before its renewed lease would expire).
         remaining = scheduling.lease_remaining(study_id=study_id)
-        return RefitReport(study_id=study_id, outcome="busy",
-                           retry_in=min(max(1.0, remaining), BUSY_RETRY_MAX))
+        return RefitReport(
+            study_id=study_id, outcome="busy", retry_in=min(max(1.0, remaining), BUSY_RETRY_MAX)
+        )
     report = RefitReport(study_id=study_id, outcome="nothing new")
     try:
         with _LeaseKeeper(study_id, token), threadpool_limits(settings.LEARNING_BLAS_THREADS):
@@ -123,24 +126,32 @@ def refit_study(*, study_id: int) -> RefitReport:
 
 
 def _fingerprint(method: str, parameters: dict, marks: selectors.DataMarks) -> str:
-    payload = json.dumps({"method": method, "parameters": parameters,
-                          "judgments_total": marks.judgment_count}, sort_keys=True)
+    payload = json.dumps(
+        {"method": method, "parameters": parameters, "judgments_total": marks.judgment_count},
+        sort_keys=True,
+    )
     return hashlib.sha256(payload.encode()).hexdigest()[:32]
 
 
-def _method_plans(study: Study, learning: StudyLearningSettings, excluded: list[int],
-                  marks: selectors.DataMarks) -> dict[str, tuple[dict, str, int | None]]:
+def _method_plans(
+    study: Study, learning: StudyLearningSettings, excluded: list[int], marks: selectors.DataMarks
+) -> dict[str, tuple[dict, str, int | None]]:
     """Per enabled method: its parameters, fingerprint and the group watermark that matters."""
-    common = {"repeat_policy": learning.repeat_policy, "excluded_annotators": excluded,
-              "validation_share": learning.validation_share}
+    common = {
+        "repeat_policy": learning.repeat_policy,
+        "excluded_annotators": excluded,
+        "validation_share": learning.validation_share,
+    }
     plans = {}
     if learning.fit_explore and marks.judgment_count:
         params = common | {"max_eigenvalue": learning.explore_max_eigenvalue}
         plans["explore"] = (params, _fingerprint("explore", params, marks), None)
     uses_pairs = learning.face_pairs_as_groups and marks.judgment_count > 0
     if learning.fit_face and (marks.group_watermark or uses_pairs):
-        params = common | {"n_components": learning.face_components,
-                           "pairs_as_groups": learning.face_pairs_as_groups}
+        params = common | {
+            "n_components": learning.face_components,
+            "pairs_as_groups": learning.face_pairs_as_groups,
+        }
         plans["face"] = (params, _fingerprint("face", params, marks), marks.group_watermark)
     return plans
 
@@ -153,7 +164,8 @@ def _interrupted_versions_retire(study_id: int) -> None:
         for stale in (partial, partial.with_name(partial.name + ".partial")):
             stale.unlink(missing_ok=True)
     MetricVersion.objects.filter(pk__in=[o.pk for o in orphans]).update(
-        status="failed", transient=True,
+        status="failed",
+        transient=True,
         error="Interrupted: the worker stopped during the fit; the data is refitted.",
     )
 
@@ -168,8 +180,11 @@ def _refit_claimed(study_id: int, report: RefitReport) -> None:
         method: plan
         for method, plan in _method_plans(study, learning, excluded, marks).items()
         if not selectors.version_exists_for(
-            study_id=study_id, method=method, judgment_watermark=marks.judgment_watermark,
-            group_watermark=plan[2], fingerprint=plan[1],
+            study_id=study_id,
+            method=method,
+            judgment_watermark=marks.judgment_watermark,
+            group_watermark=plan[2],
+            fingerprint=plan[1],
         )
     }
     if not plans:
@@ -179,12 +194,18 @@ def _refit_claimed(study_id: int, report: RefitReport) -> None:
     snapshot = selectors.judgment_snapshot(
         study_id=study_id, watermark=marks.judgment_watermark, excluded_annotators=excluded
     )
-    groups = (selectors.group_snapshot(study_id=study_id, excluded_annotators=excluded)
-              if "face" in plans else selectors.GroupSnapshot(rows=[], creators=0))
-    pairs = fitting.pair_data(snapshot, policy=learning.repeat_policy,
-                              validation_share=learning.validation_share)
+    groups = (
+        selectors.group_snapshot(study_id=study_id, excluded_annotators=excluded)
+        if "face" in plans
+        else selectors.GroupSnapshot(rows=[], creators=0)
+    )
+    pairs = fitting.pair_data(
+        snapshot, policy=learning.repeat_policy, validation_share=learning.validation_share
+    )
     counts = fitting.counts_of(snapshot, groups, pairs) | {
-        "judgments_total": marks.judgment_count, "group_creators": groups.creators}
+        "judgments_total": marks.judgment_count,
+        "group_creators": groups.creators,
+    }
     snapshot_seconds = time.perf_counter() - started
     for method, (params, fingerprint, _) in plans.items():
         version = _version_start(study, method, params, fingerprint, marks, counts)
@@ -205,10 +226,17 @@ def _version_start(study, method, params, fingerprint, marks, counts) -> MetricV
     try:
         with transaction.atomic():
             return MetricVersion.objects.create(
-                study=study, method=method, label=label, parameters=params,
-                fingerprint=fingerprint, judgment_watermark=marks.judgment_watermark,
-                group_watermark=marks.group_watermark, counts=counts, parent=parent,
-                dimension=study.space.dimension, status=MetricVersion.Status.FITTING,
+                study=study,
+                method=method,
+                label=label,
+                parameters=params,
+                fingerprint=fingerprint,
+                judgment_watermark=marks.judgment_watermark,
+                group_watermark=marks.group_watermark,
+                counts=counts,
+                parent=parent,
+                dimension=study.space.dimension,
+                status=MetricVersion.Status.FITTING,
             )
     except IntegrityError:  # the same input already has a live version
         logger.info("study %s %s: a version for this input exists", study.pk, method)
@@ -225,10 +253,17 @@ def _version_fit(version, study, learning, pairs, groups, snapshot_seconds) -> b
     read = study.space.vectors
     try:
         if version.method == "explore":
-            outcome = fitting.fit_explore(pairs, read, max_eigenvalue=learning.explore_max_eigenvalue)
+            outcome = fitting.fit_explore(
+                pairs, read, max_eigenvalue=learning.explore_max_eigenvalue
+            )
         else:
-            outcome = fitting.fit_face(pairs, groups, read, k=learning.face_components,
-                                       use_pairs=learning.face_pairs_as_groups)
+            outcome = fitting.fit_face(
+                pairs,
+                groups,
+                read,
+                k=learning.face_components,
+                use_pairs=learning.face_pairs_as_groups,
+            )
         data, sha = fitting.sigma_bytes(outcome.sigma)
         name = _sigma_name(version)
         fitting.file_write_atomic(Path(default_storage.path(name)), data)
@@ -241,7 +276,9 @@ def _version_fit(version, study, learning, pairs, groups, snapshot_seconds) -> b
     seconds = time.perf_counter() - started
     with transaction.atomic():
         MetricVersion.objects.filter(pk=version.pk).update(
-            status=MetricVersion.Status.READY, sigma=name, sigma_sha256=sha,
+            status=MetricVersion.Status.READY,
+            sigma=name,
+            sigma_sha256=sha,
             dimension=int(outcome.sigma.shape[0]),
             parameters=version.parameters | outcome.parameters,
             diagnostics=outcome.diagnostics | {"snapshot_seconds": round(snapshot_seconds, 4)},
@@ -255,8 +292,9 @@ def _version_fail(version: MetricVersion, error: Exception, *, transient: bool) 
     message = str(error) or type(error).__name__
     if not isinstance(error, fitting.FitError):
         message = f"{type(error).__name__}: {message}"
-    logger.warning("study %s %s version %s failed: %s", version.study_id, version.method,
-                   version.pk, message)
+    logger.warning(
+        "study %s %s version %s failed: %s", version.study_id, version.method, version.pk, message
+    )
     try:
         MetricVersion.objects.filter(pk=version.pk).update(
             status=MetricVersion.Status.FAILED, error=message[:2000], transient=transient
@@ -277,9 +315,12 @@ def refit_sweep() -> list[int]:
 def user_can_publish(user, study_id: int) -> bool:
     if user is None or not user.is_authenticated or not user.is_active:
         return False
-    return user.is_superuser or Membership.objects.filter(
-        user=user, study_id=study_id, role=Membership.Role.ADMIN
-    ).exists()
+    return (
+        user.is_superuser
+        or Membership.objects.filter(
+            user=user, study_id=study_id, role=Membership.Role.ADMIN
+        ).exists()
+    )
 
 
 def metric_version_publish(*, version: MetricVersion, user) -> MetricVersion:
@@ -311,7 +352,10 @@ def version_publish_unchecked(*, version_id: int, user=None) -> MetricVersion:
     version.published_by = user
     version.save(update_fields=["is_published", "published_at", "published_by"])
     audit_record(
-        action=AuditAction.PUBLISH, target=version, actor=user, study_id=version.study_id,
+        action=AuditAction.PUBLISH,
+        target=version,
+        actor=user,
+        study_id=version.study_id,
         detail={"method": version.method, "replaced": replaced, "automatic": user is None},
     )
     return version

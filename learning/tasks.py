@@ -24,7 +24,11 @@ from learning.dashboard_refresh import dashboard_refresh as dashboard_refresh_se
 logger = logging.getLogger(__name__)
 
 TRANSIENT_ERRORS = (
-    OperationalError, InterfaceError, RedisConnectionError, RedisTimeoutError, BrokerError,
+    OperationalError,
+    InterfaceError,
+    RedisConnectionError,
+    RedisTimeoutError,
+    BrokerError,
 )
 BUSY_RETRIES = 200  # a held lease always expires, so this only bounds a pathological loop
 

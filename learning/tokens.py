@@ -50,8 +50,12 @@ def api_token_create(*, user, name: str) -> tuple[ApiToken, str]:
         raise TokenError(f"You already have {MAX_ACTIVE_TOKENS} active tokens; revoke one first.")
     key = TOKEN_PREFIX + secrets.token_urlsafe(32)
     token = ApiToken.objects.create(user=user, name=name, prefix=key[:10], key_hash=_hash(key))
-    audit_record(action=AuditAction.TOKEN_CREATE, target=token, actor=user,
-                 detail={"name": name, "prefix": token.prefix, "owner_id": user.pk})
+    audit_record(
+        action=AuditAction.TOKEN_CREATE,
+        target=token,
+        actor=user,
+        detail={"name": name, "prefix": token.prefix, "owner_id": user.pk},
+    )
     return token, key
 
 
@@ -72,8 +76,12 @@ def token_revoke(*, token: ApiToken, actor) -> bool:
         return False
     token.revoked_at = timezone.now()
     token.save(update_fields=["revoked_at"])
-    audit_record(action=AuditAction.TOKEN_REVOKE, target=token, actor=actor,
-                 detail={"name": token.name, "prefix": token.prefix, "owner_id": token.user_id})
+    audit_record(
+        action=AuditAction.TOKEN_REVOKE,
+        target=token,
+        actor=actor,
+        detail={"name": token.name, "prefix": token.prefix, "owner_id": token.user_id},
+    )
     return True
 
 

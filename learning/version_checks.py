@@ -37,8 +37,9 @@ def _plain(value):
     return value
 
 
-def drift_between(version: MetricVersion, other: MetricVersion | None, *, sigma: np.ndarray,
-                  threshold: float) -> dict | None:
+def drift_between(
+    version: MetricVersion, other: MetricVersion | None, *, sigma: np.ndarray, threshold: float
+) -> dict | None:
     from learning.core.drift import drift
 
     if other is None or other.pk == version.pk or not other.sigma:
@@ -70,8 +71,11 @@ def _weat(version: MetricVersion) -> dict:
 def _auto_publish_failures(version: MetricVersion, learning: StudyLearningSettings) -> list[str]:
     diag = version.diagnostics
     failed = []
-    if (learning.auto_publish_require_converged and version.method == "explore"
-            and not diag.get("converged")):
+    if (
+        learning.auto_publish_require_converged
+        and version.method == "explore"
+        and not diag.get("converged")
+    ):
         failed.append("the EXPLORE fit did not converge")
     if learning.auto_publish_min_auc is not None:
         auc = diag.get("heldout_auc")
@@ -101,10 +105,12 @@ def version_evaluate(version: MetricVersion, *, learning: StudyLearningSettings)
         sigma = version.load_sigma()
         published = version_published(study_id=version.study_id, method=version.method)
         update["drift"] = {
-            "previous": drift_between(version, version.parent, sigma=sigma,
-                                      threshold=learning.drift_threshold),
-            "published": drift_between(version, published, sigma=sigma,
-                                       threshold=learning.drift_threshold),
+            "previous": drift_between(
+                version, version.parent, sigma=sigma, threshold=learning.drift_threshold
+            ),
+            "published": drift_between(
+                version, published, sigma=sigma, threshold=learning.drift_threshold
+            ),
         }
         update["drift"]["flagged"] = any(
             part and part["flagged"] for part in update["drift"].values()

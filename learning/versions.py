@@ -30,14 +30,21 @@ from learning.fitting import file_write_atomic, sigma_bytes
 from learning.models import MetricVersion
 
 
-def version_fingerprint(*, method: str, label: str, parameters: dict, judgment_watermark: int,
-                        group_watermark: int) -> str:  # fmt: skip
+def version_fingerprint(
+    *, method: str, label: str, parameters: dict, judgment_watermark: int, group_watermark: int
+) -> str:
     """A 32-character hash of what identifies a fit (stable across runs)."""
     payload = json.dumps(
-        {"method": method, "label": label, "parameters": parameters,
-         "judgments": judgment_watermark, "groups": group_watermark},
-        sort_keys=True, default=str,
-    )  # fmt: skip
+        {
+            "method": method,
+            "label": label,
+            "parameters": parameters,
+            "judgments": judgment_watermark,
+            "groups": group_watermark,
+        },
+        sort_keys=True,
+        default=str,
+    )
     return hashlib.md5(payload.encode(), usedforsecurity=False).hexdigest()
 
 
@@ -74,9 +81,12 @@ def metric_version_create(
     parameters = dict(parameters or {})
     label = label or method
     fingerprint = fingerprint or version_fingerprint(
-        method=method, label=label, parameters=parameters,
-        judgment_watermark=judgment_watermark, group_watermark=group_watermark,
-    )  # fmt: skip
+        method=method,
+        label=label,
+        parameters=parameters,
+        judgment_watermark=judgment_watermark,
+        group_watermark=group_watermark,
+    )
     data, sha = sigma_bytes(sigma)
     name = sigma_path(study=study, method=method, label=label)
     path = Path(default_storage.path(name))
@@ -84,12 +94,22 @@ def metric_version_create(
     try:
         with transaction.atomic():
             return MetricVersion.objects.create(
-                study=study, method=method, label=label, parameters=parameters, sigma=name,
-                sigma_sha256=sha, dimension=dimension, judgment_watermark=judgment_watermark,
-                group_watermark=group_watermark, fingerprint=fingerprint, counts=counts or {},
-                diagnostics=diagnostics or {}, status=MetricVersion.Status.READY,
-                parent=parent, fit_seconds=fit_seconds,
-            )  # fmt: skip
+                study=study,
+                method=method,
+                label=label,
+                parameters=parameters,
+                sigma=name,
+                sigma_sha256=sha,
+                dimension=dimension,
+                judgment_watermark=judgment_watermark,
+                group_watermark=group_watermark,
+                fingerprint=fingerprint,
+                counts=counts or {},
+                diagnostics=diagnostics or {},
+                status=MetricVersion.Status.READY,
+                parent=parent,
+                fit_seconds=fit_seconds,
+            )
     except BaseException:
         path.unlink(missing_ok=True)
         raise

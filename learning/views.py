@@ -115,12 +115,14 @@ def study_dashboard_status(request: HttpRequest, study_id: int) -> JsonResponse:
     study = _reviewer_study(request, study_id)
     state = dashboard_refresh.dashboard_state(study)
     board = state.board
-    return JsonResponse({
-        "ready": board is not None,
-        "fresh": state.fresh,
-        "answers": state.answers,
-        "computed_at": board.computed_at_datetime.isoformat() if board else None,
-    })
+    return JsonResponse(
+        {
+            "ready": board is not None,
+            "fresh": state.fresh,
+            "answers": state.answers,
+            "computed_at": board.computed_at_datetime.isoformat() if board else None,
+        }
+    )
 
 
 @login_required
@@ -130,7 +132,9 @@ def study_weat(request: HttpRequest, study_id: int) -> HttpResponse:
     show_all = request.GET.get("all") == "1"
     table = reports.weat_table(study, show_all=show_all)
     context = _study_nav(study, "weat") | {
-        "table": table, "show_all": show_all, "significance": reports.SIGNIFICANCE,
+        "table": table,
+        "show_all": show_all,
+        "significance": reports.SIGNIFICANCE,
     }
     return render(request, "learning/weat.html", context)
 
@@ -151,11 +155,15 @@ def study_weat_test(request: HttpRequest, study_id: int, test_id: int) -> HttpRe
         "x_words": test.x_words,
         "series": [
             {"name": name, "scores": [r.scores.get(w) for w in words]}
-            for name, r in results if r is not None
+            for name, r in results
+            if r is not None
         ],
     }
     context = _study_nav(study, "weat") | {
-        "test": test, "results": results, "chart": chart, "hidden": hidden,
+        "test": test,
+        "results": results,
+        "chart": chart,
+        "hidden": hidden,
         "significance": reports.SIGNIFICANCE,
     }
     return render(request, "learning/weat_test.html", context)
@@ -190,7 +198,9 @@ def version_detail(request: HttpRequest, version_id: int) -> HttpResponse:
         "chart": {"spectrum": report.spectrum},
         "diagnostics": _scalars(version.diagnostics),
         "others": MetricVersion.objects.filter(study_id=version.study_id)
-        .exclude(pk=version.pk).only("id", "label", "method", "status").order_by("-pk")[:200],
+        .exclude(pk=version.pk)
+        .only("id", "label", "method", "status")
+        .order_by("-pk")[:200],
     }
     return render(request, "learning/version.html", context)
 
@@ -205,8 +215,10 @@ def _scalars(values: dict, prefix: str = "") -> list[tuple[str, str]]:
             rows += _scalars(value, prefix=f"{name} · ")
             continue
         if isinstance(value, list):
-            value = f"{len(value)} values" if len(value) > 8 else ", ".join(
-                f"{v:.4g}" if isinstance(v, float) else str(v) for v in value
+            value = (
+                f"{len(value)} values"
+                if len(value) > 8
+                else ", ".join(f"{v:.4g}" if isinstance(v, float) else str(v) for v in value)
             )
         elif isinstance(value, float):
             value = f"{value:.6g}"
@@ -225,8 +237,11 @@ def version_publish(request: HttpRequest, version_id: int) -> HttpResponse:
     except DjangoValidationError as error:
         messages.error(request, " ".join(error.messages))
         return redirect("version-detail", version.pk)
-    messages.success(request, f"Version #{version.pk} is now the published "
-                              f"{version.get_method_display()} metric of {version.study}.")
+    messages.success(
+        request,
+        f"Version #{version.pk} is now the published "
+        f"{version.get_method_display()} metric of {version.study}.",
+    )
     return redirect("version-detail", version.pk)
 
 
@@ -236,24 +251,32 @@ def version_compare(request: HttpRequest) -> HttpResponse:
     a = _reviewer_version(request, request.GET.get("a"))
     b = _reviewer_version(request, request.GET.get("b"))
     ready = [v for v in (a, b) if v.status == MetricVersion.Status.READY and v.sigma]
-    spectra_ = {v.pk: [float(x) for x in spectra.spectrum(reports.sigma_of(v)).values]
-                for v in ready}
+    spectra_ = {
+        v.pk: [float(x) for x in spectra.spectrum(reports.sigma_of(v)).values] for v in ready
+    }
     weat = reports.weat_rows_for([a, b])
-    tests = sorted({r.test for rows in weat.values() for r in rows.values()},
-                   key=lambda t: (t.kind, t.position, t.pk))
+    tests = sorted(
+        {r.test for rows in weat.values() for r in rows.values()},
+        key=lambda t: (t.kind, t.position, t.pk),
+    )
     diag_a, diag_b = dict(_scalars(a.diagnostics)), dict(_scalars(b.diagnostics))
     context = _study_nav(a.study, "versions") | {
-        "a": a, "b": b,
+        "a": a,
+        "b": b,
         "drift": reports.drift_between(a, b) if len(ready) == 2 else None,
         "directions": [reports.sensitive_directions(v) if v in ready else [] for v in (a, b)],
         "weat": [(t, weat[a.pk].get(t.pk), weat[b.pk].get(t.pk)) for t in tests],
         "diagnostics": [
             (k, diag_a.get(k, "—"), diag_b.get(k, "—")) for k in sorted(set(diag_a) | set(diag_b))
         ],
-        "counts": [(k, a.counts.get(k, "—"), b.counts.get(k, "—"))
-                   for k in sorted(set(a.counts) | set(b.counts))],
-        "chart": {"a": {"name": f"#{a.pk} {a.label}", "spectrum": spectra_.get(a.pk, [])},
-                  "b": {"name": f"#{b.pk} {b.label}", "spectrum": spectra_.get(b.pk, [])}},
+        "counts": [
+            (k, a.counts.get(k, "—"), b.counts.get(k, "—"))
+            for k in sorted(set(a.counts) | set(b.counts))
+        ],
+        "chart": {
+            "a": {"name": f"#{a.pk} {a.label}", "spectrum": spectra_.get(a.pk, [])},
+            "b": {"name": f"#{b.pk} {b.label}", "spectrum": spectra_.get(b.pk, [])},
+        },
         "significance": reports.SIGNIFICANCE,
     }
     return render(request, "learning/compare.html", context)

@@ -52,8 +52,11 @@ def judgment_checks(record: Record, study_id: int) -> tuple[dict, list[str]]:
     if extra and not record.unacknowledged:
         problems.append(f"{len(extra)} stored answers were never acknowledged")
     facts = {
-        "stored": len(rows), "unique_acknowledged": len(acked), "lost": len(lost),
-        "doubles": doubles, "stored_not_acknowledged": len(extra),
+        "stored": len(rows),
+        "unique_acknowledged": len(acked),
+        "lost": len(lost),
+        "doubles": doubles,
+        "stored_not_acknowledged": len(extra),
         "given_up": len(record.unacknowledged),
     }
     return facts, problems
@@ -67,14 +70,17 @@ def version_checks(study_id: int) -> tuple[dict, list[str]]:
     live = MetricVersion.objects.filter(study_id=study_id, status__in=["fitting", "ready"])
     same_data = list(
         live.values("method", "judgment_watermark", "group_watermark", "fingerprint")
-        .annotate(n=Count("id")).filter(n__gt=1)
+        .annotate(n=Count("id"))
+        .filter(n__gt=1)
     )
     same_watermark = list(
         live.values("method", "judgment_watermark").annotate(n=Count("id")).filter(n__gt=1)
     )
     by_status = dict(
-        MetricVersion.objects.filter(study_id=study_id).values_list("status")
-        .annotate(n=Count("id")).values_list("status", "n")
+        MetricVersion.objects.filter(study_id=study_id)
+        .values_list("status")
+        .annotate(n=Count("id"))
+        .values_list("status", "n")
     )
     interrupted = MetricVersion.objects.filter(
         study_id=study_id, status="failed", transient=True
@@ -92,7 +98,8 @@ def version_checks(study_id: int) -> tuple[dict, list[str]]:
     if bad_files:
         problems.append(f"ready versions with bad Sigma files: {bad_files[:5]}")
     facts = {
-        "versions": by_status, "interrupted_retired": interrupted,
+        "versions": by_status,
+        "interrupted_retired": interrupted,
         "duplicates_same_data": len(same_data),
         "same_watermark_pairs": len(same_watermark),
     }
@@ -112,7 +119,10 @@ def final_versions(study_id: int) -> dict[str, str]:
         version = (
             MetricVersion.objects.filter(
                 study_id=study_id, method=method, judgment_watermark=agg["top"], transient=False
-            ).exclude(status="fitting").order_by("-id").first()
+            )
+            .exclude(status="fitting")
+            .order_by("-id")
+            .first()
         )
         if version is None:
             out[method] = ""
@@ -145,4 +155,3 @@ def fitting_left(study_id: int) -> int:
     from learning.models import MetricVersion
 
     return MetricVersion.objects.filter(study_id=study_id, status="fitting").count()
-

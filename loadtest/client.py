@@ -142,17 +142,25 @@ class Record:
             arr = np.asarray(values)
             p50, p95, p99 = np.percentile(arr, [50, 95, 99])
             endpoints[name] = {
-                "requests": len(arr), "per_second": len(arr) / seconds, "p50_ms": float(p50),
-                "p95_ms": float(p95), "p99_ms": float(p99), "max_ms": float(arr.max()),
+                "requests": len(arr),
+                "per_second": len(arr) / seconds,
+                "p50_ms": float(p50),
+                "p95_ms": float(p95),
+                "p99_ms": float(p99),
+                "max_ms": float(arr.max()),
                 "statuses": dict(sorted(self.statuses[name].items())),
             }
         total = sum(len(v) for v in self.latencies.values())
         return {
-            "seconds": seconds, "requests": total, "requests_per_second": total / seconds,
+            "seconds": seconds,
+            "requests": total,
+            "requests_per_second": total / seconds,
             "judgments_created": self.judgments_created,
             "judgments_per_second": self.judgments_created / seconds,
-            "acknowledged": len(self.acknowledged), "lost_responses_simulated": self.lost_simulated,
-            "connection_errors": dict(self.connection_errors), "endpoints": endpoints,
+            "acknowledged": len(self.acknowledged),
+            "lost_responses_simulated": self.lost_simulated,
+            "connection_errors": dict(self.connection_errors),
+            "endpoints": endpoints,
         }
 
 
@@ -211,8 +219,15 @@ async def _annotator(config: LoadConfig, token: str, index: int, deadline: float
     post_headers = {**auth, "Content-Type": "application/json"}
     base = f"/api/studies/{config.study_id}"
     try:
-        status, payload = await _call(conn, record, "GET studies", "GET", "/api/studies/", auth,
-                                      give_up_at=time.perf_counter() + config.give_up_after)
+        status, payload = await _call(
+            conn,
+            record,
+            "GET studies",
+            "GET",
+            "/api/studies/",
+            auth,
+            give_up_at=time.perf_counter() + config.give_up_after,
+        )
         if status != 200 or config.study_id not in [s["id"] for s in json.loads(payload)]:
             record.problems.append(f"annotator {index}: study list {status} {payload[:200]!r}")
             return
@@ -220,11 +235,18 @@ async def _annotator(config: LoadConfig, token: str, index: int, deadline: float
         while time.perf_counter() < deadline:
             if pair is None:
                 status, payload = await _call(
-                    conn, record, "GET next-pair", "GET", f"{base}/next-pair/", auth,
-                    give_up_at=time.perf_counter() + config.give_up_after)
+                    conn,
+                    record,
+                    "GET next-pair",
+                    "GET",
+                    f"{base}/next-pair/",
+                    auth,
+                    give_up_at=time.perf_counter() + config.give_up_after,
+                )
                 if status != 200:
                     record.problems.append(
-                        f"annotator {index}: next-pair {status} {payload[:200]!r}")
+                        f"annotator {index}: next-pair {status} {payload[:200]!r}"
+                    )
                     return
                 pair = json.loads(payload)
             if pair["done"]:
@@ -233,14 +255,27 @@ async def _annotator(config: LoadConfig, token: str, index: int, deadline: float
             if config.think:
                 await asyncio.sleep(config.think * rng.uniform(0.5, 1.5))
             client_id = str(uuid.UUID(int=rng.getrandbits(128), version=4))
-            body = json.dumps({
-                "item_a": pair["left"]["id"], "item_b": pair["right"]["id"],
-                "label": rng.choices(LABELS, LABEL_WEIGHTS)[0], "client_id": client_id,
-                "elapsed_ms": rng.randint(300, 4000),
-            }).encode()
+            body = json.dumps(
+                {
+                    "item_a": pair["left"]["id"],
+                    "item_b": pair["right"]["id"],
+                    "label": rng.choices(LABELS, LABEL_WEIGHTS)[0],
+                    "client_id": client_id,
+                    "elapsed_ms": rng.randint(300, 4000),
+                }
+            ).encode()
             path = f"{base}/judgments/" + ("?next=1" if config.next_in_answer else "")
-            pair = await _answer(conn, record, path, post_headers, body, client_id,
-                                 rng.random() < config.lost_share, config, index)
+            pair = await _answer(
+                conn,
+                record,
+                path,
+                post_headers,
+                body,
+                client_id,
+                rng.random() < config.lost_share,
+                config,
+                index,
+            )
     finally:
         conn.close()
 
@@ -249,8 +284,9 @@ async def _answer(conn, record, path, headers, body, client_id, lose_first, conf
     """Send one answer (and its simulated retry); returns the next pair it carried, or None."""
     give_up_at = time.perf_counter() + config.give_up_after
     record.sent.add(client_id)
-    status, payload = await _call(conn, record, "POST judgment", "POST", path, headers, body,
-                                  give_up_at=give_up_at)
+    status, payload = await _call(
+        conn, record, "POST judgment", "POST", path, headers, body, give_up_at=give_up_at
+    )
     first_id = None
     if status in (200, 201):
         first_id = json.loads(payload)["id"]
@@ -258,8 +294,16 @@ async def _answer(conn, record, path, headers, body, client_id, lose_first, conf
             record.judgments_created += 1
         if lose_first:  # the response "never arrived": send the same answer again
             record.lost_simulated += 1
-            status, payload = await _call(conn, record, "POST judgment (retry)", "POST", path,
-                                          headers, body, give_up_at=give_up_at)
+            status, payload = await _call(
+                conn,
+                record,
+                "POST judgment (retry)",
+                "POST",
+                path,
+                headers,
+                body,
+                give_up_at=give_up_at,
+            )
             if status == 201:
                 record.problems.append(f"annotator {index}: a retry of {client_id} got 201")
     if status not in (200, 201):
@@ -271,6 +315,7 @@ async def _answer(conn, record, path, headers, body, client_id, lose_first, conf
     judgment_id = data["id"]
     if first_id is not None and judgment_id != first_id:
         record.problems.append(
-            f"annotator {index}: {client_id} stored as {first_id}, retry says {judgment_id}")
+            f"annotator {index}: {client_id} stored as {first_id}, retry says {judgment_id}"
+        )
     record.acknowledged[client_id] = judgment_id
     return data.get("next_pair")

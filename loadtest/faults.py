@@ -43,8 +43,12 @@ from .load import (
 from .stack import Stack, stop_on_sigterm
 
 FULL_SCHEDULE = [
-    (8, "kill-worker"), (18, "restart-redis"), (28, "terminate-db"),
-    (38, "kill-worker"), (46, "restart-redis"), (54, "terminate-db"),
+    (8, "kill-worker"),
+    (18, "restart-redis"),
+    (28, "terminate-db"),
+    (38, "kill-worker"),
+    (46, "restart-redis"),
+    (54, "terminate-db"),
 ]
 QUICK_SCHEDULE = [(2, "kill-worker"), (6, "restart-redis"), (10, "terminate-db")]
 WINDOW = 10.0  # seconds after a fault in which failures are attributed to it
@@ -73,8 +77,9 @@ class Injector(threading.Thread):
                 time.sleep(max(0.0, at - (time.perf_counter() - start)))
                 began = time.perf_counter()
                 detail = getattr(self, fault.replace("-", "_"))()
-                self.events.append({"fault": fault, "at": began, "t": round(began - start, 1),
-                                    **detail})
+                self.events.append(
+                    {"fault": fault, "at": began, "t": round(began - start, 1), **detail}
+                )
                 print(f"  t={began - start:5.1f} s  {fault}: {detail}", flush=True)
         except BaseException as exc:  # noqa: BLE001 - reported by the main thread
             self.error = exc
@@ -101,10 +106,14 @@ class Injector(threading.Thread):
     def kill_worker(self) -> dict:
         # Only fits started after the previous kill count: that one's orphan row stays
         # "fitting" until the next refit retires it.
-        fitting_sql = ("SELECT count(*) FROM learning_metricversion WHERE study_id = %(study)s "
-                       "AND status = 'fitting' AND id > %(after)s")
-        lease_sql = ("SELECT count(*) FROM learning_refitstate WHERE study_id = %(study)s "
-                     "AND lease_token <> '' AND lease_until > now()")
+        fitting_sql = (
+            "SELECT count(*) FROM learning_metricversion WHERE study_id = %(study)s "
+            "AND status = 'fitting' AND id > %(after)s"
+        )
+        lease_sql = (
+            "SELECT count(*) FROM learning_refitstate WHERE study_id = %(study)s "
+            "AND lease_token <> '' AND lease_until > now()"
+        )
         deadline = time.perf_counter() + 10
         while time.perf_counter() < deadline and not self._scalar(fitting_sql):
             time.sleep(0.005)
@@ -117,7 +126,8 @@ class Injector(threading.Thread):
         self.stack.kill_worker()
         orphans = self._scalar(fitting_sql)  # rows the killed fit leaves behind
         self.orphans_below = self._scalar(
-            "SELECT coalesce(max(id), 0) FROM learning_metricversion WHERE study_id = %(study)s")
+            "SELECT coalesce(max(id), 0) FROM learning_metricversion WHERE study_id = %(study)s"
+        )
         time.sleep(1.0)
         self.stack.start_worker()
         return {"killed_during": during, "fitting_rows_orphaned": orphans}
@@ -153,8 +163,9 @@ def main(argv: list[str] | None = None) -> int:
     # Recovery times: the production defaults, unless shortened (the quick form does).
     parser.add_argument("--lease-seconds", type=int, default=30, help="LEARNING_LEASE_SECONDS")
     parser.add_argument("--sweep-seconds", type=int, default=60, help="LEARNING_SWEEP_SECONDS")
-    parser.add_argument("--lost-after-seconds", type=int, default=30,
-                        help="LEARNING_LOST_AFTER_SECONDS")
+    parser.add_argument(
+        "--lost-after-seconds", type=int, default=30, help="LEARNING_LOST_AFTER_SECONDS"
+    )
     args = parser.parse_args(argv)
     stop_on_sigterm()
     schedule = FULL_SCHEDULE
@@ -167,16 +178,23 @@ def main(argv: list[str] | None = None) -> int:
         args.recovery_timeout = max(args.recovery_timeout, 180.0)
     schedule = [(at, fault) for at, fault in schedule if at < args.seconds]
     args.warmup = 0.0
-    stack = make_stack(args, lease_seconds=args.lease_seconds, sweep_seconds=args.sweep_seconds,
-                       lost_after_seconds=args.lost_after_seconds)
+    stack = make_stack(
+        args,
+        lease_seconds=args.lease_seconds,
+        sweep_seconds=args.sweep_seconds,
+        lost_after_seconds=args.lost_after_seconds,
+    )
     problems: list[str] = []
     injector = None
     try:
         world = prepare(stack, args)
-        print(f"stack: {stack.base_url}, db {stack.db_name}, redis {stack.redis_url}; "
-              f"{args.annotators} annotators for {args.seconds:g} s; faults: {schedule}; "
-              f"lease {args.lease_seconds} s, sweep {args.sweep_seconds} s, lost after "
-              f"{args.lost_after_seconds} s", flush=True)
+        print(
+            f"stack: {stack.base_url}, db {stack.db_name}, redis {stack.redis_url}; "
+            f"{args.annotators} annotators for {args.seconds:g} s; faults: {schedule}; "
+            f"lease {args.lease_seconds} s, sweep {args.sweep_seconds} s, lost after "
+            f"{args.lost_after_seconds} s",
+            flush=True,
+        )
         injector = Injector(stack, world.study_id, schedule)
         injector.start()
         config = load_config(stack, args, world.study_id, give_up_after=120.0)
@@ -193,32 +211,45 @@ def main(argv: list[str] | None = None) -> int:
         problems += client_problems(record, allow_5xx=True) + judgment_problems
         problems += version_problems
         if record.unacknowledged:
-            problems.append(f"{len(record.unacknowledged)} answers never acknowledged "
-                            "(retries gave up)")
+            problems.append(
+                f"{len(record.unacknowledged)} answers never acknowledged (retries gave up)"
+            )
         if recovery is None:
-            problems.append(f"no version covers the last answer {args.recovery_timeout:.0f} s "
-                            f"after the load stopped: {state}")
+            problems.append(
+                f"no version covers the last answer {args.recovery_timeout:.0f} s "
+                f"after the load stopped: {state}"
+            )
         if left:
             problems.append(f"{left} 'fitting' version rows left behind")
         orphaned = sum(e.get("fitting_rows_orphaned", 0) for e in injector.events)
         if version_facts["interrupted_retired"] < orphaned:
-            problems.append(f"killed fits left {orphaned} 'fitting' rows, only "
-                            f"{version_facts['interrupted_retired']} were retired")
+            problems.append(
+                f"killed fits left {orphaned} 'fitting' rows, only "
+                f"{version_facts['interrupted_retired']} were retired"
+            )
         dead = stack.check_alive()
         if dead:
             problems.append(f"processes died: {dead}")
         failures = attribute_failures(record.failures_at, injector.events)
         result = {
-            "mode": "quick" if args.quick else "full", "annotators": args.annotators,
+            "mode": "quick" if args.quick else "full",
+            "annotators": args.annotators,
             "faults": [{k: v for k, v in e.items() if k != "at"} for e in injector.events],
-            "summary": summary, "failures_seen_by_clients": failures,
-            "judgments": judgment_facts, "versions": version_facts,
-            "final_version_after_s": recovery, "fitting_left": left, "problems": problems,
+            "summary": summary,
+            "failures_seen_by_clients": failures,
+            "judgments": judgment_facts,
+            "versions": version_facts,
+            "final_version_after_s": recovery,
+            "fitting_left": left,
+            "problems": problems,
         }
         print("client-side failures (all retried):", json.dumps(failures, indent=2))
         print("judgments:", judgment_facts)
-        print("versions:", version_facts, f"final version {recovery and round(recovery, 1)} s "
-              "after the load stopped")
+        print(
+            "versions:",
+            version_facts,
+            f"final version {recovery and round(recovery, 1)} s after the load stopped",
+        )
         if args.json:
             args.json.write_text(json.dumps(result, indent=2, default=str))
     finally:

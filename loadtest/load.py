@@ -31,19 +31,34 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--annotators", type=int, default=50)
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--warmup", type=float, default=3.0, help="untimed load before")
-    parser.add_argument("--lost-share", type=float, default=0.1,
-                        help="share of answers whose response is 'lost' and retried")
-    parser.add_argument("--think-ms", type=float, default=0.0,
-                        help="mean time an annotator looks at a pair (0: answer at once)")
-    parser.add_argument("--two-requests", action="store_true",
-                        help="GET next-pair before every POST (the pattern before ?next=1)")
+    parser.add_argument(
+        "--lost-share",
+        type=float,
+        default=0.1,
+        help="share of answers whose response is 'lost' and retried",
+    )
+    parser.add_argument(
+        "--think-ms",
+        type=float,
+        default=0.0,
+        help="mean time an annotator looks at a pair (0: answer at once)",
+    )
+    parser.add_argument(
+        "--two-requests",
+        action="store_true",
+        help="GET next-pair before every POST (the pattern before ?next=1)",
+    )
     parser.add_argument("--items", type=int, default=5000)
     parser.add_argument("--dim", type=int, default=50)
     parser.add_argument("--history", type=int, default=20_000, help="answers before the run")
     parser.add_argument("--web-workers", type=int, default=3)
     parser.add_argument("--web-threads", type=int, default=4)
-    parser.add_argument("--judgment-rate", type=int, default=50,
-                        help="JUDGMENT_RATE of the run: POSTs/s per user (the throttle stays on)")
+    parser.add_argument(
+        "--judgment-rate",
+        type=int,
+        default=50,
+        help="JUDGMENT_RATE of the run: POSTs/s per user (the throttle stays on)",
+    )
     parser.add_argument("--recovery-timeout", type=float, default=120.0)
     parser.add_argument("--json", type=Path, help="also write the results here")
     parser.add_argument("--keep", action="store_true", help="keep the scratch folder (logs)")
@@ -59,11 +74,18 @@ def quick_defaults(args: argparse.Namespace) -> None:
 def make_stack(args: argparse.Namespace, *, lost_after_seconds: int = 30, **kwargs) -> Stack:
     # The judgment throttle stays active, at a rate above one load annotator's pace (a person
     # answers about once a second; a virtual annotator without think time, several times).
-    throttle = {"JUDGMENT_RATE": str(args.judgment_rate),
-                "JUDGMENT_BURST": str(max(60, 2 * args.judgment_rate)),
-                "LEARNING_LOST_AFTER_SECONDS": str(lost_after_seconds)}
-    return Stack(web_workers=args.web_workers, web_threads=args.web_threads, keep=args.keep,
-                 extra_env=throttle, **kwargs)
+    throttle = {
+        "JUDGMENT_RATE": str(args.judgment_rate),
+        "JUDGMENT_BURST": str(max(60, 2 * args.judgment_rate)),
+        "LEARNING_LOST_AFTER_SECONDS": str(lost_after_seconds),
+    }
+    return Stack(
+        web_workers=args.web_workers,
+        web_threads=args.web_threads,
+        keep=args.keep,
+        extra_env=throttle,
+        **kwargs,
+    )
 
 
 def prepare(stack: Stack, args: argparse.Namespace):
@@ -78,36 +100,51 @@ def prepare(stack: Stack, args: argparse.Namespace):
     call_command("migrate", verbosity=0)
     from .seed import seed
 
-    world = seed(annotators=args.annotators, items=args.items, dim=args.dim,
-                 history=args.history)
+    world = seed(annotators=args.annotators, items=args.items, dim=args.dim, history=args.history)
     from django.db import connections
 
     connections.close_all()
     seeded = time.perf_counter()
     stack.start_services()
-    print(f"set up in {time.perf_counter() - began:.1f} s (database, migrations and seed "
-          f"{seeded - began:.1f} s)", flush=True)
+    print(
+        f"set up in {time.perf_counter() - began:.1f} s (database, migrations and seed "
+        f"{seeded - began:.1f} s)",
+        flush=True,
+    )
     return world
 
 
 def load_config(stack: Stack, args, study_id: int, **overrides) -> LoadConfig:
-    return LoadConfig(host="127.0.0.1", port=stack.web_port, study_id=study_id,
-                      seconds=args.seconds, warmup=args.warmup, lost_share=args.lost_share,
-                      think=args.think_ms / 1000.0, next_in_answer=not args.two_requests,
-                      **overrides)
+    return LoadConfig(
+        host="127.0.0.1",
+        port=stack.web_port,
+        study_id=study_id,
+        seconds=args.seconds,
+        warmup=args.warmup,
+        lost_share=args.lost_share,
+        think=args.think_ms / 1000.0,
+        next_in_answer=not args.two_requests,
+        **overrides,
+    )
 
 
 def print_table(summary: dict) -> None:
-    print(f"{'endpoint':24} {'requests':>8} {'req/s':>8} {'p50 ms':>8} {'p95 ms':>8} "
-          f"{'p99 ms':>8} {'max ms':>8}  statuses")
+    print(
+        f"{'endpoint':24} {'requests':>8} {'req/s':>8} {'p50 ms':>8} {'p95 ms':>8} "
+        f"{'p99 ms':>8} {'max ms':>8}  statuses"
+    )
     for name, e in summary["endpoints"].items():
-        print(f"{name:24} {e['requests']:8d} {e['per_second']:8.1f} {e['p50_ms']:8.1f} "
-              f"{e['p95_ms']:8.1f} {e['p99_ms']:8.1f} {e['max_ms']:8.1f}  {e['statuses']}")
+        print(
+            f"{name:24} {e['requests']:8d} {e['per_second']:8.1f} {e['p50_ms']:8.1f} "
+            f"{e['p95_ms']:8.1f} {e['p99_ms']:8.1f} {e['max_ms']:8.1f}  {e['statuses']}"
+        )
     print(f"{'all':24} {summary['requests']:8d} {summary['requests_per_second']:8.1f}")
-    print(f"judgments stored per second (201s): {summary['judgments_per_second']:.1f} "
-          f"over {summary['seconds']:.1f} s; simulated lost responses retried: "
-          f"{summary['lost_responses_simulated']}; connection errors: "
-          f"{summary['connection_errors'] or 0}")
+    print(
+        f"judgments stored per second (201s): {summary['judgments_per_second']:.1f} "
+        f"over {summary['seconds']:.1f} s; simulated lost responses retried: "
+        f"{summary['lost_responses_simulated']}; connection errors: "
+        f"{summary['connection_errors'] or 0}"
+    )
 
 
 def client_problems(record: Record, *, allow_5xx: bool) -> list[str]:
@@ -142,15 +179,17 @@ def main(argv: list[str] | None = None) -> int:
     stack = make_stack(args)
     try:
         world = prepare(stack, args)
-        print(f"stack: {stack.base_url}, db {stack.db_name}, redis {stack.redis_url}, gunicorn "
-              f"{args.web_workers} workers x {args.web_threads} threads; {args.annotators} "
-              f"annotators (think {args.think_ms:g} ms), {args.warmup:g} s warm-up + "
-              f"{args.seconds:g} s; JUDGMENT_RATE "
-              f"{args.judgment_rate}/s per user", flush=True)
+        print(
+            f"stack: {stack.base_url}, db {stack.db_name}, redis {stack.redis_url}, gunicorn "
+            f"{args.web_workers} workers x {args.web_threads} threads; {args.annotators} "
+            f"annotators (think {args.think_ms:g} ms), {args.warmup:g} s warm-up + "
+            f"{args.seconds:g} s; JUDGMENT_RATE "
+            f"{args.judgment_rate}/s per user",
+            flush=True,
+        )
         meter = CpuMeter(stack)
         meter.start()
-        record = asyncio.run(run_annotators(load_config(stack, args, world.study_id),
-                                            world.tokens))
+        record = asyncio.run(run_annotators(load_config(stack, args, world.study_id), world.tokens))
         cores = meter.stop()
         summary = record.summary()
         print_table(summary)
@@ -164,22 +203,32 @@ def main(argv: list[str] | None = None) -> int:
         if record.connection_errors:
             problems.append(f"connection errors: {dict(record.connection_errors)}")
         if recovery is None:
-            problems.append(f"no version covers the last answer after "
-                            f"{args.recovery_timeout:.0f} s: {state}")
+            problems.append(
+                f"no version covers the last answer after {args.recovery_timeout:.0f} s: {state}"
+            )
         dead = stack.check_alive()
         if dead:
             problems.append(f"processes died: {dead}")
         result = {
-            "mode": "quick" if args.quick else "full", "annotators": args.annotators,
-            "think_ms": args.think_ms, "web": f"{args.web_workers}x{args.web_threads}",
-            "summary": summary, "targets": targets(summary), "cores_used": cores,
-            "load_average": os.getloadavg(), "judgments": judgment_facts,
-            "versions": version_facts, "final_version_after_s": recovery,
+            "mode": "quick" if args.quick else "full",
+            "annotators": args.annotators,
+            "think_ms": args.think_ms,
+            "web": f"{args.web_workers}x{args.web_threads}",
+            "summary": summary,
+            "targets": targets(summary),
+            "cores_used": cores,
+            "load_average": os.getloadavg(),
+            "judgments": judgment_facts,
+            "versions": version_facts,
+            "final_version_after_s": recovery,
             "problems": problems,
         }
         print("judgments:", judgment_facts)
-        print("versions:", version_facts, f"final version {recovery and round(recovery, 1)} s "
-              "after the load stopped")
+        print(
+            "versions:",
+            version_facts,
+            f"final version {recovery and round(recovery, 1)} s after the load stopped",
+        )
         print("targets:", result["targets"])
         if args.json:
             args.json.write_text(json.dumps(result, indent=2, default=str))

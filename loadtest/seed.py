@@ -43,8 +43,12 @@ def seed(*, annotators: int, items: int, dim: int, history: int, rng_seed: int =
     User = get_user_model()
     with transaction.atomic():
         space = EmbeddingSpace.objects.create(
-            name="load space", dimension=dim, matrix="spaces/load.npy", item_count=items,
-            sha256=hashlib.sha256(path.read_bytes()).hexdigest(), source="loadtest",
+            name="load space",
+            dimension=dim,
+            matrix="spaces/load.npy",
+            item_count=items,
+            sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
+            source="loadtest",
         )
         Item.objects.bulk_create(
             (Item(space=space, key=f"w{r}", row=r) for r in range(items)), batch_size=5000
@@ -69,7 +73,9 @@ def seed(*, annotators: int, items: int, dim: int, history: int, rng_seed: int =
             PairJudgment.objects.bulk_create(
                 (
                     PairJudgment(
-                        study=study, item_a_id=int(item_ids[a]), item_b_id=int(item_ids[b]),
+                        study=study,
+                        item_a_id=int(item_ids[a]),
+                        item_b_id=int(item_ids[b]),
                         label="comparable" if y else "incomparable",
                         annotator=seeders[i % SEED_USERS],
                     )

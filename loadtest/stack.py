@@ -47,8 +47,12 @@ def drop_orphaned_databases() -> list[str]:
     import psycopg
 
     with psycopg.connect(PG_ADMIN_URL, autocommit=True, connect_timeout=5) as conn:
-        names = [row[0] for row in conn.execute(
-            "SELECT datname FROM pg_database WHERE datname ~ '^fm_load_[0-9]+$'")]
+        names = [
+            row[0]
+            for row in conn.execute(
+                "SELECT datname FROM pg_database WHERE datname ~ '^fm_load_[0-9]+$'"
+            )
+        ]
     dropped = []
     for name in names:
         pid = name.rsplit("_", 1)[1]
@@ -164,8 +168,14 @@ class Stack:
     def _spawn(self, name: str, args: list[str]) -> subprocess.Popen:
         log = open(self.scratch / f"{name}.log", "a")  # noqa: SIM115 - lives with the process
         proc = subprocess.Popen(
-            args, cwd=ROOT, env=self.env(), stdout=log, stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=_die_with_parent,
+            args,
+            cwd=ROOT,
+            env=self.env(),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            preexec_fn=_die_with_parent,
         )
         log.close()
         self.procs[name] = proc
@@ -190,8 +200,22 @@ class Stack:
         if not redis_bin:
             raise SystemExit("redis-server is not installed")
         # No persistence: a restart loses every queued message, the hardest case for refits.
-        self._spawn("redis", [redis_bin, "--port", str(self.redis_port), "--bind", "127.0.0.1",
-                              "--save", "", "--appendonly", "no", "--dir", str(self.scratch)])
+        self._spawn(
+            "redis",
+            [
+                redis_bin,
+                "--port",
+                str(self.redis_port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(self.scratch),
+            ],
+        )
         _wait_for(lambda: _redis_ping(self.redis_url), 10, "redis-server")
 
     def restart_redis(self, down_seconds: float = 1.0) -> None:
@@ -202,11 +226,26 @@ class Stack:
     def start_worker(self) -> subprocess.Popen:
         self._worker_starts += 1
         queue = self.env()["CELERY_TASK_DEFAULT_QUEUE"]
-        return self._spawn("worker", [
-            sys.executable, "-m", "celery", "-A", "fairmetric_site", "worker", "--pool=solo",
-            "--loglevel=INFO", "-Q", queue, "--hostname", f"{queue}-{self._worker_starts}@%h",
-            "--without-gossip", "--without-mingle", "--without-heartbeat",
-        ])
+        return self._spawn(
+            "worker",
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "fairmetric_site",
+                "worker",
+                "--pool=solo",
+                "--loglevel=INFO",
+                "-Q",
+                queue,
+                "--hostname",
+                f"{queue}-{self._worker_starts}@%h",
+                "--without-gossip",
+                "--without-mingle",
+                "--without-heartbeat",
+            ],
+        )
 
     def kill_worker(self) -> None:
         """SIGKILL the worker (no chance to clean up), as a crash or the OOM killer would."""
@@ -215,20 +254,51 @@ class Stack:
         proc.wait(timeout=10)
 
     def start_beat(self) -> None:
-        self._spawn("beat", [
-            sys.executable, "-m", "celery", "-A", "fairmetric_site", "beat", "--loglevel=INFO",
-            "--schedule", str(self.scratch / "beat-schedule"),
-            "--pidfile", str(self.scratch / "beat.pid"),
-        ])
+        self._spawn(
+            "beat",
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "fairmetric_site",
+                "beat",
+                "--loglevel=INFO",
+                "--schedule",
+                str(self.scratch / "beat-schedule"),
+                "--pidfile",
+                str(self.scratch / "beat.pid"),
+            ],
+        )
 
     def start_web(self) -> None:
-        self._spawn("web", [
-            sys.executable, "-m", "gunicorn", "fairmetric_site.wsgi:application",
-            "--bind", f"127.0.0.1:{self.web_port}", "--workers", str(self.web_workers),
-            "--worker-class", "gthread", "--threads", str(self.web_threads),
-            "--keep-alive", "75", "--backlog", "2048", "--timeout", "60",
-            "--graceful-timeout", "10", "--log-level", "warning",
-        ])
+        self._spawn(
+            "web",
+            [
+                sys.executable,
+                "-m",
+                "gunicorn",
+                "fairmetric_site.wsgi:application",
+                "--bind",
+                f"127.0.0.1:{self.web_port}",
+                "--workers",
+                str(self.web_workers),
+                "--worker-class",
+                "gthread",
+                "--threads",
+                str(self.web_threads),
+                "--keep-alive",
+                "75",
+                "--backlog",
+                "2048",
+                "--timeout",
+                "60",
+                "--graceful-timeout",
+                "10",
+                "--log-level",
+                "warning",
+            ],
+        )
         _wait_for(lambda: _http_up(self.web_port), 60, "gunicorn")
 
     def cpu_by_process(self) -> dict[int, tuple[str, float]]:
@@ -362,9 +432,9 @@ def _redis_ping(url: str) -> bool:
 def _http_up(port: int) -> bool:
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=0.5) as sock:
-            sock.sendall(b"GET /api/studies/ HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                         b"Connection: close\r\n\r\n")
+            sock.sendall(
+                b"GET /api/studies/ HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+            )
             return sock.recv(12).startswith(b"HTTP/1.1")
     except OSError:
         return False
-

@@ -56,6 +56,8 @@ def worker_database_url() -> str:
         password = f":{db['PASSWORD']}" if db.get("PASSWORD") else ""
         return f"postgres://{user}{password}@{host}:{port}/{db['NAME']}"
     name = str(db["NAME"])
-    require(connection.vendor == "sqlite" and "memory" not in name and name.startswith("/"),
-            "the test database is not shareable with a worker process")
+    require(
+        connection.vendor == "sqlite" and "memory" not in name and name.startswith("/"),
+        "the test database is not shareable with a worker process",
+    )
     return f"sqlite:///{name}"

@@ -35,7 +35,7 @@ def test_wrong_password_shows_a_form_error(client, settings):
     call_command("create_demo_users")
     response = client.post(reverse("login"), {"username": "admin", "password": "nope"})
     assert response.status_code == 200
-    assert b"class=\"error\"" in response.content
+    assert b'class="error"' in response.content
 
 
 @pytest.mark.django_db

@@ -147,8 +147,11 @@ def test_reproduce_weat_table_runs_on_the_demo(space, tmp_path):
     assert len(rows) == 10 * 5
     assert {r["metric"] for r in rows} == {"euclidean", "explore", "face-3", "face-10", "face-20"}
     firsts = [r["test"] for r in rows[::5]]
-    assert firsts[:3] == ["Flowers / Pleasant", "Instruments / Pleasant",
-                          "Mental disease / Temporary"]  # fmt: skip
+    assert firsts[:3] == [
+        "Flowers / Pleasant",
+        "Instruments / Pleasant",
+        "Mental disease / Temporary",
+    ]
     assert firsts.count("European American names / Pleasant") == 3
     versions = MetricVersion.objects.filter(study__name=demo.STUDY_NAME, status="ready")
     assert sorted(versions.values_list("label", flat=True)) == [

@@ -7,10 +7,16 @@ import pytest
 
 from .conftest import ROOT, subprocess_env
 
-GOOD = {"DEBUG": "1", "SECRET_KEY": None, "DATABASE_URL": None, "REDIS_URL": None,
-        "CELERY_BROKER_URL": None, "CELERY_RESULT_BACKEND": None,
-        # The browser tests set this for Playwright; a deployment never has it.
-        "DJANGO_ALLOW_ASYNC_UNSAFE": None}
+GOOD = {
+    "DEBUG": "1",
+    "SECRET_KEY": None,
+    "DATABASE_URL": None,
+    "REDIS_URL": None,
+    "CELERY_BROKER_URL": None,
+    "CELERY_RESULT_BACKEND": None,
+    # The browser tests set this for Playwright; a deployment never has it.
+    "DJANGO_ALLOW_ASYNC_UNSAFE": None,
+}
 
 
 def run_check(**env: str | None) -> subprocess.CompletedProcess:
@@ -58,8 +64,12 @@ def test_production_settings_pass_check_deploy():
         [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
         cwd=ROOT,
         env=subprocess_env(
-            **{**GOOD, "DEBUG": "0", "SECRET_KEY": "x" * 20 + "-production-secret-key-0123456789",
-               "ALLOWED_HOSTS": "fairmetric.example.org"}
+            **{
+                **GOOD,
+                "DEBUG": "0",
+                "SECRET_KEY": "x" * 20 + "-production-secret-key-0123456789",
+                "ALLOWED_HOSTS": "fairmetric.example.org",
+            }
         ),
         capture_output=True,
         text=True,

@@ -7,7 +7,6 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
@@ -16,194 +15,520 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.CreateModel(
-            name='EmbeddingSpace',
+            name="EmbeddingSpace",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=200, unique=True)),
-                ('dimension', models.PositiveIntegerField()),
-                ('source', models.TextField(blank=True, help_text='Where the vectors come from.')),
-                ('matrix', models.FileField(max_length=500, upload_to='spaces/')),
-                ('sha256', models.CharField(max_length=64)),
-                ('item_count', models.PositiveIntegerField(default=0)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=200, unique=True)),
+                ("dimension", models.PositiveIntegerField()),
+                ("source", models.TextField(blank=True, help_text="Where the vectors come from.")),
+                ("matrix", models.FileField(max_length=500, upload_to="spaces/")),
+                ("sha256", models.CharField(max_length=64)),
+                ("item_count", models.PositiveIntegerField(default=0)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
             ],
             options={
-                'ordering': ['name'],
+                "ordering": ["name"],
             },
         ),
         migrations.CreateModel(
-            name='Tag',
+            name="Tag",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=100, unique=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=100, unique=True)),
             ],
             options={
-                'ordering': ['name'],
+                "ordering": ["name"],
             },
         ),
         migrations.CreateModel(
-            name='ComparableGroup',
+            name="ComparableGroup",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=200)),
-                ('source', models.CharField(choices=[('annotated', 'annotated by a person'), ('imported', 'imported')], default='annotated', max_length=10)),
-                ('provenance', models.CharField(blank=True, max_length=300)),
-                ('revision', models.PositiveIntegerField(default=1, help_text="The study-wide group revision of this group's last edit.")),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='comparable_groups', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=200)),
+                (
+                    "source",
+                    models.CharField(
+                        choices=[("annotated", "annotated by a person"), ("imported", "imported")],
+                        default="annotated",
+                        max_length=10,
+                    ),
+                ),
+                ("provenance", models.CharField(blank=True, max_length=300)),
+                (
+                    "revision",
+                    models.PositiveIntegerField(
+                        default=1,
+                        help_text="The study-wide group revision of this group's last edit.",
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="comparable_groups",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['id'],
+                "ordering": ["id"],
             },
         ),
         migrations.CreateModel(
-            name='Item',
+            name="Item",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('key', models.CharField(max_length=255)),
-                ('text', models.TextField(blank=True, help_text='Display text; the key when empty.')),
-                ('kind', models.CharField(choices=[('word', 'word'), ('name', 'name'), ('text', 'text'), ('record', 'record')], default='word', max_length=10)),
-                ('payload', models.JSONField(blank=True, help_text="A record's fields, shown.", null=True)),
-                ('row', models.PositiveIntegerField(help_text="Row index into the space's matrix.")),
-                ('space', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='items', to='annotation.embeddingspace')),
-                ('tags', models.ManyToManyField(blank=True, related_name='items', to='annotation.tag')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("key", models.CharField(max_length=255)),
+                (
+                    "text",
+                    models.TextField(blank=True, help_text="Display text; the key when empty."),
+                ),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("word", "word"),
+                            ("name", "name"),
+                            ("text", "text"),
+                            ("record", "record"),
+                        ],
+                        default="word",
+                        max_length=10,
+                    ),
+                ),
+                (
+                    "payload",
+                    models.JSONField(blank=True, help_text="A record's fields, shown.", null=True),
+                ),
+                (
+                    "row",
+                    models.PositiveIntegerField(help_text="Row index into the space's matrix."),
+                ),
+                (
+                    "space",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="items",
+                        to="annotation.embeddingspace",
+                    ),
+                ),
+                (
+                    "tags",
+                    models.ManyToManyField(blank=True, related_name="items", to="annotation.tag"),
+                ),
             ],
             options={
-                'ordering': ['space', 'row'],
+                "ordering": ["space", "row"],
             },
         ),
         migrations.CreateModel(
-            name='GroupEdit',
+            name="GroupEdit",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('action', models.CharField(choices=[('create', 'create'), ('rename', 'rename'), ('add', 'add'), ('remove', 'remove'), ('delete', 'delete')], max_length=10)),
-                ('detail', models.CharField(blank=True, max_length=300)),
-                ('revision', models.PositiveIntegerField()),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('group', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='edits', to='annotation.comparablegroup')),
-                ('user', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('item', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='annotation.item')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "action",
+                    models.CharField(
+                        choices=[
+                            ("create", "create"),
+                            ("rename", "rename"),
+                            ("add", "add"),
+                            ("remove", "remove"),
+                            ("delete", "delete"),
+                        ],
+                        max_length=10,
+                    ),
+                ),
+                ("detail", models.CharField(blank=True, max_length=300)),
+                ("revision", models.PositiveIntegerField()),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "group",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="edits",
+                        to="annotation.comparablegroup",
+                    ),
+                ),
+                (
+                    "user",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "item",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="annotation.item",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-id'],
+                "ordering": ["-id"],
             },
         ),
         migrations.AddField(
-            model_name='comparablegroup',
-            name='members',
-            field=models.ManyToManyField(blank=True, related_name='comparable_groups', to='annotation.item'),
+            model_name="comparablegroup",
+            name="members",
+            field=models.ManyToManyField(
+                blank=True, related_name="comparable_groups", to="annotation.item"
+            ),
         ),
         migrations.CreateModel(
-            name='Membership',
+            name="Membership",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('role', models.CharField(choices=[('annotator', 'annotator'), ('reviewer', 'reviewer'), ('admin', 'admin')], default='annotator', max_length=10)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('user', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='memberships', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "role",
+                    models.CharField(
+                        choices=[
+                            ("annotator", "annotator"),
+                            ("reviewer", "reviewer"),
+                            ("admin", "admin"),
+                        ],
+                        default="annotator",
+                        max_length=10,
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "user",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="memberships",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['study', 'user'],
+                "ordering": ["study", "user"],
             },
         ),
         migrations.CreateModel(
-            name='Study',
+            name="Study",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=200, unique=True)),
-                ('mode', models.CharField(choices=[('pairs', 'pairs'), ('groups', 'groups'), ('both', 'pairs and groups')], default='both', max_length=10)),
-                ('strategy', models.CharField(choices=[('random', 'random'), ('stratified', 'stratified by distance'), ('uncertainty', 'uncertainty (active learning)')], default='random', max_length=12)),
-                ('overlap', models.PositiveSmallIntegerField(default=2, help_text='How many annotators answer each pair.')),
-                ('gold_rate', models.FloatField(default=0.0, help_text='Share of gold pairs shown (0 to 1).')),
-                ('instructions', models.TextField(blank=True, help_text='Markdown.')),
-                ('target_per_annotator', models.PositiveIntegerField(default=200)),
-                ('is_active', models.BooleanField(default=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('members', models.ManyToManyField(related_name='studies', through='annotation.Membership', to=settings.AUTH_USER_MODEL)),
-                ('space', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='studies', to='annotation.embeddingspace')),
-                ('pool_tags', models.ManyToManyField(blank=True, help_text='Item pool; empty means all items.', related_name='studies', to='annotation.tag')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=200, unique=True)),
+                (
+                    "mode",
+                    models.CharField(
+                        choices=[
+                            ("pairs", "pairs"),
+                            ("groups", "groups"),
+                            ("both", "pairs and groups"),
+                        ],
+                        default="both",
+                        max_length=10,
+                    ),
+                ),
+                (
+                    "strategy",
+                    models.CharField(
+                        choices=[
+                            ("random", "random"),
+                            ("stratified", "stratified by distance"),
+                            ("uncertainty", "uncertainty (active learning)"),
+                        ],
+                        default="random",
+                        max_length=12,
+                    ),
+                ),
+                (
+                    "overlap",
+                    models.PositiveSmallIntegerField(
+                        default=2, help_text="How many annotators answer each pair."
+                    ),
+                ),
+                (
+                    "gold_rate",
+                    models.FloatField(default=0.0, help_text="Share of gold pairs shown (0 to 1)."),
+                ),
+                ("instructions", models.TextField(blank=True, help_text="Markdown.")),
+                ("target_per_annotator", models.PositiveIntegerField(default=200)),
+                ("is_active", models.BooleanField(default=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "members",
+                    models.ManyToManyField(
+                        related_name="studies",
+                        through="annotation.Membership",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "space",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="studies",
+                        to="annotation.embeddingspace",
+                    ),
+                ),
+                (
+                    "pool_tags",
+                    models.ManyToManyField(
+                        blank=True,
+                        help_text="Item pool; empty means all items.",
+                        related_name="studies",
+                        to="annotation.tag",
+                    ),
+                ),
             ],
             options={
-                'verbose_name_plural': 'studies',
-                'ordering': ['name'],
+                "verbose_name_plural": "studies",
+                "ordering": ["name"],
             },
         ),
         migrations.AddField(
-            model_name='membership',
-            name='study',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='memberships', to='annotation.study'),
+            model_name="membership",
+            name="study",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="memberships",
+                to="annotation.study",
+            ),
         ),
         migrations.CreateModel(
-            name='GoldPair',
+            name="GoldPair",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('label', models.CharField(choices=[('comparable', 'comparable'), ('incomparable', 'incomparable')], max_length=12)),
-                ('item_a', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='annotation.item')),
-                ('item_b', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='annotation.item')),
-                ('study', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='gold_pairs', to='annotation.study')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "label",
+                    models.CharField(
+                        choices=[("comparable", "comparable"), ("incomparable", "incomparable")],
+                        max_length=12,
+                    ),
+                ),
+                (
+                    "item_a",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="annotation.item",
+                    ),
+                ),
+                (
+                    "item_b",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="annotation.item",
+                    ),
+                ),
+                (
+                    "study",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="gold_pairs",
+                        to="annotation.study",
+                    ),
+                ),
             ],
         ),
         migrations.AddField(
-            model_name='comparablegroup',
-            name='study',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='groups', to='annotation.study'),
+            model_name="comparablegroup",
+            name="study",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="groups",
+                to="annotation.study",
+            ),
         ),
         migrations.CreateModel(
-            name='StudyCounter',
+            name="StudyCounter",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('group_revision', models.PositiveBigIntegerField(default=0)),
-                ('study', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='counter', to='annotation.study')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("group_revision", models.PositiveBigIntegerField(default=0)),
+                (
+                    "study",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="counter",
+                        to="annotation.study",
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='PairJudgment',
+            name="PairJudgment",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('label', models.CharField(choices=[('comparable', 'comparable'), ('incomparable', 'incomparable'), ('unsure', 'unsure')], max_length=12)),
-                ('source', models.CharField(choices=[('annotated', 'annotated by a person'), ('imported', 'imported')], default='annotated', max_length=10)),
-                ('provenance', models.CharField(blank=True, max_length=300)),
-                ('client_id', models.UUIDField(default=uuid.uuid4, editable=False, unique=True)),
-                ('elapsed_ms', models.PositiveIntegerField(blank=True, null=True)),
-                ('is_gold', models.BooleanField(default=False, help_text='Answer to a gold pair.')),
-                ('created_at', models.DateTimeField(auto_now_add=True, db_index=True)),
-                ('annotator', models.ForeignKey(blank=True, help_text='Empty for imported judgments.', null=True, on_delete=django.db.models.deletion.PROTECT, related_name='judgments', to=settings.AUTH_USER_MODEL)),
-                ('item_a', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to='annotation.item')),
-                ('item_b', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to='annotation.item')),
-                ('study', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='judgments', to='annotation.study')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "label",
+                    models.CharField(
+                        choices=[
+                            ("comparable", "comparable"),
+                            ("incomparable", "incomparable"),
+                            ("unsure", "unsure"),
+                        ],
+                        max_length=12,
+                    ),
+                ),
+                (
+                    "source",
+                    models.CharField(
+                        choices=[("annotated", "annotated by a person"), ("imported", "imported")],
+                        default="annotated",
+                        max_length=10,
+                    ),
+                ),
+                ("provenance", models.CharField(blank=True, max_length=300)),
+                ("client_id", models.UUIDField(default=uuid.uuid4, editable=False, unique=True)),
+                ("elapsed_ms", models.PositiveIntegerField(blank=True, null=True)),
+                ("is_gold", models.BooleanField(default=False, help_text="Answer to a gold pair.")),
+                ("created_at", models.DateTimeField(auto_now_add=True, db_index=True)),
+                (
+                    "annotator",
+                    models.ForeignKey(
+                        blank=True,
+                        help_text="Empty for imported judgments.",
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="judgments",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "item_a",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to="annotation.item",
+                    ),
+                ),
+                (
+                    "item_b",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to="annotation.item",
+                    ),
+                ),
+                (
+                    "study",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="judgments",
+                        to="annotation.study",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['id'],
-                'indexes': [models.Index(fields=['study', 'id'], name='judgment_study_id'), models.Index(fields=['study', 'annotator', 'id'], name='judgment_study_annotator'), models.Index(fields=['study', 'item_a', 'item_b'], name='judgment_study_pair')],
-                'constraints': [models.CheckConstraint(condition=models.Q(('item_a__lt', models.F('item_b'))), name='judgment_canonical_pair')],
+                "ordering": ["id"],
+                "indexes": [
+                    models.Index(fields=["study", "id"], name="judgment_study_id"),
+                    models.Index(
+                        fields=["study", "annotator", "id"], name="judgment_study_annotator"
+                    ),
+                    models.Index(fields=["study", "item_a", "item_b"], name="judgment_study_pair"),
+                ],
+                "constraints": [
+                    models.CheckConstraint(
+                        condition=models.Q(("item_a__lt", models.F("item_b"))),
+                        name="judgment_canonical_pair",
+                    )
+                ],
             },
         ),
         migrations.AddConstraint(
-            model_name='membership',
-            constraint=models.UniqueConstraint(fields=('user', 'study'), name='membership_unique'),
+            model_name="membership",
+            constraint=models.UniqueConstraint(fields=("user", "study"), name="membership_unique"),
         ),
         migrations.AddConstraint(
-            model_name='goldpair',
-            constraint=models.CheckConstraint(condition=models.Q(('item_a__lt', models.F('item_b'))), name='gold_canonical_pair'),
+            model_name="goldpair",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("item_a__lt", models.F("item_b"))), name="gold_canonical_pair"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='goldpair',
-            constraint=models.UniqueConstraint(fields=('study', 'item_a', 'item_b'), name='gold_unique_pair'),
+            model_name="goldpair",
+            constraint=models.UniqueConstraint(
+                fields=("study", "item_a", "item_b"), name="gold_unique_pair"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='comparablegroup',
-            constraint=models.UniqueConstraint(fields=('study', 'name'), name='group_unique_name_in_study'),
+            model_name="comparablegroup",
+            constraint=models.UniqueConstraint(
+                fields=("study", "name"), name="group_unique_name_in_study"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='study',
-            constraint=models.CheckConstraint(condition=models.Q(('gold_rate__gte', 0), ('gold_rate__lte', 1)), name='study_gold_rate_0_1'),
+            model_name="study",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("gold_rate__gte", 0), ("gold_rate__lte", 1)),
+                name="study_gold_rate_0_1",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='item',
-            constraint=models.UniqueConstraint(fields=('space', 'key'), name='item_unique_key_in_space'),
+            model_name="item",
+            constraint=models.UniqueConstraint(
+                fields=("space", "key"), name="item_unique_key_in_space"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='item',
-            constraint=models.UniqueConstraint(fields=('space', 'row'), name='item_unique_row_in_space'),
+            model_name="item",
+            constraint=models.UniqueConstraint(
+                fields=("space", "row"), name="item_unique_row_in_space"
+            ),
         ),
     ]

@@ -22,16 +22,19 @@ def drop_prefix_index(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('annotation', '0001_initial'),
+        ("annotation", "0001_initial"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.AddConstraint(
-            model_name='pairjudgment',
-            constraint=models.UniqueConstraint(condition=models.Q(('annotator__isnull', False), ('source', 'annotated')), fields=('study', 'annotator', 'item_a', 'item_b'), name='judgment_once_per_annotator'),
+            model_name="pairjudgment",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("annotator__isnull", False), ("source", "annotated")),
+                fields=("study", "annotator", "item_a", "item_b"),
+                name="judgment_once_per_annotator",
+            ),
         ),
         migrations.RunPython(create_prefix_index, drop_prefix_index),
     ]

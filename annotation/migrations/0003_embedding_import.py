@@ -6,39 +6,87 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('annotation', '0002_judgment_once_item_prefix'),
+        ("annotation", "0002_judgment_once_item_prefix"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='EmbeddingImport',
+            name="EmbeddingImport",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('file', models.FileField(max_length=500, upload_to='uploads/')),
-                ('extra_file', models.FileField(blank=True, help_text='npy: the vocabulary file; csv: a .npy of vectors, one row per data row.', max_length=500, upload_to='uploads/')),
-                ('original_name', models.CharField(blank=True, max_length=255)),
-                ('name', models.CharField(help_text='Name of the space to create.', max_length=200)),
-                ('format', models.CharField(default='auto', max_length=20)),
-                ('kind', models.CharField(blank=True, max_length=10)),
-                ('tags', models.JSONField(blank=True, default=list)),
-                ('limit', models.PositiveIntegerField(blank=True, null=True)),
-                ('status', models.CharField(choices=[('pending', 'queued'), ('running', 'running'), ('done', 'done'), ('failed', 'failed')], default='pending', max_length=10)),
-                ('stage', models.CharField(blank=True, help_text='reading or storing', max_length=20)),
-                ('progress_rows', models.PositiveBigIntegerField(default=0)),
-                ('total_rows', models.PositiveBigIntegerField(blank=True, null=True)),
-                ('error', models.TextField(blank=True)),
-                ('attempts', models.PositiveSmallIntegerField(default=0)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('space', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='annotation.embeddingspace')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("file", models.FileField(max_length=500, upload_to="uploads/")),
+                (
+                    "extra_file",
+                    models.FileField(
+                        blank=True,
+                        help_text="npy: the vocabulary file; csv: a .npy of vectors, one row per data row.",
+                        max_length=500,
+                        upload_to="uploads/",
+                    ),
+                ),
+                ("original_name", models.CharField(blank=True, max_length=255)),
+                (
+                    "name",
+                    models.CharField(help_text="Name of the space to create.", max_length=200),
+                ),
+                ("format", models.CharField(default="auto", max_length=20)),
+                ("kind", models.CharField(blank=True, max_length=10)),
+                ("tags", models.JSONField(blank=True, default=list)),
+                ("limit", models.PositiveIntegerField(blank=True, null=True)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("pending", "queued"),
+                            ("running", "running"),
+                            ("done", "done"),
+                            ("failed", "failed"),
+                        ],
+                        default="pending",
+                        max_length=10,
+                    ),
+                ),
+                (
+                    "stage",
+                    models.CharField(blank=True, help_text="reading or storing", max_length=20),
+                ),
+                ("progress_rows", models.PositiveBigIntegerField(default=0)),
+                ("total_rows", models.PositiveBigIntegerField(blank=True, null=True)),
+                ("error", models.TextField(blank=True)),
+                ("attempts", models.PositiveSmallIntegerField(default=0)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "space",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="annotation.embeddingspace",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-id'],
+                "ordering": ["-id"],
             },
         ),
     ]

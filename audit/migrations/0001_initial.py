@@ -6,32 +6,80 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('annotation', '0003_embedding_import'),
+        ("annotation", "0003_embedding_import"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='AuditEvent',
+            name="AuditEvent",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('actor_name', models.CharField(blank=True, help_text="The actor's username, kept if the user is deleted.", max_length=150)),
-                ('action', models.CharField(choices=[('publish', 'metric version published'), ('membership.create', 'membership created'), ('membership.change', 'membership changed'), ('membership.delete', 'membership deleted'), ('export.sigma', 'Sigma downloaded'), ('export.judgments', 'judgments exported'), ('export.groups', 'groups exported'), ('token.create', 'API token created'), ('token.revoke', 'API token revoked')], db_index=True, max_length=30)),
-                ('target_type', models.CharField(max_length=60)),
-                ('target_id', models.CharField(blank=True, max_length=64)),
-                ('detail', models.JSONField(blank=True, default=dict)),
-                ('ip', models.GenericIPAddressField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True, db_index=True)),
-                ('actor', models.ForeignKey(blank=True, help_text='Empty for automatic actions (auto-publish, commands).', null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('study', models.ForeignKey(blank=True, db_constraint=False, null=True, on_delete=django.db.models.deletion.DO_NOTHING, related_name='+', to='annotation.study')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "actor_name",
+                    models.CharField(
+                        blank=True,
+                        help_text="The actor's username, kept if the user is deleted.",
+                        max_length=150,
+                    ),
+                ),
+                (
+                    "action",
+                    models.CharField(
+                        choices=[
+                            ("publish", "metric version published"),
+                            ("membership.create", "membership created"),
+                            ("membership.change", "membership changed"),
+                            ("membership.delete", "membership deleted"),
+                            ("export.sigma", "Sigma downloaded"),
+                            ("export.judgments", "judgments exported"),
+                            ("export.groups", "groups exported"),
+                            ("token.create", "API token created"),
+                            ("token.revoke", "API token revoked"),
+                        ],
+                        db_index=True,
+                        max_length=30,
+                    ),
+                ),
+                ("target_type", models.CharField(max_length=60)),
+                ("target_id", models.CharField(blank=True, max_length=64)),
+                ("detail", models.JSONField(blank=True, default=dict)),
+                ("ip", models.GenericIPAddressField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True, db_index=True)),
+                (
+                    "actor",
+                    models.ForeignKey(
+                        blank=True,
+                        help_text="Empty for automatic actions (auto-publish, commands).",
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "study",
+                    models.ForeignKey(
+                        blank=True,
+                        db_constraint=False,
+                        null=True,
+                        on_delete=django.db.models.deletion.DO_NOTHING,
+                        related_name="+",
+                        to="annotation.study",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-id'],
-                'indexes': [models.Index(fields=['study', 'id'], name='audit_study_id')],
+                "ordering": ["-id"],
+                "indexes": [models.Index(fields=["study", "id"], name="audit_study_id")],
             },
         ),
     ]

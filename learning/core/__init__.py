@@ -9,5 +9,13 @@ from .explore import EXPLORE
 from .face import FACE
 from .weat import WeatResult, bootstrap_effect_size_ci, weat, weat_suite
 
-__all__ = ["EXPLORE", "FACE", "DriftResult", "WeatResult", "bootstrap_effect_size_ci", "drift",
-           "weat", "weat_suite"]
+__all__ = [
+    "EXPLORE",
+    "FACE",
+    "DriftResult",
+    "WeatResult",
+    "bootstrap_effect_size_ci",
+    "drift",
+    "weat",
+    "weat_suite",
+]

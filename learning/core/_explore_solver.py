@@ -112,8 +112,9 @@ class _Metric:
         return (gm + gm.T) / 2.0
 
 
-def _project(x: np.ndarray, metric: _Metric, cap: float, tol: float = 1e-10,
-             max_rounds: int = 500) -> np.ndarray:
+def _project(
+    x: np.ndarray, metric: _Metric, cap: float, tol: float = 1e-10, max_rounds: int = 500
+) -> np.ndarray:
     """Exact ``H``-metric projection of ``x`` onto ``{M ≽ 0, A M Aᵀ ≼ cap·I}``."""
     m = _h_project_psd(x)
     if not np.isfinite(cap):
@@ -165,8 +166,16 @@ class _TrialPoints:
     Each trial takes the cheaper way.
     """
 
-    def __init__(self, z: np.ndarray, metric: _Metric, m_y: np.ndarray, d_y: np.ndarray,
-                 step_m: np.ndarray, cache: dict, cap: float) -> None:
+    def __init__(
+        self,
+        z: np.ndarray,
+        metric: _Metric,
+        m_y: np.ndarray,
+        d_y: np.ndarray,
+        step_m: np.ndarray,
+        cache: dict,
+        cap: float,
+    ) -> None:
         self.z, self.metric, self.m_y, self.d_y, self.step_m = z, metric, m_y, d_y, step_m
         self.cache, self.cap = cache, cap
         self.d_step: np.ndarray | None = None
@@ -177,8 +186,8 @@ class _TrialPoints:
         u = (self.metric.linv.T @ vecs).astype(self.z.dtype)
         out = np.empty(self.z.shape[0])
         for start in range(0, self.z.shape[0], 32768):
-            zu = self.z[start:start + 32768] @ u
-            out[start:start + 32768] = (zu * zu) @ vals.astype(self.z.dtype)
+            zu = self.z[start : start + 32768] @ u
+            out[start : start + 32768] = (zu * zu) @ vals.astype(self.z.dtype)
         return out
 
     def __call__(self, t: float) -> tuple[np.ndarray, np.ndarray]:
@@ -187,8 +196,9 @@ class _TrialPoints:
         tau = _shift_root(w, np.inf)
         kept = w - tau > 0.0
         m_new = (v[:, kept] * (w[kept] - tau)) @ v[:, kept].T
-        if np.isfinite(self.cap) and (np.linalg.eigvalsh(self.metric.to_sigma(m_new))[-1]
-                                      > self.cap * (1.0 + 1e-12)):
+        if np.isfinite(self.cap) and (
+            np.linalg.eigvalsh(self.metric.to_sigma(m_new))[-1] > self.cap * (1.0 + 1e-12)
+        ):
             m_new = _project(x, self.metric, self.cap)
             w2, v2 = np.linalg.eigh(m_new)
             pos = w2 > 0
@@ -206,8 +216,16 @@ class _TrialPoints:
         return m_new, self.d_y - t * self.d_step - tau * self.cache["q"] - corr
 
 
-def solve(z: np.ndarray, blocks: PairBlocks, sigma0: np.ndarray, *, cap: float, tol: float,
-          max_iter: int, callback=None) -> SolverResult:
+def solve(
+    z: np.ndarray,
+    blocks: PairBlocks,
+    sigma0: np.ndarray,
+    *,
+    cap: float,
+    tol: float,
+    max_iter: int,
+    callback=None,
+) -> SolverResult:
     """Minimise ``F`` from the feasible start ``sigma0``; ``z`` rows sorted as ``blocks``."""
     n = z.shape[0]
     s_cur = sigma0
@@ -271,5 +289,10 @@ def solve(z: np.ndarray, blocks: PairBlocks, sigma0: np.ndarray, *, cap: float, 
         if small_steps >= 2 and max(t, 0.5) * pgn * pgn / 2.0 <= tol:
             converged = True
             break
-    return SolverResult(sigma=s_cur, objective=f_cur, n_iter=it, converged=converged,
-                        projected_gradient_norm=float(pgn))
+    return SolverResult(
+        sigma=s_cur,
+        objective=f_cur,
+        n_iter=it,
+        converged=converged,
+        projected_gradient_norm=float(pgn),
+    )

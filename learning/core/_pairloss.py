@@ -24,8 +24,7 @@ D_FLOOR = 1e-8
 LOG2 = float(np.log(2.0))
 
 
-def log_two_sigmoid_neg(d: np.ndarray, slope: bool = True
-                        ) -> tuple[np.ndarray, np.ndarray | None]:
+def log_two_sigmoid_neg(d: np.ndarray, slope: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
     """``log(2σ(-d)) = log 2 - softplus(d)`` and its derivative ``-σ(d)``, for ``d ≥ 0``.
 
     Negative ``d`` (rounding of a PSD quadratic form) is read as 0.
@@ -104,8 +103,9 @@ class PairBlocks:
     def from_sorted(cls, y_sorted: np.ndarray) -> PairBlocks:
         return cls(y=y_sorted, n1=int(np.sum(y_sorted == 1.0)), n0=int(np.sum(y_sorted == 0.0)))
 
-    def loglik_and_slope(self, d: np.ndarray, slope: bool = True
-                         ) -> tuple[float, np.ndarray | None]:
+    def loglik_and_slope(
+        self, d: np.ndarray, slope: bool = True
+    ) -> tuple[float, np.ndarray | None]:
         """Mean log-likelihood and per-pair ``∂ℓ/∂d`` for sorted distances ``d``."""
         o, z, s = self.ones, self.zeros, self.soft
         l1, g1 = log_two_sigmoid_neg(d[o], slope)
@@ -160,6 +160,6 @@ def quad_forms(z: np.ndarray, sigma: np.ndarray, chunk: int = 32768) -> np.ndarr
     s = np.asarray(sigma, dtype=z.dtype)
     out = np.empty(z.shape[0])
     for start in range(0, z.shape[0], chunk):
-        zc = z[start:start + chunk]
-        out[start:start + chunk] = np.einsum("ij,ij->i", zc @ s, zc)
+        zc = z[start : start + chunk]
+        out[start : start + chunk] = np.einsum("ij,ij->i", zc @ s, zc)
     return out

@@ -62,11 +62,14 @@ def sensitive_subspace(sigma: ArrayLike, dim: int | None = None) -> np.ndarray:
     return v[:, :k]
 
 
-def drift(sigma_old: ArrayLike, sigma_new: ArrayLike,
-          sensitive_dim: int | None = None) -> DriftResult:
+def drift(
+    sigma_old: ArrayLike, sigma_new: ArrayLike, sensitive_dim: int | None = None
+) -> DriftResult:
     """Compare two PSD matrices of the same size (see the module docstring)."""
-    s1, s2 = validate_sigma(sigma_old, name="sigma_old"), validate_sigma(sigma_new,
-                                                                         name="sigma_new")
+    s1, s2 = (
+        validate_sigma(sigma_old, name="sigma_old"),
+        validate_sigma(sigma_new, name="sigma_new"),
+    )
     if s1.shape != s2.shape:
         raise ValueError(f"sigma_old and sigma_new differ in shape: {s1.shape} vs {s2.shape}")
     diff = symmetrize(s2 - s1)
@@ -83,8 +86,12 @@ def drift(sigma_old: ArrayLike, sigma_new: ArrayLike,
     dist = float(np.abs(np.linalg.eigvalsh(symmetrize(p_diff))).max(initial=0.0))
     angles = np.array(angles, dtype=np.float64)
     angles.flags.writeable = False
-    return DriftResult(operator_norm=op, frobenius_norm=fro,
-                       relative_operator_norm=op / max(top, np.finfo(float).tiny),
-                       principal_angles=angles, subspace_distance=min(dist, 1.0),
-                       sensitive_dims=(int(u1.shape[1]), int(u2.shape[1])),
-                       projectors=_is_projector(w1) and _is_projector(w2))
+    return DriftResult(
+        operator_norm=op,
+        frobenius_norm=fro,
+        relative_operator_norm=op / max(top, np.finfo(float).tiny),
+        principal_angles=angles,
+        subspace_distance=min(dist, 1.0),
+        sensitive_dims=(int(u1.shape[1]), int(u2.shape[1])),
+        projectors=_is_projector(w1) and _is_projector(w2),
+    )

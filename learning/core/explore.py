@@ -138,11 +138,17 @@ class EXPLORE:
     preconditioned metric), max_eigenvalue_ (the resolved cap, inf if none), n_features_in_.
     """
 
-    def __init__(self, max_eigenvalue: float | Literal["auto"] | None = "auto", *,
-                 sensitive_directions: ArrayLike | None = None, tol: float = 1e-5,
-                 max_iter: int = 500, precision: Literal["mixed", "double"] = "mixed",
-                 init: Literal["identity", "random"] = "identity",
-                 random_state: int | np.random.Generator | None = None) -> None:
+    def __init__(
+        self,
+        max_eigenvalue: float | Literal["auto"] | None = "auto",
+        *,
+        sensitive_directions: ArrayLike | None = None,
+        tol: float = 1e-5,
+        max_iter: int = 500,
+        precision: Literal["mixed", "double"] = "mixed",
+        init: Literal["identity", "random"] = "identity",
+        random_state: int | np.random.Generator | None = None,
+    ) -> None:
         self.max_eigenvalue = max_eigenvalue
         self.sensitive_directions = sensitive_directions
         self.tol = tol
@@ -171,8 +177,9 @@ class EXPLORE:
         work = np.float32 if self.precision == "mixed" else np.float64
         zw = np.ascontiguousarray(z[order], dtype=work)
         sigma0 = self._initial_sigma(zw, blocks, d, cap)
-        res = _explore_solver.solve(zw, blocks, sigma0, cap=cap, tol=float(self.tol),
-                                    max_iter=int(self.max_iter))
+        res = _explore_solver.solve(
+            zw, blocks, sigma0, cap=cap, tol=float(self.tol), max_iter=int(self.max_iter)
+        )
         sigma = symmetrize(res.sigma)
         w, v = np.linalg.eigh(sigma)
         sigma = symmetrize((v * np.clip(w, 0.0, cap)) @ v.T)
@@ -191,7 +198,9 @@ class EXPLORE:
     def _check_params(self) -> None:
         cap = self.max_eigenvalue
         if not (cap is None or cap == "auto" or (isinstance(cap, (int, float)) and cap > 0)):
-            raise ValueError(f"max_eigenvalue must be a positive number, 'auto' or None, got {cap!r}")
+            raise ValueError(
+                f"max_eigenvalue must be a positive number, 'auto' or None, got {cap!r}"
+            )
         if not (isinstance(self.tol, (int, float)) and self.tol > 0):
             raise ValueError(f"tol must be positive, got {self.tol!r}")
         if not (isinstance(self.max_iter, (int, np.integer)) and self.max_iter >= 1):
@@ -208,8 +217,7 @@ class EXPLORE:
             return float(AUTO_CAP_FACTOR * d / np.mean(sq))
         return float(self.max_eigenvalue)
 
-    def _initial_sigma(self, z: np.ndarray, blocks: PairBlocks, d: int,
-                       cap: float) -> np.ndarray:
+    def _initial_sigma(self, z: np.ndarray, blocks: PairBlocks, d: int, cap: float) -> np.ndarray:
         """Best of ``c·I`` and ``c·C⁻¹`` (``C`` the second moment of the differences), with
         ``c`` maximising the likelihood (1-D concave search on a deterministic pair subsample).
         """
@@ -261,4 +269,3 @@ class EXPLORE:
         if lab.shape != d.shape or np.any((lab < 0) | (lab > 1)) or not np.all(np.isfinite(lab)):
             raise ValueError(f"y must be a 1-D array of {d.size} labels in [0, 1]")
         return float(np.mean(pair_loglik(d, lab)))
-

@@ -55,8 +55,12 @@ def auto_n_components(eigenvalues: ArrayLike, rtol: float = 1e-10) -> int:
 
 def _as_groups(groups: object, n: int) -> tuple[np.ndarray, np.ndarray]:
     """Flatten ``groups`` into (row indices, group sizes), rows of a group contiguous."""
-    if isinstance(groups, np.ndarray) and groups.ndim == 1 and groups.size == n and (
-            np.issubdtype(groups.dtype, np.integer)):
+    if (
+        isinstance(groups, np.ndarray)
+        and groups.ndim == 1
+        and groups.size == n
+        and (np.issubdtype(groups.dtype, np.integer))
+    ):
         labels = groups.astype(np.int64)
         if np.any(labels < -1):
             raise ValueError("group labels must be ≥ 0, or -1 for rows in no group")
@@ -72,8 +76,10 @@ def _as_groups(groups: object, n: int) -> tuple[np.ndarray, np.ndarray]:
     elif isinstance(groups, (list, tuple)):
         arrays = groups
     else:
-        raise ValueError("groups must be a list of integer index arrays, a (G, s) integer array, "
-                         "or a 1-D integer label array of length n (-1: no group)")
+        raise ValueError(
+            "groups must be a list of integer index arrays, a (G, s) integer array, "
+            "or a 1-D integer label array of length n (-1: no group)"
+        )
     if len(arrays) == 0:
         raise ValueError("groups is empty: FACE needs at least one group of two or more rows")
     try:
@@ -81,8 +87,9 @@ def _as_groups(groups: object, n: int) -> tuple[np.ndarray, np.ndarray]:
         flat = np.concatenate(arrays) if sizes.sum() else np.zeros(0, np.int64)
     except (TypeError, ValueError) as exc:
         raise ValueError("each group must be a 1-D array of integer row indices") from exc
-    if int(sizes.sum()) != flat.size or not (np.issubdtype(flat.dtype, np.integer) or
-                                             flat.size == 0):
+    if int(sizes.sum()) != flat.size or not (
+        np.issubdtype(flat.dtype, np.integer) or flat.size == 0
+    ):
         raise ValueError("each group must be a 1-D array of integer row indices")
     return flat.astype(np.int64, copy=False), sizes
 
@@ -102,7 +109,7 @@ def _validate(rows: np.ndarray, sizes: np.ndarray, n: int) -> None:
 def _chunks(rows: np.ndarray):
     """Yield (start, stop, X-row selector) per chunk; a slice when the rows are contiguous."""
     for start in range(0, rows.size, _CHUNK_ROWS):
-        r = rows[start:start + _CHUNK_ROWS]
+        r = rows[start : start + _CHUNK_ROWS]
         if r[-1] - r[0] == r.size - 1 and np.all(np.diff(r) == 1):
             yield start, start + r.size, slice(int(r[0]), int(r[-1]) + 1)
         else:
@@ -130,13 +137,17 @@ def within_group_scatter(X: np.ndarray, rows: np.ndarray, sizes: np.ndarray) -> 
         first = g[0]
         # group sums of the chunk as a sparse 0/1 (groups × rows) product: exact and fast
         counts = np.bincount(g - first)
-        ind = csr_matrix((np.ones(g.size), np.arange(g.size), np.r_[0, np.cumsum(counts)]),
-                         shape=(counts.size, g.size))
-        sums[first:g[-1] + 1] += ind @ block
+        ind = csr_matrix(
+            (np.ones(g.size), np.arange(g.size), np.r_[0, np.cumsum(counts)]),
+            shape=(counts.size, g.size),
+        )
+        sums[first : g[-1] + 1] += ind @ block
         raw += block.T @ block
     if not (np.all(np.isfinite(sums)) and np.all(np.isfinite(raw))):
-        raise ValueError("X contains NaN or inf (or values so large that they overflow) "
-                         "in rows that belong to a group")
+        raise ValueError(
+            "X contains NaN or inf (or values so large that they overflow) "
+            "in rows that belong to a group"
+        )
     weighted = sums / np.sqrt(sizes)[:, None]
     scatter = raw - weighted.T @ weighted
     if np.trace(scatter) >= 1e-8 * np.trace(raw):
@@ -195,8 +206,10 @@ class FACE:
         lam, vec = np.clip(lam[::-1], 0.0, None), vec[:, ::-1]
         total = float(lam.sum())
         if total <= 0.0:
-            raise ValueError("every group is constant (no within-group variation): "
-                             "the sensitive subspace is not identifiable")
+            raise ValueError(
+                "every group is constant (no within-group variation): "
+                "the sensitive subspace is not identifiable"
+            )
         k_ = auto_n_components(lam) if k == "auto" else int(k)
         comps = canonical_signs(vec[:, :k_].T)
         self.components_ = comps

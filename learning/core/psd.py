@@ -62,8 +62,9 @@ def is_psd(a: ArrayLike, rtol: float = 1e-8) -> bool:
     return bool(w.size == 0 or w[0] >= -rtol * max(1.0, float(np.abs(w).max())))
 
 
-def validate_sigma(sigma: ArrayLike, dim: int | None = None, *, name: str = "sigma",
-                   rtol: float = 1e-8) -> np.ndarray:
+def validate_sigma(
+    sigma: ArrayLike, dim: int | None = None, *, name: str = "sigma", rtol: float = 1e-8
+) -> np.ndarray:
     """Check that ``sigma`` is a finite, symmetric PSD ``dim × dim`` matrix; return it symmetrised.
 
     Raises ``ValueError`` naming the first violated condition.
@@ -82,7 +83,9 @@ def validate_sigma(sigma: ArrayLike, dim: int | None = None, *, name: str = "sig
     if s.size:
         w = np.linalg.eigvalsh(s)
         if w[0] < -rtol * max(1.0, float(np.abs(w).max())):
-            raise ValueError(f"{name} is not positive semi-definite (smallest eigenvalue {w[0]:.3g})")
+            raise ValueError(
+                f"{name} is not positive semi-definite (smallest eigenvalue {w[0]:.3g})"
+            )
     return s
 
 

@@ -34,8 +34,15 @@ from numpy.typing import ArrayLike
 
 from .psd import sqrtm_psd, validate_sigma
 
-__all__ = ["BootstrapResult", "WeatResult", "WeatRow", "WeatTest", "bootstrap_effect_size_ci",
-           "weat", "weat_suite"]
+__all__ = [
+    "BootstrapResult",
+    "WeatResult",
+    "WeatRow",
+    "WeatTest",
+    "bootstrap_effect_size_ci",
+    "weat",
+    "weat_suite",
+]
 
 _CHUNK = 8192
 
@@ -104,8 +111,9 @@ def _unit_rows(v: np.ndarray, scale: float) -> np.ndarray:
     return np.where(zero[:, None], 0.0, v / np.where(zero, 1.0, norms)[:, None])
 
 
-def association_scores(X: np.ndarray, Y: np.ndarray, A: np.ndarray, B: np.ndarray,
-                       root: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def association_scores(
+    X: np.ndarray, Y: np.ndarray, A: np.ndarray, B: np.ndarray, root: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """``s(w)`` for every ``w`` in X and in Y (vectors already validated; ``root = Σ^{1/2}``)."""
     mats = [m if root is None else m @ root for m in (X, Y, A, B)]
     scale = max(float(np.linalg.norm(m, axis=1).max()) for m in mats)
@@ -115,26 +123,29 @@ def association_scores(X: np.ndarray, Y: np.ndarray, A: np.ndarray, B: np.ndarra
     return ux @ direction, uy @ direction
 
 
-def _partition_sums(w: np.ndarray, nx: int, n_permutations: int,
-                    rng: np.random.Generator) -> tuple[np.ndarray, bool]:
+def _partition_sums(
+    w: np.ndarray, nx: int, n_permutations: int, rng: np.random.Generator
+) -> tuple[np.ndarray, bool]:
     """Sums of ``w`` over X-sides of all (exact) or of sampled partitions."""
     n = w.size
     total = comb(n, nx)
     if total <= n_permutations:
-        flat = np.fromiter(chain.from_iterable(combinations(range(n), nx)), dtype=np.int64,
-                           count=total * nx)
+        flat = np.fromiter(
+            chain.from_iterable(combinations(range(n), nx)), dtype=np.int64, count=total * nx
+        )
         return w[flat.reshape(total, nx)].sum(axis=1), True
     out = np.empty(n_permutations)
     for start in range(0, n_permutations, _CHUNK):
         m = min(_CHUNK, n_permutations - start)
         keys = rng.random((m, n))
-        kth = np.partition(keys, nx - 1, axis=1)[:, nx - 1:nx]
-        out[start:start + m] = (keys <= kth).astype(np.float64) @ w
+        kth = np.partition(keys, nx - 1, axis=1)[:, nx - 1 : nx]
+        out[start : start + m] = (keys <= kth).astype(np.float64) @ w
     return out, False
 
 
-def _weat_from_scores(s_x: np.ndarray, s_y: np.ndarray, n_permutations: int,
-                      rng: np.random.Generator) -> WeatResult:
+def _weat_from_scores(
+    s_x: np.ndarray, s_y: np.ndarray, n_permutations: int, rng: np.random.Generator
+) -> WeatResult:
     nx, ny = s_x.size, s_y.size
     w = np.concatenate([s_x, s_y])
     stat = float(s_x.mean() - s_y.mean())
@@ -144,9 +155,16 @@ def _weat_from_scores(s_x: np.ndarray, s_y: np.ndarray, n_permutations: int,
     perm = sums / nx - (w.sum() - sums) / ny
     tol = 1e-10 * max(float(np.abs(w).max()), np.finfo(float).tiny)
     p = float(np.mean(np.abs(perm) >= abs(stat) - tol))
-    return WeatResult(effect_size=effect, p_value=p, statistic=stat, test_statistic=abs(stat),
-                      n_partitions=int(sums.size), exact=exact, s_x=_readonly(s_x),
-                      s_y=_readonly(s_y))
+    return WeatResult(
+        effect_size=effect,
+        p_value=p,
+        statistic=stat,
+        test_statistic=abs(stat),
+        n_partitions=int(sums.size),
+        exact=exact,
+        s_x=_readonly(s_x),
+        s_y=_readonly(s_y),
+    )
 
 
 def _check_common(n_permutations: int, sizes: tuple[int, int]) -> None:
@@ -160,9 +178,15 @@ def _root(sigma: ArrayLike | None, d: int) -> np.ndarray | None:
     return None if sigma is None else sqrtm_psd(validate_sigma(sigma, d))
 
 
-def weat(X: ArrayLike, Y: ArrayLike, A: ArrayLike, B: ArrayLike, sigma: ArrayLike | None = None,
-         n_permutations: int = 50_000,
-         random_state: int | np.random.Generator | None = 0) -> WeatResult:
+def weat(
+    X: ArrayLike,
+    Y: ArrayLike,
+    A: ArrayLike,
+    B: ArrayLike,
+    sigma: ArrayLike | None = None,
+    n_permutations: int = 50_000,
+    random_state: int | np.random.Generator | None = 0,
+) -> WeatResult:
     """Word Embedding Association Test of targets X, Y against attributes A, B in metric Σ.
 
     See the module docstring for the definitions (effect size uses the sample SD, ddof=1;
@@ -176,11 +200,17 @@ def weat(X: ArrayLike, Y: ArrayLike, A: ArrayLike, B: ArrayLike, sigma: ArrayLik
     return _weat_from_scores(s_x, s_y, int(n_permutations), np.random.default_rng(random_state))
 
 
-def bootstrap_effect_size_ci(X: ArrayLike, Y: ArrayLike, A: ArrayLike, B: ArrayLike,
-                             sigma: ArrayLike | None = None, *, n_boot: int = 2000,
-                             level: float = 0.95,
-                             random_state: int | np.random.Generator | None = 0
-                             ) -> BootstrapResult:
+def bootstrap_effect_size_ci(
+    X: ArrayLike,
+    Y: ArrayLike,
+    A: ArrayLike,
+    B: ArrayLike,
+    sigma: ArrayLike | None = None,
+    *,
+    n_boot: int = 2000,
+    level: float = 0.95,
+    random_state: int | np.random.Generator | None = 0,
+) -> BootstrapResult:
     """Percentile bootstrap CI of the effect size: X and Y words resampled with replacement
     (each within its own set, attribute sets fixed); ``s`` computed once, resamples vectorised.
     """
@@ -203,12 +233,14 @@ def bootstrap_effect_size_ci(X: ArrayLike, Y: ArrayLike, A: ArrayLike, B: ArrayL
     sd0 = float(np.std(w, ddof=1))
     est = float((s_x.mean() - s_y.mean()) / sd0) if sd0 > 0 else 0.0
     lo, hi = np.quantile(eff, [(1 - level) / 2, (1 + level) / 2])
-    return BootstrapResult(estimate=est, low=float(lo), high=float(hi), level=float(level),
-                           n_boot=int(n_boot))
+    return BootstrapResult(
+        estimate=est, low=float(lo), high=float(hi), level=float(level), n_boot=int(n_boot)
+    )
 
 
-def _lookup(words: Any, embeddings: Callable[[str], Any] | Mapping[str, Any] | None,
-            missing: list[str]) -> np.ndarray:
+def _lookup(
+    words: Any, embeddings: Callable[[str], Any] | Mapping[str, Any] | None, missing: list[str]
+) -> np.ndarray:
     if isinstance(words, np.ndarray) and words.ndim == 2:
         return words
     if embeddings is None:
@@ -224,11 +256,14 @@ def _lookup(words: Any, embeddings: Callable[[str], Any] | Mapping[str, Any] | N
     return np.array(vecs)
 
 
-def weat_suite(tests: Sequence[WeatTest | tuple] | Mapping[str, tuple],
-               metrics: Mapping[str, ArrayLike | None], *,
-               embeddings: Callable[[str], Any] | Mapping[str, Any] | None = None,
-               n_permutations: int = 50_000,
-               random_state: int | np.random.Generator | None = 0) -> list[WeatRow]:
+def weat_suite(
+    tests: Sequence[WeatTest | tuple] | Mapping[str, tuple],
+    metrics: Mapping[str, ArrayLike | None],
+    *,
+    embeddings: Callable[[str], Any] | Mapping[str, Any] | None = None,
+    n_permutations: int = 50_000,
+    random_state: int | np.random.Generator | None = 0,
+) -> list[WeatRow]:
     """Run every test in every metric; rows ordered by test, then metric.
 
     ``tests``: ``WeatTest(name, X, Y, A, B)`` tuples (or a mapping name → (X, Y, A, B)) whose
@@ -237,8 +272,9 @@ def weat_suite(tests: Sequence[WeatTest | tuple] | Mapping[str, tuple],
     ``Σ^{1/2}`` is computed once per metric. Each test uses its own random stream spawned from
     ``random_state``, so a test's p-value does not depend on the other tests.
     """
-    items: Iterable = (tests.items() if isinstance(tests, Mapping)
-                       else ((t[0], tuple(t[1:])) for t in tests))
+    items: Iterable = (
+        tests.items() if isinstance(tests, Mapping) else ((t[0], tuple(t[1:])) for t in tests)
+    )
     prepared = []
     for name, sets in items:
         missing: list[str] = []
@@ -256,13 +292,17 @@ def weat_suite(tests: Sequence[WeatTest | tuple] | Mapping[str, tuple],
     if any(p[1][0].shape[1] != d for p in prepared):
         raise ValueError("all tests must use vectors of the same dimension")
     roots = {m: _root(s, d) for m, s in metrics.items()}
-    seeds = np.random.SeedSequence(
-        random_state if isinstance(random_state, (int, np.integer)) else None
-    ).spawn(len(prepared)) if not isinstance(random_state, np.random.Generator) else None
+    seeds = (
+        np.random.SeedSequence(
+            random_state if isinstance(random_state, (int, np.integer)) else None
+        ).spawn(len(prepared))
+        if not isinstance(random_state, np.random.Generator)
+        else None
+    )
     rows = []
     for i, (name, (x, y, a, b), missing) in enumerate(prepared):
         for metric, root in roots.items():
-            rng = (np.random.default_rng(seeds[i]) if seeds is not None else random_state)
+            rng = np.random.default_rng(seeds[i]) if seeds is not None else random_state
             s_x, s_y = association_scores(x, y, a, b, root)
             res = _weat_from_scores(s_x, s_y, int(n_permutations), rng)
             rows.append(WeatRow(test=name, metric=metric, result=res, missing=missing))

@@ -5,113 +5,245 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('annotation', '0001_initial'),
+        ("annotation", "0001_initial"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='MetricVersion',
+            name="MetricVersion",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('method', models.CharField(choices=[('face', 'FACE'), ('explore', 'EXPLORE')], max_length=10)),
-                ('label', models.CharField(blank=True, help_text='Short name for tables, e.g. face-10.', max_length=50)),
-                ('parameters', models.JSONField(blank=True, default=dict)),
-                ('sigma', models.FileField(blank=True, max_length=500, upload_to='sigmas/')),
-                ('sigma_sha256', models.CharField(blank=True, max_length=64)),
-                ('dimension', models.PositiveIntegerField(blank=True, null=True)),
-                ('judgment_watermark', models.BigIntegerField(default=0, help_text='Highest judgment id included in the fit.')),
-                ('group_watermark', models.BigIntegerField(default=0, help_text='Study group revision included in the fit.')),
-                ('counts', models.JSONField(blank=True, default=dict)),
-                ('diagnostics', models.JSONField(blank=True, default=dict)),
-                ('status', models.CharField(choices=[('fitting', 'fitting'), ('ready', 'ready'), ('failed', 'failed')], default='fitting', max_length=10)),
-                ('error', models.TextField(blank=True)),
-                ('fit_seconds', models.FloatField(blank=True, null=True)),
-                ('is_published', models.BooleanField(default=False)),
-                ('published_at', models.DateTimeField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('parent', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='children', to='learning.metricversion')),
-                ('study', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='metric_versions', to='annotation.study')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "method",
+                    models.CharField(
+                        choices=[("face", "FACE"), ("explore", "EXPLORE")], max_length=10
+                    ),
+                ),
+                (
+                    "label",
+                    models.CharField(
+                        blank=True, help_text="Short name for tables, e.g. face-10.", max_length=50
+                    ),
+                ),
+                ("parameters", models.JSONField(blank=True, default=dict)),
+                ("sigma", models.FileField(blank=True, max_length=500, upload_to="sigmas/")),
+                ("sigma_sha256", models.CharField(blank=True, max_length=64)),
+                ("dimension", models.PositiveIntegerField(blank=True, null=True)),
+                (
+                    "judgment_watermark",
+                    models.BigIntegerField(
+                        default=0, help_text="Highest judgment id included in the fit."
+                    ),
+                ),
+                (
+                    "group_watermark",
+                    models.BigIntegerField(
+                        default=0, help_text="Study group revision included in the fit."
+                    ),
+                ),
+                ("counts", models.JSONField(blank=True, default=dict)),
+                ("diagnostics", models.JSONField(blank=True, default=dict)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[("fitting", "fitting"), ("ready", "ready"), ("failed", "failed")],
+                        default="fitting",
+                        max_length=10,
+                    ),
+                ),
+                ("error", models.TextField(blank=True)),
+                ("fit_seconds", models.FloatField(blank=True, null=True)),
+                ("is_published", models.BooleanField(default=False)),
+                ("published_at", models.DateTimeField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "parent",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="children",
+                        to="learning.metricversion",
+                    ),
+                ),
+                (
+                    "study",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="metric_versions",
+                        to="annotation.study",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-id'],
+                "ordering": ["-id"],
             },
         ),
         migrations.CreateModel(
-            name='WeatSuite',
+            name="WeatSuite",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=200, unique=True)),
-                ('description', models.TextField(blank=True)),
-                ('provenance', models.TextField(blank=True)),
-                ('studies', models.ManyToManyField(blank=True, related_name='weat_suites', to='annotation.study')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=200, unique=True)),
+                ("description", models.TextField(blank=True)),
+                ("provenance", models.TextField(blank=True)),
+                (
+                    "studies",
+                    models.ManyToManyField(
+                        blank=True, related_name="weat_suites", to="annotation.study"
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='WeatTest',
+            name="WeatTest",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('position', models.PositiveSmallIntegerField(default=0)),
-                ('name', models.CharField(help_text='<first target> / <first attribute>', max_length=200)),
-                ('kind', models.CharField(choices=[('meaningful', 'meaningful association'), ('unfair', 'unfair association')], max_length=12)),
-                ('x_name', models.CharField(max_length=100)),
-                ('y_name', models.CharField(max_length=100)),
-                ('a_name', models.CharField(max_length=100)),
-                ('b_name', models.CharField(max_length=100)),
-                ('x_words', models.JSONField(default=list)),
-                ('y_words', models.JSONField(default=list)),
-                ('a_words', models.JSONField(default=list)),
-                ('b_words', models.JSONField(default=list)),
-                ('suite', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='tests', to='learning.weatsuite')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("position", models.PositiveSmallIntegerField(default=0)),
+                (
+                    "name",
+                    models.CharField(
+                        help_text="<first target> / <first attribute>", max_length=200
+                    ),
+                ),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("meaningful", "meaningful association"),
+                            ("unfair", "unfair association"),
+                        ],
+                        max_length=12,
+                    ),
+                ),
+                ("x_name", models.CharField(max_length=100)),
+                ("y_name", models.CharField(max_length=100)),
+                ("a_name", models.CharField(max_length=100)),
+                ("b_name", models.CharField(max_length=100)),
+                ("x_words", models.JSONField(default=list)),
+                ("y_words", models.JSONField(default=list)),
+                ("a_words", models.JSONField(default=list)),
+                ("b_words", models.JSONField(default=list)),
+                (
+                    "suite",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="tests",
+                        to="learning.weatsuite",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['suite', 'position'],
+                "ordering": ["suite", "position"],
             },
         ),
         migrations.CreateModel(
-            name='WeatResult',
+            name="WeatResult",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('metric', models.CharField(help_text='euclidean, explore, face-<k>', max_length=50)),
-                ('p_value', models.FloatField()),
-                ('effect_size', models.FloatField()),
-                ('statistic', models.FloatField()),
-                ('n_partitions', models.BigIntegerField()),
-                ('exact', models.BooleanField()),
-                ('ci_low', models.FloatField(blank=True, null=True)),
-                ('ci_high', models.FloatField(blank=True, null=True)),
-                ('scores', models.JSONField(blank=True, default=dict, help_text='s(w) per target word.')),
-                ('missing_words', models.JSONField(blank=True, default=list)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('metric_version', models.ForeignKey(blank=True, help_text='Empty for the Euclidean baseline.', null=True, on_delete=django.db.models.deletion.CASCADE, related_name='weat_results', to='learning.metricversion')),
-                ('space', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='annotation.embeddingspace')),
-                ('test', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='results', to='learning.weattest')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "metric",
+                    models.CharField(help_text="euclidean, explore, face-<k>", max_length=50),
+                ),
+                ("p_value", models.FloatField()),
+                ("effect_size", models.FloatField()),
+                ("statistic", models.FloatField()),
+                ("n_partitions", models.BigIntegerField()),
+                ("exact", models.BooleanField()),
+                ("ci_low", models.FloatField(blank=True, null=True)),
+                ("ci_high", models.FloatField(blank=True, null=True)),
+                (
+                    "scores",
+                    models.JSONField(blank=True, default=dict, help_text="s(w) per target word."),
+                ),
+                ("missing_words", models.JSONField(blank=True, default=list)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "metric_version",
+                    models.ForeignKey(
+                        blank=True,
+                        help_text="Empty for the Euclidean baseline.",
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="weat_results",
+                        to="learning.metricversion",
+                    ),
+                ),
+                (
+                    "space",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="annotation.embeddingspace",
+                    ),
+                ),
+                (
+                    "test",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="results",
+                        to="learning.weattest",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['test', 'id'],
+                "ordering": ["test", "id"],
             },
         ),
         migrations.AddIndex(
-            model_name='metricversion',
-            index=models.Index(fields=['study', 'method', 'status', 'id'], name='mv_lookup'),
+            model_name="metricversion",
+            index=models.Index(fields=["study", "method", "status", "id"], name="mv_lookup"),
         ),
         migrations.AddConstraint(
-            model_name='metricversion',
-            constraint=models.UniqueConstraint(condition=models.Q(('is_published', True)), fields=('study', 'method'), name='one_published_version_per_study_method'),
+            model_name="metricversion",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("is_published", True)),
+                fields=("study", "method"),
+                name="one_published_version_per_study_method",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='weattest',
-            constraint=models.UniqueConstraint(fields=('suite', 'name'), name='weat_test_unique_name'),
+            model_name="weattest",
+            constraint=models.UniqueConstraint(
+                fields=("suite", "name"), name="weat_test_unique_name"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='weatresult',
-            constraint=models.UniqueConstraint(condition=models.Q(('metric_version__isnull', True)), fields=('test', 'space'), name='one_euclidean_result_per_test_space'),
+            model_name="weatresult",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("metric_version__isnull", True)),
+                fields=("test", "space"),
+                name="one_euclidean_result_per_test_space",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='weatresult',
-            constraint=models.UniqueConstraint(condition=models.Q(('metric_version__isnull', False)), fields=('test', 'metric_version'), name='one_result_per_test_version'),
+            model_name="weatresult",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("metric_version__isnull", False)),
+                fields=("test", "metric_version"),
+                name="one_result_per_test_version",
+            ),
         ),
     ]

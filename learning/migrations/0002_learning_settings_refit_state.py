@@ -7,71 +7,195 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('annotation', '0002_judgment_once_item_prefix'),
-        ('learning', '0001_initial'),
+        ("annotation", "0002_judgment_once_item_prefix"),
+        ("learning", "0001_initial"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='RefitState',
+            name="RefitState",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('due_at', models.DateTimeField(blank=True, null=True)),
-                ('lease_token', models.CharField(blank=True, max_length=32)),
-                ('lease_until', models.DateTimeField(blank=True, null=True)),
-                ('last_started_at', models.DateTimeField(blank=True, null=True)),
-                ('last_finished_at', models.DateTimeField(blank=True, null=True)),
-                ('last_outcome', models.CharField(blank=True, max_length=200)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("due_at", models.DateTimeField(blank=True, null=True)),
+                ("lease_token", models.CharField(blank=True, max_length=32)),
+                ("lease_until", models.DateTimeField(blank=True, null=True)),
+                ("last_started_at", models.DateTimeField(blank=True, null=True)),
+                ("last_finished_at", models.DateTimeField(blank=True, null=True)),
+                ("last_outcome", models.CharField(blank=True, max_length=200)),
             ],
         ),
         migrations.CreateModel(
-            name='StudyLearningSettings',
+            name="StudyLearningSettings",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('fit_explore', models.BooleanField(default=True, help_text='Fit EXPLORE from labelled pairs.')),
-                ('fit_face', models.BooleanField(default=True, help_text='Fit FACE from groups (and comparable pairs as groups of two).')),
-                ('debounce_seconds', models.PositiveSmallIntegerField(default=3, help_text='A burst of answers within this window is fitted once, at its end.', validators=[django.core.validators.MaxValueValidator(60)])),
-                ('repeat_policy', models.CharField(choices=[('all', 'all answers as observations (unsure counts half each way)'), ('majority', 'majority vote per pair (ties and unsure dropped)'), ('drop_unsure', 'all comparable/incomparable answers, unsure dropped')], default='all', max_length=12)),
-                ('face_components', models.PositiveSmallIntegerField(blank=True, default=3, help_text='FACE k; empty chooses k automatically.', null=True)),
-                ('face_pairs_as_groups', models.BooleanField(default=True, help_text='Also use pairs judged comparable as FACE groups of two.')),
-                ('explore_max_eigenvalue', models.FloatField(blank=True, default=100.0, help_text="Bound on Sigma's spectrum (EXPLORE diverges on separable data without one).", null=True, validators=[django.core.validators.MinValueValidator(1e-06)])),
-                ('validation_share', models.FloatField(default=0.2, help_text='Share of pairs held out (fixed by a hash of the pair) for diagnostics.', validators=[django.core.validators.MinValueValidator(0.0), django.core.validators.MaxValueValidator(0.5)])),
-                ('drift_threshold', models.FloatField(default=0.5, help_text='Operator-norm change of Sigma above which drift is flagged.', validators=[django.core.validators.MinValueValidator(0.0)])),
-                ('auto_publish', models.BooleanField(default=False, help_text='Publish each ready version that passes the checks below.')),
-                ('auto_publish_min_auc', models.FloatField(blank=True, default=0.6, help_text='Held-out AUC a version needs (EXPLORE, and FACE when pairs are labelled).', null=True, validators=[django.core.validators.MinValueValidator(0.0), django.core.validators.MaxValueValidator(1.0)])),
-                ('auto_publish_require_converged', models.BooleanField(default=True)),
-                ('auto_publish_block_on_drift', models.BooleanField(default=True, help_text='Refuse versions whose drift from the published one is flagged.')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "fit_explore",
+                    models.BooleanField(default=True, help_text="Fit EXPLORE from labelled pairs."),
+                ),
+                (
+                    "fit_face",
+                    models.BooleanField(
+                        default=True,
+                        help_text="Fit FACE from groups (and comparable pairs as groups of two).",
+                    ),
+                ),
+                (
+                    "debounce_seconds",
+                    models.PositiveSmallIntegerField(
+                        default=3,
+                        help_text="A burst of answers within this window is fitted once, at its end.",
+                        validators=[django.core.validators.MaxValueValidator(60)],
+                    ),
+                ),
+                (
+                    "repeat_policy",
+                    models.CharField(
+                        choices=[
+                            ("all", "all answers as observations (unsure counts half each way)"),
+                            ("majority", "majority vote per pair (ties and unsure dropped)"),
+                            ("drop_unsure", "all comparable/incomparable answers, unsure dropped"),
+                        ],
+                        default="all",
+                        max_length=12,
+                    ),
+                ),
+                (
+                    "face_components",
+                    models.PositiveSmallIntegerField(
+                        blank=True,
+                        default=3,
+                        help_text="FACE k; empty chooses k automatically.",
+                        null=True,
+                    ),
+                ),
+                (
+                    "face_pairs_as_groups",
+                    models.BooleanField(
+                        default=True,
+                        help_text="Also use pairs judged comparable as FACE groups of two.",
+                    ),
+                ),
+                (
+                    "explore_max_eigenvalue",
+                    models.FloatField(
+                        blank=True,
+                        default=100.0,
+                        help_text="Bound on Sigma's spectrum (EXPLORE diverges on separable data without one).",
+                        null=True,
+                        validators=[django.core.validators.MinValueValidator(1e-06)],
+                    ),
+                ),
+                (
+                    "validation_share",
+                    models.FloatField(
+                        default=0.2,
+                        help_text="Share of pairs held out (fixed by a hash of the pair) for diagnostics.",
+                        validators=[
+                            django.core.validators.MinValueValidator(0.0),
+                            django.core.validators.MaxValueValidator(0.5),
+                        ],
+                    ),
+                ),
+                (
+                    "drift_threshold",
+                    models.FloatField(
+                        default=0.5,
+                        help_text="Operator-norm change of Sigma above which drift is flagged.",
+                        validators=[django.core.validators.MinValueValidator(0.0)],
+                    ),
+                ),
+                (
+                    "auto_publish",
+                    models.BooleanField(
+                        default=False,
+                        help_text="Publish each ready version that passes the checks below.",
+                    ),
+                ),
+                (
+                    "auto_publish_min_auc",
+                    models.FloatField(
+                        blank=True,
+                        default=0.6,
+                        help_text="Held-out AUC a version needs (EXPLORE, and FACE when pairs are labelled).",
+                        null=True,
+                        validators=[
+                            django.core.validators.MinValueValidator(0.0),
+                            django.core.validators.MaxValueValidator(1.0),
+                        ],
+                    ),
+                ),
+                ("auto_publish_require_converged", models.BooleanField(default=True)),
+                (
+                    "auto_publish_block_on_drift",
+                    models.BooleanField(
+                        default=True,
+                        help_text="Refuse versions whose drift from the published one is flagged.",
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'study learning settings',
-                'verbose_name_plural': 'study learning settings',
+                "verbose_name": "study learning settings",
+                "verbose_name_plural": "study learning settings",
             },
         ),
         migrations.AddField(
-            model_name='metricversion',
-            name='published_by',
-            field=models.ForeignKey(blank=True, help_text='Empty when published automatically.', null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL),
+            model_name="metricversion",
+            name="published_by",
+            field=models.ForeignKey(
+                blank=True,
+                help_text="Empty when published automatically.",
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="+",
+                to=settings.AUTH_USER_MODEL,
+            ),
         ),
         migrations.AddConstraint(
-            model_name='metricversion',
-            constraint=models.UniqueConstraint(condition=models.Q(('status__in', ['fitting', 'ready'])), fields=('study', 'method', 'judgment_watermark', 'group_watermark'), name='one_live_version_per_watermark'),
+            model_name="metricversion",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("status__in", ["fitting", "ready"])),
+                fields=("study", "method", "judgment_watermark", "group_watermark"),
+                name="one_live_version_per_watermark",
+            ),
         ),
         migrations.AddField(
-            model_name='refitstate',
-            name='study',
-            field=models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='refit_state', to='annotation.study'),
+            model_name="refitstate",
+            name="study",
+            field=models.OneToOneField(
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="refit_state",
+                to="annotation.study",
+            ),
         ),
         migrations.AddField(
-            model_name='studylearningsettings',
-            name='excluded_annotators',
-            field=models.ManyToManyField(blank=True, help_text='Flagged annotators whose answers are left out of every fit.', related_name='+', to=settings.AUTH_USER_MODEL),
+            model_name="studylearningsettings",
+            name="excluded_annotators",
+            field=models.ManyToManyField(
+                blank=True,
+                help_text="Flagged annotators whose answers are left out of every fit.",
+                related_name="+",
+                to=settings.AUTH_USER_MODEL,
+            ),
         ),
         migrations.AddField(
-            model_name='studylearningsettings',
-            name='study',
-            field=models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='learning_settings', to='annotation.study'),
+            model_name="studylearningsettings",
+            name="study",
+            field=models.OneToOneField(
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="learning_settings",
+                to="annotation.study",
+            ),
         ),
     ]

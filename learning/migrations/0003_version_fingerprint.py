@@ -5,25 +5,32 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('annotation', '0002_judgment_once_item_prefix'),
-        ('learning', '0002_learning_settings_refit_state'),
+        ("annotation", "0002_judgment_once_item_prefix"),
+        ("learning", "0002_learning_settings_refit_state"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.RemoveConstraint(
-            model_name='metricversion',
-            name='one_live_version_per_watermark',
+            model_name="metricversion",
+            name="one_live_version_per_watermark",
         ),
         migrations.AddField(
-            model_name='metricversion',
-            name='fingerprint',
-            field=models.CharField(blank=True, help_text="Hash of the fit's settings and data counts: same watermark and fingerprint means same input, so a refit is skipped.", max_length=32),
+            model_name="metricversion",
+            name="fingerprint",
+            field=models.CharField(
+                blank=True,
+                help_text="Hash of the fit's settings and data counts: same watermark and fingerprint means same input, so a refit is skipped.",
+                max_length=32,
+            ),
         ),
         migrations.AddConstraint(
-            model_name='metricversion',
-            constraint=models.UniqueConstraint(condition=models.Q(('status__in', ['fitting', 'ready'])), fields=('study', 'method', 'judgment_watermark', 'group_watermark', 'fingerprint'), name='one_live_version_per_watermark'),
+            model_name="metricversion",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("status__in", ["fitting", "ready"])),
+                fields=("study", "method", "judgment_watermark", "group_watermark", "fingerprint"),
+                name="one_live_version_per_watermark",
+            ),
         ),
     ]

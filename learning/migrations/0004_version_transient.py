@@ -4,15 +4,17 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('learning', '0003_version_fingerprint'),
+        ("learning", "0003_version_fingerprint"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='metricversion',
-            name='transient',
-            field=models.BooleanField(default=False, help_text='Failed for a passing reason (worker lost, database down): refitted later.'),
+            model_name="metricversion",
+            name="transient",
+            field=models.BooleanField(
+                default=False,
+                help_text="Failed for a passing reason (worker lost, database down): refitted later.",
+            ),
         ),
     ]

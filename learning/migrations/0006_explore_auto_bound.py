@@ -5,15 +5,20 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('learning', '0005_api_token'),
+        ("learning", "0005_api_token"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='studylearningsettings',
-            name='explore_max_eigenvalue',
-            field=models.FloatField(blank=True, default=None, help_text="Bound on Sigma's spectrum; empty: EXPLORE's automatic bound (100 d / mean squared pair difference), which binds only on separable data.", null=True, validators=[django.core.validators.MinValueValidator(1e-06)]),
+            model_name="studylearningsettings",
+            name="explore_max_eigenvalue",
+            field=models.FloatField(
+                blank=True,
+                default=None,
+                help_text="Bound on Sigma's spectrum; empty: EXPLORE's automatic bound (100 d / mean squared pair difference), which binds only on separable data.",
+                null=True,
+                validators=[django.core.validators.MinValueValidator(1e-06)],
+            ),
         ),
     ]

@@ -23,15 +23,24 @@ def npy_bytes(array: np.ndarray) -> bytes:
     return buffer.getvalue()
 
 
-def make_space(*, name: str = "test-space", n_words: int = 40, dimension: int = 8,
-               seed: int = 0, kind: str = "word") -> EmbeddingSpace:
+def make_space(
+    *,
+    name: str = "test-space",
+    n_words: int = 40,
+    dimension: int = 8,
+    seed: int = 0,
+    kind: str = "word",
+) -> EmbeddingSpace:
     """A random space: words w000.. plus a few names, rows 0..n-1 of a saved .npy matrix."""
     keys = [f"w{i:03d}" for i in range(n_words)] + NAMES
     matrix = np.random.default_rng(seed).normal(size=(len(keys), dimension)).astype(np.float32)
     data = npy_bytes(matrix)
     space = EmbeddingSpace(
-        name=name, dimension=dimension, source="random test vectors",
-        sha256=hashlib.sha256(data).hexdigest(), item_count=len(keys),
+        name=name,
+        dimension=dimension,
+        source="random test vectors",
+        sha256=hashlib.sha256(data).hexdigest(),
+        item_count=len(keys),
     )
     space.matrix.save(f"{name}.npy", ContentFile(data), save=False)
     space.save()
@@ -44,8 +53,11 @@ def make_space(*, name: str = "test-space", n_words: int = 40, dimension: int = 
 
 def make_study(*, space: EmbeddingSpace, name: str = "Test study", **fields) -> Study:
     defaults = {
-        "strategy": Study.Strategy.RANDOM, "overlap": 2, "gold_rate": 0.0,
-        "target_per_annotator": 20, "instructions": "Answer **quickly**.",
+        "strategy": Study.Strategy.RANDOM,
+        "overlap": 2,
+        "gold_rate": 0.0,
+        "target_per_annotator": 20,
+        "instructions": "Answer **quickly**.",
     }
     defaults.update(fields)
     return Study.objects.create(name=name, space=space, **defaults)
@@ -63,8 +75,12 @@ def make_user(username: str, *, study: Study | None = None, role: str | None = N
 def make_metric_version(*, study: Study, method: str, sigma: np.ndarray, **fields):
     data = npy_bytes(np.asarray(sigma, dtype=np.float64))
     version = MetricVersion(
-        study=study, method=method, status=MetricVersion.Status.READY,
-        sigma_sha256=hashlib.sha256(data).hexdigest(), dimension=sigma.shape[0], **fields,
+        study=study,
+        method=method,
+        status=MetricVersion.Status.READY,
+        sigma_sha256=hashlib.sha256(data).hexdigest(),
+        dimension=sigma.shape[0],
+        **fields,
     )
     version.sigma.save(f"sigma-{method}.npy", ContentFile(data), save=False)
     version.save()

@@ -20,8 +20,13 @@ Role = Membership.Role
 
 
 def judgment_body(a, b, **extra):
-    body = {"item_a": a.pk, "item_b": b.pk, "label": "comparable",
-            "client_id": str(uuid.uuid4()), "elapsed_ms": 830}
+    body = {
+        "item_a": a.pk,
+        "item_b": b.pk,
+        "label": "comparable",
+        "client_id": str(uuid.uuid4()),
+        "elapsed_ms": 830,
+    }
     body.update(extra)
     return body
 
@@ -52,8 +57,9 @@ def test_anonymous_requests_are_refused(study):
 def test_outsiders_get_403_and_unknown_studies_404(study, outsider, items, client_for):
     client = client_for(outsider)
     assert client.get(url(study, "next-pair/")).status_code == 403
-    response = client.post(url(study, "judgments/"), judgment_body(items[0], items[1]),
-                           format="json")
+    response = client.post(
+        url(study, "judgments/"), judgment_body(items[0], items[1]), format="json"
+    )
     assert response.status_code == 403
     assert "not a member" in response.json()["detail"]
     assert client.get("/api/studies/99999/next-pair/").status_code == 404
@@ -77,7 +83,9 @@ def test_next_pair_says_done_when_everything_is_answered(study, annotator, items
     client = client_for(annotator)
     client.post(url(study, "judgments/"), judgment_body(items[0], items[1]), format="json")
     assert client.get(url(study, "next-pair/")).json() == {
-        "done": True, "left": None, "right": None
+        "done": True,
+        "left": None,
+        "right": None,
     }
 
 
@@ -113,11 +121,11 @@ def test_post_with_next_answers_the_next_pair_never_the_stored_or_held_ones(
     assert replayed["done"] is False
     assert {replayed["left"]["id"], replayed["right"]["id"]} == {items[0].pk, items[2].pk}
     # Without next=1 the answer is unchanged; once everything is answered, done.
-    plain = client.post(url(study, "judgments/"), judgment_body(items[0], items[2]),
-                        format="json")
+    plain = client.post(url(study, "judgments/"), judgment_body(items[0], items[2]), format="json")
     assert "next_pair" not in plain.json()
-    last = client.post(f"{url(study, 'judgments/')}?next=1", judgment_body(items[1], items[2]),
-                       format="json")
+    last = client.post(
+        f"{url(study, 'judgments/')}?next=1", judgment_body(items[1], items[2]), format="json"
+    )
     assert last.json()["next_pair"] == {"done": True, "left": None, "right": None}
 
 
@@ -126,7 +134,8 @@ def test_post_with_next_and_a_malformed_exclude_is_400_and_stores_nothing(
 ):
     response = client_for(annotator).post(
         f"{url(study, 'judgments/')}?next=1&exclude=1-2,3",
-        judgment_body(items[0], items[1]), format="json",
+        judgment_body(items[0], items[1]),
+        format="json",
     )
     assert response.status_code == 400
     assert PairJudgment.objects.count() == 0
@@ -227,16 +236,18 @@ def test_token_auth_posts_without_csrf(study, annotator, items):
     token = Token.objects.create(user=annotator)
     client = APIClient(enforce_csrf_checks=True)
     client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
-    response = client.post(url(study, "judgments/"), judgment_body(items[0], items[1]),
-                           format="json")
+    response = client.post(
+        url(study, "judgments/"), judgment_body(items[0], items[1]), format="json"
+    )
     assert response.status_code == 201
 
 
 def test_session_auth_needs_the_csrf_header(study, annotator, items):
     client = APIClient(enforce_csrf_checks=True)
     client.force_login(annotator)
-    response = client.post(url(study, "judgments/"), judgment_body(items[0], items[1]),
-                           format="json")
+    response = client.post(
+        url(study, "judgments/"), judgment_body(items[0], items[1]), format="json"
+    )
     assert response.status_code == 403
     assert "CSRF" in response.json()["detail"]
 
@@ -263,10 +274,12 @@ def test_annotators_list_only_their_answers_reviewers_all(
     study, annotator, other_annotator, reviewer, items, client_for
 ):
     for i in range(1, 4):
-        client_for(annotator).post(url(study, "judgments/"),
-                                   judgment_body(items[0], items[i]), format="json")
-    client_for(other_annotator).post(url(study, "judgments/"),
-                                     judgment_body(items[0], items[1]), format="json")
+        client_for(annotator).post(
+            url(study, "judgments/"), judgment_body(items[0], items[i]), format="json"
+        )
+    client_for(other_annotator).post(
+        url(study, "judgments/"), judgment_body(items[0], items[1]), format="json"
+    )
     own = client_for(annotator).get(url(study, "judgments/")).json()["results"]
     assert {j["annotator"] for j in own} == {"ann"}
     assert len(own) == 3
@@ -284,21 +297,30 @@ def test_annotators_list_only_their_answers_reviewers_all(
 
 
 def test_groups_create_list_patch_and_history(
-    study, annotator, other_annotator, reviewer, items, client_for,
+    study,
+    annotator,
+    other_annotator,
+    reviewer,
+    items,
+    client_for,
     django_capture_on_commit_callbacks,
 ):
     client = client_for(annotator)
     with django_capture_on_commit_callbacks() as callbacks:
-        created = client.post(url(study, "groups/"),
-                              {"name": "twins", "members": [items[0].pk, items[1].pk]},
-                              format="json")
+        created = client.post(
+            url(study, "groups/"),
+            {"name": "twins", "members": [items[0].pk, items[1].pk]},
+            format="json",
+        )
     assert created.status_code == 201
     assert len(refit_hooks(callbacks)) == 1
     gid = created.json()["id"]
     assert created.json()["size"] == 2
-    patched = client.patch(url(study, f"groups/{gid}/"),
-                           {"name": "triplets", "add": [items[2].pk], "remove": [items[0].pk]},
-                           format="json")
+    patched = client.patch(
+        url(study, f"groups/{gid}/"),
+        {"name": "triplets", "add": [items[2].pk], "remove": [items[0].pk]},
+        format="json",
+    )
     assert patched.status_code == 200
     data = patched.json()
     assert data["name"] == "triplets"
@@ -307,20 +329,32 @@ def test_groups_create_list_patch_and_history(
     assert {e["revision"] for e in data["history"][:3]} == {data["revision"]}
     assert client_for(other_annotator).get(url(study, "groups/")).json() == []
     assert client_for(other_annotator).get(url(study, f"groups/{gid}/")).status_code == 404
-    assert client_for(other_annotator).patch(
-        url(study, f"groups/{gid}/"), {"add": [items[5].pk]}, format="json"
-    ).status_code == 404
+    assert (
+        client_for(other_annotator)
+        .patch(url(study, f"groups/{gid}/"), {"add": [items[5].pk]}, format="json")
+        .status_code
+        == 404
+    )
     assert [g["id"] for g in client_for(reviewer).get(url(study, "groups/")).json()] == [gid]
-    assert client_for(reviewer).patch(
-        url(study, f"groups/{gid}/"), {"add": [items[5].pk]}, format="json"
-    ).status_code == 200
+    assert (
+        client_for(reviewer)
+        .patch(url(study, f"groups/{gid}/"), {"add": [items[5].pk]}, format="json")
+        .status_code
+        == 200
+    )
     assert ComparableGroup.objects.get().members.count() == 3
 
 
 @pytest.mark.parametrize(
     "body",
-    [{}, {"name": ""}, {"name": "x" * 201}, {"name": "g", "members": ["a"]},
-     {"name": "g", "members": [10**9]}, {"name": "g", "members": "1,2"}],
+    [
+        {},
+        {"name": ""},
+        {"name": "x" * 201},
+        {"name": "g", "members": ["a"]},
+        {"name": "g", "members": [10**9]},
+        {"name": "g", "members": "1,2"},
+    ],
 )
 def test_bad_groups_are_refused(study, annotator, client_for, body):
     response = client_for(annotator).post(url(study, "groups/"), body, format="json")
@@ -359,8 +393,9 @@ def test_item_search_needs_membership(space, outsider, client_for):
 def test_suggestions_under_euclid_and_the_current_metric(study, annotator, items, client_for):
     members = [items[0].pk, items[1].pk, items[2].pk]
     client = client_for(annotator)
-    data = client.get(url(study, "suggestions/"),
-                      {"members": ",".join(map(str, members)), "k": 4}).json()
+    data = client.get(
+        url(study, "suggestions/"), {"members": ",".join(map(str, members)), "k": 4}
+    ).json()
     assert data["metric"] is None
     assert data["nearest_metric"] == []
     assert data["size"] == 3
@@ -372,10 +407,12 @@ def test_suggestions_under_euclid_and_the_current_metric(study, annotator, items
     assert data["heterogeneity"]["method"] == "relative-spread"
 
     sigma = np.diag([1.0] + [1e-6] * (study.space.dimension - 1))  # only the first dimension
-    version = make_metric_version(study=study, method=MetricVersion.Method.EXPLORE,
-                                  sigma=sigma, label="explore-1")
-    data = client.get(url(study, "suggestions/"),
-                      {"members": ",".join(map(str, members)), "k": 4}).json()
+    version = make_metric_version(
+        study=study, method=MetricVersion.Method.EXPLORE, sigma=sigma, label="explore-1"
+    )
+    data = client.get(
+        url(study, "suggestions/"), {"members": ",".join(map(str, members)), "k": 4}
+    ).json()
     assert data["metric"]["id"] == version.pk
     gaps = np.abs(matrix[:, 0] - centroid[0])
     learned = [items[r].pk for r in np.argsort(gaps) if items[r].pk not in members][:4]
@@ -386,15 +423,18 @@ def test_heterogeneity_uses_the_latest_face_version(study, annotator, items, cli
     d = study.space.dimension
     q = np.zeros((d, 1))
     q[0, 0] = 1.0
-    make_metric_version(study=study, method=MetricVersion.Method.FACE,
-                        sigma=np.eye(d) - q @ q.T, label="face-1")
+    make_metric_version(
+        study=study, method=MetricVersion.Method.FACE, sigma=np.eye(d) - q @ q.T, label="face-1"
+    )
     matrix = study.space.load_matrix(mmap=False).astype(np.float64)
     rows = [items[0].row, items[1].row, items[2].row]
     centred = matrix[rows] - matrix[rows].mean(axis=0)
     expected = (centred[:, 1:] ** 2).sum() / (centred**2).sum()
-    data = client_for(annotator).get(
-        url(study, "suggestions/"), {"members": f"{items[0].pk},{items[1].pk},{items[2].pk}"}
-    ).json()
+    data = (
+        client_for(annotator)
+        .get(url(study, "suggestions/"), {"members": f"{items[0].pk},{items[1].pk},{items[2].pk}"})
+        .json()
+    )
     assert data["heterogeneity"]["method"] == "face-outside-share"
     assert data["heterogeneity"]["value"] == pytest.approx(expected, abs=1e-3)
     assert data["heterogeneity"]["warn"] is bool(expected > 0.6)
@@ -416,15 +456,27 @@ def test_reviewer_of_one_study_is_an_outsider_elsewhere(space, reviewer, items, 
 
 def test_suggestions_for_a_saved_group_with_unsaved_changes(study, annotator, items, client_for):
     client = client_for(annotator)
-    gid = client.post(url(study, "groups/"),
-                      {"name": "g", "members": [items[0].pk, items[1].pk, items[2].pk]},
-                      format="json").json()["id"]
-    delta = client.get(url(study, "suggestions/"), {
-        "group": gid, "members": str(items[3].pk), "remove": str(items[0].pk), "k": 5,
-    }).json()
-    explicit = client.get(url(study, "suggestions/"), {
-        "members": f"{items[1].pk},{items[2].pk},{items[3].pk}", "k": 5,
-    }).json()
+    gid = client.post(
+        url(study, "groups/"),
+        {"name": "g", "members": [items[0].pk, items[1].pk, items[2].pk]},
+        format="json",
+    ).json()["id"]
+    delta = client.get(
+        url(study, "suggestions/"),
+        {
+            "group": gid,
+            "members": str(items[3].pk),
+            "remove": str(items[0].pk),
+            "k": 5,
+        },
+    ).json()
+    explicit = client.get(
+        url(study, "suggestions/"),
+        {
+            "members": f"{items[1].pk},{items[2].pk},{items[3].pk}",
+            "k": 5,
+        },
+    ).json()
     assert delta["size"] == 3
     assert delta == explicit
 
@@ -455,11 +507,15 @@ def test_listing_judgments_and_groups_reads_a_constant_number_of_queries(
     for b in items[1:21]:
         client.post(url(study, "judgments/"), judgment_body(items[0], b), format="json")
     for i in range(5):
-        client.post(url(study, "groups/"), {"name": f"g{i}", "members": [items[i].pk]},
-                    format="json")
+        client.post(
+            url(study, "groups/"), {"name": f"g{i}", "members": [items[i].pk]}, format="json"
+        )
     reviewer_client = client_for(reviewer)
     with django_assert_max_num_queries(6):
-        assert len(reviewer_client.get(url(study, "judgments/"), {"limit": 20}).json()["results"]) == 20
+        assert (
+            len(reviewer_client.get(url(study, "judgments/"), {"limit": 20}).json()["results"])
+            == 20
+        )
     with django_assert_max_num_queries(6):
         assert len(reviewer_client.get(url(study, "groups/")).json()) == 5
     with django_assert_max_num_queries(6):

@@ -20,8 +20,15 @@ from .factories import make_metric_version
 
 
 def answer(study, user, a_id, b_id, label="comparable"):
-    judgment_create(study=study, annotator=user, item_a_id=a_id, item_b_id=b_id, label=label,
-                    client_id=uuid.uuid4(), elapsed_ms=5)
+    judgment_create(
+        study=study,
+        annotator=user,
+        item_a_id=a_id,
+        item_b_id=b_id,
+        label=label,
+        client_id=uuid.uuid4(),
+        elapsed_ms=5,
+    )
 
 
 def canonical(pair):
@@ -54,8 +61,7 @@ def test_pairs_held_by_the_client_are_excluded(study, annotator, items):
     restrict_pool(study, items[:3])  # 3 pairs
     held = [(items[0].pk, items[1].pk), (items[2].pk, items[1].pk)]
     for seed in range(10):
-        pair = next_pair(study=study, user=annotator, exclude=held,
-                         rng=np.random.default_rng(seed))
+        pair = next_pair(study=study, user=annotator, exclude=held, rng=np.random.default_rng(seed))
         assert canonical(pair) == (items[0].pk, items[2].pk)
 
 
@@ -124,8 +130,9 @@ def test_uncertainty_picks_the_pair_closest_to_one_half(study, annotator, items)
     restrict_pool(study, pool)
     sigma = np.diag(np.linspace(0.05, 0.6, study.space.dimension))
     make_metric_version(study=study, method=MetricVersion.Method.EXPLORE, sigma=sigma)
-    make_metric_version(study=study, method=MetricVersion.Method.FACE,
-                        sigma=np.eye(study.space.dimension) * 50)  # must be ignored
+    make_metric_version(
+        study=study, method=MetricVersion.Method.FACE, sigma=np.eye(study.space.dimension) * 50
+    )  # must be ignored
     expected = all_pairs_p(study, pool, sigma)
     for seed in range(3):
         pair = next_pair(study=study, user=annotator, rng=np.random.default_rng(seed))
@@ -139,8 +146,9 @@ def test_uncertainty_picks_the_pair_closest_to_one_half(study, annotator, items)
 
 def test_uncertainty_falls_back_to_random_without_an_explore_version(study, annotator):
     study.strategy = Study.Strategy.UNCERTAINTY
-    failed = make_metric_version(study=study, method=MetricVersion.Method.EXPLORE,
-                                 sigma=np.eye(study.space.dimension))
+    failed = make_metric_version(
+        study=study, method=MetricVersion.Method.EXPLORE, sigma=np.eye(study.space.dimension)
+    )
     failed.status = MetricVersion.Status.FAILED
     failed.save()
     assert next_pair(study=study, user=annotator).reason == "random"
@@ -165,8 +173,9 @@ def test_next_pair_reads_a_bounded_number_of_queries(
     study, annotator, other_annotator, items, django_assert_max_num_queries
 ):
     study.strategy = Study.Strategy.UNCERTAINTY
-    make_metric_version(study=study, method=MetricVersion.Method.EXPLORE,
-                        sigma=np.eye(study.space.dimension))
+    make_metric_version(
+        study=study, method=MetricVersion.Method.EXPLORE, sigma=np.eye(study.space.dimension)
+    )
     for b in items[1:20]:
         answer(study, annotator, items[0].pk, b.pk)
     next_pair(study=study, user=annotator)  # warm the pool cache
@@ -188,9 +197,15 @@ def test_the_next_pair_benchmark_runs_in_its_quick_form():
     assert result.returncode == 0, result.stderr[-3000:]
     out = result.stdout
     assert "judgments stored" in out
-    for line in ["overlap k=2 (overlap)", "strategy random (random)",
-                 "strategy stratified (stratified)", "strategy uncertainty (uncertainty)",
-                 "your last 10 answers", "review: 100 from the middle", "item prefix search"]:
+    for line in [
+        "overlap k=2 (overlap)",
+        "strategy random (random)",
+        "strategy stratified (stratified)",
+        "strategy uncertainty (uncertainty)",
+        "your last 10 answers",
+        "review: 100 from the middle",
+        "item prefix search",
+    ]:
         assert line in out
     assert out.count("p95") == 12
 

@@ -34,8 +34,13 @@ from .factories import make_space, make_study
 
 def create(study, user, a, b, label=Label.COMPARABLE, client_id=None, elapsed_ms=1200):
     return judgment_create(
-        study=study, annotator=user, item_a_id=a.pk, item_b_id=b.pk, label=label,
-        client_id=client_id or uuid.uuid4(), elapsed_ms=elapsed_ms,
+        study=study,
+        annotator=user,
+        item_a_id=a.pk,
+        item_b_id=b.pk,
+        label=label,
+        client_id=client_id or uuid.uuid4(),
+        elapsed_ms=elapsed_ms,
     )
 
 
@@ -50,9 +55,7 @@ def test_judgment_is_stored_canonically_with_its_elapsed_time(study, annotator, 
     assert judgment.annotator == annotator
 
 
-def test_duplicate_submission_is_stored_once_and_returns_the_same_judgment(
-    study, annotator, items
-):
+def test_duplicate_submission_is_stored_once_and_returns_the_same_judgment(study, annotator, items):
     cid = uuid.uuid4()
     first, created_first = create(study, annotator, items[0], items[1], client_id=cid)
     again, created_again = create(study, annotator, items[1], items[0], client_id=str(cid))
@@ -90,7 +93,10 @@ def test_answering_the_same_pair_twice_conflicts(study, annotator, items):
 def test_database_refuses_non_canonical_pairs(study, annotator, items):
     with pytest.raises(IntegrityError), transaction.atomic():
         PairJudgment.objects.create(
-            study=study, item_a=items[3], item_b=items[1], label="comparable",
+            study=study,
+            item_a=items[3],
+            item_b=items[1],
+            label="comparable",
             annotator=annotator,
         )
 
@@ -107,8 +113,12 @@ def test_database_refuses_non_canonical_pairs(study, annotator, items):
 )
 def test_bad_input_is_refused_and_stores_nothing(study, annotator, items, kwargs, message):
     args = {
-        "study": study, "annotator": annotator, "item_a_id": items[0].pk,
-        "item_b_id": items[1].pk, "label": "comparable", "client_id": uuid.uuid4(),
+        "study": study,
+        "annotator": annotator,
+        "item_a_id": items[0].pk,
+        "item_b_id": items[1].pk,
+        "label": "comparable",
+        "client_id": uuid.uuid4(),
         "elapsed_ms": 10,
     }
     if kwargs.pop("same", False):
@@ -216,7 +226,10 @@ def test_after_undo_the_pair_can_be_answered_again(study, annotator, items):
 def test_imported_judgments_may_repeat_a_pair(study, items):
     for _ in range(2):
         PairJudgment.objects.create(
-            study=study, item_a=items[0], item_b=items[1], label="comparable",
+            study=study,
+            item_a=items[0],
+            item_b=items[1],
+            label="comparable",
             source=Source.IMPORTED,
         )
     assert PairJudgment.objects.count() == 2
@@ -245,7 +258,10 @@ def test_group_update_renames_adds_and_removes_with_one_new_revision(study, anno
     group = group_create(study=study, user=annotator, name="g", member_ids=[items[0].pk])
     other = group_create(study=study, user=annotator, name="h")
     updated = group_update(
-        group=group, user=annotator, name="g2", add=[items[1].pk, items[2].pk],
+        group=group,
+        user=annotator,
+        name="g2",
+        add=[items[1].pk, items[2].pk],
         remove=[items[0].pk],
     )
     assert updated.name == "g2"
@@ -357,26 +373,52 @@ def test_concurrent_group_edits_get_distinct_revisions(study, annotator, items):
 
 
 def test_study_admins_set_gold_pairs_canonically(study, study_admin, annotator, items):
-    gold = gold_pair_set(study=study, user=study_admin, item_a_id=items[4].pk,
-                         item_b_id=items[1].pk, label="incomparable")
+    gold = gold_pair_set(
+        study=study,
+        user=study_admin,
+        item_a_id=items[4].pk,
+        item_b_id=items[1].pk,
+        label="incomparable",
+    )
     assert (gold.item_a_id, gold.item_b_id) == (items[1].pk, items[4].pk)
-    again = gold_pair_set(study=study, user=study_admin, item_a_id=items[1].pk,
-                          item_b_id=items[4].pk, label="comparable")
+    again = gold_pair_set(
+        study=study,
+        user=study_admin,
+        item_a_id=items[1].pk,
+        item_b_id=items[4].pk,
+        label="comparable",
+    )
     assert again.pk == gold.pk
     assert GoldPair.objects.get().label == "comparable"
     with pytest.raises(NotAllowed):
-        gold_pair_set(study=study, user=annotator, item_a_id=items[0].pk,
-                      item_b_id=items[1].pk, label="comparable")
+        gold_pair_set(
+            study=study,
+            user=annotator,
+            item_a_id=items[0].pk,
+            item_b_id=items[1].pk,
+            label="comparable",
+        )
     with pytest.raises(InvalidInput):
-        gold_pair_set(study=study, user=study_admin, item_a_id=items[0].pk,
-                      item_b_id=items[1].pk, label="unsure")
+        gold_pair_set(
+            study=study,
+            user=study_admin,
+            item_a_id=items[0].pk,
+            item_b_id=items[1].pk,
+            label="unsure",
+        )
 
 
 def test_the_admin_form_stores_gold_pairs_canonically(study, items):
     from annotation.admin import GoldPairForm
 
-    form = GoldPairForm(data={"study": study.pk, "item_a": items[7].pk, "item_b": items[3].pk,
-                              "label": "comparable"})
+    form = GoldPairForm(
+        data={
+            "study": study.pk,
+            "item_a": items[7].pk,
+            "item_b": items[3].pk,
+            "label": "comparable",
+        }
+    )
     assert form.is_valid(), form.errors
     gold = form.save()
     assert (gold.item_a_id, gold.item_b_id) == (items[3].pk, items[7].pk)

@@ -50,8 +50,13 @@ def staff_client(client, staff):
 
 
 def upload(client, content: bytes, *, filename="vectors.txt", name="uploaded", **fields):
-    data = {"file": SimpleUploadedFile(filename, content), "name": name, "format": "auto",
-            "tags": "", **fields}  # fmt: skip
+    data = {
+        "file": SimpleUploadedFile(filename, content),
+        "name": name,
+        "format": "auto",
+        "tags": "",
+        **fields,
+    }
     return client.post(reverse("spaces:upload"), data)
 
 
@@ -206,8 +211,9 @@ def test_an_error_past_the_first_block_fails_the_import_on_the_page(staff_client
 def test_npy_upload_with_its_vocabulary(staff_client, media, tmp_path):
     np.save(tmp_path / "m.npy", np.eye(3, dtype=np.float32))
     extra = SimpleUploadedFile("m.vocab", b"x\ny\nz\n")
-    response = upload(staff_client, (tmp_path / "m.npy").read_bytes(), filename="m.npy",
-                      extra_file=extra)  # fmt: skip
+    response = upload(
+        staff_client, (tmp_path / "m.npy").read_bytes(), filename="m.npy", extra_file=extra
+    )
     assert response.status_code == 302
     job = EmbeddingImport.objects.get()
     assert embedding_import_run(import_id=job.pk) == "done"
@@ -230,10 +236,22 @@ def private_redis(tmp_path):
     require(shutil.which("redis-server") is not None, "redis-server is not installed")
     port = free_port()
     proc = subprocess.Popen(
-        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-         "--appendonly", "no", "--dir", str(tmp_path)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+        [
+            "redis-server",
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(tmp_path),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     url = f"redis://127.0.0.1:{port}/0"
     import redis
 

@@ -43,7 +43,9 @@ def test_home_links_to_the_studies(study, annotator):
 
 
 def test_instructions_are_markdown_and_sanitised(study, annotator):
-    study.instructions = "Answer **quickly**.\n\n<script>alert(1)</script><a href='javascript:x'>x</a>"
+    study.instructions = (
+        "Answer **quickly**.\n\n<script>alert(1)</script><a href='javascript:x'>x</a>"
+    )
     study.save()
     html = page_client(annotator).get(f"/studies/{study.pk}/").content.decode()
     assert "<strong>quickly</strong>" in html
@@ -75,12 +77,24 @@ def test_pages_follow_the_study_mode(study, annotator):
 
 
 def test_review_page_is_for_reviewers_and_admins(
-    study, annotator, other_annotator, reviewer, study_admin, items,
+    study,
+    annotator,
+    other_annotator,
+    reviewer,
+    study_admin,
+    items,
     django_assert_max_num_queries,
 ):
     for user, b in [(annotator, items[1]), (other_annotator, items[2])]:
-        judgment_create(study=study, annotator=user, item_a_id=items[0].pk, item_b_id=b.pk,
-                        label="incomparable", client_id=uuid.uuid4(), elapsed_ms=400)
+        judgment_create(
+            study=study,
+            annotator=user,
+            item_a_id=items[0].pk,
+            item_b_id=b.pk,
+            label="incomparable",
+            client_id=uuid.uuid4(),
+            elapsed_ms=400,
+        )
     group_create(study=study, user=annotator, name="pair of w", member_ids=[items[3].pk])
     assert page_client(annotator).get(f"/studies/{study.pk}/review/").status_code == 403
     client = page_client(reviewer)
@@ -91,8 +105,10 @@ def test_review_page_is_for_reviewers_and_admins(
     assert "ann2" in html
     assert "w002" in html
     assert "pair of w" in html
-    filtered = page_client(study_admin).get(
-        f"/studies/{study.pk}/review/", {"annotator": "ann2"}
-    ).content.decode()
+    filtered = (
+        page_client(study_admin)
+        .get(f"/studies/{study.pk}/review/", {"annotator": "ann2"})
+        .content.decode()
+    )
     assert "w002" in filtered
     assert "w001" not in filtered

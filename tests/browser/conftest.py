@@ -24,8 +24,12 @@ os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--no-first-run",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
 ]
 ARTIFACTS = Path(__file__).resolve().parent.parent.parent / "test-artifacts"
 
@@ -44,8 +48,7 @@ def browser() -> Iterator:
 def collect_errors(page) -> list[str]:
     """Attach listeners; the returned list fills with console errors and page errors."""
     errors: list[str] = []
-    page.on("console", lambda m: errors.append(f"console: {m.text}") if m.type == "error"
-            else None)
+    page.on("console", lambda m: errors.append(f"console: {m.text}") if m.type == "error" else None)
     page.on("pageerror", lambda exc: errors.append(f"pageerror: {exc}"))
     return errors
 

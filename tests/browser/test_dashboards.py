@@ -38,27 +38,42 @@ def metric_study(settings, tmp_path):
     settings.MEDIA_ROOT = tmp_path / "media"
     rng = np.random.default_rng(0)
     matrix = rng.normal(size=(80, DIM)).astype(np.float32)
-    space = EmbeddingSpace(name="browser space", dimension=DIM, item_count=80,
-                           sha256=hashlib.sha256(_npy(matrix)).hexdigest())
+    space = EmbeddingSpace(
+        name="browser space",
+        dimension=DIM,
+        item_count=80,
+        sha256=hashlib.sha256(_npy(matrix)).hexdigest(),
+    )
     space.matrix.save("browser.npy", ContentFile(_npy(matrix)), save=False)
     space.save()
     Item.objects.bulk_create(Item(space=space, key=f"word{r}", row=r) for r in range(80))
     study = Study.objects.create(name="Browser study", space=space)
     users = {}
-    for name, role in [("ann1", "annotator"), ("ann2", "annotator"), ("rev", "reviewer"),
-                       ("adm", "admin")]:
+    for name, role in [
+        ("ann1", "annotator"),
+        ("ann2", "annotator"),
+        ("rev", "reviewer"),
+        ("adm", "admin"),
+    ]:
         users[name] = get_user_model().objects.create_user(name, password=PASSWORD)
         Membership.objects.create(user=users[name], study=study, role=role)
     items = list(Item.objects.filter(space=space).order_by("row"))
     PairJudgment.objects.bulk_create(
-        PairJudgment(study=study, annotator=users[who], item_a=items[2 * i],
-                     item_b=items[2 * i + 1], elapsed_ms=1200 + 40 * i,
-                     label=Label.COMPARABLE if (i % 3 or who == "ann1") else Label.INCOMPARABLE)
-        for i in range(30) for who in ("ann1", "ann2")
+        PairJudgment(
+            study=study,
+            annotator=users[who],
+            item_a=items[2 * i],
+            item_b=items[2 * i + 1],
+            elapsed_ms=1200 + 40 * i,
+            label=Label.COMPARABLE if (i % 3 or who == "ann1") else Label.INCOMPARABLE,
+        )
+        for i in range(30)
+        for who in ("ann1", "ann2")
     )
     versions = []
-    for i, (method, label) in enumerate([("face", "face-1"), ("face", "face-2"),
-                                         ("explore", "explore")]):
+    for i, (method, label) in enumerate(
+        [("face", "face-1"), ("face", "face-2"), ("explore", "explore")]
+    ):
         if method == "face":
             q, _ = np.linalg.qr(rng.normal(size=(DIM, 1 + i)))
             sigma = np.eye(DIM) - q @ q.T
@@ -67,11 +82,19 @@ def metric_study(settings, tmp_path):
             sigma = root @ root.T / DIM
         content = _npy(sigma)
         version = MetricVersion(
-            study=study, method=method, label=label, status="ready", dimension=DIM,
-            sigma_sha256=hashlib.sha256(content).hexdigest(), judgment_watermark=10 * (i + 1),
-            diagnostics={"heldout_loglik": -0.6 + 0.05 * i, "spectrum": sorted(
-                np.linalg.eigvalsh(sigma).tolist(), reverse=True)},
-            counts={"comparable": 40, "incomparable": 20}, fingerprint=f"b{i}",
+            study=study,
+            method=method,
+            label=label,
+            status="ready",
+            dimension=DIM,
+            sigma_sha256=hashlib.sha256(content).hexdigest(),
+            judgment_watermark=10 * (i + 1),
+            diagnostics={
+                "heldout_loglik": -0.6 + 0.05 * i,
+                "spectrum": sorted(np.linalg.eigvalsh(sigma).tolist(), reverse=True),
+            },
+            counts={"comparable": 40, "incomparable": 20},
+            fingerprint=f"b{i}",
             is_published=(i == 0),
         )
         version.sigma.save(f"browser-{i}.npy", ContentFile(content), save=False)
@@ -81,16 +104,32 @@ def metric_study(settings, tmp_path):
     suite.studies.add(study)
     for position, kind in enumerate(["meaningful", "unfair"]):
         test = WeatTest.objects.create(
-            suite=suite, position=position, name=f"{kind} test", kind=kind, x_name="X",
-            y_name="Y", a_name="A", b_name="B", x_words=["word0", "word1"],
-            y_words=["word2", "word3"], a_words=["word4"], b_words=["word5"],
+            suite=suite,
+            position=position,
+            name=f"{kind} test",
+            kind=kind,
+            x_name="X",
+            y_name="Y",
+            a_name="A",
+            b_name="B",
+            x_words=["word0", "word1"],
+            y_words=["word2", "word3"],
+            a_words=["word4"],
+            b_words=["word5"],
         )
         for version, p in [(None, 0.01), *zip(versions, [0.02, 0.3, 0.04], strict=True)]:
             WeatResult.objects.create(
-                test=test, space=space, metric_version=version,
-                metric=version.label if version else "euclidean", p_value=p,
-                effect_size=1.1 if p < 0.05 else 0.2, statistic=0.4, n_partitions=6, exact=True,
-                ci_low=0.05, ci_high=1.4,
+                test=test,
+                space=space,
+                metric_version=version,
+                metric=version.label if version else "euclidean",
+                p_value=p,
+                effect_size=1.1 if p < 0.05 else 0.2,
+                statistic=0.4,
+                n_partitions=6,
+                exact=True,
+                ci_low=0.05,
+                ci_high=1.4,
                 scores={"word0": 0.3, "word1": 0.25, "word2": -0.1, "word3": -0.2},
             )
     return {"study": study, "versions": versions, "users": users, "test": test}

@@ -19,16 +19,21 @@ LABEL_OF = {"1": "comparable", "2": "incomparable", "0": "unsure"}
 def labelling_study(settings, tmp_path):
     settings.MEDIA_ROOT = media_dir(tmp_path)
     space = make_space(name="browser-space")
-    study = make_study(space=space, name="Browser study", target_per_annotator=30,
-                       instructions="Two items are **comparable** when they should be "
-                                    "treated alike.")
+    study = make_study(
+        space=space,
+        name="Browser study",
+        target_per_annotator=30,
+        instructions="Two items are **comparable** when they should be treated alike.",
+    )
     annotator = make_user("annie", study=study, role=Membership.Role.ANNOTATOR)
     return study, annotator
 
 
 def current_pair(page) -> tuple[str, str]:
-    return (page.get_attribute("#card-left", "data-item-id"),
-            page.get_attribute("#card-right", "data-item-id"))
+    return (
+        page.get_attribute("#card-left", "data-item-id"),
+        page.get_attribute("#card-right", "data-item-id"),
+    )
 
 
 def test_annotator_labels_ten_pairs_with_the_keyboard_and_undoes_one(
@@ -69,8 +74,10 @@ def test_annotator_labels_ten_pairs_with_the_keyboard_and_undoes_one(
     mine = PairJudgment.objects.filter(study=study, annotator=annotator).order_by("id")
     assert mine.count() == 9
     stored = [(sorted([j.item_a_id, j.item_b_id]), j.label) for j in mine]
-    expected = [(sorted(int(i) for i in pair), LABEL_OF[key])
-                for pair, key in zip(shown[:9], KEYS[:9], strict=True)]
+    expected = [
+        (sorted(int(i) for i in pair), LABEL_OF[key])
+        for pair, key in zip(shown[:9], KEYS[:9], strict=True)
+    ]
     assert stored == expected
     assert all(j.elapsed_ms is not None for j in mine)
     assert page.console_errors == []
@@ -103,15 +110,17 @@ def test_a_group_of_five_is_built_through_search(
     assert group.name == "first five words"
     assert group.created_by == annotator
     assert sorted(group.members.values_list("key", flat=True)) == [
-        "Emily", "w001", "w002", "w003", "w004"
+        "Emily",
+        "w001",
+        "w002",
+        "w003",
+        "w004",
     ]
     assert group.edits.count() == 6  # create + 5 adds
     assert page.console_errors == []
 
 
-def test_undo_after_a_reload_uses_the_saved_answers(
-    labelling_study, logged_in_page, live_server
-):
+def test_undo_after_a_reload_uses_the_saved_answers(labelling_study, logged_in_page, live_server):
     study, annotator = labelling_study
     page = logged_in_page(annotator)
     page.goto(f"{live_server.url}/studies/{study.pk}/label/")
@@ -165,8 +174,9 @@ def test_an_answer_whose_response_was_lost_is_retried_and_stored_once(
     page.wait_for_selector("#card-left[data-item-id]")
     page.keyboard.press("1")
     page.wait_for_selector("#status >> text=retrying")
-    page.wait_for_function("document.querySelectorAll('#recent li.recent-saved').length === 1",
-                           timeout=20_000)
+    page.wait_for_function(
+        "document.querySelectorAll('#recent li.recent-saved').length === 1", timeout=20_000
+    )
     stored = PairJudgment.objects.get(annotator=annotator)
     assert str(stored.client_id) == lost[0]
     # The failed fetch is logged by Chromium as a console error; nothing else may be.
@@ -190,7 +200,8 @@ def test_each_answer_is_one_request_that_brings_the_next_pair(
         shown.append(frozenset(pair))
         page.keyboard.press(key)
         page.wait_for_function(
-            f"document.querySelectorAll('#recent li.recent-saved').length === {n}")
+            f"document.querySelectorAll('#recent li.recent-saved').length === {n}"
+        )
     startup_gets = 2  # the first pair, then the one prefetched behind it
     gets = [u for m, u in requests if m == "GET" and "/next-pair/" in u]
     posts = [u for m, u in requests if m == "POST" and "/judgments/" in u]

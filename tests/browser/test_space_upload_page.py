@@ -68,8 +68,7 @@ def test_upload_page_shows_the_import_progress_until_done(
     assert page.console_errors == []
 
 
-def test_a_bad_file_comes_back_as_a_form_error(admin, media, tmp_path, logged_in_page,
-                                               live_server):  # fmt: skip
+def test_a_bad_file_comes_back_as_a_form_error(admin, media, tmp_path, logged_in_page, live_server):
     bad = tmp_path / "bad.txt"
     bad.write_text("a 1 2\nb 1 2\na 3 4\n")
     page = logged_in_page(admin)

@@ -10,8 +10,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_quick_benchmark_exits_zero_and_prints_its_table():
-    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "core.py"), "--quick"],
-                         capture_output=True, text=True, timeout=300, cwd=ROOT, check=False)
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "core.py"), "--quick"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+        check=False,
+    )
     assert out.returncode == 0, out.stderr
     assert "| benchmark | size | wall (s) | CPU (s) |" in out.stdout
     assert out.stdout.count("\n| ") >= 5  # header and four rows

@@ -238,14 +238,16 @@ def test_soft_labels_equal_duplicated_hard_labels():
 
 @pytest.mark.parametrize(
     ("z", "y", "message"),
-    [(np.zeros((0, 3)), np.zeros(0), "empty"),
-     (np.ones((4, 3)), np.ones(4), "one class"),
-     (np.ones((4, 3)), np.zeros(4), "one class"),
-     (np.ones((4, 3)), np.array([0, 1, 1]), "length 4"),
-     (np.array([[1.0, np.nan], [1.0, 2.0]]), np.array([0, 1]), "NaN"),
-     (np.array([[1.0, np.inf], [1.0, 2.0]]), np.array([0, 1]), "NaN or inf"),
-     (np.ones((2, 2)), np.array([0, 2]), r"\[0, 1\]"),
-     (np.zeros((2, 2)), np.array([0, 1]), "all difference vectors are zero")],
+    [
+        (np.zeros((0, 3)), np.zeros(0), "empty"),
+        (np.ones((4, 3)), np.ones(4), "one class"),
+        (np.ones((4, 3)), np.zeros(4), "one class"),
+        (np.ones((4, 3)), np.array([0, 1, 1]), "length 4"),
+        (np.array([[1.0, np.nan], [1.0, 2.0]]), np.array([0, 1]), "NaN"),
+        (np.array([[1.0, np.inf], [1.0, 2.0]]), np.array([0, 1]), "NaN or inf"),
+        (np.ones((2, 2)), np.array([0, 2]), r"\[0, 1\]"),
+        (np.zeros((2, 2)), np.array([0, 1]), "all difference vectors are zero"),
+    ],
 )
 def test_bad_input_raises_value_error(z, y, message):
     with pytest.raises(ValueError, match=message):

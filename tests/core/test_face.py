@@ -121,14 +121,16 @@ def test_heterogeneity_rises_with_relevant_variation_inside_groups():
 
 @pytest.mark.parametrize(
     ("groups", "k", "message"),
-    [([np.array([1, 2]), np.array([3])], 1, "at least 2"),
-     ([np.array([0, 10])], 1, r"\[0, 10\)"),
-     ([np.array([-1, 2])], 1, r"\[0, 10\)"),
-     ([np.array([1, 1, 2])], 1, "same row twice"),
-     ([], 1, "empty"),
-     ([np.array([0, 1])], 4, "1 ≤ k ≤ d"),
-     ([np.array([0, 1])], 0, "1 ≤ k ≤ d"),
-     ([np.array([0.0, 1.0])], 1, "integer")],
+    [
+        ([np.array([1, 2]), np.array([3])], 1, "at least 2"),
+        ([np.array([0, 10])], 1, r"\[0, 10\)"),
+        ([np.array([-1, 2])], 1, r"\[0, 10\)"),
+        ([np.array([1, 1, 2])], 1, "same row twice"),
+        ([], 1, "empty"),
+        ([np.array([0, 1])], 4, "1 ≤ k ≤ d"),
+        ([np.array([0, 1])], 0, "1 ≤ k ≤ d"),
+        ([np.array([0.0, 1.0])], 1, "integer"),
+    ],
 )
 def test_bad_input_raises_value_error(groups, k, message):
     x = np.random.default_rng(0).standard_normal((10, 3))

@@ -44,9 +44,12 @@ def test_sqrtm_squares_back_and_clips_rounding():
 
 def test_validation_messages():
     assert_allclose(validate_sigma(np.eye(3)), np.eye(3))
-    for bad, msg in [(np.ones((2, 3)), "square"), (np.array([[1.0, 2.0], [0.0, 1.0]]),
-                                                   "symmetric"),
-                     (np.diag([1.0, -1.0]), "semi-definite"), (np.diag([1.0, np.nan]), "NaN")]:
+    for bad, msg in [
+        (np.ones((2, 3)), "square"),
+        (np.array([[1.0, 2.0], [0.0, 1.0]]), "symmetric"),
+        (np.diag([1.0, -1.0]), "semi-definite"),
+        (np.diag([1.0, np.nan]), "NaN"),
+    ]:
         with pytest.raises(ValueError, match=msg):
             validate_sigma(bad)
     with pytest.raises(ValueError, match="3×3"):

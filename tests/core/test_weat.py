@@ -106,7 +106,7 @@ def test_sampled_partitions_are_subsets_without_replacement_and_uniform():
     w = 2.0 ** np.arange(n)  # a partition sum encodes its subset as bits
     sums, exact = _partition_sums(w, nx, 12_000, np.random.default_rng(0))
     assert not exact
-    bits = ((sums.astype(np.int64)[:, None] >> np.arange(n)) & 1)
+    bits = (sums.astype(np.int64)[:, None] >> np.arange(n)) & 1
     assert np.all(bits.sum(axis=1) == nx)  # exactly nx distinct words in every partition
     assert_allclose(bits.mean(axis=0), nx / n, atol=0.02)  # each word equally likely
 
@@ -169,12 +169,18 @@ def test_bootstrap_interval_contains_the_estimate_and_is_deterministic():
 def test_suite_runs_word_lists_against_metrics_and_reports_missing_words():
     rng = np.random.default_rng(4)
     vocab = {w: rng.standard_normal(5) for w in "abcdefghijklmnop"}
-    tests = [WeatTest("t1", list("abcd"), list("efgh"), list("ijk"), list("lmnz")),
-             WeatTest("t2", list("abc"), list("def"), list("ghi"), list("jkl"))]
+    tests = [
+        WeatTest("t1", list("abcd"), list("efgh"), list("ijk"), list("lmnz")),
+        WeatTest("t2", list("abc"), list("def"), list("ghi"), list("jkl")),
+    ]
     sigma = _random_psd(rng, 5)
     rows = weat_suite(tests, {"euclid": None, "learned": sigma}, embeddings=vocab)
     assert [(r.test, r.metric) for r in rows] == [
-        ("t1", "euclid"), ("t1", "learned"), ("t2", "euclid"), ("t2", "learned")]
+        ("t1", "euclid"),
+        ("t1", "learned"),
+        ("t2", "euclid"),
+        ("t2", "learned"),
+    ]
     assert rows[0].missing == ("z",)
     mat = lambda ws: np.array([vocab[w] for w in ws])  # noqa: E731
     direct = weat(mat("abcd"), mat("efgh"), mat("ijk"), mat("lmn"), sigma=sigma)
@@ -184,10 +190,12 @@ def test_suite_runs_word_lists_against_metrics_and_reports_missing_words():
 
 @pytest.mark.parametrize(
     ("kwargs", "message"),
-    [({"Y": np.ones((3, 4))}, "dimension"),
-     ({"A": np.full((2, 5), np.nan)}, "NaN"),
-     ({"sigma": -np.eye(5)}, "positive semi-definite"),
-     ({"n_permutations": 0}, "n_permutations")],
+    [
+        ({"Y": np.ones((3, 4))}, "dimension"),
+        ({"A": np.full((2, 5), np.nan)}, "NaN"),
+        ({"sigma": -np.eye(5)}, "positive semi-definite"),
+        ({"n_permutations": 0}, "n_permutations"),
+    ],
 )
 def test_bad_input_raises_value_error(kwargs, message):
     rng = np.random.default_rng(0)

@@ -55,14 +55,14 @@ def space(media_root) -> EmbeddingSpace:
     matrix = rng.normal(size=(N_WORDS, DIM)).astype(np.float32)
     content = npy_bytes(matrix)
     space = EmbeddingSpace(
-        name="tiny", dimension=DIM, sha256=hashlib.sha256(content).hexdigest(),
+        name="tiny",
+        dimension=DIM,
+        sha256=hashlib.sha256(content).hexdigest(),
         item_count=N_WORDS,
     )
     space.matrix.save("tiny.npy", ContentFile(content), save=False)
     space.save()
-    Item.objects.bulk_create(
-        Item(space=space, key=f"w{row}", row=row) for row in range(N_WORDS)
-    )
+    Item.objects.bulk_create(Item(space=space, key=f"w{row}", row=row) for row in range(N_WORDS))
     return space
 
 
@@ -107,20 +107,38 @@ def face_sigma(directions: np.ndarray) -> np.ndarray:
 
 @pytest.fixture
 def make_version() -> Callable:
-    def make(study: Study, sigma: np.ndarray, *, method="face", label="", published=False,
-             status=MetricVersion.Status.READY, diagnostics=None, counts=None, watermark=0,
-             parent=None) -> MetricVersion:
+    def make(
+        study: Study,
+        sigma: np.ndarray,
+        *,
+        method="face",
+        label="",
+        published=False,
+        status=MetricVersion.Status.READY,
+        diagnostics=None,
+        counts=None,
+        watermark=0,
+        parent=None,
+    ) -> MetricVersion:
         content = npy_bytes(np.asarray(sigma, dtype=np.float64))
         version = MetricVersion(
-            study=study, method=method, label=label or method, status=status,
-            dimension=sigma.shape[0], sigma_sha256=hashlib.sha256(content).hexdigest(),
+            study=study,
+            method=method,
+            label=label or method,
+            status=status,
+            dimension=sigma.shape[0],
+            sigma_sha256=hashlib.sha256(content).hexdigest(),
             parameters={"n_components": 1} if method == "face" else {"max_eigenvalue": 100.0},
-            judgment_watermark=watermark, diagnostics=diagnostics or {},
+            judgment_watermark=watermark,
+            diagnostics=diagnostics or {},
             counts=counts or {"comparable": 3, "incomparable": 2, "groups": 1},
-            is_published=published, parent=parent, fingerprint=f"fp{watermark}",
+            is_published=published,
+            parent=parent,
+            fingerprint=f"fp{watermark}",
         )
-        version.sigma.save(f"sigma-{study.pk}-{method}-{watermark}.npy", ContentFile(content),
-                           save=False)
+        version.sigma.save(
+            f"sigma-{study.pk}-{method}-{watermark}.npy", ContentFile(content), save=False
+        )
         version.save()
         return version
 
@@ -141,14 +159,32 @@ def sigma_b() -> np.ndarray:
 @pytest.fixture
 def versions(study, make_version, sigma_a, sigma_b) -> list[MetricVersion]:
     """A published FACE version and a newer ready FACE version, plus one EXPLORE version."""
-    first = make_version(study, sigma_a, label="face-1", published=True, watermark=10,
-                         diagnostics={"heldout_loglik": -0.61, "auc": 0.7})
-    second = make_version(study, sigma_b, label="face-2", watermark=20, parent=first,
-                          diagnostics={"heldout_loglik": -0.55, "auc": 0.74})
+    first = make_version(
+        study,
+        sigma_a,
+        label="face-1",
+        published=True,
+        watermark=10,
+        diagnostics={"heldout_loglik": -0.61, "auc": 0.7},
+    )
+    second = make_version(
+        study,
+        sigma_b,
+        label="face-2",
+        watermark=20,
+        parent=first,
+        diagnostics={"heldout_loglik": -0.55, "auc": 0.74},
+    )
     rng = np.random.default_rng(2)
     root = rng.normal(size=(DIM, DIM))
-    explore = make_version(study, root @ root.T / DIM, method="explore", label="explore",
-                           watermark=20, diagnostics={"heldout_loglik": -0.5, "converged": True})
+    explore = make_version(
+        study,
+        root @ root.T / DIM,
+        method="explore",
+        label="explore",
+        watermark=20,
+        diagnostics={"heldout_loglik": -0.5, "converged": True},
+    )
     return [first, second, explore]
 
 
@@ -159,9 +195,18 @@ def weat(study, space, versions) -> list[WeatTest]:
     suite.studies.add(study)
     tests = [
         WeatTest.objects.create(
-            suite=suite, position=i, name=f"{kind} X / A", kind=kind, x_name="X", y_name="Y",
-            a_name="A", b_name="B", x_words=["w0", "w1"], y_words=["w2", "w3"],
-            a_words=["w4", "w5"], b_words=["w6", "w7"],
+            suite=suite,
+            position=i,
+            name=f"{kind} X / A",
+            kind=kind,
+            x_name="X",
+            y_name="Y",
+            a_name="A",
+            b_name="B",
+            x_words=["w0", "w1"],
+            y_words=["w2", "w3"],
+            a_words=["w4", "w5"],
+            b_words=["w6", "w7"],
         )
         for i, kind in enumerate([WeatTest.Kind.MEANINGFUL, WeatTest.Kind.UNFAIR])
     ]
@@ -171,11 +216,21 @@ def weat(study, space, versions) -> list[WeatTest]:
             (v, v.label, p) for v, p in zip(versions, [0.02, 0.2, 0.03], strict=True)
         ]
         for version, metric, p in metrics:
-            rows.append(WeatResult(
-                test=test, space=space, metric_version=version, metric=metric, p_value=p,
-                effect_size=1.2 if p < 0.05 else 0.3, statistic=0.5, n_partitions=6,
-                exact=True, ci_low=0.1, ci_high=1.5,
-                scores={"w0": 0.4, "w1": 0.3, "w2": -0.2, "w3": -0.1},
-            ))
+            rows.append(
+                WeatResult(
+                    test=test,
+                    space=space,
+                    metric_version=version,
+                    metric=metric,
+                    p_value=p,
+                    effect_size=1.2 if p < 0.05 else 0.3,
+                    statistic=0.5,
+                    n_partitions=6,
+                    exact=True,
+                    ci_low=0.1,
+                    ci_high=1.5,
+                    scores={"w0": 0.4, "w1": 0.3, "w2": -0.2, "w3": -0.1},
+                )
+            )
     WeatResult.objects.bulk_create(rows)
     return tests

@@ -19,9 +19,15 @@ D = 6
 SIGMA0 = np.diag([3.0, 2.0, 0.0, 0.0, 0.0, 0.0])
 
 
-def space_create(media_root: Path, *, n_items: int = 80, d: int = D, seed: int = 0,
-                 name: str = "synthetic", matrix: np.ndarray | None = None,
-                 ) -> tuple[EmbeddingSpace, list[Item]]:
+def space_create(
+    media_root: Path,
+    *,
+    n_items: int = 80,
+    d: int = D,
+    seed: int = 0,
+    name: str = "synthetic",
+    matrix: np.ndarray | None = None,
+) -> tuple[EmbeddingSpace, list[Item]]:
     if matrix is None:
         matrix = np.random.default_rng(seed).normal(scale=0.6, size=(n_items, d))
     n_items, d = matrix.shape
@@ -30,17 +36,19 @@ def space_create(media_root: Path, *, n_items: int = 80, d: int = D, seed: int =
     path = folder / f"{name}.npy"
     np.save(path, matrix)
     space = EmbeddingSpace.objects.create(
-        name=name, dimension=d, matrix=f"spaces/{name}.npy",
-        sha256=hashlib.sha256(path.read_bytes()).hexdigest(), item_count=n_items,
+        name=name,
+        dimension=d,
+        matrix=f"spaces/{name}.npy",
+        sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
+        item_count=n_items,
     )
-    Item.objects.bulk_create(
-        Item(space=space, key=f"w{row}", row=row) for row in range(n_items)
-    )
+    Item.objects.bulk_create(Item(space=space, key=f"w{row}", row=row) for row in range(n_items))
     return space, list(Item.objects.filter(space=space).order_by("row"))
 
 
-def study_create(space: EmbeddingSpace, *, name: str = "synthetic study",
-                 annotators: int = 3) -> tuple[Study, list]:
+def study_create(
+    space: EmbeddingSpace, *, name: str = "synthetic study", annotators: int = 3
+) -> tuple[Study, list]:
     study = Study.objects.create(name=name, space=space)
     users = []
     for number in range(annotators):
@@ -50,8 +58,9 @@ def study_create(space: EmbeddingSpace, *, name: str = "synthetic study",
     return study, users
 
 
-def simulate(matrix: np.ndarray, n_pairs: int, *, sigma0: np.ndarray = SIGMA0,
-             seed: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def simulate(
+    matrix: np.ndarray, n_pairs: int, *, sigma0: np.ndarray = SIGMA0, seed: int = 1
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Distinct canonical row pairs (a < b) and labels drawn from the response model."""
     rng = np.random.default_rng(seed)
     n = matrix.shape[0]
@@ -67,14 +76,22 @@ def simulate(matrix: np.ndarray, n_pairs: int, *, sigma0: np.ndarray = SIGMA0,
     return pairs[:, 0], pairs[:, 1], labels
 
 
-def judgments_create(study: Study, items: list[Item], row_a, row_b, labels, *,
-                     annotator=None, label_names=None) -> list[PairJudgment]:
+def judgments_create(
+    study: Study, items: list[Item], row_a, row_b, labels, *, annotator=None, label_names=None
+) -> list[PairJudgment]:
     """Bulk-create judgments from row pairs and 0/1/2 labels (incomparable/comparable/unsure)."""
     names = label_names or {0: "incomparable", 1: "comparable", 2: "unsure"}
     rows = []
     for a, b, y in zip(row_a, row_b, labels, strict=True):
         first, second = sorted((items[int(a)], items[int(b)]), key=lambda item: item.pk)
-        rows.append(PairJudgment(study=study, item_a=first, item_b=second,
-                                 label=names[int(y)], annotator=annotator,
-                                 source="annotated" if annotator else "imported"))
+        rows.append(
+            PairJudgment(
+                study=study,
+                item_a=first,
+                item_b=second,
+                label=names[int(y)],
+                annotator=annotator,
+                source="annotated" if annotator else "imported",
+            )
+        )
     return PairJudgment.objects.bulk_create(rows, batch_size=2000)

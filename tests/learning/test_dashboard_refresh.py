@@ -23,8 +23,9 @@ pytestmark = pytest.mark.django_db
 def sent(monkeypatch) -> list:
     """Messages sent to the broker (recorded at the client's edge, not delivered)."""
     messages: list = []
-    monkeypatch.setattr(app, "send_task",
-                        lambda name, **options: messages.append((name, options["kwargs"])))
+    monkeypatch.setattr(
+        app, "send_task", lambda name, **options: messages.append((name, options["kwargs"]))
+    )
     return messages
 
 
@@ -93,8 +94,13 @@ def test_stale_figures_render_with_the_notice_and_queue_a_refresh(
     client, study, users, tiny_case, items, big, sent, computations
 ):
     dashboard_refresh.dashboard_refresh(study_id=study.pk)
-    PairJudgment.objects.create(study=study, annotator=tiny_case[2], item_a=items[6],
-                                item_b=items[7], label=Label.INCOMPARABLE)
+    PairJudgment.objects.create(
+        study=study,
+        annotator=tiny_case[2],
+        item_a=items[6],
+        item_b=items[7],
+        label=Label.INCOMPARABLE,
+    )
     client.force_login(users["reviewer"])
     page = client.get(reverse("study-dashboard", args=[study.pk])).content.decode()
     assert "refreshing…" in page
@@ -107,8 +113,7 @@ def test_stale_figures_render_with_the_notice_and_queue_a_refresh(
     assert "refreshing" not in page
 
 
-def test_small_study_is_computed_inline_once(client, study, users, tiny_case, sent,
-                                             computations):
+def test_small_study_is_computed_inline_once(client, study, users, tiny_case, sent, computations):
     client.force_login(users["reviewer"])
     url = reverse("study-dashboard", args=[study.pk])
     assert "Krippendorff" in client.get(url).content.decode()
@@ -120,8 +125,12 @@ def test_small_study_is_computed_inline_once(client, study, users, tiny_case, se
 def test_status_json_reports_readiness(client, study, users, tiny_case, big, sent):
     client.force_login(users["reviewer"])
     url = reverse("study-dashboard-status", args=[study.pk])
-    assert client.get(url).json() == {"ready": False, "fresh": False, "answers": 18,
-                                      "computed_at": None}
+    assert client.get(url).json() == {
+        "ready": False,
+        "fresh": False,
+        "answers": 18,
+        "computed_at": None,
+    }
     dashboard_refresh.dashboard_refresh(study_id=study.pk)
     status = client.get(url).json()
     assert status["ready"]

@@ -27,8 +27,9 @@ def three_annotators(make_user, study):
 
 def answer(study, user, items, pair, label, ms=None, gold=False):
     a, b = items[2 * pair], items[2 * pair + 1]
-    return PairJudgment(study=study, annotator=user, item_a=a, item_b=b, label=label,
-                        elapsed_ms=ms, is_gold=gold)
+    return PairJudgment(
+        study=study, annotator=user, item_a=a, item_b=b, label=label, elapsed_ms=ms, is_gold=gold
+    )
 
 
 @pytest.fixture
@@ -44,8 +45,11 @@ def tiny_case(study, items, three_annotators):
     GoldPair.objects.create(study=study, item_a=items[12], item_b=items[13], label=C)
     rows.append(answer(study, u1, items, 6, C, ms=7000, gold=True))
     rows.append(answer(study, u2, items, 6, N, ms=500, gold=True))
-    rows.append(PairJudgment(study=study, item_a=items[20], item_b=items[21], label=C,
-                             source=Source.IMPORTED))
+    rows.append(
+        PairJudgment(
+            study=study, item_a=items[20], item_b=items[21], label=C, source=Source.IMPORTED
+        )
+    )
     PairJudgment.objects.bulk_create(rows)
     return three_annotators
 
@@ -81,19 +85,29 @@ def test_agreement_figures_match_a_hand_computed_case(study, tiny_case):
 def test_flags_follow_the_documented_thresholds():
     fast = AnnotatorQuality(user_id=1, username="f", median_seconds=0.4, timed=50)
     assert flags_for(fast) == ["too fast"]
-    few = AnnotatorQuality(user_id=1, username="f", median_seconds=0.4,
-                           timed=dashboards.MIN_TIMED_ANSWERS - 1)
+    few = AnnotatorQuality(
+        user_id=1, username="f", median_seconds=0.4, timed=dashboards.MIN_TIMED_ANSWERS - 1
+    )
     assert flags_for(few) == []
     contrarian = AnnotatorQuality(user_id=2, username="c", compared=40, majority_agreement=0.3)
     assert flags_for(contrarian) == ["low agreement"]
-    few_compared = AnnotatorQuality(user_id=3, username="k", compared=dashboards.MIN_COMPARED - 1,
-                                    majority_agreement=0.0)
+    few_compared = AnnotatorQuality(
+        user_id=3, username="k", compared=dashboards.MIN_COMPARED - 1, majority_agreement=0.0
+    )
     assert flags_for(few_compared) == []
     guesser = AnnotatorQuality(user_id=4, username="g", gold_answers=10, gold_accuracy=0.5)
     assert flags_for(guesser) == ["low gold accuracy"]
-    good = AnnotatorQuality(user_id=5, username="ok", median_seconds=2.5, timed=50, compared=40,
-                            majority_agreement=0.9, mean_kappa=0.7, gold_answers=10,
-                            gold_accuracy=0.9)
+    good = AnnotatorQuality(
+        user_id=5,
+        username="ok",
+        median_seconds=2.5,
+        timed=50,
+        compared=40,
+        majority_agreement=0.9,
+        mean_kappa=0.7,
+        gold_answers=10,
+        gold_accuracy=0.9,
+    )
     assert flags_for(good) == []
 
 
@@ -149,8 +163,9 @@ def test_aggregated_agreement_equals_the_libraries_on_raw_answers(study, items, 
     PairJudgment.objects.bulk_create(rows)
     board = study_dashboard(study)
 
-    expected_alpha = krippendorff.alpha(reliability_data=table, level_of_measurement="nominal",
-                                        value_domain=[0, 1, 2])
+    expected_alpha = krippendorff.alpha(
+        reliability_data=table, level_of_measurement="nominal", value_domain=[0, 1, 2]
+    )
     assert board.alpha == pytest.approx(expected_alpha)
     kappas = {(k.a, k.b): k for k in board.kappas}
     for i in range(4):

@@ -100,7 +100,10 @@ def test_version_metadata_describes_the_fit(study, space, versions, reviewer_tok
     assert data["parameters"] == {"n_components": 1}
     assert data["dimension"] == 5
     assert data["embedding_space"] == {
-        "name": space.name, "sha256": space.sha256, "dimension": 5, "item_count": 60
+        "name": space.name,
+        "sha256": space.sha256,
+        "dimension": 5,
+        "item_count": 60,
     }
     assert data["judgment_watermark"] == 20
     assert data["sigma_sha256"] == version.sigma_sha256
@@ -173,16 +176,30 @@ def judgments(study, users):
     rows = []
     for i, (a, b) in enumerate([(0, 1), (1, 2), (2, 3), (3, 4)]):
         for who in ["annotator", "reviewer"]:
-            rows.append(PairJudgment(
-                study=study, item_a=items[a], item_b=items[b], annotator=users[who],
-                label=Label.COMPARABLE if i % 2 else Label.INCOMPARABLE, elapsed_ms=1500 + i,
-            ))
-    rows.append(PairJudgment(
-        study=study, item_a=items[4], item_b=items[5], label=Label.COMPARABLE,
-        source=Source.IMPORTED, provenance="seed file, line 7",
-    ))
+            rows.append(
+                PairJudgment(
+                    study=study,
+                    item_a=items[a],
+                    item_b=items[b],
+                    annotator=users[who],
+                    label=Label.COMPARABLE if i % 2 else Label.INCOMPARABLE,
+                    elapsed_ms=1500 + i,
+                )
+            )
+    rows.append(
+        PairJudgment(
+            study=study,
+            item_a=items[4],
+            item_b=items[5],
+            label=Label.COMPARABLE,
+            source=Source.IMPORTED,
+            provenance="seed file, line 7",
+        )
+    )
     PairJudgment.objects.bulk_create(rows)
-    group = ComparableGroup.objects.create(study=study, name="g, with comma", created_by=users["annotator"])
+    group = ComparableGroup.objects.create(
+        study=study, name="g, with comma", created_by=users["annotator"]
+    )
     group.members.set(items[:3])
     ComparableGroup.objects.create(study=study, name="empty", provenance="import")
     return rows
@@ -223,11 +240,16 @@ def test_groups_stream_as_csv_and_jsonl(client, study, users, judgments):
     assert [m["item_key"] for m in records[0]["members"]] == ["w0", "w1", "w2"]
     assert records[0]["created_by"] == "ann"
     assert records[1]["members"] == []
-    rows = list(csv.DictReader(io.StringIO(
-        streamed(client.get(reverse("api-export-groups", args=[study.pk, "csv"])))
-    )))
+    rows = list(
+        csv.DictReader(
+            io.StringIO(streamed(client.get(reverse("api-export-groups", args=[study.pk, "csv"]))))
+        )
+    )
     assert [(r["name"], r["item_key"]) for r in rows] == [
-        ("g, with comma", "w0"), ("g, with comma", "w1"), ("g, with comma", "w2"), ("empty", "")
+        ("g, with comma", "w0"),
+        ("g, with comma", "w1"),
+        ("g, with comma", "w2"),
+        ("empty", ""),
     ]
 
 

@@ -18,8 +18,9 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "export.md"
 
 def example_code() -> str:
     text = DOC.read_text()
-    found = re.search(r"<!-- example:python -->\s*```python\n(.*?)```\s*<!-- /example:python -->",
-                      text, re.S)
+    found = re.search(
+        r"<!-- example:python -->\s*```python\n(.*?)```\s*<!-- /example:python -->", text, re.S
+    )
     assert found, "docs/export.md lost its marked Python example"
     return found.group(1)
 
@@ -32,10 +33,21 @@ def test_documented_python_example_downloads_and_uses_the_published_sigma(
     published = versions[0]
     script = tmp_path / "example.py"
     script.write_text(example_code())
-    env = {"FAIRMETRIC_URL": live_server.url, "FAIRMETRIC_TOKEN": key,
-           "FAIRMETRIC_STUDY": str(study.pk), "FAIRMETRIC_METHOD": "face", "PATH": "/usr/bin"}
-    done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
-                          text=True, timeout=60, check=False)
+    env = {
+        "FAIRMETRIC_URL": live_server.url,
+        "FAIRMETRIC_TOKEN": key,
+        "FAIRMETRIC_STUDY": str(study.pk),
+        "FAIRMETRIC_METHOD": "face",
+        "PATH": "/usr/bin",
+    }
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result["version"] == published.pk

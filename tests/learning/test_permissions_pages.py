@@ -84,9 +84,15 @@ def test_token_page_needs_login_and_is_open_to_every_user(client, users):
     assert client.get(reverse("account-tokens")).status_code == 200
 
 
-@pytest.mark.parametrize(("role", "status"), [
-    ("annotator", 403), ("reviewer", 403), ("outsider", 403), ("admin", 302),
-])
+@pytest.mark.parametrize(
+    ("role", "status"),
+    [
+        ("annotator", 403),
+        ("reviewer", 403),
+        ("outsider", 403),
+        ("admin", 302),
+    ],
+)
 def test_only_study_admins_publish(client, users, versions, role, status):
     version = versions[1]
     client.force_login(users[role])
@@ -119,8 +125,7 @@ def test_publishing_a_failed_version_is_refused_with_a_message(client, users, ve
     assert not failed.is_published
 
 
-def test_weat_table_marks_significance_and_shows_the_interval(client, users, study, weat,
-                                                              versions):
+def test_weat_table_marks_significance_and_shows_the_interval(client, users, study, weat, versions):
     client.force_login(users["reviewer"])
     page = client.get(reverse("study-weat", args=[study.pk])).content.decode()
     assert page.count("<th>") >= 2
@@ -132,8 +137,9 @@ def test_weat_table_marks_significance_and_shows_the_interval(client, users, stu
     assert page.index("meaningful X / A") < page.index("unfair X / A")
 
 
-def test_version_page_lists_sensitive_words_and_the_crossing_alert(client, users, versions,
-                                                                   weat, space):
+def test_version_page_lists_sensitive_words_and_the_crossing_alert(
+    client, users, versions, weat, space
+):
     client.force_login(users["reviewer"])
     # face-1 (published) ignores the first coordinate: the words most aligned with e1.
     page = client.get(reverse("version-detail", args=[versions[0].pk])).content.decode()
@@ -147,8 +153,9 @@ def test_version_page_lists_sensitive_words_and_the_crossing_alert(client, users
     assert 'data-testid="alerts"' in page
 
 
-def test_drift_page_alerts_when_drift_exceeds_the_study_threshold(client, users, study, versions,
-                                                                   weat):
+def test_drift_page_alerts_when_drift_exceeds_the_study_threshold(
+    client, users, study, versions, weat
+):
     from learning.models import StudyLearningSettings
 
     StudyLearningSettings.objects.create(study=study, drift_threshold=0.01)
@@ -158,12 +165,23 @@ def test_drift_page_alerts_when_drift_exceeds_the_study_threshold(client, users,
     assert "lost significance" in page
 
 
-def test_many_versions_keep_query_counts_flat(client, users, study, versions, weat, make_version,
-                                              sigma_a, sigma_b, django_assert_max_num_queries):
+def test_many_versions_keep_query_counts_flat(
+    client,
+    users,
+    study,
+    versions,
+    weat,
+    make_version,
+    sigma_a,
+    sigma_b,
+    django_assert_max_num_queries,
+):
     client.force_login(users["reviewer"])
-    urls = [reverse("study-weat", args=[study.pk]) + "?all=1",
-            reverse("study-drift", args=[study.pk]),
-            reverse("version-detail", args=[versions[1].pk])]
+    urls = [
+        reverse("study-weat", args=[study.pk]) + "?all=1",
+        reverse("study-drift", args=[study.pk]),
+        reverse("version-detail", args=[versions[1].pk]),
+    ]
     before = []
     for url in urls:
         with django_assert_max_num_queries(30) as captured:
@@ -184,7 +202,10 @@ def test_dashboards_are_linked_for_reviewers_not_annotators(client, users, study
     detail = client.get(reverse("annotation:study-detail", args=[study.pk])).content.decode()
     assert reverse("study-drift", args=[study.pk]) in detail
     client.force_login(users["annotator"])
-    assert reverse("study-dashboard", args=[study.pk]) not in client.get(reverse("home")).content.decode()
+    assert (
+        reverse("study-dashboard", args=[study.pk])
+        not in client.get(reverse("home")).content.decode()
+    )
 
 
 def test_version_page_flattens_nested_diagnostics_and_shows_evaluation_errors(
@@ -193,7 +214,8 @@ def test_version_page_flattens_nested_diagnostics_and_shows_evaluation_errors(
     version = versions[2]
     version.diagnostics = {
         "drift": {"previous": {"operator_norm": 0.25, "flagged": False}, "published": None},
-        "spectrum": [float(x) for x in range(20)], "evaluation_error": "ValueError: boom",
+        "spectrum": [float(x) for x in range(20)],
+        "evaluation_error": "ValueError: boom",
     }
     version.save(update_fields=["diagnostics"])
     client.force_login(users["admin"])
@@ -207,7 +229,10 @@ def test_p_values_stay_readable_at_every_scale():
     from learning.templatetags.learning_format import pvalue
 
     assert [pvalue(0.0456), pvalue(0.002), pvalue(8e-5), pvalue(None)] == [
-        "0.046", "0.002", "8.0e-05", "—"
+        "0.046",
+        "0.002",
+        "8.0e-05",
+        "—",
     ]
     assert pvalue(0.0, 50_000) == "<2e-05"  # no sampled partition as extreme
 
@@ -218,8 +243,8 @@ def test_compare_keeps_its_columns_when_one_version_has_no_sigma(client, users, 
     client.force_login(users["reviewer"])
     url = reverse("version-compare") + f"?a={versions[0].pk}&b={failed.pk}"
     page = client.get(url).content.decode()
-    row = page[page.index("<th>Sensitive directions</th>"):]
-    row = row[:row.index("</tr>")]
+    row = page[page.index("<th>Sensitive directions</th>") :]
+    row = row[: row.index("</tr>")]
     assert row.count("<td>") == 2
     assert "cannot be compared numerically" in page
     assert client.get(reverse("version-compare") + "?a=x&b=1").status_code == 404

@@ -76,8 +76,9 @@ def test_explore_diagnostics_are_sane_and_recover_the_relevant_directions(world)
     assert diag["heldout_loglik"] <= 0
     assert diag["heldout_auc"] > 0.7  # labels depend strongly on the metric
     assert len(diag["spectrum"]) == 6
-    assert explore.counts["held_out"] == pytest.approx(0.2 * explore.counts["observations"],
-                                                       rel=0.25)
+    assert explore.counts["held_out"] == pytest.approx(
+        0.2 * explore.counts["observations"], rel=0.25
+    )
     sigma = explore.load_sigma()
     relevant, sensitive = sigma[:2, :2], sigma[2:, 2:]
     assert np.linalg.norm(sensitive) < 0.25 * np.linalg.norm(relevant)
@@ -148,14 +149,17 @@ def test_a_deleted_answer_counts_as_new_data(world):
 def repeated_answers(world):
     """Pair 0-1 answered 2x comparable + 1x incomparable, pair 2-3 tied, pair 4-5 unsure."""
     _, items, study, users = world
-    plan = [((0, 1), ["comparable", "comparable", "incomparable"]),
-            ((2, 3), ["comparable", "incomparable", "unsure"]),
-            ((4, 5), ["unsure", "unsure", "unsure"]),
-            ((6, 7), ["incomparable", "incomparable", "incomparable"])]
+    plan = [
+        ((0, 1), ["comparable", "comparable", "incomparable"]),
+        ((2, 3), ["comparable", "incomparable", "unsure"]),
+        ((4, 5), ["unsure", "unsure", "unsure"]),
+        ((6, 7), ["incomparable", "incomparable", "incomparable"]),
+    ]
     for (a, b), labels in plan:
         for user, label in zip(users, labels, strict=True):
-            PairJudgment.objects.create(study=study, item_a=items[a], item_b=items[b],
-                                        label=label, annotator=user)
+            PairJudgment.objects.create(
+                study=study, item_a=items[a], item_b=items[b], label=label, annotator=user
+            )
     top = PairJudgment.objects.filter(study=study).order_by("-id").first().pk
     return selectors.judgment_snapshot(study_id=study.pk, watermark=top, excluded_annotators=[])
 
@@ -239,8 +243,11 @@ def test_an_interrupted_fit_is_retired_and_refitted_once(world):
     add_simulated(world, 300)
     marks = selectors.study_data_marks(study_id=study.pk)
     orphan = MetricVersion.objects.create(
-        study=study, method="explore", judgment_watermark=marks.judgment_watermark,
-        group_watermark=marks.group_watermark, status="fitting",
+        study=study,
+        method="explore",
+        judgment_watermark=marks.judgment_watermark,
+        group_watermark=marks.group_watermark,
+        status="fitting",
     )
     services.refit_study(study_id=study.pk)
     orphan.refresh_from_db()
@@ -290,8 +297,9 @@ def test_only_admins_publish_and_only_ready_versions(world):
     version = versions(study, method="explore")[0]
     with pytest.raises(PermissionDenied):
         services.metric_version_publish(version=version, user=users[0])
-    failed = MetricVersion.objects.create(study=study, method="explore", status="failed",
-                                          judgment_watermark=1)
+    failed = MetricVersion.objects.create(
+        study=study, method="explore", status="failed", judgment_watermark=1
+    )
     with pytest.raises(ValidationError, match="only a ready version"):
         services.metric_version_publish(version=failed, user=admin_of(study))
     assert not MetricVersion.objects.filter(study=study, is_published=True).exists()
@@ -348,9 +356,17 @@ def weat_suite_for(study):
     suite = WeatSuite.objects.create(name="synthetic suite")
     suite.studies.add(study)
     WeatTest.objects.create(
-        suite=suite, name="x/a", kind="unfair", x_name="x", y_name="y", a_name="a", b_name="b",
-        x_words=[f"w{i}" for i in range(0, 6)], y_words=[f"w{i}" for i in range(6, 12)],
-        a_words=[f"w{i}" for i in range(12, 16)], b_words=[f"w{i}" for i in range(16, 20)],
+        suite=suite,
+        name="x/a",
+        kind="unfair",
+        x_name="x",
+        y_name="y",
+        a_name="a",
+        b_name="b",
+        x_words=[f"w{i}" for i in range(0, 6)],
+        y_words=[f"w{i}" for i in range(6, 12)],
+        a_words=[f"w{i}" for i in range(12, 16)],
+        b_words=[f"w{i}" for i in range(16, 20)],
     )
     return suite
 
@@ -365,8 +381,9 @@ def test_ready_versions_are_evaluated_with_weat_and_drift(world):
     first = MetricVersion.objects.get(study=study, method="explore")
     assert first.diagnostics["weat"]["tests"] == 1
     assert WeatResult.objects.filter(metric_version=first).count() == 1
-    baseline = list(WeatResult.objects.filter(metric_version__isnull=True).values_list("id",
-                                                                                       flat=True))
+    baseline = list(
+        WeatResult.objects.filter(metric_version__isnull=True).values_list("id", flat=True)
+    )
     assert len(baseline) == 1
     assert first.diagnostics["drift"]["previous"] is None  # nothing to compare with yet
     services.metric_version_publish(version=first, user=admin_of(study))
@@ -381,8 +398,10 @@ def test_ready_versions_are_evaluated_with_weat_and_drift(world):
     assert drift["previous"]["operator_norm"] == pytest.approx(expected, rel=1e-6)
     assert drift["flagged"] == (expected > 0.5)
     # The Euclidean baseline was computed once and reused.
-    assert list(WeatResult.objects.filter(metric_version__isnull=True)
-                .values_list("id", flat=True)) == baseline
+    assert (
+        list(WeatResult.objects.filter(metric_version__isnull=True).values_list("id", flat=True))
+        == baseline
+    )
     assert WeatResult.objects.filter(metric_version=second).count() == 1
 
 
@@ -405,8 +424,12 @@ def test_face_learns_from_curated_groups_and_a_group_edit_is_new_data(db, media_
     study, users = study_create(space, name="groups study")
     StudyLearningSettings.objects.create(study=study, face_components=4, fit_explore=False)
     for g in range(11):
-        group_create(study=study, user=users[0], name=f"group {g}",
-                     member_ids=[items[r].pk for r in range(5 * g, 5 * g + 5)])
+        group_create(
+            study=study,
+            user=users[0],
+            name=f"group {g}",
+            member_ids=[items[r].pk for r in range(5 * g, 5 * g + 5)],
+        )
     services.refit_study(study_id=study.pk)
     face = MetricVersion.objects.get(study=study, method="face")
     assert face.status == "ready"
@@ -416,8 +439,9 @@ def test_face_learns_from_curated_groups_and_a_group_edit_is_new_data(db, media_
     assert np.linalg.norm(face.load_sigma() - truth, 2) < 1e-6
     assert services.refit_study(study_id=study.pk).outcome == "nothing new"
 
-    group_create(study=study, user=users[0], name="group 11",
-                 member_ids=[items[r].pk for r in range(55, 60)])
+    group_create(
+        study=study, user=users[0], name="group 11", member_ids=[items[r].pk for r in range(55, 60)]
+    )
     assert study.pk in selectors.study_ids_with_newer_data()
     services.refit_study(study_id=study.pk)
     latest = versions(study, method="face")[-1]
@@ -431,7 +455,9 @@ def test_the_learning_admin_pages_render(world, client):
     client.force_login(get_user_model().objects.create_superuser("root", password="x-pass-1"))
     settings_row = StudyLearningSettings.objects.get(study=study)
     scheduling.lease_claim(study_id=study.pk)
-    for url in ("/admin/learning/studylearningsettings/",
-                f"/admin/learning/studylearningsettings/{settings_row.pk}/change/",
-                "/admin/learning/refitstate/"):
+    for url in (
+        "/admin/learning/studylearningsettings/",
+        f"/admin/learning/studylearningsettings/{settings_row.pk}/change/",
+        "/admin/learning/refitstate/",
+    ):
         assert client.get(url).status_code == 200, url

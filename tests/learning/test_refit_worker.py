@@ -54,9 +54,23 @@ class ThrowawayRedis:
 
     def start(self) -> None:
         self.proc = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--daemonize", "no", "--dir", str(self.workdir)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            [
+                "redis-server",
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--daemonize",
+                "no",
+                "--dir",
+                str(self.workdir),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         wait_for(self.answers, 10, "the throwaway Redis to answer")
 
@@ -74,8 +88,7 @@ class ThrowawayRedis:
             self.proc.wait(timeout=10)
 
 
-def wait_for(predicate: Callable[[], object], timeout: float, what: str, *,
-             interval: float = 0.1):
+def wait_for(predicate: Callable[[], object], timeout: float, what: str, *, interval: float = 0.1):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = predicate()
@@ -103,16 +116,21 @@ def refit_rig(transactional_db, settings, tmp_path, private_redis, start_worker)
     queue = f"refit-{uuid.uuid4().hex[:8]}"
     settings.CELERY_TASK_DEFAULT_QUEUE = queue
     env = {
-        "DATABASE_URL": worker_database_url(), "MEDIA_ROOT": str(media),
+        "DATABASE_URL": worker_database_url(),
+        "MEDIA_ROOT": str(media),
         "REDIS_URL": private_redis.url,
-        "CELERY_BROKER_URL": None, "CELERY_RESULT_BACKEND": None,
-        "CELERY_TASK_DEFAULT_QUEUE": queue, "LEARNING_LEASE_SECONDS": "3",
-        "LEARNING_SWEEP_SECONDS": "1", "DEBUG": "1",
+        "CELERY_BROKER_URL": None,
+        "CELERY_RESULT_BACKEND": None,
+        "CELERY_TASK_DEFAULT_QUEUE": queue,
+        "LEARNING_LEASE_SECONDS": "3",
+        "LEARNING_SWEEP_SECONDS": "1",
+        "DEBUG": "1",
     }
 
     def start(*args: str, beat: bool = False):
-        extra = ["--beat", "--schedule", str(tmp_path / f"beat-{time.monotonic_ns()}")] if beat \
-            else []
+        extra = (
+            ["--beat", "--schedule", str(tmp_path / f"beat-{time.monotonic_ns()}")] if beat else []
+        )
         proc, _ = start_worker(*args, *extra, queue=queue, **env)
         return proc
 
@@ -120,8 +138,9 @@ def refit_rig(transactional_db, settings, tmp_path, private_redis, start_worker)
         yield start, media, private_redis
 
 
-def study_with_space(media: Path, *, n_items: int = 80, d: int = 6, debounce: int = 2,
-                     **learning) -> tuple[Study, list, list]:
+def study_with_space(
+    media: Path, *, n_items: int = 80, d: int = 6, debounce: int = 2, **learning
+) -> tuple[Study, list, list]:
     space, items = space_create(media, n_items=n_items, d=d, name=f"space-{n_items}-{d}")
     study, users = study_create(space, annotators=2)
     StudyLearningSettings.objects.create(study=study, debounce_seconds=debounce, **learning)
@@ -129,13 +148,18 @@ def study_with_space(media: Path, *, n_items: int = 80, d: int = 6, debounce: in
 
 
 def ready_versions(study, method="explore"):
-    return list(MetricVersion.objects.filter(study=study, method=method, status="ready")
-                .order_by("id"))
+    return list(
+        MetricVersion.objects.filter(study=study, method=method, status="ready").order_by("id")
+    )
 
 
 def top_judgment(study) -> int:
-    return PairJudgment.objects.filter(study=study).order_by("-id").values_list(
-        "id", flat=True).first()
+    return (
+        PairJudgment.objects.filter(study=study)
+        .order_by("-id")
+        .values_list("id", flat=True)
+        .first()
+    )
 
 
 def post_answers(study, items, users, row_a, row_b, labels) -> list[int]:
@@ -146,8 +170,12 @@ def post_answers(study, items, users, row_a, row_b, labels) -> list[int]:
         client.force_authenticate(users[number % len(users)])
         response = client.post(
             f"/api/studies/{study.pk}/judgments/",
-            {"item_a": items[int(a)].pk, "item_b": items[int(b)].pk, "label": names[int(y)],
-             "client_id": str(uuid.uuid4())},
+            {
+                "item_a": items[int(a)].pk,
+                "item_b": items[int(b)].pk,
+                "label": names[int(y)],
+                "client_id": str(uuid.uuid4()),
+            },
             format="json",
         )
         statuses.append(response.status_code)
@@ -162,10 +190,16 @@ def test_a_burst_of_200_answers_gives_few_versions_the_last_covering_all(refit_r
     statuses = post_answers(study, items, users, a, b, y)
     assert statuses == [201] * 200
     top = top_judgment(study)
-    wait_for(lambda: any(v.judgment_watermark == top for v in ready_versions(study)), 90,
-             "a ready EXPLORE version covering all 200 answers")
-    wait_for(lambda: any(v.judgment_watermark == top for v in ready_versions(study, "face")),
-             30, "a ready FACE version covering all 200 answers")
+    wait_for(
+        lambda: any(v.judgment_watermark == top for v in ready_versions(study)),
+        90,
+        "a ready EXPLORE version covering all 200 answers",
+    )
+    wait_for(
+        lambda: any(v.judgment_watermark == top for v in ready_versions(study, "face")),
+        30,
+        "a ready FACE version covering all 200 answers",
+    )
     time.sleep(3)  # let any straggling refit finish: it must not add a duplicate
     for method in ("explore", "face"):
         found = ready_versions(study, method)
@@ -180,16 +214,22 @@ def test_a_worker_killed_mid_fit_leaves_exactly_one_ready_version_after_restart(
     start, media, _ = refit_rig
     # Big enough that a fit takes a while, so the kill lands inside it.
     study, items, _ = study_with_space(media, n_items=3000, d=120, fit_face=False)
-    a, b, y = simulate(np.load(media / "spaces/space-3000-120.npy"), 60_000, seed=5,
-                       sigma0=np.diag(np.r_[np.full(10, 0.4), np.zeros(110)]))
+    a, b, y = simulate(
+        np.load(media / "spaces/space-3000-120.npy"),
+        60_000,
+        seed=5,
+        sigma0=np.diag(np.r_[np.full(10, 0.4), np.zeros(110)]),
+    )
     judgments_create(study, items, a, b, y)
     top = top_judgment(study)
     worker = start()
     with transaction.atomic():
         refit_request(study_id=study.pk)
     fitting = wait_for(
-        lambda: MetricVersion.objects.filter(study=study, status="fitting").first(), 90,
-        "the fit to start", interval=0.01,
+        lambda: MetricVersion.objects.filter(study=study, status="fitting").first(),
+        90,
+        "the fit to start",
+        interval=0.01,
     )
     os.kill(worker.pid, signal.SIGKILL)
     worker.wait(timeout=10)
@@ -226,8 +266,11 @@ def test_answers_are_saved_while_redis_is_down_and_the_sweep_catches_up(refit_ri
 
     redis_server.start()
     top = top_judgment(study)
-    wait_for(lambda: any(v.judgment_watermark == top for v in ready_versions(study)), 120,
-             "the sweep to produce a version after Redis is back")
+    wait_for(
+        lambda: any(v.judgment_watermark == top for v in ready_versions(study)),
+        120,
+        "the sweep to produce a version after Redis is back",
+    )
 
 
 def test_a_one_class_fit_fails_readably_in_the_worker_and_the_published_version_stays(
@@ -251,7 +294,8 @@ def test_a_one_class_fit_fails_readably_in_the_worker_and_the_published_version_
         study.learning_settings.excluded_annotators.add(users[1])  # only "comparable" left
         refit_request(study_id=study.pk)
     failed = wait_for(
-        lambda: MetricVersion.objects.filter(study=study, status="failed").first(), 60,
+        lambda: MetricVersion.objects.filter(study=study, status="failed").first(),
+        60,
         "the failed version",
     )
     assert "only comparable pairs" in failed.error
@@ -266,9 +310,13 @@ def test_the_refit_benchmark_runs_in_its_quick_form_over_the_embedded_broker():
 
     result = subprocess.run(
         [sys.executable, "benchmarks/refit.py", "--quick"],
-        cwd=ROOT, env=subprocess_env(DATABASE_URL=None, REDIS_URL=None, CELERY_BROKER_URL=None,
-                                     CELERY_RESULT_BACKEND=None),
-        capture_output=True, text=True, timeout=300,
+        cwd=ROOT,
+        env=subprocess_env(
+            DATABASE_URL=None, REDIS_URL=None, CELERY_BROKER_URL=None, CELERY_RESULT_BACKEND=None
+        ),
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     line = next(x for x in result.stdout.splitlines() if x.strip().startswith("400"))

@@ -70,24 +70,50 @@ def synthetic_study(db, settings, tmp_path) -> Study:
     pleasant = [f"pleasant{i}" for i in range(8)]
     unpleasant = [f"unpleasant{i}" for i in range(8)]
     WeatTest.objects.create(
-        suite=suite, position=1, name="Flowers / Pleasant", kind=WeatTest.Kind.MEANINGFUL,
-        x_name="Flowers", y_name="Insects", a_name="Pleasant", b_name="Unpleasant",
+        suite=suite,
+        position=1,
+        name="Flowers / Pleasant",
+        kind=WeatTest.Kind.MEANINGFUL,
+        x_name="Flowers",
+        y_name="Insects",
+        a_name="Pleasant",
+        b_name="Unpleasant",
         x_words=[f"Flower{i}" for i in range(8)] + ["orchid"],  # capitalised + one missing
-        y_words=[f"insect{i}" for i in range(8)], a_words=pleasant, b_words=unpleasant,
-    )  # fmt: skip
+        y_words=[f"insect{i}" for i in range(8)],
+        a_words=pleasant,
+        b_words=unpleasant,
+    )
     WeatTest.objects.create(
-        suite=suite, position=2, name="Plus names / Pleasant", kind=WeatTest.Kind.UNFAIR,
-        x_name="Plus names", y_name="Minus names", a_name="Pleasant", b_name="Unpleasant",
+        suite=suite,
+        position=2,
+        name="Plus names / Pleasant",
+        kind=WeatTest.Kind.UNFAIR,
+        x_name="Plus names",
+        y_name="Minus names",
+        a_name="Pleasant",
+        b_name="Unpleasant",
         x_words=[f"name{i}" for i in range(0, 16, 2)],
-        y_words=[f"name{i}" for i in range(1, 16, 2)], a_words=pleasant, b_words=unpleasant,
-    )  # fmt: skip
+        y_words=[f"name{i}" for i in range(1, 16, 2)],
+        a_words=pleasant,
+        b_words=unpleasant,
+    )
     return study
 
 
 def run(tmp_path: Path, *args: str) -> list[dict]:
     out = tmp_path / "table.json"
-    call_command("reproduce_weat_table", "--study", "Synthetic names", "--k", "1,2",
-                 "--permutations", "3000", "--json", str(out), *args)  # fmt: skip
+    call_command(
+        "reproduce_weat_table",
+        "--study",
+        "Synthetic names",
+        "--k",
+        "1,2",
+        "--permutations",
+        "3000",
+        "--json",
+        str(out),
+        *args,
+    )
     return json.loads(out.read_text())
 
 

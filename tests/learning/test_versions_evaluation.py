@@ -33,11 +33,19 @@ def setup(db, settings, tmp_path):
     suite = WeatSuite.objects.create(name="eval suite")
     suite.studies.add(study)
     test = WeatTest.objects.create(
-        suite=suite, position=1, name="X / A", kind=WeatTest.Kind.UNFAIR, x_name="X",
-        y_name="Y", a_name="A", b_name="B", x_words=["w0", "w1", "w2", "Alice"],
-        y_words=["w3", "w4", "w5", "nobody"], a_words=["w6", "w7", "w8"],
+        suite=suite,
+        position=1,
+        name="X / A",
+        kind=WeatTest.Kind.UNFAIR,
+        x_name="X",
+        y_name="Y",
+        a_name="A",
+        b_name="B",
+        x_words=["w0", "w1", "w2", "Alice"],
+        y_words=["w3", "w4", "w5", "nobody"],
+        a_words=["w6", "w7", "w8"],
         b_words=["w9", "w10", "w11", "bob"],
-    )  # fmt: skip
+    )
     return {"space": space, "study": study, "suite": suite, "test": test, "matrix": matrix}
 
 
@@ -56,9 +64,15 @@ def media_files(setup) -> list[Path]:
 
 def test_create_stores_sigma_with_its_sha256(setup):
     sigma = projector_sigma([1, 0, 0, 0])
-    version = metric_version_create(study=setup["study"], method="face", sigma=sigma,
-                                    label="face-1", parameters={"n_components": 1},
-                                    counts={"groups": 1}, judgment_watermark=5)  # fmt: skip
+    version = metric_version_create(
+        study=setup["study"],
+        method="face",
+        sigma=sigma,
+        label="face-1",
+        parameters={"n_components": 1},
+        counts={"groups": 1},
+        judgment_watermark=5,
+    )
     assert version.status == MetricVersion.Status.READY
     assert version.dimension == D
     data = Path(version.sigma.path).read_bytes()
@@ -112,8 +126,9 @@ def test_delete_removes_row_results_and_file_after_commit(
 
 def test_version_results_match_the_core_on_the_same_vectors(setup):
     sigma = projector_sigma([1, 1, 0, 0])
-    version = metric_version_create(study=setup["study"], method="face", sigma=sigma,
-                                    label="face-1")  # fmt: skip
+    version = metric_version_create(
+        study=setup["study"], method="face", sigma=sigma, label="face-1"
+    )
     (result,) = weat_evaluate_version(version, n_permutations=500, n_boot=200)
     m = setup["matrix"].astype(np.float64)
     row = {k.lower(): i for i, k in enumerate(KEYS)}
@@ -121,9 +136,15 @@ def test_version_results_match_the_core_on_the_same_vectors(setup):
     def vectors(words):
         return m[[row[w.lower()] for w in words]]
 
-    expected = weat(vectors(["w0", "w1", "w2", "Alice"]), vectors(["w3", "w4", "w5"]),
-                    vectors(["w6", "w7", "w8"]), vectors(["w9", "w10", "w11", "bob"]),
-                    sigma=sigma, n_permutations=500, random_state=0)  # fmt: skip
+    expected = weat(
+        vectors(["w0", "w1", "w2", "Alice"]),
+        vectors(["w3", "w4", "w5"]),
+        vectors(["w6", "w7", "w8"]),
+        vectors(["w9", "w10", "w11", "bob"]),
+        sigma=sigma,
+        n_permutations=500,
+        random_state=0,
+    )
     assert result.metric == "face-1"
     assert result.metric_version == version
     assert result.p_value == pytest.approx(expected.p_value)

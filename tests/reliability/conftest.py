@@ -31,15 +31,20 @@ def _postgres_can_create_databases() -> bool:
 def run_module(tmp_path):
     """``run(module, *args) -> (result JSON, output)`` for ``python -m loadtest.<module>``."""
     require(shutil.which("redis-server") is not None, "redis-server is not installed")
-    require(_postgres_can_create_databases(),
-            f"PostgreSQL at {PG_ADMIN_URL} is not reachable (or may not create databases)")
+    require(
+        _postgres_can_create_databases(),
+        f"PostgreSQL at {PG_ADMIN_URL} is not reachable (or may not create databases)",
+    )
 
     def run(module: str, *args: str, timeout: float = 180) -> tuple[dict, str]:
         out = tmp_path / f"{module}.json"
         proc = subprocess.run(
             [sys.executable, "-m", f"loadtest.{module}", *args, "--json", str(out)],
-            cwd=ROOT, env=subprocess_env(DATABASE_URL=None, REDIS_URL=None),
-            capture_output=True, text=True, timeout=timeout,
+            cwd=ROOT,
+            env=subprocess_env(DATABASE_URL=None, REDIS_URL=None),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
         )
         output = proc.stdout + proc.stderr
         assert proc.returncode == 0, output[-4000:]

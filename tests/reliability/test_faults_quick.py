@@ -11,7 +11,10 @@ def test_the_quick_fault_run_loses_nothing_and_recovers(run_module):
     result, output = run_module("faults", "--quick")
     assert result["problems"] == [], output
     assert [f["fault"] for f in result["faults"]] == [
-        "kill-worker", "restart-redis", "terminate-db"]
+        "kill-worker",
+        "restart-redis",
+        "terminate-db",
+    ]
     killed = result["faults"][0]["killed_during"]
     assert killed in {"fit", "refit (lease held)"}, killed  # the worker died mid-refit
     judgments = result["judgments"]

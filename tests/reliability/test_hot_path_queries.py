@@ -26,8 +26,11 @@ def test_answer_replay_and_next_pair_stay_within_their_query_budgets(
     url = reverse("api-judgments", args=[study.pk])
 
     def answer(b: int, client_id: str):
-        return client.post(url, {"item_a": items[0], "item_b": b, "label": "comparable",
-                                 "client_id": client_id}, format="json")
+        return client.post(
+            url,
+            {"item_a": items[0], "item_b": b, "label": "comparable", "client_id": client_id},
+            format="json",
+        )
 
     assert answer(items[1], str(uuid.uuid4())).status_code == 201  # the refit marker is set
     client_id = str(uuid.uuid4())
@@ -39,8 +42,11 @@ def test_answer_replay_and_next_pair_stay_within_their_query_budgets(
         response = answer(items[2], client_id)
     assert response.status_code == 201
     assert response.json()["item_b"]["id"] == items[2]
-    assert not [q for q in new.captured_queries if 'FROM "annotation_item" WHERE' in q["sql"]
-                and '"annotation_item"."id" =' in q["sql"]]  # no per-item fetch
+    assert not [
+        q
+        for q in new.captured_queries
+        if 'FROM "annotation_item" WHERE' in q["sql"] and '"annotation_item"."id" =' in q["sql"]
+    ]  # no per-item fetch
     # token, study, membership, the joined replay lookup (+ the transaction statements)
     with django_assert_max_num_queries(6):
         replay = answer(items[2], client_id)
@@ -51,8 +57,15 @@ def test_answer_replay_and_next_pair_stay_within_their_query_budgets(
     # An answer that brings the next pair (?next=1) costs less than the two requests it
     # replaces (10 + 8 here): the token, study, membership and pool tags are read once.
     with django_assert_max_num_queries(14):
-        response = client.post(f"{url}?next=1", {"item_a": items[0], "item_b": items[3],
-                                                 "label": "comparable",
-                                                 "client_id": str(uuid.uuid4())}, format="json")
+        response = client.post(
+            f"{url}?next=1",
+            {
+                "item_a": items[0],
+                "item_b": items[3],
+                "label": "comparable",
+                "client_id": str(uuid.uuid4()),
+            },
+            format="json",
+        )
     assert response.status_code == 201
     assert response.json()["next_pair"]["done"] is False

@@ -22,10 +22,12 @@ def _closed_port() -> int:
 def test_judgment_post_is_stored_while_the_cache_is_down(db, settings, tmp_path, caplog):
     settings.MEDIA_ROOT = str(tmp_path / "media")
     settings.JUDGMENT_RATE, settings.JUDGMENT_BURST = 1, 1
-    settings.CACHES = {"default": {
-        "BACKEND": "django.core.cache.backends.redis.RedisCache",
-        "LOCATION": f"redis://127.0.0.1:{_closed_port()}/0",
-    }}
+    settings.CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": f"redis://127.0.0.1:{_closed_port()}/0",
+        }
+    }
     study = make_study(space=make_space())
     user = make_user("ann", study=study, role="annotator")
     client = APIClient()
@@ -33,8 +35,11 @@ def test_judgment_post_is_stored_while_the_cache_is_down(db, settings, tmp_path,
     a, b, c = Item.objects.filter(space=study.space).order_by("id").values_list("id", flat=True)[:3]
     url = reverse("api-judgments", args=[study.pk])
     statuses = [
-        client.post(url, {"item_a": a, "item_b": other, "label": "comparable",
-                          "client_id": str(uuid.uuid4())}, format="json").status_code
+        client.post(
+            url,
+            {"item_a": a, "item_b": other, "label": "comparable", "client_id": str(uuid.uuid4())},
+            format="json",
+        ).status_code
         for other in (b, c)
     ]
     # Burst 1 would refuse the second POST with a working cache; without one, both count.

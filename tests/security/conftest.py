@@ -91,21 +91,35 @@ def world(db, media_root) -> World:
         "su": make_user("su", is_staff=True, is_superuser=True),
     }
     judgment = PairJudgment.objects.create(
-        study=study_a, item_a=items[0], item_b=items[1], label="comparable",
-        annotator=users["ann_a"], client_id=uuid.uuid4(),
+        study=study_a,
+        item_a=items[0],
+        item_b=items[1],
+        label="comparable",
+        annotator=users["ann_a"],
+        client_id=uuid.uuid4(),
     )
     group = ComparableGroup.objects.create(study=study_a, name="g-a", created_by=users["ann_a"])
     group.members.set(items[:3])
     dim = space.dimension
-    version = make_metric_version(study=study_a, method="face", sigma=np.eye(dim), label="f1",
-                                  is_published=True)
-    other = make_metric_version(study=study_a, method="face", sigma=2 * np.eye(dim), label="f2",
-                                judgment_watermark=1)
+    version = make_metric_version(
+        study=study_a, method="face", sigma=np.eye(dim), label="f1", is_published=True
+    )
+    other = make_metric_version(
+        study=study_a, method="face", sigma=2 * np.eye(dim), label="f2", judgment_watermark=1
+    )
     suite = WeatSuite.objects.create(name="suite")
     suite.studies.add(study_a)
     weat_test = WeatTest.objects.create(
-        suite=suite, name="X / A", kind=WeatTest.Kind.MEANINGFUL, x_name="X", y_name="Y",
-        a_name="A", b_name="B", x_words=["w000"], y_words=["w001"], a_words=["w002"],
+        suite=suite,
+        name="X / A",
+        kind=WeatTest.Kind.MEANINGFUL,
+        x_name="X",
+        y_name="Y",
+        a_name="A",
+        b_name="B",
+        x_words=["w000"],
+        y_words=["w001"],
+        a_words=["w002"],
         b_words=["w003"],
     )
     job = EmbeddingImport(name="imp", status=EmbeddingImport.Status.FAILED, error="bad file")
@@ -113,9 +127,20 @@ def world(db, media_root) -> World:
     job.save()
     group_b = ComparableGroup.objects.create(study=study_b, name="g-b", created_by=users["ann_b"])
     version_b = make_metric_version(study=study_b, method="face", sigma=np.eye(dim), label="b1")
-    world = World(study_a=study_a, study_b=study_b, items=items, users=users, judgment=judgment,
-                  group=group, version=version, other_version=other, weat_test=weat_test,
-                  embedding_import=job, group_b=group_b, version_b=version_b)
+    world = World(
+        study_a=study_a,
+        study_b=study_b,
+        items=items,
+        users=users,
+        judgment=judgment,
+        group=group,
+        version=version,
+        other_version=other,
+        weat_test=weat_test,
+        embedding_import=job,
+        group_b=group_b,
+        version_b=version_b,
+    )
     for role, user in users.items():
         token, key = api_token_create(user=user, name=f"{role} job")
         world.tokens[role], world.token_ids[role] = key, token.pk

@@ -35,10 +35,11 @@ def test_publishing_on_the_version_page(world, new_events):
     assert client.post(url, REMOTE_ADDR="192.0.2.7").status_code == 302
     event = _one(new_events(), Action.PUBLISH, world.users["adm_a"])
     assert event.study_id == world.study_a.pk
-    assert (event.target_type, event.target_id) == ("learning.metricversion",
-                                                    str(world.other_version.pk))
-    assert event.detail == {"method": "face", "replaced": [world.version.pk],
-                            "automatic": False}
+    assert (event.target_type, event.target_id) == (
+        "learning.metricversion",
+        str(world.other_version.pk),
+    )
+    assert event.detail == {"method": "face", "replaced": [world.version.pk], "automatic": False}
     assert event.ip == "192.0.2.7"
     client.post(url)  # already published: nothing happens, nothing is logged
     assert len(new_events()) == 1
@@ -53,8 +54,10 @@ def test_publishing_in_the_admin_and_refusals(world, new_events):
     assert new_events() == []
     MetricVersion.objects.filter(pk=world.other_version.pk).update(status="ready")
     admin = world.client("su")
-    response = admin.post(reverse("admin:learning_metricversion_changelist"), {
-        "action": "publish_version", "_selected_action": [world.other_version.pk]})
+    response = admin.post(
+        reverse("admin:learning_metricversion_changelist"),
+        {"action": "publish_version", "_selected_action": [world.other_version.pk]},
+    )
     assert response.status_code == 302
     _one(new_events(), Action.PUBLISH, world.users["su"])
 
@@ -78,8 +81,10 @@ def test_the_event_is_part_of_the_action(world, new_events, monkeypatch):
 
 def test_memberships_in_the_admin(world, new_events):
     client = world.client("su")
-    add = client.post(reverse("admin:annotation_membership_add"), {
-        "user": world.users["ann_b"].pk, "study": world.study_a.pk, "role": "annotator"})
+    add = client.post(
+        reverse("admin:annotation_membership_add"),
+        {"user": world.users["ann_b"].pk, "study": world.study_a.pk, "role": "annotator"},
+    )
     assert add.status_code == 302, add.content[:500]
     membership = Membership.objects.get(user=world.users["ann_b"], study=world.study_a)
     event = _one(new_events(), Action.MEMBERSHIP_CREATE, world.users["su"])
@@ -87,19 +92,24 @@ def test_memberships_in_the_admin(world, new_events):
     assert event.study_id == world.study_a.pk
 
     change = reverse("admin:annotation_membership_change", args=[membership.pk])
-    client.post(change, {"user": world.users["ann_b"].pk, "study": world.study_a.pk,
-                         "role": "reviewer"})
+    client.post(
+        change, {"user": world.users["ann_b"].pk, "study": world.study_a.pk, "role": "reviewer"}
+    )
     event = new_events()[-1]
     assert event.action == Action.MEMBERSHIP_CHANGE
     assert event.detail["changes"] == {"role": ["annotator", "reviewer"]}
-    client.post(change, {"user": world.users["ann_b"].pk, "study": world.study_a.pk,
-                         "role": "reviewer"})  # saved unchanged: no event
+    client.post(
+        change, {"user": world.users["ann_b"].pk, "study": world.study_a.pk, "role": "reviewer"}
+    )  # saved unchanged: no event
     assert len(new_events()) == 2
 
     delete = reverse("admin:annotation_membership_delete", args=[membership.pk])
     assert client.post(delete, {"post": "yes"}).status_code == 302
     assert [e.action for e in new_events()] == [
-        Action.MEMBERSHIP_CREATE, Action.MEMBERSHIP_CHANGE, Action.MEMBERSHIP_DELETE]
+        Action.MEMBERSHIP_CREATE,
+        Action.MEMBERSHIP_CHANGE,
+        Action.MEMBERSHIP_DELETE,
+    ]
 
 
 def test_memberships_from_code_have_no_actor(world, new_events):
@@ -119,12 +129,15 @@ def test_deleting_a_study_logs_its_memberships_and_keeps_the_log(world, new_even
     assert event.study_id == study_b  # no constraint: the log outlives the study
 
 
-@pytest.mark.parametrize(("name", "args", "action"), [
-    ("api-version-sigma", lambda w: [w.version.pk, "npy"], Action.EXPORT_SIGMA),
-    ("api-published-sigma", lambda w: [w.study_a.pk, "face", "csv"], Action.EXPORT_SIGMA),
-    ("api-export-judgments", lambda w: [w.study_a.pk, "csv"], Action.EXPORT_JUDGMENTS),
-    ("api-export-groups", lambda w: [w.study_a.pk, "jsonl"], Action.EXPORT_GROUPS),
-])
+@pytest.mark.parametrize(
+    ("name", "args", "action"),
+    [
+        ("api-version-sigma", lambda w: [w.version.pk, "npy"], Action.EXPORT_SIGMA),
+        ("api-published-sigma", lambda w: [w.study_a.pk, "face", "csv"], Action.EXPORT_SIGMA),
+        ("api-export-judgments", lambda w: [w.study_a.pk, "csv"], Action.EXPORT_JUDGMENTS),
+        ("api-export-groups", lambda w: [w.study_a.pk, "jsonl"], Action.EXPORT_GROUPS),
+    ],
+)
 def test_each_export_writes_one_event(world, new_events, name, args, action):
     client = world.token_client("rev_a")
     response = client.get(reverse(name, args=args(world)), REMOTE_ADDR="198.51.100.4")
@@ -147,8 +160,11 @@ def test_tokens_created_and_revoked_on_the_token_page(world, new_events):
     assert client.post(reverse("account-tokens"), {"name": "nightly"}).status_code == 200
     token = ApiToken.objects.get(user=world.users["ann_b"], name="nightly")
     event = _one(new_events(), Action.TOKEN_CREATE, world.users["ann_b"])
-    assert event.detail == {"name": "nightly", "prefix": token.prefix,
-                            "owner_id": world.users["ann_b"].pk}
+    assert event.detail == {
+        "name": "nightly",
+        "prefix": token.prefix,
+        "owner_id": world.users["ann_b"].pk,
+    }
     assert "key_hash" not in str(event.detail)
     revoke = reverse("account-token-revoke", args=[token.pk])
     client.post(revoke)
@@ -159,8 +175,9 @@ def test_tokens_created_and_revoked_on_the_token_page(world, new_events):
 def test_tokens_revoked_in_the_admin_one_event_each(world, new_events):
     client = world.client("su")
     ids = [world.token_ids["ann_a"], world.token_ids["rev_a"]]
-    response = client.post(reverse("admin:learning_apitoken_changelist"),
-                           {"action": "revoke", "_selected_action": ids})
+    response = client.post(
+        reverse("admin:learning_apitoken_changelist"), {"action": "revoke", "_selected_action": ids}
+    )
     assert response.status_code == 302
     events = new_events()
     assert [e.action for e in events] == [Action.TOKEN_REVOKE] * 2
@@ -181,8 +198,12 @@ def test_the_admin_shows_the_log_read_only(world, new_events):
     assert page.status_code == 200
     assert b'name="_save"' not in page.content
     client.post(change, {"action": "token.create"})
-    assert client.post(reverse("admin:audit_auditevent_delete", args=[event.pk]),
-                       {"post": "yes"}).status_code == 403
+    assert (
+        client.post(
+            reverse("admin:audit_auditevent_delete", args=[event.pk]), {"post": "yes"}
+        ).status_code
+        == 403
+    )
     event.refresh_from_db()
     assert event.action == Action.PUBLISH
 

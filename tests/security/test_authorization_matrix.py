@@ -24,8 +24,7 @@ NON_STAFF = ["ann_a", "ann_b", "rev_a", "adm_a"]
 
 
 def statuses(anon, ann_a, ann_b, rev_a, adm_a, su) -> dict[str, int]:
-    return {"anon": anon, "ann_a": ann_a, "ann_b": ann_b, "rev_a": rev_a, "adm_a": adm_a,
-            "su": su}
+    return {"anon": anon, "ann_a": ann_a, "ann_b": ann_b, "rev_a": rev_a, "adm_a": adm_a, "su": su}
 
 
 # Who passes: the common policies (the status each role gets for an allowed method).
@@ -58,114 +57,162 @@ def A(world: World) -> int:
 
 
 def judgment_body(world: World, role: str) -> dict:
-    return {"item_a": world.items[2].pk, "item_b": world.items[3].pk, "label": "comparable",
-            "client_id": str(uuid.uuid4())}
+    return {
+        "item_a": world.items[2].pk,
+        "item_b": world.items[3].pk,
+        "label": "comparable",
+        "client_id": str(uuid.uuid4()),
+    }
 
 
 MATRIX: dict[str, Row] = {
     "home": Row(lambda w: reverse("home"), {"get": LOGGED_IN}, PAGE_GATE),
     "healthz": Row(lambda w: reverse("healthz"), {"get": PUBLIC}),
-    "login": Row(lambda w: reverse("login"), {"get": PUBLIC, "post": PUBLIC},
-                 body=lambda w, r: {"username": f"nobody-{r}", "password": "wrong"}),
+    "login": Row(
+        lambda w: reverse("login"),
+        {"get": PUBLIC, "post": PUBLIC},
+        body=lambda w, r: {"username": f"nobody-{r}", "password": "wrong"},
+    ),
     "logout": Row(lambda w: reverse("logout"), {"post": statuses(302, 302, 302, 302, 302, 302)}),
     "schema": Row(lambda w: reverse("schema"), {"get": PUBLIC}),
     "api-docs": Row(lambda w: reverse("api-docs"), {"get": PUBLIC}),
     # --- annotation API
-    "api-studies": Row(lambda w: reverse("api-studies"),
-                       {"get": statuses(401, 200, 200, 200, 200, 200)}, API_GATE),
+    "api-studies": Row(
+        lambda w: reverse("api-studies"), {"get": statuses(401, 200, 200, 200, 200, 200)}, API_GATE
+    ),
     "api-study": Row(lambda w: reverse("api-study", args=[A(w)]), {"get": MEMBER_API}, API_GATE),
-    "api-next-pair": Row(lambda w: reverse("api-next-pair", args=[A(w)]), {"get": MEMBER_API},
-                         API_GATE),
+    "api-next-pair": Row(
+        lambda w: reverse("api-next-pair", args=[A(w)]), {"get": MEMBER_API}, API_GATE
+    ),
     "api-judgments": Row(
         lambda w: reverse("api-judgments", args=[A(w)]),
         {"get": MEMBER_API, "post": statuses(401, 201, 403, 201, 201, 201)},
-        API_GATE, body=judgment_body, fmt="json",
+        API_GATE,
+        body=judgment_body,
+        fmt="json",
     ),
     "api-judgment": Row(  # undo: only one's own answer
         lambda w: reverse("api-judgment", args=[A(w), w.judgment.pk]),
-        {"delete": statuses(401, 204, 403, 403, 403, 403)}, API_GATE,
+        {"delete": statuses(401, 204, 403, 403, 403, 403)},
+        API_GATE,
     ),
     "api-groups": Row(
         lambda w: reverse("api-groups", args=[A(w)]),
         {"get": MEMBER_API, "post": statuses(401, 201, 403, 201, 201, 201)},
-        API_GATE, body=lambda w, r: {"name": f"group of {r}",
-                                     "members": [w.items[5].pk, w.items[6].pk]}, fmt="json",
+        API_GATE,
+        body=lambda w, r: {"name": f"group of {r}", "members": [w.items[5].pk, w.items[6].pk]},
+        fmt="json",
     ),
     "api-group": Row(  # the creator (ann_a) and reviewers/admins may edit
         lambda w: reverse("api-group", args=[A(w), w.group.pk]),
-        {"get": MEMBER_API, "patch": MEMBER_API}, API_GATE,
-        body=lambda w, r: {"name": f"renamed by {r}"}, fmt="json",
+        {"get": MEMBER_API, "patch": MEMBER_API},
+        API_GATE,
+        body=lambda w, r: {"name": f"renamed by {r}"},
+        fmt="json",
     ),
-    "api-suggestions": Row(lambda w: reverse("api-suggestions", args=[A(w)]),
-                           {"get": MEMBER_API}, API_GATE),
-    "api-items": Row(lambda w: reverse("api-items") + f"?study={A(w)}&q=w",
-                     {"get": MEMBER_API}, API_GATE),
+    "api-suggestions": Row(
+        lambda w: reverse("api-suggestions", args=[A(w)]), {"get": MEMBER_API}, API_GATE
+    ),
+    "api-items": Row(
+        lambda w: reverse("api-items") + f"?study={A(w)}&q=w", {"get": MEMBER_API}, API_GATE
+    ),
     # --- annotation pages
-    "annotation:study-list": Row(lambda w: reverse("annotation:study-list"),
-                                 {"get": LOGGED_IN}, PAGE_GATE),
-    "annotation:study-detail": Row(lambda w: reverse("annotation:study-detail", args=[A(w)]),
-                                   {"get": MEMBER_PAGE}, PAGE_GATE),
-    "annotation:label": Row(lambda w: reverse("annotation:label", args=[A(w)]),
-                            {"get": MEMBER_PAGE}, PAGE_GATE),
-    "annotation:groups": Row(lambda w: reverse("annotation:groups", args=[A(w)]),
-                             {"get": MEMBER_PAGE}, PAGE_GATE),
-    "annotation:review": Row(lambda w: reverse("annotation:review", args=[A(w)]),
-                             {"get": REVIEWER_PAGE}, PAGE_GATE),
+    "annotation:study-list": Row(
+        lambda w: reverse("annotation:study-list"), {"get": LOGGED_IN}, PAGE_GATE
+    ),
+    "annotation:study-detail": Row(
+        lambda w: reverse("annotation:study-detail", args=[A(w)]), {"get": MEMBER_PAGE}, PAGE_GATE
+    ),
+    "annotation:label": Row(
+        lambda w: reverse("annotation:label", args=[A(w)]), {"get": MEMBER_PAGE}, PAGE_GATE
+    ),
+    "annotation:groups": Row(
+        lambda w: reverse("annotation:groups", args=[A(w)]), {"get": MEMBER_PAGE}, PAGE_GATE
+    ),
+    "annotation:review": Row(
+        lambda w: reverse("annotation:review", args=[A(w)]), {"get": REVIEWER_PAGE}, PAGE_GATE
+    ),
     # --- embedding spaces (Django staff only)
     "spaces:list": Row(lambda w: reverse("spaces:list"), {"get": STAFF_PAGE}, STAFF_GATE),
-    "spaces:upload": Row(lambda w: reverse("spaces:upload"),
-                         {"get": STAFF_PAGE, "post": statuses(302, 403, 403, 403, 403, 400)},
-                         STAFF_GATE),
-    "spaces:import": Row(lambda w: reverse("spaces:import", args=[w.embedding_import.pk]),
-                         {"get": STAFF_PAGE}, STAFF_GATE),
+    "spaces:upload": Row(
+        lambda w: reverse("spaces:upload"),
+        {"get": STAFF_PAGE, "post": statuses(302, 403, 403, 403, 403, 400)},
+        STAFF_GATE,
+    ),
+    "spaces:import": Row(
+        lambda w: reverse("spaces:import", args=[w.embedding_import.pk]),
+        {"get": STAFF_PAGE},
+        STAFF_GATE,
+    ),
     "spaces:import-status": Row(
         lambda w: reverse("spaces:import-status", args=[w.embedding_import.pk]),
-        {"get": STAFF_PAGE}, STAFF_GATE,
+        {"get": STAFF_PAGE},
+        STAFF_GATE,
     ),
     # --- export API (reviewers and admins)
-    "api-version": Row(lambda w: reverse("api-version", args=[w.version.pk]),
-                       {"get": EXPORT_API}, API_GATE),
-    "api-version-sigma": Row(lambda w: reverse("api-version-sigma", args=[w.version.pk, "npy"]),
-                             {"get": EXPORT_API}, API_GATE),
-    "api-published": Row(lambda w: reverse("api-published", args=[A(w), "face"]),
-                         {"get": EXPORT_API}, API_GATE),
-    "api-published-sigma": Row(
-        lambda w: reverse("api-published-sigma", args=[A(w), "face", "json"]),
-        {"get": EXPORT_API}, API_GATE,
+    "api-version": Row(
+        lambda w: reverse("api-version", args=[w.version.pk]), {"get": EXPORT_API}, API_GATE
     ),
-    "api-export-judgments": Row(
-        lambda w: reverse("api-export-judgments", args=[A(w), "csv"]), {"get": EXPORT_API},
+    "api-version-sigma": Row(
+        lambda w: reverse("api-version-sigma", args=[w.version.pk, "npy"]),
+        {"get": EXPORT_API},
         API_GATE,
     ),
-    "api-export-groups": Row(lambda w: reverse("api-export-groups", args=[A(w), "jsonl"]),
-                             {"get": EXPORT_API}, API_GATE),
+    "api-published": Row(
+        lambda w: reverse("api-published", args=[A(w), "face"]), {"get": EXPORT_API}, API_GATE
+    ),
+    "api-published-sigma": Row(
+        lambda w: reverse("api-published-sigma", args=[A(w), "face", "json"]),
+        {"get": EXPORT_API},
+        API_GATE,
+    ),
+    "api-export-judgments": Row(
+        lambda w: reverse("api-export-judgments", args=[A(w), "csv"]),
+        {"get": EXPORT_API},
+        API_GATE,
+    ),
+    "api-export-groups": Row(
+        lambda w: reverse("api-export-groups", args=[A(w), "jsonl"]), {"get": EXPORT_API}, API_GATE
+    ),
     # --- learning pages
-    "study-dashboard": Row(lambda w: reverse("study-dashboard", args=[A(w)]),
-                           {"get": DASHBOARD}, PAGE_GATE),
-    "study-dashboard-status": Row(lambda w: reverse("study-dashboard-status", args=[A(w)]),
-                                  {"get": DASHBOARD}, PAGE_GATE),
-    "study-weat": Row(lambda w: reverse("study-weat", args=[A(w)]), {"get": DASHBOARD},
-                      PAGE_GATE),
-    "study-weat-test": Row(lambda w: reverse("study-weat-test", args=[A(w), w.weat_test.pk]),
-                           {"get": DASHBOARD}, PAGE_GATE),
-    "study-drift": Row(lambda w: reverse("study-drift", args=[A(w)]), {"get": DASHBOARD},
-                       PAGE_GATE),
+    "study-dashboard": Row(
+        lambda w: reverse("study-dashboard", args=[A(w)]), {"get": DASHBOARD}, PAGE_GATE
+    ),
+    "study-dashboard-status": Row(
+        lambda w: reverse("study-dashboard-status", args=[A(w)]), {"get": DASHBOARD}, PAGE_GATE
+    ),
+    "study-weat": Row(lambda w: reverse("study-weat", args=[A(w)]), {"get": DASHBOARD}, PAGE_GATE),
+    "study-weat-test": Row(
+        lambda w: reverse("study-weat-test", args=[A(w), w.weat_test.pk]),
+        {"get": DASHBOARD},
+        PAGE_GATE,
+    ),
+    "study-drift": Row(
+        lambda w: reverse("study-drift", args=[A(w)]), {"get": DASHBOARD}, PAGE_GATE
+    ),
     "version-compare": Row(
         lambda w: reverse("version-compare") + f"?a={w.version.pk}&b={w.other_version.pk}",
-        {"get": DASHBOARD}, PAGE_GATE,
+        {"get": DASHBOARD},
+        PAGE_GATE,
     ),
-    "version-detail": Row(lambda w: reverse("version-detail", args=[w.version.pk]),
-                          {"get": DASHBOARD}, PAGE_GATE),
+    "version-detail": Row(
+        lambda w: reverse("version-detail", args=[w.version.pk]), {"get": DASHBOARD}, PAGE_GATE
+    ),
     "version-publish": Row(  # study admins (membership) and superusers
         lambda w: reverse("version-publish", args=[w.other_version.pk]),
-        {"post": statuses(302, 403, 403, 403, 302, 302)}, PAGE_GATE,
+        {"post": statuses(302, 403, 403, 403, 302, 302)},
+        PAGE_GATE,
     ),
-    "account-tokens": Row(lambda w: reverse("account-tokens"),
-                          {"get": LOGGED_IN, "post": LOGGED_IN}, PAGE_GATE,
-                          body=lambda w, r: {"name": f"job of {r}"}),
+    "account-tokens": Row(
+        lambda w: reverse("account-tokens"),
+        {"get": LOGGED_IN, "post": LOGGED_IN},
+        PAGE_GATE,
+        body=lambda w, r: {"name": f"job of {r}"},
+    ),
     "account-token-revoke": Row(  # only one's own token (ann_a's here)
         lambda w: reverse("account-token-revoke", args=[w.token_ids["ann_a"]]),
-        {"post": statuses(302, 302, 404, 404, 404, 404)}, PAGE_GATE,
+        {"post": statuses(302, 302, 404, 404, 404, 404)},
+        PAGE_GATE,
     ),
 }
 # Served only with DEBUG on (the development server); production has no such route.
@@ -191,7 +238,8 @@ def _app_patterns():
 
 def test_every_url_pattern_has_a_matrix_row():
     missing = [
-        f"{route} ({name})" for route, name in _app_patterns()
+        f"{route} ({name})"
+        for route, name in _app_patterns()
         if name not in MATRIX and route not in DEBUG_ONLY
     ]
     assert not missing, f"URL patterns without an authorization-matrix row: {missing}"
@@ -276,8 +324,9 @@ def test_superusers_open_every_admin_list_and_add_form(world):
         url = reverse(f"admin:{meta.app_label}_{meta.model_name}_changelist")
         assert client.get(url).status_code == 200, url
         add = client.get(reverse(f"admin:{meta.app_label}_{meta.model_name}_add"))
-        assert add.status_code == (200 if model_admin.has_add_permission(_su_request(world))
-                                   else 403), meta.label
+        assert add.status_code == (
+            200 if model_admin.has_add_permission(_su_request(world)) else 403
+        ), meta.label
 
 
 def _su_request(world):

@@ -29,8 +29,10 @@ def _cases():
             if not allowed:
                 continue
             # The first role (ann_a, the owner, last) that the matrix lets through.
-            role = "anon" if name in {"login", "logout"} else next(
-                r for r in ROLES if r != "anon" and allowed[r] not in {401, 403, 404}
+            role = (
+                "anon"
+                if name in {"login", "logout"}
+                else next(r for r in ROLES if r != "anon" and allowed[r] not in {401, 403, 404})
             )
             yield pytest.param(name, method, role, id=f"{name}-{method.upper()}")
 
@@ -40,8 +42,16 @@ CASES = list(_cases())
 
 def test_every_unsafe_endpoint_is_checked():
     assert {c.values[0] for c in CASES} >= {
-        "login", "logout", "api-judgments", "api-judgment", "api-groups", "api-group",
-        "spaces:upload", "version-publish", "account-tokens", "account-token-revoke",
+        "login",
+        "logout",
+        "api-judgments",
+        "api-judgment",
+        "api-groups",
+        "api-group",
+        "spaces:upload",
+        "version-publish",
+        "account-tokens",
+        "account-token-revoke",
     }
 
 

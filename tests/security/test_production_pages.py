@@ -7,8 +7,13 @@ import importlib
 from django.test import Client
 from django.urls import clear_url_caches, reverse
 
-TRACEBACK_MARKERS = [b"Traceback", b"secret internal detail", b"technical_500", b"settings.py",
-                     b"DEBUG = True"]
+TRACEBACK_MARKERS = [
+    b"Traceback",
+    b"secret internal detail",
+    b"technical_500",
+    b"settings.py",
+    b"DEBUG = True",
+]
 
 
 def _plain(response, title: bytes):
@@ -20,8 +25,10 @@ def _plain(response, title: bytes):
 def test_404_is_the_apps_page(world, settings):
     assert settings.DEBUG is False
     _plain(world.client("ann_a").get("/no/such/page/"), b"Not found")
-    _plain(world.client("ann_b").get(reverse("annotation:study-detail",
-                                             args=[world.study_a.pk])), b"Not found")
+    _plain(
+        world.client("ann_b").get(reverse("annotation:study-detail", args=[world.study_a.pk])),
+        b"Not found",
+    )
 
 
 def test_403_says_why_without_details(world):

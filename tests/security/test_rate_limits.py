@@ -25,24 +25,30 @@ def _login(client, username, password, ip="10.0.0.1"):
 def shared_cache(request, settings, tmp_path):
     """The two backends production uses (several processes share either)."""
     if request.param == "file":
-        settings.CACHES = {"default": {
-            "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
-            "LOCATION": str(tmp_path / "cache")}}
+        settings.CACHES = {
+            "default": {
+                "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+                "LOCATION": str(tmp_path / "cache"),
+            }
+        }
     else:
         url = request.getfixturevalue("redis_url")
-        settings.CACHES = {"default": {
-            "BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": url,
-            "KEY_PREFIX": f"test-{uuid.uuid4().hex}"}}
+        settings.CACHES = {
+            "default": {
+                "BACKEND": "django.core.cache.backends.redis.RedisCache",
+                "LOCATION": url,
+                "KEY_PREFIX": f"test-{uuid.uuid4().hex}",
+            }
+        }
     return request.param
 
 
-def test_failed_logins_lock_the_username_from_that_address(world, client, settings,
-                                                           shared_cache):
+def test_failed_logins_lock_the_username_from_that_address(world, client, settings, shared_cache):
     settings.LOGIN_FAILURE_LIMIT = 3
     for _ in range(3):
         response = _login(client, "ann_a", "wrong")
         assert response.status_code == 200
-        assert b"class=\"error\"" in response.content
+        assert b'class="error"' in response.content
     locked = _login(client, "ann_a", PASSWORD)  # even the right password
     assert locked.status_code == 429
     assert b"Too many failed logins for this username from your address" in locked.content
@@ -58,8 +64,7 @@ def test_the_admin_login_is_locked_too(world, client, settings):
     url = reverse("admin:login")
     for _ in range(2):
         client.post(url, {"username": "su", "password": "wrong"}, REMOTE_ADDR="10.0.0.3")
-    response = client.post(url, {"username": "su", "password": PASSWORD},
-                           REMOTE_ADDR="10.0.0.3")
+    response = client.post(url, {"username": "su", "password": PASSWORD}, REMOTE_ADDR="10.0.0.3")
     assert response.status_code == 200  # the admin's own form error
     assert "_auth_user_id" not in client.session
 
@@ -88,8 +93,12 @@ def _post_judgment(client, world, i):
     item_a, item_b = world.items[10 + 2 * i], world.items[11 + 2 * i]
     return client.post(
         reverse("api-judgments", args=[world.study_a.pk]),
-        {"item_a": item_a.pk, "item_b": item_b.pk, "label": "unsure",
-         "client_id": str(uuid.uuid4())},
+        {
+            "item_a": item_a.pk,
+            "item_b": item_b.pk,
+            "label": "unsure",
+            "client_id": str(uuid.uuid4()),
+        },
         format="json",
     )
 
@@ -131,7 +140,11 @@ def test_rate_zero_turns_the_judgment_limit_off(world, settings):
 def _settings_value(expression: str, **env) -> str:
     code = f"import django; django.setup(); from django.conf import settings; print({expression})"
     result = subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60,
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
         env=subprocess_env(DEBUG="1", SECRET_KEY=None, DJANGO_ALLOW_ASYNC_UNSAFE=None, **env),
     )
     assert result.returncode == 0, result.stderr
@@ -143,6 +156,7 @@ def test_the_cache_is_shared_between_processes():
     assert _settings_value(backend, REDIS_URL=None).endswith("FileBasedCache")
     assert _settings_value(backend, REDIS_URL="redis://127.0.0.1:6379/3").endswith("RedisCache")
     rates = "settings.JUDGMENT_RATE, settings.JUDGMENT_BURST, settings.LOGIN_FAILURE_LIMIT"
-    assert _settings_value(rates, JUDGMENT_RATE="50", JUDGMENT_BURST="200",
-                           LOGIN_FAILURE_LIMIT="10") == "50 200 10"
-
+    assert (
+        _settings_value(rates, JUDGMENT_RATE="50", JUDGMENT_BURST="200", LOGIN_FAILURE_LIMIT="10")
+        == "50 200 10"
+    )

@@ -49,8 +49,13 @@ def fuzz_world(world, settings):
 
 
 @schema.parametrize()
-@settings(max_examples=MAX_EXAMPLES, deadline=None, derandomize=True, database=None,
-          suppress_health_check=list(HealthCheck))
+@settings(
+    max_examples=MAX_EXAMPLES,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=list(HealthCheck),
+)
 def test_api_never_answers_5xx(case, fuzz_world):
     if case.path_parameters and hash(repr(case.body) + repr(case.query)) % 2 == 0:
         real = _real_ids(fuzz_world)
