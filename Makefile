@@ -14,10 +14,10 @@ help:
 	@echo "make faults the load run with worker kills, Redis restarts and cut DB connections"
 	@echo "make fuzz   schemathesis against the OpenAPI schema"
 
-$(STAMP): requirements.txt
+$(STAMP): requirements.txt requirements-dev.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -r requirements.txt
+	$(BIN)/python -m pip install --quiet -r requirements-dev.txt
 	touch $(STAMP)
 
 install: $(STAMP)

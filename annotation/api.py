@@ -8,14 +8,15 @@ from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
-from rest_framework.exceptions import APIException, ValidationError
+from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from common.errors import NotAllowed, PayloadTooLarge
+
 from . import selectors, services
-from .exceptions import AnnotationError, NotAllowed
-from .models import ComparableGroup, EmbeddingSpace, Membership, Study
-from .permissions import can_edit_group, require_member, study_role
+from .access import Action, StudyAccess, can_edit_group, require_space_reader, study_get, study_role
+from .models import ComparableGroup, Study
 from .sampling import next_pair
 from .serializers import (
     GroupCreateSerializer,
@@ -35,15 +36,15 @@ from .throttles import JudgmentRateThrottle
 MAX_LIMIT = 200
 
 
-class PayloadTooLarge(APIException):
-    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
-    default_detail = "Request body too large."
-
-
 class AnnotationAPIView(APIView):
-    """Maps service errors to 4xx answers and refuses oversized bodies before parsing them."""
+    """Study access from the URL (``annotation.access.StudyAccess``: the study is ``self.study``)
+    and a refusal of oversized bodies before they are parsed. Errors map project-wide
+    (``common.errors.api_exception_handler``)."""
 
+    permission_classes = [StudyAccess]
+    study_action = Action.VIEW
     max_body_bytes = 8 * 1024
+    study: Study
 
     def initial(self, request, *args, **kwargs):
         super().initial(request, *args, **kwargs)
@@ -56,16 +57,6 @@ class AnnotationAPIView(APIView):
                 raise PayloadTooLarge(
                     f"Request body too large ({length} bytes; at most {self.max_body_bytes})."
                 )
-
-    def handle_exception(self, exc):
-        if isinstance(exc, AnnotationError):
-            return Response({"detail": exc.message}, status=exc.status_code)
-        return super().handle_exception(exc)
-
-    def member_study(self, study_id: int) -> Study:
-        study = get_object_or_404(Study.objects.select_related("space"), pk=study_id)
-        require_member(self.request.user, study)
-        return study
 
 
 def _int_param(request, name: str, default: int, *, lo: int, hi: int) -> int:
@@ -102,7 +93,7 @@ class StudyList(AnnotationAPIView):
 class StudyDetail(AnnotationAPIView):
     @extend_schema(responses=StudySerializer)
     def get(self, request, study_id: int):
-        study = self.member_study(study_id)
+        study = self.study
         roles = {study.pk: study_role(request.user, study)}
         return Response(StudySerializer(study, context={"roles": roles}).data)
 
@@ -140,7 +131,7 @@ class NextPairView(AnnotationAPIView):
         responses=NextPairSerializer,
     )
     def get(self, request, study_id: int):
-        study = self.member_study(study_id)
+        study = self.study
         return Response(_next_pair_data(request, study))
 
 
@@ -157,7 +148,7 @@ class JudgmentListCreate(AnnotationAPIView):
         responses=JudgmentSerializer(many=True),
     )
     def get(self, request, study_id: int):
-        study = self.member_study(study_id)
+        study = self.study
         mine = request.query_params.get("mine", "") in {"1", "true", "yes"}
         limit = _int_param(request, "limit", 10, lo=1, hi=MAX_LIMIT)
         before = _int_param(request, "before", 0, lo=0, hi=2**62) or None
@@ -182,7 +173,7 @@ class JudgmentListCreate(AnnotationAPIView):
         responses=JudgmentSerializer,
     )
     def post(self, request, study_id: int):
-        study = self.member_study(study_id)
+        study = self.study
         want_next = request.query_params.get("next", "") in {"1", "true", "yes"}
         held_pairs = _held_pairs(request) if want_next else None  # bad exclude: 400, no write
         body = JudgmentCreateSerializer(data=request.data)
@@ -215,7 +206,7 @@ class JudgmentUndo(AnnotationAPIView):
         responses={204: None},
     )
     def delete(self, request, study_id: int, ref: str):
-        study = self.member_study(study_id)
+        study = self.study
         if ref.isascii() and ref.isdigit() and len(ref) <= 18:
             services.judgment_undo(user=request.user, study=study, judgment_id=int(ref))
         else:
@@ -232,13 +223,13 @@ class GroupListCreate(AnnotationAPIView):
 
     @extend_schema(responses=GroupSerializer(many=True))
     def get(self, request, study_id: int):
-        study = self.member_study(study_id)
+        study = self.study
         groups = selectors.groups_visible(study=study, user=request.user)[:500]
         return Response(GroupSerializer(groups, many=True).data)
 
     @extend_schema(request=GroupCreateSerializer, responses=GroupDetailSerializer)
     def post(self, request, study_id: int):
-        study = self.member_study(study_id)
+        study = self.study
         body = GroupCreateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         group = services.group_create(
@@ -261,20 +252,17 @@ def _group_detail(group: ComparableGroup) -> dict:
 class GroupDetail(AnnotationAPIView):
     max_body_bytes = 64 * 1024
 
-    def visible_group(self, study_id: int, group_id: int) -> ComparableGroup:
-        study = self.member_study(study_id)
-        group = get_object_or_404(
-            selectors.groups_visible(study=study, user=self.request.user), pk=group_id
-        )
-        return group
+    def visible_group(self, group_id: int) -> ComparableGroup:
+        groups = selectors.groups_visible(study=self.study, user=self.request.user)
+        return get_object_or_404(groups, pk=group_id)
 
     @extend_schema(responses=GroupDetailSerializer)
     def get(self, request, study_id: int, group_id: int):
-        return Response(_group_detail(self.visible_group(study_id, group_id)))
+        return Response(_group_detail(self.visible_group(group_id)))
 
     @extend_schema(request=GroupUpdateSerializer, responses=GroupDetailSerializer)
     def patch(self, request, study_id: int, group_id: int):
-        group = self.visible_group(study_id, group_id)
+        group = self.visible_group(group_id)
         if not can_edit_group(request.user, group):
             raise NotAllowed("Only the group's creator or a reviewer/admin can edit this group.")
         body = GroupUpdateSerializer(data=request.data)
@@ -302,7 +290,7 @@ class SuggestionsView(AnnotationAPIView):
     def get(self, request, study_id: int):
         """Suggestions for a group being edited: a saved group's members (``group``), plus
         ``members``, minus ``remove`` — so the URL stays short for large saved groups."""
-        study = self.member_study(study_id)
+        study = self.study
         members = set(_id_list(request.query_params.get("members", ""), "members"))
         group_id = _int_param(request, "group", 0, lo=0, hi=2**62)
         if group_id:
@@ -332,18 +320,12 @@ class ItemSearch(AnnotationAPIView):
         space_id = _int_param(request, "space", 0, lo=0, hi=2**62)
         study = None
         if study_id:
-            study = self.member_study(study_id)
+            study = study_get(request.user, study_id, Action.VIEW)
             space_id = study.space_id
         elif not space_id:
             raise ValidationError({"space": "give a space or a study."})
         else:
-            get_object_or_404(EmbeddingSpace, pk=space_id)
-            user = request.user
-            if (
-                not (user.is_staff or user.is_superuser)
-                and not Membership.objects.filter(user=user, study__space_id=space_id).exists()
-            ):
-                raise NotAllowed("You are not a member of a study on this embedding space.")
+            require_space_reader(request.user, space_id)
         query = request.query_params.get("q", "")
         if len(query) > 255:
             raise ValidationError({"q": "at most 255 characters."})

@@ -5,3 +5,6 @@ class AnnotationConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
     name = "annotation"
     verbose_name = "Annotation"
+
+    def ready(self) -> None:
+        from . import signals  # noqa: F401 - connect the membership audit receivers

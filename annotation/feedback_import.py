@@ -28,15 +28,14 @@ import json
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from itertools import islice
 from pathlib import Path
 
 from django.db import connection, transaction
-from django.db.models import F
 
-from learning.scheduling import refit_request
+from common.iterables import batched
 
 from .embeddings import InputFileError
+from .hooks import feedback_changed
 from .models import (
     ComparableGroup,
     GroupEdit,
@@ -76,12 +75,6 @@ class FeedbackImportSummary:
 
 
 # --- storing (by item id; also used by the demo) ----------------------------------------------
-
-
-def _batched(iterable: Iterable, size: int) -> Iterator[list]:
-    iterator = iter(iterable)
-    while batch := list(islice(iterator, size)):
-        yield batch
 
 
 def _clean_provenance(provenance: str) -> str:
@@ -141,18 +134,12 @@ def judgments_import(
     )
     count = 0
     with connection.cursor() as cursor:
-        for batch in _batched(_judgment_rows(study, pairs, provenance), BATCH_SIZE):
+        for batch in batched(_judgment_rows(study, pairs, provenance), BATCH_SIZE):
             cursor.executemany(sql, batch)
             count += len(batch)
     if count:
-        refit_request(study_id=study.pk)
+        feedback_changed(study_id=study.pk)
     return count
-
-
-def _next_group_revision(study: Study) -> int:
-    StudyCounter.objects.get_or_create(study=study)
-    StudyCounter.objects.filter(study=study).update(group_revision=F("group_revision") + 1)
-    return StudyCounter.objects.values_list("group_revision", flat=True).get(study=study)
 
 
 @transaction.atomic
@@ -166,7 +153,7 @@ def groups_import(
     if not groups:
         return []
     provenance = _clean_provenance(provenance)
-    revision = _next_group_revision(study)
+    revision = StudyCounter.group_revision_next(study)
     created = []
     through, edits = [], []
     Member = ComparableGroup.members.through
@@ -194,7 +181,7 @@ def groups_import(
         ]
     Member.objects.bulk_create(through, batch_size=BATCH_SIZE)
     GroupEdit.objects.bulk_create(edits, batch_size=BATCH_SIZE)
-    refit_request(study_id=study.pk)
+    feedback_changed(study_id=study.pk)
     return created
 
 
@@ -281,7 +268,7 @@ class _KeyIndex:
         self.space = study.space
         self.ids: dict[str, int] = {}
         items = Item.objects.filter(space=study.space)
-        for chunk in _batched(sorted(keys), 900):
+        for chunk in batched(sorted(keys), 900):
             self.ids.update(items.filter(key__in=chunk).values_list("key", "id"))
 
     def get(self, key: str, line: int) -> int:

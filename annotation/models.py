@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import uuid
 
 import numpy as np
@@ -165,6 +166,23 @@ class Label(models.TextChoices):
     UNSURE = "unsure", "unsure"
 
 
+class LabelCode(enum.IntEnum):
+    """A label as a number in arrays: EXPLORE's y (1 comparable, 0 incomparable), 2 unsure."""
+
+    INCOMPARABLE = 0
+    COMPARABLE = 1
+    UNSURE = 2
+
+    @classmethod
+    def of(cls, label: str) -> LabelCode:
+        return cls[Label(label).name]
+
+
+def canonical_pair(item_a_id: int, item_b_id: int) -> tuple[int, int]:
+    """A pair as stored: the smaller item id first (``PairJudgment``'s check constraint)."""
+    return (item_a_id, item_b_id) if item_a_id < item_b_id else (item_b_id, item_a_id)
+
+
 class PairJudgment(models.Model):
     """One answer about one pair. Pairs are stored canonically: ``item_a_id < item_b_id``."""
 
@@ -298,6 +316,17 @@ class StudyCounter(models.Model):
 
     def __str__(self) -> str:
         return f"{self.study_id}: groups r{self.group_revision}"
+
+    @classmethod
+    def group_revision_next(cls, study) -> int:
+        """Increment the study's group revision atomically and return the new value.
+
+        The conditional UPDATE takes the counter's row lock until commit, so concurrent edits get
+        distinct, increasing revisions on PostgreSQL; SQLite serialises writers anyway.
+        """
+        cls.objects.get_or_create(study=study)
+        cls.objects.filter(study=study).update(group_revision=F("group_revision") + 1)
+        return cls.objects.values_list("group_revision", flat=True).get(study=study)
 
 
 class EmbeddingImport(models.Model):

@@ -30,16 +30,8 @@ from dataclasses import dataclass
 import numpy as np
 from django.db.models import Exists, OuterRef
 
-from learning.models import MetricVersion
-
-from .metrics import (
-    metric_factor,
-    metric_version_current,
-    metric_version_latest,
-    p_comparable,
-    squared_distances,
-)
-from .models import GoldPair, Item, PairJudgment, Source, Study
+from .hooks import current_metric
+from .models import GoldPair, Item, PairJudgment, Source, Study, canonical_pair
 from .selectors import answered_pairs, judged_pairs, newest_first, study_pool
 
 CANDIDATES = 256
@@ -60,10 +52,6 @@ class NextPair:
     metric_version_id: int | None = None
 
 
-def _canonical(a: int, b: int) -> tuple[int, int]:
-    return (a, b) if a < b else (b, a)
-
-
 def next_pair(
     *,
     study: Study,
@@ -73,7 +61,7 @@ def next_pair(
 ) -> NextPair | None:
     """The next pair for ``user``; ``exclude`` lists pairs the client holds but has not sent."""
     rng = rng or np.random.default_rng()
-    excluded = {_canonical(int(a), int(b)) for a, b in exclude}
+    excluded = {canonical_pair(int(a), int(b)) for a, b in exclude}
     pool = study_pool(study=study)
     if len(pool) < 2:
         return None
@@ -209,28 +197,27 @@ def _strategy_pair(study, user, excluded, pool, rng) -> NextPair | None:
     if idx.size == 0:
         return None
     strategy = study.strategy
-    version = None
+    metric = None
     if strategy == Study.Strategy.UNCERTAINTY:
-        version = metric_version_latest(study=study, method=MetricVersion.Method.EXPLORE)
-        if version is None:
+        metric = current_metric(study_id=study.pk, method="explore")
+        if metric is None:
             strategy = Study.Strategy.RANDOM
     elif strategy == Study.Strategy.STRATIFIED:
-        version = metric_version_current(study=study)
+        metric = current_metric(study_id=study.pk)
 
     if strategy == Study.Strategy.RANDOM:
         pick = int(rng.integers(len(idx)))
         pair = (int(pool.ids[idx[pick, 0]]), int(pool.ids[idx[pick, 1]]))
         return _present(pair, "random", rng)
 
-    factor = metric_factor(version) if version is not None else None
     rows_a, rows_b = pool.rows[idx[:, 0]], pool.rows[idx[:, 1]]
     unique_rows, inverse = np.unique(np.concatenate([rows_a, rows_b]), return_inverse=True)
     vectors = study.space.vectors(unique_rows)  # one read of the rows involved
     z = vectors[inverse[: len(idx)]] - vectors[inverse[len(idx) :]]
-    squared = squared_distances(z, factor)
+    squared = np.einsum("ij,ij->i", z, z) if metric is None else metric.squared_distances(z)
 
     if strategy == Study.Strategy.UNCERTAINTY:
-        probability = p_comparable(squared)
+        probability = metric.p_comparable(z)
         gap = np.abs(probability - 0.5)
         best = np.flatnonzero(gap <= gap.min() + 1e-12)
         pick = int(best[int(rng.integers(len(best)))])
@@ -250,6 +237,6 @@ def _strategy_pair(study, user, excluded, pool, rng) -> NextPair | None:
         strategy,
         rng,
         distance=float(np.sqrt(squared[pick])),
-        metric_version_id=version.pk if version is not None else None,
+        metric_version_id=metric.version_id if metric is not None else None,
         **scores,
     )

@@ -12,6 +12,7 @@ from django.db import connection
 from django.db.models import Count, QuerySet, prefetch_related_objects
 from django.db.models.functions import Lower
 
+from .access import Action, Role, may
 from .models import (
     ComparableGroup,
     GoldPair,
@@ -22,7 +23,6 @@ from .models import (
     Source,
     Study,
 )
-from .permissions import Role, can_see_all
 
 POOL_CACHE_SECONDS = 300
 _pool_cache: dict[int, tuple[tuple, float, StudyPool]] = {}
@@ -159,7 +159,7 @@ def judgments_recent(
 ) -> list[PairJudgment]:
     """Newest judgments first. Annotators see only their own answers; reviewers and admins
     every answer of the study (``mine`` restricts them to their own)."""
-    own = mine or not can_see_all(user, study)
+    own = mine or not may(user, study, Action.REVIEW)
     return judgments_newest(
         study=study, limit=limit, before_id=before_id, annotator_id=user.pk if own else None
     )
@@ -273,7 +273,7 @@ def groups_visible(*, study: Study, user) -> QuerySet[ComparableGroup]:
         .annotate(size=Count("members"))
         .order_by("-updated_at", "-id")
     )
-    if not can_see_all(user, study):
+    if not may(user, study, Action.REVIEW):
         qs = qs.filter(created_by=user)
     return qs
 

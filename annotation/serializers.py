@@ -167,12 +167,12 @@ class SuggestionsSerializer(serializers.Serializer):
     nearest_euclid = ItemSerializer(many=True)
 
     def get_metric(self, obj) -> dict | None:
-        version = obj.metric_version
-        if version is None:
+        metric = obj.metric
+        if metric is None:
             return None
         return {
-            "id": version.pk,
-            "method": version.method,
-            "label": version.label or version.method,
-            "is_published": version.is_published,
+            "id": metric.version_id,
+            "method": metric.method,
+            "label": metric.label,
+            "is_published": metric.is_published,
         }

@@ -1,7 +1,7 @@
 """Writes: judgments (idempotent on ``client_id``), undo, and comparable groups.
 
-Every write that changes the feedback calls :func:`learning.scheduling.refit_request` inside
-its transaction, so a refit is queued only once the write has committed.
+Every write that changes the feedback calls :func:`annotation.hooks.feedback_changed` inside
+its transaction; learning's receiver queues a refit once the write has committed.
 """
 
 from __future__ import annotations
@@ -10,32 +10,27 @@ import uuid
 from collections.abc import Iterable
 
 from django.db import IntegrityError, transaction
-from django.db.models import F
 
-from learning.scheduling import refit_request
+from common.errors import Conflict, InvalidInput, NotAllowed, NotFound
 
-from .exceptions import Conflict, InvalidInput, NotAllowed, NotFound
+from .access import Action, can_edit_group, require
+from .hooks import feedback_changed
 from .models import (
     ComparableGroup,
     GoldPair,
     GroupEdit,
     Label,
-    Membership,
     PairJudgment,
     Source,
     Study,
     StudyCounter,
+    canonical_pair,
 )
-from .permissions import can_edit_group, require_member
 from .selectors import gold_pair_exists, items_in_pool
 
 MAX_ELAPSED_MS = 24 * 3600 * 1000
 MAX_GROUP_NAME = 200
 MAX_GROUP_SIZE = 5000
-
-
-def _canonical(item_a_id: int, item_b_id: int) -> tuple[int, int]:
-    return (item_a_id, item_b_id) if item_a_id < item_b_id else (item_b_id, item_a_id)
 
 
 def _parse_uuid(value) -> uuid.UUID:
@@ -95,7 +90,7 @@ def judgment_create(
         raise InvalidInput("item_a and item_b must be item ids.") from None
     if item_a_id == item_b_id:
         raise InvalidInput("item_a and item_b must be two different items.")
-    pair = _canonical(item_a_id, item_b_id)
+    pair = canonical_pair(item_a_id, item_b_id)
 
     # A replay answers with the stored row and its items: one query, joined.
     stored = PairJudgment.objects.select_related("item_a", "item_b", "annotator")
@@ -103,7 +98,7 @@ def judgment_create(
     if existing is not None:
         return _replay(existing, study=study, annotator=annotator, pair=pair, label=label), False
 
-    require_member(annotator, study)
+    require(annotator, study, Action.VIEW)
     if not study.is_active:
         raise InvalidInput("This study is closed; it takes no more answers.")
     if study.mode == Study.Mode.GROUPS:
@@ -129,7 +124,7 @@ def judgment_create(
                 elapsed_ms=elapsed_ms,
                 is_gold=gold_pair_exists(study=study, item_a_id=pair[0], item_b_id=pair[1]),
             )
-            refit_request(study_id=study.pk)  # runs once the insert has committed
+            feedback_changed(study_id=study.pk)  # runs once the insert has committed
     except IntegrityError:
         existing = stored.filter(client_id=client_id).first()
         if existing is not None:  # a concurrent retry of the same request won the race
@@ -168,20 +163,19 @@ def judgment_undo(
     judgment_pk = judgment.pk
     judgment.delete()
     judgment.pk = judgment_pk
-    refit_request(study_id=study_id)
+    feedback_changed(study_id=study_id)
     return judgment
 
 
 @transaction.atomic
 def gold_pair_set(*, study: Study, user, item_a_id: int, item_b_id: int, label: str) -> GoldPair:
     """Set (create or change) a gold pair's known answer; study admins only."""
-    if require_member(user, study) != Membership.Role.ADMIN:
-        raise NotAllowed("Only admins of the study set gold pairs.")
+    require(user, study, Action.MANAGE, "Only admins of the study set gold pairs.")
     if label not in (Label.COMPARABLE, Label.INCOMPARABLE):
         raise InvalidInput("A gold pair's label is comparable or incomparable.")
     if int(item_a_id) == int(item_b_id):
         raise InvalidInput("item_a and item_b must be two different items.")
-    pair = _canonical(int(item_a_id), int(item_b_id))
+    pair = canonical_pair(int(item_a_id), int(item_b_id))
     _pool_members(study, pair)
     gold, _ = GoldPair.objects.update_or_create(
         study=study, item_a_id=pair[0], item_b_id=pair[1], defaults={"label": label}
@@ -190,17 +184,6 @@ def gold_pair_set(*, study: Study, user, item_a_id: int, item_b_id: int, label: 
 
 
 # --- Groups -----------------------------------------------------------------------------------
-
-
-def _next_group_revision(study: Study) -> int:
-    """Increment the study's group revision atomically and return the new value.
-
-    The conditional UPDATE takes the counter's row lock until commit, so concurrent edits get
-    distinct, increasing revisions on PostgreSQL; SQLite serialises writers anyway.
-    """
-    StudyCounter.objects.get_or_create(study=study)
-    StudyCounter.objects.filter(study=study).update(group_revision=F("group_revision") + 1)
-    return StudyCounter.objects.values_list("group_revision", flat=True).get(study=study)
 
 
 def _clean_name(name) -> str:
@@ -238,7 +221,7 @@ def group_create(
     *, study: Study, user, name: str, member_ids: Iterable[int] = ()
 ) -> ComparableGroup:
     """Create a named group (optionally with members); history rows and a new group revision."""
-    require_member(user, study)
+    require(user, study, Action.VIEW)
     _require_group_mode(study)
     name = _clean_name(name)
     ids = _pool_members(study, member_ids)
@@ -246,7 +229,7 @@ def group_create(
         raise InvalidInput(f"A group has at most {MAX_GROUP_SIZE} members.")
     if ComparableGroup.objects.filter(study=study, name=name).exists():
         raise Conflict(f"A group named {name!r} already exists in this study.")
-    revision = _next_group_revision(study)
+    revision = StudyCounter.group_revision_next(study)
     try:
         with transaction.atomic():
             group = ComparableGroup.objects.create(
@@ -272,7 +255,7 @@ def group_create(
             for i in ids
         ]
     )
-    refit_request(study_id=study.pk)
+    feedback_changed(study_id=study.pk)
     return group
 
 
@@ -292,7 +275,7 @@ def group_update(
     """
     group = ComparableGroup.objects.select_for_update().select_related("study").get(pk=group.pk)
     study = group.study
-    require_member(user, study)
+    require(user, study, Action.VIEW)
     if not can_edit_group(user, group):
         raise NotAllowed("Only the group's creator or a reviewer/admin can edit this group.")
     _require_group_mode(study)
@@ -318,7 +301,7 @@ def group_update(
     if new_name is None and not add_ids and not remove_ids:
         return group
 
-    revision = _next_group_revision(study)
+    revision = StudyCounter.group_revision_next(study)
     edits = []
     if new_name is not None:
         edits.append(
@@ -352,5 +335,5 @@ def group_update(
     if remove_ids:
         group.members.remove(*remove_ids)
     GroupEdit.objects.bulk_create(edits)
-    refit_request(study_id=study.pk)
+    feedback_changed(study_id=study.pk)
     return group

@@ -20,9 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.spatial.distance import pdist
 
-from learning.models import MetricVersion
-
-from .metrics import metric_factor, metric_version_current, metric_version_latest
+from .hooks import StudyMetric, current_metric
 from .models import Item, Study
 from .selectors import study_pool
 
@@ -44,7 +42,7 @@ class Heterogeneity:
 class Suggestions:
     size: int
     heterogeneity: Heterogeneity
-    metric_version: MetricVersion | None
+    metric: StudyMetric | None
     nearest_metric: list[Item] = field(default_factory=list)
     nearest_euclid: list[Item] = field(default_factory=list)
 
@@ -104,9 +102,9 @@ def heterogeneity(*, study: Study, vectors: np.ndarray) -> Heterogeneity:
         return Heterogeneity("none", None, False, "Add at least two items to measure it.")
     centred = vectors - vectors.mean(axis=0)
     total = float(np.einsum("ij,ij->", centred, centred))
-    face = metric_version_latest(study=study, method=MetricVersion.Method.FACE)
+    face = current_metric(study_id=study.pk, method="face")
     if face is not None and total > 0:
-        factor = metric_factor(face)
+        factor = face.factor
         top = float(np.linalg.norm(factor, ord=2) ** 2) or 1.0
         projected = centred @ factor
         share = float(np.einsum("ij,ij->", projected, projected)) / (top * total)
@@ -115,7 +113,7 @@ def heterogeneity(*, study: Study, vectors: np.ndarray) -> Heterogeneity:
             round(share, 3),
             share > FACE_WARN,
             f"{share:.0%} of the differences between these items lie outside the sensitive "
-            f"factors of {face.label or 'the latest FACE version'}"
+            f"factors of {face.label}"
             + (
                 "; the group may mix items that differ in relevant ways."
                 if share > FACE_WARN
@@ -139,15 +137,15 @@ def group_suggestions(*, study: Study, member_ids, k: int = 10) -> Suggestions:
     result = Suggestions(
         size=int(rows.size),
         heterogeneity=heterogeneity(study=study, vectors=vectors),
-        metric_version=metric_version_current(study=study),
+        metric=current_metric(study_id=study.pk),
     )
     if rows.size == 0:
         return result
     centroid = vectors.mean(axis=0)
     euclid = _nearest(study, centroid, None, rows, k)
     learned = []
-    if result.metric_version is not None:
-        factor = metric_factor(result.metric_version)
+    if result.metric is not None:
+        factor = result.metric.factor
         learned = _nearest(study, centroid, factor, rows, k)
     items = Item.objects.in_bulk(euclid + learned)
     result.nearest_euclid = [items[i] for i in euclid if i in items]

@@ -7,15 +7,14 @@ import nh3
 from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import render
 from django.views.decorators.http import require_safe
 
 from . import selectors
+from .access import SEES_ALL, Action, require, study_get
 from .forms import ReviewFilterForm
 from .models import Study
-from .permissions import SEES_ALL, study_role
 
 REVIEW_PAGE = 100
 
@@ -25,12 +24,12 @@ def render_instructions(text: str) -> str:
     return nh3.clean(markdown.markdown(text or "", extensions=["extra", "sane_lists"]))
 
 
-def _member_study(request: HttpRequest, study_id: int) -> tuple[Study, str]:
-    study = get_object_or_404(Study.objects.select_related("space"), pk=study_id)
-    role = study_role(request.user, study)
-    if role is None:
-        raise Http404("No such study.")  # outsiders do not learn that it exists
-    return study, role
+def _study(
+    request: HttpRequest, study_id: int, action: Action, message: str | None = None
+) -> tuple[Study, str]:
+    """The study and the user's role, if the role allows ``action`` (``annotation.access``)."""
+    study = study_get(request.user, study_id, action, message=message)
+    return study, require(request.user, study, action)
 
 
 @login_required
@@ -43,7 +42,7 @@ def study_list(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_safe
 def study_detail(request: HttpRequest, study_id: int) -> HttpResponse:
-    study, role = _member_study(request, study_id)
+    study, role = _study(request, study_id, Action.VIEW)
     context = {
         "study": study,
         "role": role,
@@ -59,7 +58,7 @@ def study_detail(request: HttpRequest, study_id: int) -> HttpResponse:
 @login_required
 @require_safe
 def label_pairs(request: HttpRequest, study_id: int) -> HttpResponse:
-    study, role = _member_study(request, study_id)
+    study, role = _study(request, study_id, Action.VIEW)
     if study.mode == Study.Mode.GROUPS:
         raise Http404("This study collects groups, not pairs.")
     context = {
@@ -74,7 +73,7 @@ def label_pairs(request: HttpRequest, study_id: int) -> HttpResponse:
 @login_required
 @require_safe
 def curate_groups(request: HttpRequest, study_id: int) -> HttpResponse:
-    study, role = _member_study(request, study_id)
+    study, role = _study(request, study_id, Action.VIEW)
     if study.mode == Study.Mode.PAIRS:
         raise Http404("This study collects pairs, not groups.")
     context = {
@@ -89,9 +88,9 @@ def curate_groups(request: HttpRequest, study_id: int) -> HttpResponse:
 @require_safe
 def review(request: HttpRequest, study_id: int) -> HttpResponse:
     """Reviewers and admins: every judgment (newest first, filterable) and every group."""
-    study, role = _member_study(request, study_id)
-    if role not in SEES_ALL:
-        raise PermissionDenied("Only reviewers and admins of this study can review it.")
+    study, role = _study(
+        request, study_id, Action.REVIEW, "Only reviewers and admins of this study can review it."
+    )
     form = ReviewFilterForm(request.GET or None)
     filters: dict = {}
     before = annotator_id = None

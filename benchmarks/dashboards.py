@@ -203,6 +203,7 @@ def build_and_measure(args) -> None:
         f"{args.versions} versions ({connection.vendor})"
     )
 
+    from django.conf import settings
     from django.core.cache import cache
 
     from learning import dashboard_refresh
@@ -222,7 +223,7 @@ def build_and_measure(args) -> None:
 
     client.get(f"/studies/{study.pk}/weat/")  # warm up: imports, templates, the session
     cache.clear()
-    if args.judgments >= dashboard_refresh.inline_max():
+    if args.judgments >= settings.DASHBOARD_INLINE_MAX_JUDGMENTS:
         timed_get("dashboard page, cold (shell)", url, "Computing…")
         timed_get("dashboard status.json, cold", status_url, '"ready": false')
     else:  # a small study is computed inline on a miss

@@ -6,8 +6,9 @@ readable line when the value is bad, so a misconfigured process stops at start-u
 Variables: DEBUG, SECRET_KEY, ALLOWED_HOSTS, CSRF_TRUSTED_ORIGINS, DATABASE_URL, REDIS_URL,
 CELERY_BROKER_URL, CELERY_RESULT_BACKEND, MEDIA_ROOT, STATIC_ROOT, VAR_DIR, EMBEDDED_BROKER_DIR,
 CELERY_TASK_ALWAYS_EAGER (tests only), CELERY_TASK_DEFAULT_QUEUE, LEARNING_LEASE_SECONDS,
-LEARNING_SWEEP_SECONDS, LEARNING_LOST_AFTER_SECONDS, LEARNING_BLAS_THREADS, LOG_LEVEL,
-SECURE_SSL_REDIRECT, MAX_UPLOAD_MB.
+LEARNING_SWEEP_SECONDS, LEARNING_LOST_AFTER_SECONDS, LEARNING_BLAS_THREADS,
+LEARNING_DEBOUNCE_SECONDS, DASHBOARD_INLINE_MAX_JUDGMENTS, DASHBOARD_REFRESH_SECONDS, LOG_LEVEL,
+SECURE_SSL_REDIRECT, MAX_UPLOAD_MB, JUDGMENT_RATE, JUDGMENT_BURST.
 """
 
 from __future__ import annotations
@@ -119,7 +120,6 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
-    "django_htmx",
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
@@ -139,7 +139,7 @@ MIDDLEWARE = [
     "audit.context.AuditContextMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "django_htmx.middleware.HtmxMiddleware",
+    "common.errors.AppErrorMiddleware",
 ]
 
 ROOT_URLCONF = "fairmetric_site.urls"
@@ -271,6 +271,8 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.TokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    # Application errors (common.errors.AppError) as {"detail": ...} with their 4xx status.
+    "EXCEPTION_HANDLER": "common.errors.api_exception_handler",
     # DRF's JSON parser refusing duplicate keys; forms as usual.
     "DEFAULT_PARSER_CLASSES": [
         "fairmetric_site.parsers.StrictJSONParser",
@@ -278,8 +280,6 @@ REST_FRAMEWORK = {
         "rest_framework.parsers.MultiPartParser",
     ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
-    "PAGE_SIZE": 100,
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "fairmetric API",
@@ -336,9 +336,18 @@ LEARNING_SWEEP_SECONDS = env_int("LEARNING_SWEEP_SECONDS", 60, minimum=1)
 LEARNING_LOST_AFTER_SECONDS = env_int("LEARNING_LOST_AFTER_SECONDS", 30, minimum=5)
 # BLAS threads per fit: one is fastest when a worker shares the cores with others.
 LEARNING_BLAS_THREADS = env_int("LEARNING_BLAS_THREADS", 1, minimum=1)
+# Seconds a burst of answers is collected before one refit (a study's own setting overrides it).
+LEARNING_DEBOUNCE_SECONDS = env_int("LEARNING_DEBOUNCE_SECONDS", 3, minimum=0)
 CELERY_BEAT_SCHEDULE = {
     "learning-sweep": {"task": "learning.sweep", "schedule": float(LEARNING_SWEEP_SECONDS)},
 }
+
+# --- Dashboards -------------------------------------------------------------------------------
+# Studies with fewer answers get their dashboard figures computed inline (well under a second);
+# bigger ones only ever from the worker's cache (docs/dashboards.md).
+DASHBOARD_INLINE_MAX_JUDGMENTS = env_int("DASHBOARD_INLINE_MAX_JUDGMENTS", 5_000, minimum=0)
+# At most one background recomputation of a study's figures per this many seconds.
+DASHBOARD_REFRESH_SECONDS = env_int("DASHBOARD_REFRESH_SECONDS", 30, minimum=1)
 
 # --- Logging ----------------------------------------------------------------------------------
 

@@ -1,5 +1,6 @@
 from django.contrib import admin, messages
-from django.core.exceptions import PermissionDenied, ValidationError
+
+from common.errors import AppError
 
 from .models import (
     ApiToken,
@@ -10,6 +11,7 @@ from .models import (
     WeatSuite,
     WeatTest,
 )
+from .services import metric_version_publish
 
 
 @admin.register(MetricVersion)
@@ -44,17 +46,14 @@ class MetricVersionAdmin(admin.ModelAdmin):
 
     @admin.action(description="Publish the selected version (replaces the published one)")
     def publish_version(self, request, queryset):
-        from .services import metric_version_publish
-
         if queryset.count() != 1:
             self.message_user(request, "Select exactly one version to publish.", messages.ERROR)
             return
         version = queryset.get()
         try:
             metric_version_publish(version=version, user=request.user)
-        except (PermissionDenied, ValidationError) as error:
-            text = error.messages[0] if isinstance(error, ValidationError) else str(error)
-            self.message_user(request, text, messages.ERROR)
+        except AppError as error:
+            self.message_user(request, error.message, messages.ERROR)
             return
         self.message_user(request, f"Published {version}.", messages.SUCCESS)
 

@@ -3,7 +3,7 @@
 The database reduces the answers to small tables, numpy and the libraries do the rest:
 
 * per (annotator, label, *pattern*) counts, where a pair's pattern is how many answers it got
-  of each label (c, i, u) — pairs answered by two or more people only. This gives the
+  of each label (i, c, u: LabelCode order) — pairs answered by two or more people only. This gives the
   leave-one-out majority of every answer, and (divided by the pattern's size) how many pairs
   have each pattern, which is all Krippendorff's α needs (``value_counts``);
 * per (annotator, annotator, label, label) counts over the pairs both answered — their
@@ -24,10 +24,10 @@ import numpy as np
 from django.db import connection
 from sklearn.metrics import cohen_kappa_score
 
-from annotation.models import Label, PairJudgment, Source
+from annotation.models import Label, LabelCode, PairJudgment, Source
 
-LABELS = [Label.COMPARABLE, Label.INCOMPARABLE, Label.UNSURE]
-CODE = {label.value: code for code, label in enumerate(LABELS)}
+LABELS = sorted(Label, key=LabelCode.of)  # index = LabelCode
+CODE = {label.value: int(LabelCode.of(label)) for label in LABELS}
 MIN_KAPPA_OVERLAP = 5  # shared pairs below which κ of two annotators is not reported
 
 

@@ -1,6 +1,7 @@
 """Export API: metric versions (metadata and Sigma), judgments and groups.
 
-Reviewers and admins of a study (and staff) may export; annotators get 403. Authentication is
+Reviewers and admins of a study (and staff) may export; annotators get 403 and outsiders 404
+(``annotation.access``). Authentication is
 a personal API token (``Authorization: Bearer fm_…``, created on /account/tokens/) or the
 browser session. Sigma downloads carry ``ETag: "<sha256 of the .npy file>"`` and answer
 ``If-None-Match`` with 304, so a training job can poll the published metric cheaply.
@@ -14,13 +15,12 @@ from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework.authentication import SessionAuthentication, TokenAuthentication
-from rest_framework.exceptions import NotFound, PermissionDenied
-from rest_framework.permissions import IsAuthenticated
+from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from annotation.access import Action, StudyAccess, require
 from annotation.models import Study
-from annotation.permissions import SEES_ALL, study_role
 from audit.services import Action as AuditAction
 from audit.services import audit_record
 
@@ -36,13 +36,7 @@ SIGMA_FORMATS = {
 TABLE_FORMATS = {"csv": "text/csv; charset=utf-8", "jsonl": "application/x-ndjson"}
 
 
-def require_exporter(user, study: Study) -> None:
-    """Reviewers and admins of the study (staff everywhere); annotators and outsiders: 403."""
-    role = study_role(user, study)
-    if role is None:
-        raise PermissionDenied("You are not a member of this study.")
-    if role not in SEES_ALL:
-        raise PermissionDenied("Only reviewers and admins of this study can export its data.")
+EXPORT_REFUSED = "Only reviewers and admins of this study can export its data."
 
 
 def etag_matches(request, etag: str) -> bool:
@@ -120,22 +114,20 @@ def sigma_response(request, version: MetricVersion, fmt: str) -> HttpResponse:
 
 class ExportView(APIView):
     authentication_classes = [ApiTokenAuthentication, SessionAuthentication, TokenAuthentication]
-    permission_classes = [IsAuthenticated]
+    permission_classes = [StudyAccess]  # routes with a study_id: the study is self.study
+    study_action = Action.REVIEW
+    study_refused = EXPORT_REFUSED
+    study: Study
 
     def version(self, version_id: int) -> MetricVersion:
         version = get_object_or_404(
             MetricVersion.objects.select_related("study", "study__space"), pk=version_id
         )
-        require_exporter(self.request.user, version.study)
+        require(self.request.user, version.study, Action.REVIEW, EXPORT_REFUSED)
         return version
 
-    def study(self, study_id: int) -> Study:
-        study = get_object_or_404(Study.objects.select_related("space"), pk=study_id)
-        require_exporter(self.request.user, study)
-        return study
-
-    def published(self, study_id: int, method: str) -> MetricVersion:
-        study = self.study(study_id)
+    def published(self, method: str) -> MetricVersion:
+        study = self.study
         if method not in MetricVersion.Method.values:
             raise NotFound(f"Unknown method {method!r}; use face or explore.")
         version = (
@@ -165,13 +157,13 @@ class PublishedDetail(ExportView):
         summary="The published metric version of a study and method", responses=OpenApiTypes.OBJECT
     )
     def get(self, request, study_id: int, method: str):
-        return Response(version_metadata(self.published(study_id, method), request))
+        return Response(version_metadata(self.published(method), request))
 
 
 class PublishedSigma(ExportView):
     @extend_schema(summary="The published Sigma of a study and method", responses=bytes)
     def get(self, request, study_id: int, method: str, fmt: str):
-        return sigma_response(request, self.published(study_id, method), fmt)
+        return sigma_response(request, self.published(method), fmt)
 
 
 def _table_response(rows, fields, fmt: str, filename: str) -> StreamingHttpResponse:
@@ -187,7 +179,7 @@ def _table_response(rows, fields, fmt: str, filename: str) -> StreamingHttpRespo
 class JudgmentExport(ExportView):
     @extend_schema(summary="All judgments of a study (csv or jsonl, streamed)", responses=bytes)
     def get(self, request, study_id: int, fmt: str):
-        study = self.study(study_id)
+        study = self.study
         rows = exports.judgment_rows(study=study)
         response = _table_response(rows, exports.JUDGMENT_FIELDS, fmt, f"judgments-{study.pk}")
         audit_record(
@@ -205,7 +197,7 @@ class GroupExport(ExportView):
         summary="All comparable groups of a study (csv or jsonl, streamed)", responses=bytes
     )
     def get(self, request, study_id: int, fmt: str):
-        study = self.study(study_id)
+        study = self.study
         if fmt == "csv":
             rows = exports.group_member_rows(study=study)
         else:

@@ -29,14 +29,12 @@ from django.conf import settings
 from django.core.cache import cache
 
 from annotation.models import Study
-from learning import dashboards
+from learning import dashboards, scheduling
 
 logger = logging.getLogger(__name__)
 
 REFRESH_TASK = "learning.dashboard_refresh"
 CACHE_SECONDS = 7 * 24 * 3600  # figures outlive quiet periods; a newer watermark replaces them
-DEFAULT_INLINE_MAX = 5_000  # under 1 s on PostgreSQL even under load (docs/dashboards.md)
-DEFAULT_REFRESH_SECONDS = 30
 
 
 @dataclass
@@ -60,14 +58,6 @@ def _queued_key(study_id: int) -> str:
     return f"learning:dashboard:{study_id}:queued"
 
 
-def inline_max() -> int:
-    return int(getattr(settings, "DASHBOARD_INLINE_MAX_JUDGMENTS", DEFAULT_INLINE_MAX))
-
-
-def refresh_seconds() -> int:
-    return int(getattr(settings, "DASHBOARD_REFRESH_SECONDS", DEFAULT_REFRESH_SECONDS))
-
-
 def cached_figures(study_id: int, marks: tuple) -> dashboards.StudyDashboard | None:
     """The figures stored for exactly this watermark, if any."""
     return cache.get(_marks_key(study_id, marks))
@@ -89,7 +79,7 @@ def dashboard_state(study: Study, *, request_refresh: bool = True) -> DashboardS
         board.stale = False
         return DashboardState(board=board, answers=answers, fresh=True)
     latest = cache.get(_latest_key(study.pk))
-    if latest is None and answers < inline_max():
+    if latest is None and answers < settings.DASHBOARD_INLINE_MAX_JUDGMENTS:
         board = dashboards.study_dashboard(study)
         _store(study.pk, marks, board)
         return DashboardState(board=board, answers=answers, fresh=True)
@@ -118,25 +108,12 @@ def dashboard_refresh_request(*, study_id: int) -> bool:
     """Send the refresh task unless one was sent for this study in the last
     ``DASHBOARD_REFRESH_SECONDS``; True when sent. A down broker only logs a warning."""
     try:
-        if not cache.add(_queued_key(study_id), time.time(), refresh_seconds()):
+        if not cache.add(_queued_key(study_id), time.time(), settings.DASHBOARD_REFRESH_SECONDS):
             return False
     except Exception:  # noqa: BLE001 - a down cache must not fail a refit or a page
         logger.warning("cache unreachable; no dashboard refresh of study %s", study_id)
         return False
-    from fairmetric_site.celery import app
-    from learning.scheduling import PUBLISH_RETRY_POLICY
-
-    try:
-        app.send_task(
-            REFRESH_TASK,
-            kwargs={"study_id": study_id},
-            queue=settings.CELERY_TASK_DEFAULT_QUEUE,
-            ignore_result=True,
-            retry=True,
-            retry_policy=PUBLISH_RETRY_POLICY,
-        )
-    except Exception:  # noqa: BLE001 - any broker failure; the next page or refit retries
-        cache.delete(_queued_key(study_id))
-        logger.warning("could not queue a dashboard refresh of study %s", study_id)
+    if not scheduling.task_send(REFRESH_TASK, study_id=study_id):
+        cache.delete(_queued_key(study_id))  # the next page or refit retries
         return False
     return True

@@ -30,9 +30,10 @@ from pathlib import Path
 import numpy as np
 from sklearn.metrics import roc_auc_score
 
+from annotation.models import LabelCode
 from learning.selectors import GroupSnapshot, JudgmentSnapshot
 
-UNSURE = 2
+UNSURE = LabelCode.UNSURE
 
 
 @dataclass(frozen=True)

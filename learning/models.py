@@ -11,15 +11,27 @@ from django.db.models import Q
 from annotation.models import EmbeddingSpace, Study
 
 
+class VersionStatus(models.TextChoices):
+    FITTING = "fitting", "fitting"
+    READY = "ready", "ready"
+    FAILED = "failed", "failed"
+
+
+class MetricVersionQuerySet(models.QuerySet):
+    def ready(self) -> MetricVersionQuerySet:
+        """Fitted versions with their Sigma on disk."""
+        return self.filter(status=MetricVersion.Status.READY).exclude(sigma="")
+
+    def published(self) -> MetricVersionQuerySet:
+        return self.filter(is_published=True)
+
+
 class MetricVersion(models.Model):
     class Method(models.TextChoices):
         FACE = "face", "FACE"
         EXPLORE = "explore", "EXPLORE"
 
-    class Status(models.TextChoices):
-        FITTING = "fitting", "fitting"
-        READY = "ready", "ready"
-        FAILED = "failed", "failed"
+    Status = VersionStatus
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="metric_versions")
     method = models.CharField(max_length=10, choices=Method.choices)
@@ -66,6 +78,8 @@ class MetricVersion(models.Model):
     )
     created_at = models.DateTimeField(auto_now_add=True)
 
+    objects = MetricVersionQuerySet.as_manager()
+
     class Meta:
         ordering = ["-id"]
         constraints = [
@@ -77,7 +91,7 @@ class MetricVersion(models.Model):
             # A redelivered refit cannot add a second live version for the same data.
             models.UniqueConstraint(
                 fields=["study", "method", "judgment_watermark", "group_watermark", "fingerprint"],
-                condition=Q(status__in=["fitting", "ready"]),
+                condition=Q(status__in=[VersionStatus.FITTING, VersionStatus.READY]),
                 name="one_live_version_per_watermark",
             ),
         ]

@@ -14,36 +14,14 @@ import numpy as np
 from django.db.models import Q
 
 from annotation.models import Item, Study
-from learning import spectra
+from learning import sigmas, spectra
 from learning.models import MetricVersion, StudyLearningSettings, WeatResult, WeatTest
+from learning.selectors import version_published
+from learning.sigmas import drift_between, sigma_of
 
 SIGNIFICANCE = 0.05
 LATEST_PER_METHOD = 3  # WEAT table columns per method unless all versions are asked for
 DEFAULT_DRIFT_THRESHOLD = StudyLearningSettings._meta.get_field("drift_threshold").default
-
-
-@lru_cache(maxsize=64)
-def _sigma_cached(path: str, sha256: str) -> np.ndarray:
-    sigma = np.load(path, allow_pickle=False)
-    sigma.setflags(write=False)
-    return sigma
-
-
-def sigma_of(version: MetricVersion) -> np.ndarray:
-    return _sigma_cached(version.sigma.path, version.sigma_sha256)
-
-
-@lru_cache(maxsize=4096)
-def _drift_cached(path_a, sha_a, path_b, sha_b) -> spectra.Drift | None:
-    return spectra.drift(_sigma_cached(path_a, sha_a), _sigma_cached(path_b, sha_b))
-
-
-def drift_between(before: MetricVersion | None, after: MetricVersion) -> spectra.Drift | None:
-    if before is None or before.pk == after.pk or not before.sigma or not after.sigma:
-        return None
-    return _drift_cached(
-        before.sigma.path, before.sigma_sha256, after.sigma.path, after.sigma_sha256
-    )
 
 
 def drift_threshold(study: Study) -> float:
@@ -53,10 +31,6 @@ def drift_threshold(study: Study) -> float:
         .first()
     )
     return float(DEFAULT_DRIFT_THRESHOLD if found is None else found)
-
-
-def _ready(queryset):
-    return queryset.filter(status=MetricVersion.Status.READY).exclude(sigma="")
 
 
 # --- One version ------------------------------------------------------------------------------
@@ -70,7 +44,7 @@ class Direction:
 
 @lru_cache(maxsize=128)
 def _directions_cached(sigma_path, sigma_sha, space_id, matrix_path, space_sha):
-    spec = spectra.spectrum(_sigma_cached(sigma_path, sigma_sha))
+    spec = spectra.spectrum(sigmas.sigma_cached(sigma_path, sigma_sha))
     values, basis = spectra.sensitive_basis(spec)
     dimension = spectra.sensitive_basis(spec, limit=None)[0].size
     matrix = np.load(matrix_path, mmap_mode="r")
@@ -104,15 +78,12 @@ def sensitive_dimension(version: MetricVersion) -> int:
 
 def previous_version(version: MetricVersion) -> MetricVersion | None:
     return (
-        _ready(MetricVersion.objects.filter(study_id=version.study_id, method=version.method))
+        MetricVersion.objects.ready()
+        .filter(study_id=version.study_id, method=version.method)
         .filter(pk__lt=version.pk)
         .order_by("-pk")
         .first()
     )
-
-
-def published_version(study_id: int, method: str) -> MetricVersion | None:
-    return MetricVersion.objects.filter(study_id=study_id, method=method, is_published=True).first()
 
 
 def weat_rows_for(versions: list[MetricVersion]) -> dict[int, dict[int, WeatResult]]:
@@ -176,7 +147,7 @@ class VersionReport:
 def version_report(version: MetricVersion) -> VersionReport:
     ready = version.status == MetricVersion.Status.READY and bool(version.sigma)
     previous = previous_version(version)
-    published = published_version(version.study_id, version.method)
+    published = version_published(study_id=version.study_id, method=version.method)
     threshold = drift_threshold(version.study)
     weat = weat_rows_for([v for v in (version, previous) if v is not None])
     euclid = {
@@ -215,7 +186,7 @@ def study_tests(study: Study) -> list[WeatTest]:
 
 def table_versions(study: Study, *, show_all: bool) -> tuple[list[MetricVersion], int]:
     """Columns: published versions and the latest ready ones per method (or all); hidden count."""
-    versions = list(_ready(MetricVersion.objects.filter(study=study)).order_by("method", "-pk"))
+    versions = list(MetricVersion.objects.ready().filter(study=study).order_by("method", "-pk"))
     if show_all:
         return sorted(versions, key=lambda v: (v.method, v.pk)), 0
     kept, per_method = [], {}
@@ -256,9 +227,21 @@ def weat_table(study: Study, *, show_all: bool = False) -> WeatTable:
 # --- Drift over versions ----------------------------------------------------------------------
 
 
-def drift_series(study: Study) -> dict:
+@dataclass(frozen=True)
+class DriftSeries:
+    """The drift page's data: per method, chart series (JSON-ready lists, one entry per ready
+    version); the published and newest version per method; the WEAT results and tests."""
+
+    series: dict[str, dict]
+    published: dict[str, int]
+    latest: dict[str, MetricVersion]
+    found: dict[tuple[int, int | None], WeatResult]
+    tests: list[WeatTest]
+
+
+def drift_series(study: Study) -> DriftSeries:
     """Per method, per ready version: drift to previous and to published, angles, WEAT d, loglik."""
-    versions = list(_ready(MetricVersion.objects.filter(study=study)).order_by("pk"))
+    versions = list(MetricVersion.objects.ready().filter(study=study).order_by("pk"))
     published = {v.method: v for v in versions if v.is_published}
     tests = study_tests(study)
     found = weat_results(study, tests, versions)
@@ -293,25 +276,25 @@ def drift_series(study: Study) -> dict:
             result = found.get((test.pk, version.pk))
             method["effect_sizes"][test.name].append(result.effect_size if result else None)
         previous[version.method] = version
-    return {
-        "series": series,
-        "published": {m: v.pk for m, v in published.items()},
-        "latest": previous,
-        "found": found,
-        "tests": tests,
-    }
+    return DriftSeries(
+        series=series,
+        published={m: v.pk for m, v in published.items()},
+        latest=previous,
+        found=found,
+        tests=tests,
+    )
 
 
-def drift_alerts(study: Study, data: dict) -> list[str]:
+def drift_alerts(study: Study, data: DriftSeries) -> list[str]:
     """Alerts about each method's newest version (crossings and drift above the threshold)."""
     threshold = drift_threshold(study)
     alerts = []
-    for method, latest in sorted(data["latest"].items()):
-        ids = data["series"][method]["ids"]
+    for method, latest in sorted(data.latest.items()):
+        ids = data.series[method]["ids"]
         before_id = ids[-2] if len(ids) > 1 else None
         if before_id is not None:
-            before = {t.pk: data["found"].get((t.pk, before_id)) for t in data["tests"]}
-            after = {t.pk: data["found"].get((t.pk, latest.pk)) for t in data["tests"]}
+            before = {t.pk: data.found.get((t.pk, before_id)) for t in data.tests}
+            after = {t.pk: data.found.get((t.pk, latest.pk)) for t in data.tests}
             alerts += [
                 f"{latest.get_method_display()} #{latest.pk}: {message}"
                 for message in crossings(
@@ -319,7 +302,7 @@ def drift_alerts(study: Study, data: dict) -> list[str]:
                 )
             ]
         for name in ("previous", "published"):
-            moved = data["series"][method][f"to_{name}"][-1]
+            moved = data.series[method][f"to_{name}"][-1]
             if moved is not None and moved > threshold:
                 alerts.append(
                     f"{latest.get_method_display()} #{latest.pk}: ‖ΔΣ‖ to the {name} version = "

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from annotation.models import Study
+from annotation.models import LabelCode, Study
 from learning import selectors
 from learning.core.explore import EXPLORE
 from learning.core.face import FACE
@@ -39,7 +39,7 @@ from learning.versions import metric_version_create, metric_version_delete
 
 SOURCE = "reproduce_weat_table"
 K_VALUES = (3, 10, 20)
-INCOMPARABLE, COMPARABLE = 0, 1  # selectors.LABEL_CODES
+INCOMPARABLE, COMPARABLE = LabelCode.INCOMPARABLE, LabelCode.COMPARABLE
 
 
 class ReproductionError(ValueError):

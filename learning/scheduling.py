@@ -6,7 +6,7 @@ sends the task, with a countdown of the study's debounce window, so a burst of a
 one message and one fit at the end of the window. The task clears the marker when it starts
 (before it snapshots the data), so an answer committed while the marker is set is always
 covered by the queued refit. A marker older than the window plus ``LEARNING_LOST_AFTER_SECONDS``
-(default :data:`LOST_AFTER`) is treated as a lost message and re-sent (the periodic sweep does
+is treated as a lost message and re-sent (the periodic sweep does
 the same). While a refit is queued, an answer costs one indexed read here and no write.
 
 One refit runs per study at a time: :func:`lease_claim` is a conditional UPDATE on the study's
@@ -14,7 +14,8 @@ One refit runs per study at a time: :func:`lease_claim` is a conditional UPDATE 
 by the running refit and left to expire when a worker dies. The database is the only shared
 state, so the design holds with several web processes and workers.
 
-The task is addressed by name, so the web process does not import the worker's code.
+Tasks are sent by name through Celery's current app (:func:`task_send`): this module imports
+neither the task module nor the project's Celery module.
 """
 
 from __future__ import annotations
@@ -23,17 +24,18 @@ import logging
 import uuid
 from datetime import datetime, timedelta
 
+from celery import current_app
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from learning.models import RefitState, StudyLearningSettings
+
 logger = logging.getLogger(__name__)
 
 REFIT_TASK = "learning.refit_study"
 SWEEP_TASK = "learning.sweep"
-DEFAULT_DEBOUNCE_SECONDS = 3
-LOST_AFTER = 30  # seconds past its due time after which a queued refit counts as lost
 BROKER_DOWN_BACKOFF = 3  # seconds between send attempts while the broker is unreachable
 # A down broker must not hold an annotator's request: one quick retry, then give up.
 PUBLISH_RETRY_POLICY = {
@@ -42,14 +44,6 @@ PUBLISH_RETRY_POLICY = {
     "interval_step": 0.2,
     "interval_max": 0.2,
 }
-
-
-def lease_seconds() -> int:
-    return int(getattr(settings, "LEARNING_LEASE_SECONDS", 30))
-
-
-def lost_after_seconds() -> int:
-    return int(getattr(settings, "LEARNING_LOST_AFTER_SECONDS", LOST_AFTER))
 
 
 def refit_request(*, study_id: int) -> None:
@@ -71,14 +65,12 @@ def refit_request(*, study_id: int) -> None:
 
 
 def study_debounce_seconds(study_id: int) -> int:
-    from learning.models import StudyLearningSettings
-
     value = (
         StudyLearningSettings.objects.filter(study_id=study_id)
         .values_list("debounce_seconds", flat=True)
         .first()
     )
-    return DEFAULT_DEBOUNCE_SECONDS if value is None else int(value)
+    return settings.LEARNING_DEBOUNCE_SECONDS if value is None else int(value)
 
 
 def refit_mark_due(*, study_id: int, debounce: int | None = None) -> bool:
@@ -87,10 +79,8 @@ def refit_mark_due(*, study_id: int, debounce: int | None = None) -> bool:
     Returns True when this call sent (or tried to send) a message, False when it coalesced
     into a refit that is already queued.
     """
-    from learning.models import RefitState
-
     now = timezone.now()
-    lost_before = now - timedelta(seconds=lost_after_seconds())
+    lost_before = now - timedelta(seconds=settings.LEARNING_LOST_AFTER_SECONDS)
     # The common case under load: a refit is already queued. One read decides, and an answer
     # seen here as riding along committed before the task clears the marker (so it is in the
     # task's snapshot), just as with the conditional UPDATE below.
@@ -116,11 +106,14 @@ def refit_mark_due(*, study_id: int, debounce: int | None = None) -> bool:
 
 def refit_send(*, study_id: int, countdown: float = 0) -> bool:
     """Send the refit message now; False (and a warning) when the broker refuses."""
-    from fairmetric_site.celery import app
+    return task_send(REFIT_TASK, study_id=study_id, countdown=countdown)
 
+
+def task_send(name: str, *, study_id: int, countdown: float = 0) -> bool:
+    """Send task ``name`` for a study; False (and a warning) when the broker refuses."""
     try:
-        app.send_task(
-            REFIT_TASK,
+        current_app.send_task(
+            name,
             kwargs={"study_id": study_id},
             countdown=countdown,
             queue=settings.CELERY_TASK_DEFAULT_QUEUE,
@@ -131,24 +124,18 @@ def refit_send(*, study_id: int, countdown: float = 0) -> bool:
             retry_policy=PUBLISH_RETRY_POLICY,
         )
     except Exception:
-        logger.warning(
-            "could not queue a refit of study %s; the sweep will", study_id, exc_info=True
-        )
+        logger.warning("could not send %s for study %s", name, study_id, exc_info=True)
         return False
     return True
 
 
 def refit_clear_due(*, study_id: int) -> None:
     """Called by the task when it starts: answers committed from now on queue a new refit."""
-    from learning.models import RefitState
-
     RefitState.objects.filter(study_id=study_id).update(due_at=None)
 
 
 def lease_claim(*, study_id: int) -> str | None:
     """Claim the study's refit lease; the token, or None when another refit holds it."""
-    from learning.models import RefitState
-
     RefitState.objects.get_or_create(study_id=study_id)
     now = timezone.now()
     token = uuid.uuid4().hex
@@ -157,7 +144,7 @@ def lease_claim(*, study_id: int) -> str | None:
         .filter(Q(lease_until__isnull=True) | Q(lease_until__lt=now))
         .update(
             lease_token=token,
-            lease_until=now + timedelta(seconds=lease_seconds()),
+            lease_until=now + timedelta(seconds=settings.LEARNING_LEASE_SECONDS),
             last_started_at=now,
         )
     )
@@ -166,17 +153,13 @@ def lease_claim(*, study_id: int) -> str | None:
 
 def lease_renew(*, study_id: int, token: str) -> bool:
     """Extend a held lease; False when it was lost (expired and claimed by another refit)."""
-    from learning.models import RefitState
-
-    until = timezone.now() + timedelta(seconds=lease_seconds())
+    until = timezone.now() + timedelta(seconds=settings.LEARNING_LEASE_SECONDS)
     return bool(
         RefitState.objects.filter(study_id=study_id, lease_token=token).update(lease_until=until)
     )
 
 
 def lease_release(*, study_id: int, token: str, outcome: str) -> None:
-    from learning.models import RefitState
-
     RefitState.objects.filter(study_id=study_id, lease_token=token).update(
         lease_token="",
         lease_until=None,
@@ -187,8 +170,6 @@ def lease_release(*, study_id: int, token: str, outcome: str) -> None:
 
 def lease_remaining(*, study_id: int) -> float:
     """Seconds until the current lease expires (0 when free)."""
-    from learning.models import RefitState
-
     until: datetime | None = (
         RefitState.objects.filter(study_id=study_id).values_list("lease_until", flat=True).first()
     )

@@ -11,10 +11,10 @@ from dataclasses import dataclass
 import numpy as np
 from django.db.models import Count, Max, QuerySet
 
-from annotation.models import ComparableGroup, PairJudgment, StudyCounter
+from annotation.models import ComparableGroup, Label, LabelCode, PairJudgment, StudyCounter
 from learning.models import MetricVersion, StudyLearningSettings
 
-LABEL_CODES = {"incomparable": 0, "comparable": 1, "unsure": 2}
+LABEL_CODES = {label.value: LabelCode.of(label) for label in Label}
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,7 @@ class JudgmentSnapshot:
     item_b: np.ndarray
     row_a: np.ndarray  # row indices into the study's embedding matrix
     row_b: np.ndarray
-    label: np.ndarray  # LABEL_CODES
+    label: np.ndarray  # annotation.models.LabelCode
     annotator: np.ndarray  # user id, -1 for imported answers
 
     def __len__(self) -> int:
@@ -153,17 +153,29 @@ def version_exists_for(
 
 
 def version_latest_ready(*, study_id: int, method: str) -> MetricVersion | None:
+    """The study's newest ready version of ``method``."""
     return (
-        MetricVersion.objects.filter(
-            study_id=study_id, method=method, status=MetricVersion.Status.READY
-        )
+        MetricVersion.objects.ready()
+        .filter(study_id=study_id, method=method)
         .order_by("-id")
         .first()
     )
 
 
 def version_published(*, study_id: int, method: str) -> MetricVersion | None:
-    return MetricVersion.objects.filter(study_id=study_id, method=method, is_published=True).first()
+    """The study's published version of ``method``."""
+    return MetricVersion.objects.published().filter(study_id=study_id, method=method).first()
+
+
+def version_current(*, study_id: int) -> MetricVersion | None:
+    """The study's metric for sampling and suggestions: the published version of any method,
+    else the newest ready one."""
+    return (
+        MetricVersion.objects.ready()
+        .filter(study_id=study_id)
+        .order_by("-is_published", "-id")
+        .first()
+    )
 
 
 def study_ids_with_newer_data() -> list[int]:

@@ -2,56 +2,48 @@
 
 ``refit_study`` runs in a Celery worker (``learning.tasks``). It holds the study's lease (one
 refit per study), snapshots the data up to a watermark, fits each enabled method whose input
-changed, and stores every version in two steps: a ``fitting`` row first, then - once Sigma is
-completely on disk (written to a temporary name, fsynced, renamed) - ``ready`` in one
-transaction. A worker killed in between leaves a ``fitting`` row that the next refit marks
-failed (transient, so its input is refitted); never a ready version with half-written data.
+changed (:mod:`learning.fitting`), stores every version through :mod:`learning.versions`
+(``fitting`` row, Sigma on disk, ``ready``), evaluates it (:mod:`learning.version_checks`, which
+returns whether the study's auto-publish checks passed) and publishes it when they did.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import threading
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
+from enum import StrEnum
 
 from django.conf import settings
-from django.core.exceptions import PermissionDenied, ValidationError
-from django.core.files.storage import default_storage
-from django.db import (
-    DatabaseError,
-    IntegrityError,
-    InterfaceError,
-    OperationalError,
-    connection,
-    connections,
-    transaction,
-)
-from django.utils import timezone
+from django.db import DatabaseError, InterfaceError, OperationalError, connection, connections
 from threadpoolctl import threadpool_limits
 
-from annotation.models import Membership, Study
-from audit.services import Action as AuditAction
-from audit.services import audit_record
-from learning import dashboard_refresh, fitting, scheduling, selectors
+from annotation.access import Action, require
+from annotation.models import Study
+from learning import dashboard_refresh, fitting, scheduling, selectors, versions
 from learning.models import MetricVersion, StudyLearningSettings
 from learning.version_checks import version_evaluate
 
 logger = logging.getLogger(__name__)
+Method = MetricVersion.Method
 
 TRANSIENT_DB_ERRORS = (OperationalError, InterfaceError)
 BUSY_RETRY_MAX = 5.0  # seconds
 
 
+class Outcome(StrEnum):
+    BUSY = "busy"  # another refit of the study holds its lease
+    NOTHING_NEW = "nothing new"
+    FITTED = "fitted"
+
+
 @dataclass
 class RefitReport:
-    """What one refit did; ``outcome`` is busy, nothing new, or fitted."""
+    """What one refit did."""
 
     study_id: int
-    outcome: str
+    outcome: Outcome
     retry_in: float = 0.0
     ready: list[int] = field(default_factory=list)
     failed: list[int] = field(default_factory=list)
@@ -73,7 +65,7 @@ class _LeaseKeeper:
         )
 
     def _run(self) -> None:
-        interval = max(0.5, scheduling.lease_seconds() / 3)
+        interval = max(0.5, settings.LEARNING_LEASE_SECONDS / 3)
         try:
             while not self._stop.wait(interval):
                 if not scheduling.lease_renew(study_id=self.study_id, token=self.token):
@@ -109,9 +101,11 @@ def refit_study(*, study_id: int) -> RefitReport:
         # Retry soon (the running refit may end long before its renewed lease would expire).
         remaining = scheduling.lease_remaining(study_id=study_id)
         return RefitReport(
-            study_id=study_id, outcome="busy", retry_in=min(max(1.0, remaining), BUSY_RETRY_MAX)
+            study_id=study_id,
+            outcome=Outcome.BUSY,
+            retry_in=min(max(1.0, remaining), BUSY_RETRY_MAX),
         )
-    report = RefitReport(study_id=study_id, outcome="nothing new")
+    report = RefitReport(study_id=study_id, outcome=Outcome.NOTHING_NEW)
     try:
         with _LeaseKeeper(study_id, token), threadpool_limits(settings.LEARNING_BLAS_THREADS):
             _refit_claimed(study_id, report)
@@ -125,18 +119,25 @@ def refit_study(*, study_id: int) -> RefitReport:
     return report
 
 
-def _fingerprint(method: str, parameters: dict, marks: selectors.DataMarks) -> str:
-    payload = json.dumps(
-        {"method": method, "parameters": parameters, "judgments_total": marks.judgment_count},
-        sort_keys=True,
+@dataclass(frozen=True)
+class MethodPlan:
+    label: str
+    parameters: dict
+    fingerprint: str
+    group_watermark: int | None  # None: groups are not used
+
+
+def _plan(method: str, label: str, params: dict, marks, group_watermark) -> MethodPlan:
+    fingerprint = versions.version_fingerprint(
+        method=method, label=label, parameters=params, judgment_count=marks.judgment_count
     )
-    return hashlib.sha256(payload.encode()).hexdigest()[:32]
+    return MethodPlan(label, params, fingerprint, group_watermark)
 
 
 def _method_plans(
-    study: Study, learning: StudyLearningSettings, excluded: list[int], marks: selectors.DataMarks
-) -> dict[str, tuple[dict, str, int | None]]:
-    """Per enabled method: its parameters, fingerprint and the group watermark that matters."""
+    learning: StudyLearningSettings, excluded: list[int], marks: selectors.DataMarks
+) -> dict[str, MethodPlan]:
+    """Per enabled method: its label, parameters, fingerprint and the group watermark."""
     common = {
         "repeat_policy": learning.repeat_policy,
         "excluded_annotators": excluded,
@@ -145,58 +146,46 @@ def _method_plans(
     plans = {}
     if learning.fit_explore and marks.judgment_count:
         params = common | {"max_eigenvalue": learning.explore_max_eigenvalue}
-        plans["explore"] = (params, _fingerprint("explore", params, marks), None)
+        plans[Method.EXPLORE] = _plan(Method.EXPLORE, "explore", params, marks, None)
     uses_pairs = learning.face_pairs_as_groups and marks.judgment_count > 0
     if learning.fit_face and (marks.group_watermark or uses_pairs):
         params = common | {
             "n_components": learning.face_components,
             "pairs_as_groups": learning.face_pairs_as_groups,
         }
-        plans["face"] = (params, _fingerprint("face", params, marks), marks.group_watermark)
+        k = learning.face_components
+        label = f"face-{k if k is not None else 'auto'}"
+        plans[Method.FACE] = _plan(Method.FACE, label, params, marks, marks.group_watermark)
     return plans
-
-
-def _interrupted_versions_retire(study_id: int) -> None:
-    """Fitting rows left by a killed worker (we hold the lease, so nobody else is fitting)."""
-    orphans = list(MetricVersion.objects.filter(study_id=study_id, status="fitting"))
-    for orphan in orphans:
-        partial = Path(default_storage.path(_sigma_name(orphan)))
-        for stale in (partial, partial.with_name(partial.name + ".partial")):
-            stale.unlink(missing_ok=True)
-    MetricVersion.objects.filter(pk__in=[o.pk for o in orphans]).update(
-        status="failed",
-        transient=True,
-        error="Interrupted: the worker stopped during the fit; the data is refitted.",
-    )
 
 
 def _refit_claimed(study_id: int, report: RefitReport) -> None:
     study = Study.objects.select_related("space").get(pk=study_id)
     learning = selectors.learning_settings_get(study_id=study_id)
     excluded = selectors.excluded_annotator_ids(learning_settings=learning)
-    _interrupted_versions_retire(study_id)
+    versions.versions_interrupted_retire(study_id=study_id)
     marks = selectors.study_data_marks(study_id=study_id)
     plans = {
         method: plan
-        for method, plan in _method_plans(study, learning, excluded, marks).items()
+        for method, plan in _method_plans(learning, excluded, marks).items()
         if not selectors.version_exists_for(
             study_id=study_id,
             method=method,
             judgment_watermark=marks.judgment_watermark,
-            group_watermark=plan[2],
-            fingerprint=plan[1],
+            group_watermark=plan.group_watermark,
+            fingerprint=plan.fingerprint,
         )
     }
     if not plans:
         return
-    report.outcome = "fitted"
+    report.outcome = Outcome.FITTED
     started = time.perf_counter()
     snapshot = selectors.judgment_snapshot(
         study_id=study_id, watermark=marks.judgment_watermark, excluded_annotators=excluded
     )
     groups = (
         selectors.group_snapshot(study_id=study_id, excluded_annotators=excluded)
-        if "face" in plans
+        if Method.FACE in plans
         else selectors.GroupSnapshot(rows=[], creators=0)
     )
     pairs = fitting.pair_data(
@@ -207,44 +196,27 @@ def _refit_claimed(study_id: int, report: RefitReport) -> None:
         "group_creators": groups.creators,
     }
     snapshot_seconds = time.perf_counter() - started
-    for method, (params, fingerprint, _) in plans.items():
-        version = _version_start(study, method, params, fingerprint, marks, counts)
+    for method, plan in plans.items():
+        version = versions.version_start(
+            study=study,
+            method=method,
+            label=plan.label,
+            parameters=plan.parameters,
+            judgment_watermark=marks.judgment_watermark,
+            group_watermark=marks.group_watermark,
+            judgment_count=marks.judgment_count,
+            counts=counts,
+            parent=selectors.version_latest_ready(study_id=study.pk, method=method),
+        )
         if version is None:
             continue
-        if _version_fit(version, study, learning, pairs, groups, snapshot_seconds):
-            report.ready.append(version.pk)
-            if version_evaluate(version, learning=learning):
-                report.published.append(version.pk)
-        else:
+        if not _version_fit(version, study, learning, pairs, groups, snapshot_seconds):
             report.failed.append(version.pk)
-
-
-def _version_start(study, method, params, fingerprint, marks, counts) -> MetricVersion | None:
-    parent = selectors.version_latest_ready(study_id=study.pk, method=method)
-    k = params.get("n_components")
-    label = f"face-{k if k is not None else 'auto'}" if method == "face" else "explore"
-    try:
-        with transaction.atomic():
-            return MetricVersion.objects.create(
-                study=study,
-                method=method,
-                label=label,
-                parameters=params,
-                fingerprint=fingerprint,
-                judgment_watermark=marks.judgment_watermark,
-                group_watermark=marks.group_watermark,
-                counts=counts,
-                parent=parent,
-                dimension=study.space.dimension,
-                status=MetricVersion.Status.FITTING,
-            )
-    except IntegrityError:  # the same input already has a live version
-        logger.info("study %s %s: a version for this input exists", study.pk, method)
-        return None
-
-
-def _sigma_name(version: MetricVersion) -> str:
-    return f"sigmas/study-{version.study_id}/{version.method}-v{version.pk}.npy"
+            continue
+        report.ready.append(version.pk)
+        if version_evaluate(version, learning=learning).publish:
+            versions.version_publish(version_id=version.pk, user=None)
+            report.published.append(version.pk)
 
 
 def _version_fit(version, study, learning, pairs, groups, snapshot_seconds) -> bool:
@@ -252,7 +224,7 @@ def _version_fit(version, study, learning, pairs, groups, snapshot_seconds) -> b
     started = time.perf_counter()
     read = study.space.vectors
     try:
-        if version.method == "explore":
+        if version.method == Method.EXPLORE:
             outcome = fitting.fit_explore(
                 pairs, read, max_eigenvalue=learning.explore_max_eigenvalue
             )
@@ -264,43 +236,25 @@ def _version_fit(version, study, learning, pairs, groups, snapshot_seconds) -> b
                 k=learning.face_components,
                 use_pairs=learning.face_pairs_as_groups,
             )
-        data, sha = fitting.sigma_bytes(outcome.sigma)
-        name = _sigma_name(version)
-        fitting.file_write_atomic(Path(default_storage.path(name)), data)
+        versions.version_store(
+            version,
+            sigma=outcome.sigma,
+            parameters=outcome.parameters,
+            diagnostics=outcome.diagnostics | {"snapshot_seconds": round(snapshot_seconds, 4)},
+            fit_seconds=time.perf_counter() - started,
+        )
     except TRANSIENT_DB_ERRORS as error:
-        _version_fail(version, error, transient=True)
+        versions.version_fail(version, _message(error), transient=True)
         raise
     except Exception as error:  # noqa: BLE001 - any fit failure is stored on the version
-        _version_fail(version, error, transient=False)
+        versions.version_fail(version, _message(error), transient=False)
         return False
-    seconds = time.perf_counter() - started
-    with transaction.atomic():
-        MetricVersion.objects.filter(pk=version.pk).update(
-            status=MetricVersion.Status.READY,
-            sigma=name,
-            sigma_sha256=sha,
-            dimension=int(outcome.sigma.shape[0]),
-            parameters=version.parameters | outcome.parameters,
-            diagnostics=outcome.diagnostics | {"snapshot_seconds": round(snapshot_seconds, 4)},
-            fit_seconds=seconds,
-        )
-    version.refresh_from_db()
     return True
 
 
-def _version_fail(version: MetricVersion, error: Exception, *, transient: bool) -> None:
+def _message(error: Exception) -> str:
     message = str(error) or type(error).__name__
-    if not isinstance(error, fitting.FitError):
-        message = f"{type(error).__name__}: {message}"
-    logger.warning(
-        "study %s %s version %s failed: %s", version.study_id, version.method, version.pk, message
-    )
-    try:
-        MetricVersion.objects.filter(pk=version.pk).update(
-            status=MetricVersion.Status.FAILED, error=message[:2000], transient=transient
-        )
-    except DatabaseError:  # the database itself is down: the next refit retires the row
-        logger.warning("could not mark version %s failed", version.pk)
+    return message if isinstance(error, fitting.FitError) else f"{type(error).__name__}: {message}"
 
 
 def refit_sweep() -> list[int]:
@@ -312,50 +266,7 @@ def refit_sweep() -> list[int]:
     return queued
 
 
-def user_can_publish(user, study_id: int) -> bool:
-    if user is None or not user.is_authenticated or not user.is_active:
-        return False
-    return (
-        user.is_superuser
-        or Membership.objects.filter(
-            user=user, study_id=study_id, role=Membership.Role.ADMIN
-        ).exists()
-    )
-
-
 def metric_version_publish(*, version: MetricVersion, user) -> MetricVersion:
-    """Publish a ready version (admins only): the study+method's published one is swapped."""
-    if not user_can_publish(user, version.study_id):
-        raise PermissionDenied("Only an admin of the study can publish a metric version.")
-    return version_publish_unchecked(version_id=version.pk, user=user)
-
-
-@transaction.atomic
-def version_publish_unchecked(*, version_id: int, user=None) -> MetricVersion:
-    """The swap itself, used by the admin-checked service and by auto-publishing."""
-    version = MetricVersion.objects.select_related("study").get(pk=version_id)
-    Study.objects.select_for_update().filter(pk=version.study_id).first()  # serialise per study
-    version.refresh_from_db()
-    if version.status != MetricVersion.Status.READY:
-        raise ValidationError(
-            f"Version #{version.pk} is {version.status}; only a ready version can be published."
-        )
-    if version.is_published:
-        return version
-    previous = MetricVersion.objects.filter(
-        study_id=version.study_id, method=version.method, is_published=True
-    )
-    replaced = list(previous.values_list("pk", flat=True))
-    previous.update(is_published=False)
-    version.is_published = True
-    version.published_at = timezone.now()
-    version.published_by = user
-    version.save(update_fields=["is_published", "published_at", "published_by"])
-    audit_record(
-        action=AuditAction.PUBLISH,
-        target=version,
-        actor=user,
-        study_id=version.study_id,
-        detail={"method": version.method, "replaced": replaced, "automatic": user is None},
-    )
-    return version
+    """Publish a ready version, if ``user`` may manage its study (``annotation.access``)."""
+    require(user, version.study_id, Action.MANAGE, "Only an admin of the study can publish.")
+    return versions.version_publish(version_id=version.pk, user=user)

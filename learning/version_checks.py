@@ -3,7 +3,9 @@ published version, and the study's auto-publish checks. Results go into the vers
 ``diagnostics`` (``weat``, ``drift``, ``auto_publish``) and WeatResult rows.
 
 Evaluation never fails a version: an error here is recorded as ``evaluation_error`` and the
-version stays ready (its Sigma is sound; only a report is missing).
+version stays ready (its Sigma is sound; only a report is missing). It decides, and does not
+act: :func:`version_evaluate` returns an :class:`Evaluation` whose ``publish`` says whether the
+auto-publish checks passed; the refit (``learning.services``) publishes.
 """
 
 from __future__ import annotations
@@ -11,11 +13,15 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
+from dataclasses import dataclass, field
 
 import numpy as np
 from django.db import DatabaseError
 
+from learning.core.drift import drift
+from learning.evaluation import weat_baseline, weat_evaluate_version
 from learning.models import MetricVersion, StudyLearningSettings
+from learning.selectors import version_published
 
 logger = logging.getLogger(__name__)
 
@@ -40,8 +46,6 @@ def _plain(value):
 def drift_between(
     version: MetricVersion, other: MetricVersion | None, *, sigma: np.ndarray, threshold: float
 ) -> dict | None:
-    from learning.core.drift import drift
-
     if other is None or other.pk == version.pk or not other.sigma:
         return None
     result = _plain(drift(other.load_sigma(), sigma))
@@ -53,8 +57,6 @@ def drift_between(
 def _weat(version: MetricVersion) -> dict:
     """The study's WEAT suites under the version's Sigma, and their Euclidean baseline (computed
     once per suite and space, then read from the database cache)."""
-    from learning.evaluation import weat_baseline, weat_evaluate_version
-
     suites = list(version.study.weat_suites.all())
     if not suites:
         return {"suites": 0}
@@ -73,13 +75,13 @@ def _auto_publish_failures(version: MetricVersion, learning: StudyLearningSettin
     failed = []
     if (
         learning.auto_publish_require_converged
-        and version.method == "explore"
+        and version.method == MetricVersion.Method.EXPLORE
         and not diag.get("converged")
     ):
         failed.append("the EXPLORE fit did not converge")
     if learning.auto_publish_min_auc is not None:
         auc = diag.get("heldout_auc")
-        if auc is None and version.method == "explore":
+        if auc is None and version.method == MetricVersion.Method.EXPLORE:
             failed.append("no held-out AUC (too few held-out pairs of both labels)")
         elif auc is not None and auc < learning.auto_publish_min_auc:
             failed.append(f"held-out AUC {auc:.3f} is below {learning.auto_publish_min_auc:.3f}")
@@ -94,11 +96,16 @@ def _auto_publish_failures(version: MetricVersion, learning: StudyLearningSettin
     return failed
 
 
-def version_evaluate(version: MetricVersion, *, learning: StudyLearningSettings) -> bool:
-    """Evaluate a ready version; True when it was auto-published."""
-    from learning.selectors import version_published
-    from learning.services import version_publish_unchecked
+@dataclass(frozen=True)
+class Evaluation:
+    """The decision of an evaluation: publish (auto-publish is on and every check passed)."""
 
+    publish: bool
+    failed: list[str] = field(default_factory=list)  # the auto-publish checks that failed
+
+
+def version_evaluate(version: MetricVersion, *, learning: StudyLearningSettings) -> Evaluation:
+    """Evaluate a ready version and store the results on it; the auto-publish decision."""
     update: dict = {}
     started = time.perf_counter()
     try:
@@ -123,13 +130,10 @@ def version_evaluate(version: MetricVersion, *, learning: StudyLearningSettings)
         update["evaluation_error"] = f"{type(error).__name__}: {error}"
     update["evaluation_seconds"] = round(time.perf_counter() - started, 4)
     version.diagnostics = version.diagnostics | update
-    published_now = False
+    decision = Evaluation(publish=False)
     if learning.auto_publish:
         failed = _auto_publish_failures(version, learning)
         version.diagnostics["auto_publish"] = {"published": not failed, "failed": failed}
-        published_now = not failed
+        decision = Evaluation(publish=not failed, failed=failed)
     MetricVersion.objects.filter(pk=version.pk).update(diagnostics=version.diagnostics)
-    if published_now:
-        version_publish_unchecked(version_id=version.pk, user=None)
-        version.refresh_from_db()
-    return published_now
+    return decision

@@ -1,23 +1,22 @@
 """Pages: study, WEAT and drift dashboards, metric versions (publish, compare), API tokens.
 
-Views are thin: access check, one read from :mod:`learning.dashboards` / :mod:`learning.reports`
-(or one service call), render.
+Each view: the access check (``annotation.access``), one read from :mod:`learning.reports` or
+the dashboard cache (or one service call), render.
 """
 
 from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
-from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
+from annotation.access import Action, may, require, study_get
 from annotation.models import Study
-from annotation.permissions import can_see_all
+from common.errors import Conflict
 
-from . import dashboard_refresh, reports, services, spectra, tokens
+from . import dashboard_refresh, reports, services, sigmas, spectra, tokens
 from .models import ApiToken, MetricVersion, WeatTest
 
 
@@ -61,10 +60,12 @@ def account_token_revoke(request: HttpRequest, token_id: int) -> HttpResponse:
 
 def _reviewer_study(request: HttpRequest, study_id: int) -> Study:
     """The study, if the user reviews or administers it (staff: every study); else 403/404."""
-    study = get_object_or_404(Study.objects.select_related("space"), pk=study_id)
-    if not can_see_all(request.user, study):
-        raise PermissionDenied("Only reviewers and admins of this study can see its dashboards.")
-    return study
+    return study_get(
+        request.user,
+        study_id,
+        Action.REVIEW,
+        message="Only reviewers and admins of this study can see its dashboards.",
+    )
 
 
 def _reviewer_version(request: HttpRequest, version_id) -> MetricVersion:
@@ -76,8 +77,12 @@ def _reviewer_version(request: HttpRequest, version_id) -> MetricVersion:
         MetricVersion.objects.select_related("study", "study__space", "parent", "published_by"),
         pk=version_id,
     )
-    if not can_see_all(request.user, version.study):
-        raise PermissionDenied("Only reviewers and admins of this study can see its metrics.")
+    require(
+        request.user,
+        version.study,
+        Action.REVIEW,
+        "Only reviewers and admins of this study can see its metrics.",
+    )
     return version
 
 
@@ -175,10 +180,10 @@ def study_drift(request: HttpRequest, study_id: int) -> HttpResponse:
     study = _reviewer_study(request, study_id)
     data = reports.drift_series(study)
     context = _study_nav(study, "drift") | {
-        "chart": {"series": data["series"], "threshold": reports.drift_threshold(study)},
+        "chart": {"series": data.series, "threshold": reports.drift_threshold(study)},
         "alerts": reports.drift_alerts(study, data),
-        "methods": sorted(data["series"]),
-        "latest": data["latest"],
+        "methods": sorted(data.series),
+        "latest": data.latest,
     }
     return render(request, "learning/drift.html", context)
 
@@ -194,7 +199,7 @@ def version_detail(request: HttpRequest, version_id: int) -> HttpResponse:
     context = _study_nav(version.study, "versions") | {
         "report": report,
         "version": version,
-        "can_publish": services.user_can_publish(request.user, version.study_id),
+        "can_publish": may(request.user, version.study_id, Action.MANAGE),
         "chart": {"spectrum": report.spectrum},
         "diagnostics": _scalars(version.diagnostics),
         "others": MetricVersion.objects.filter(study_id=version.study_id)
@@ -234,8 +239,8 @@ def version_publish(request: HttpRequest, version_id: int) -> HttpResponse:
     version = _reviewer_version(request, version_id)
     try:
         services.metric_version_publish(version=version, user=request.user)
-    except DjangoValidationError as error:
-        messages.error(request, " ".join(error.messages))
+    except Conflict as error:  # not ready: said on the version page
+        messages.error(request, error.message)
         return redirect("version-detail", version.pk)
     messages.success(
         request,
@@ -252,7 +257,7 @@ def version_compare(request: HttpRequest) -> HttpResponse:
     b = _reviewer_version(request, request.GET.get("b"))
     ready = [v for v in (a, b) if v.status == MetricVersion.Status.READY and v.sigma]
     spectra_ = {
-        v.pk: [float(x) for x in spectra.spectrum(reports.sigma_of(v)).values] for v in ready
+        v.pk: [float(x) for x in spectra.spectrum(sigmas.sigma_of(v)).values] for v in ready
     }
     weat = reports.weat_rows_for([a, b])
     tests = sorted(
@@ -263,7 +268,7 @@ def version_compare(request: HttpRequest) -> HttpResponse:
     context = _study_nav(a.study, "versions") | {
         "a": a,
         "b": b,
-        "drift": reports.drift_between(a, b) if len(ready) == 2 else None,
+        "drift": sigmas.drift_between(a, b) if len(ready) == 2 else None,
         "directions": [reports.sensitive_directions(v) if v in ready else [] for v in (a, b)],
         "weat": [(t, weat[a.pk].get(t.pk), weat[b.pk].get(t.pk)) for t in tests],
         "diagnostics": [

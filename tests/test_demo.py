@@ -9,7 +9,6 @@ import pytest
 from django.core.management import call_command
 from django.test import override_settings
 
-from annotation import demo
 from annotation.models import (
     ComparableGroup,
     EmbeddingSpace,
@@ -21,6 +20,7 @@ from annotation.models import (
     Study,
     Tag,
 )
+from learning import demo
 from learning.models import MetricVersion, WeatResult, WeatSuite, WeatTest
 
 from .celery_support import app_pointed_at

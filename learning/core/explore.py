@@ -104,6 +104,11 @@ def _best_scale(q: np.ndarray, y: np.ndarray, hi: float) -> tuple[float, float]:
     return float(c), float(ll)
 
 
+def p_comparable(d: ArrayLike) -> np.ndarray:
+    """The response model: ``P(comparable) = 2σ(-d)`` for squared metric distances ``d ≥ 0``."""
+    return 2.0 * expit(-np.asarray(d, dtype=np.float64))
+
+
 def _differences(x1: ArrayLike, x2: ArrayLike) -> np.ndarray:
     a, b = _check_matrix(x1, "X1"), _check_matrix(x2, "X2")
     if a.shape != b.shape:
@@ -260,7 +265,7 @@ class EXPLORE:
 
     def predict_proba(self, X1: ArrayLike, X2: ArrayLike) -> np.ndarray:
         """``P(comparable) = 2σ(-d)`` per pair."""
-        return 2.0 * expit(-self.distance(X1, X2))
+        return p_comparable(self.distance(X1, X2))
 
     def score(self, X1: ArrayLike, X2: ArrayLike, y: ArrayLike) -> float:
         """Mean log-likelihood of labelled pairs under the fitted Σ."""

@@ -122,3 +122,16 @@ def projector(directions: ArrayLike, dim: int | None = None, *, rtol: float = 1e
     keep = s > rtol * max(float(s.max(initial=0.0)), np.finfo(float).tiny)
     q = vt[keep]
     return symmetrize(q.T @ q)
+
+
+def eigh_descending(a: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+    """Eigenvalues (descending) and matching eigenvector columns of the symmetric part of ``A``."""
+    w, v = _eigh(a)
+    return w[::-1], v[:, ::-1]
+
+
+def psd_factor(a: ArrayLike) -> np.ndarray:
+    """``W`` with ``W Wᵀ = A`` for a PSD ``A`` (negative rounding clipped), so that
+    ``zᵀ A z = ‖zᵀ W‖²``: one matrix product for any number of vectors."""
+    w, v = _eigh(a)
+    return v * np.sqrt(np.clip(w, 0.0, None))

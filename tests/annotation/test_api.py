@@ -54,15 +54,17 @@ def test_anonymous_requests_are_refused(study):
     assert response.status_code in (401, 403)
 
 
-def test_outsiders_get_403_and_unknown_studies_404(study, outsider, items, client_for):
+def test_outsiders_get_the_same_404_as_for_unknown_studies(study, outsider, items, client_for):
     client = client_for(outsider)
-    assert client.get(url(study, "next-pair/")).status_code == 403
+    assert client.get(url(study, "next-pair/")).status_code == 404
     response = client.post(
         url(study, "judgments/"), judgment_body(items[0], items[1]), format="json"
     )
-    assert response.status_code == 403
-    assert "not a member" in response.json()["detail"]
-    assert client.get("/api/studies/99999/next-pair/").status_code == 404
+    assert response.status_code == 404
+    assert response.json() == {"detail": "No such study."}
+    unknown = client.get("/api/studies/99999/next-pair/")
+    assert unknown.status_code == 404
+    assert unknown.json() == {"detail": "No such study."}
     assert PairJudgment.objects.count() == 0
 
 
@@ -387,7 +389,8 @@ def test_item_search_is_a_case_insensitive_prefix_search(study, space, annotator
 
 def test_item_search_needs_membership(space, outsider, client_for):
     response = client_for(outsider).get("/api/items/", {"space": space.pk, "q": "w"})
-    assert response.status_code == 403
+    assert response.status_code == 404  # as for a space that does not exist
+    assert response.json() == {"detail": "No such embedding space."}
 
 
 def test_suggestions_under_euclid_and_the_current_metric(study, annotator, items, client_for):
@@ -451,7 +454,7 @@ def test_openapi_schema_describes_the_api(db, staff, client_for):
 def test_reviewer_of_one_study_is_an_outsider_elsewhere(space, reviewer, items, client_for):
     elsewhere = make_study(space=space, name="Elsewhere")
     make_user("someone", study=elsewhere, role=Role.ANNOTATOR)
-    assert client_for(reviewer).get(url(elsewhere, "judgments/")).status_code == 403
+    assert client_for(reviewer).get(url(elsewhere, "judgments/")).status_code == 404
 
 
 def test_suggestions_for_a_saved_group_with_unsaved_changes(study, annotator, items, client_for):

@@ -8,7 +8,6 @@ import uuid
 import pytest
 from django.db import IntegrityError, connection, connections, transaction
 
-from annotation.exceptions import Conflict, InvalidInput, NotAllowed, NotFound
 from annotation.models import (
     ComparableGroup,
     GoldPair,
@@ -26,6 +25,7 @@ from annotation.services import (
     judgment_create,
     judgment_undo,
 )
+from common.errors import Conflict, InvalidInput, NotAllowed, NotFound
 from learning.scheduling import refit_request
 from tests.conftest import require
 
@@ -146,7 +146,7 @@ def test_items_outside_the_study_space_or_pool_are_refused(study, annotator, ite
 
 
 def test_non_members_and_closed_studies_are_refused(study, annotator, outsider, items):
-    with pytest.raises(NotAllowed):
+    with pytest.raises(NotFound, match="No such study"):  # outsiders: as if it did not exist
         create(study, outsider, items[0], items[1])
     Study.objects.filter(pk=study.pk).update(is_active=False)
     study.refresh_from_db()

@@ -60,8 +60,8 @@ def test_pages_by_role(client, users, pages, role):
             assert response["Location"].startswith(reverse("login")), url
         elif role in SEES:
             assert response.status_code == 200, url
-        else:
-            assert response.status_code == 403, url
+        else:  # outsiders: 404, the study stays hidden; annotators: 403
+            assert response.status_code == (404 if role == "outsider" else 403), url
 
 
 @pytest.mark.parametrize("role", ROLES)
@@ -74,7 +74,7 @@ def test_endpoints_by_role_with_a_token(users, endpoints, role):
         client.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
     for url in endpoints:
         status = client.get(url).status_code
-        expected = 401 if role == "anonymous" else (200 if role in SEES else 403)
+        expected = {"anonymous": 401, "outsider": 404}.get(role, 200 if role in SEES else 403)
         assert status == expected, (url, status)
 
 
@@ -89,7 +89,7 @@ def test_token_page_needs_login_and_is_open_to_every_user(client, users):
     [
         ("annotator", 403),
         ("reviewer", 403),
-        ("outsider", 403),
+        ("outsider", 404),
         ("admin", 302),
     ],
 )

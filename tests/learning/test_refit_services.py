@@ -7,11 +7,11 @@ import hashlib
 import numpy as np
 import pytest
 from django.contrib.auth import get_user_model
-from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from annotation.models import Membership, PairJudgment
+from common.errors import Conflict, NotAllowed
 from learning import fitting, scheduling, selectors, services
 from learning.models import MetricVersion, StudyLearningSettings
 
@@ -295,12 +295,12 @@ def test_only_admins_publish_and_only_ready_versions(world):
     add_simulated(world, 300)
     services.refit_study(study_id=study.pk)
     version = versions(study, method="explore")[0]
-    with pytest.raises(PermissionDenied):
+    with pytest.raises(NotAllowed):
         services.metric_version_publish(version=version, user=users[0])
     failed = MetricVersion.objects.create(
         study=study, method="explore", status="failed", judgment_watermark=1
     )
-    with pytest.raises(ValidationError, match="only a ready version"):
+    with pytest.raises(Conflict, match="only a ready version"):
         services.metric_version_publish(version=failed, user=admin_of(study))
     assert not MetricVersion.objects.filter(study=study, is_published=True).exists()
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from django.db import IntegrityError
 
 from annotation.models import Study
 from annotation.spaces import space_import
+from common.errors import Conflict
 from learning.core.psd import sqrtm_psd
 from learning.core.weat import weat
 from learning.evaluation import weat_baseline, weat_evaluate_version
@@ -100,7 +100,7 @@ def test_a_bad_sigma_stores_nothing(setup, sigma, message):
 def test_the_same_fit_twice_is_refused_and_leaves_no_file(setup):
     kwargs = {"study": setup["study"], "method": "face", "sigma": np.eye(D), "label": "face-1"}
     metric_version_create(**kwargs)
-    with pytest.raises(IntegrityError):
+    with pytest.raises(Conflict, match="live face-1 version"):
         metric_version_create(**kwargs)
     assert MetricVersion.objects.count() == 1
     assert len(media_files(setup)) == 1

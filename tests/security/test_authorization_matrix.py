@@ -30,17 +30,21 @@ def statuses(anon, ann_a, ann_b, rev_a, adm_a, su) -> dict[str, int]:
 # Who passes: the common policies (the status each role gets for an allowed method).
 PUBLIC = statuses(200, 200, 200, 200, 200, 200)
 LOGGED_IN = statuses(302, 200, 200, 200, 200, 200)
-MEMBER_PAGE = statuses(302, 200, 404, 200, 200, 200)  # outsiders: 404, the study stays hidden
+# One rule (annotation.access): outsiders of a study get 404, as for a study that does not exist;
+# members whose role does not allow the action get 403.
+MEMBER_PAGE = statuses(302, 200, 404, 200, 200, 200)
 REVIEWER_PAGE = statuses(302, 403, 404, 200, 200, 200)
-DASHBOARD = statuses(302, 403, 403, 200, 200, 200)
 STAFF_PAGE = statuses(302, 403, 403, 403, 403, 200)
-MEMBER_API = statuses(401, 200, 403, 200, 200, 200)
-EXPORT_API = statuses(401, 403, 403, 200, 200, 200)
+MEMBER_API = statuses(401, 200, 404, 200, 200, 200)
+EXPORT_API = statuses(401, 403, 404, 200, 200, 200)
 
 # Refused before the method is looked at (the rest get 405 for an unlisted method).
 PAGE_GATE = {"anon": 302}
 STAFF_GATE = {"anon": 302, **dict.fromkeys(NON_STAFF, 403)}
 API_GATE = {"anon": 401}
+# API views on a study check access before the method (DRF): outsiders, then reviewers' rights.
+STUDY_API_GATE = {"anon": 401, "ann_b": 404}
+EXPORT_STUDY_GATE = {"anon": 401, "ann_a": 403, "ann_b": 404}
 
 
 @dataclass
@@ -80,38 +84,40 @@ MATRIX: dict[str, Row] = {
     "api-studies": Row(
         lambda w: reverse("api-studies"), {"get": statuses(401, 200, 200, 200, 200, 200)}, API_GATE
     ),
-    "api-study": Row(lambda w: reverse("api-study", args=[A(w)]), {"get": MEMBER_API}, API_GATE),
+    "api-study": Row(
+        lambda w: reverse("api-study", args=[A(w)]), {"get": MEMBER_API}, STUDY_API_GATE
+    ),
     "api-next-pair": Row(
-        lambda w: reverse("api-next-pair", args=[A(w)]), {"get": MEMBER_API}, API_GATE
+        lambda w: reverse("api-next-pair", args=[A(w)]), {"get": MEMBER_API}, STUDY_API_GATE
     ),
     "api-judgments": Row(
         lambda w: reverse("api-judgments", args=[A(w)]),
-        {"get": MEMBER_API, "post": statuses(401, 201, 403, 201, 201, 201)},
-        API_GATE,
+        {"get": MEMBER_API, "post": statuses(401, 201, 404, 201, 201, 201)},
+        STUDY_API_GATE,
         body=judgment_body,
         fmt="json",
     ),
     "api-judgment": Row(  # undo: only one's own answer
         lambda w: reverse("api-judgment", args=[A(w), w.judgment.pk]),
-        {"delete": statuses(401, 204, 403, 403, 403, 403)},
-        API_GATE,
+        {"delete": statuses(401, 204, 404, 403, 403, 403)},
+        STUDY_API_GATE,
     ),
     "api-groups": Row(
         lambda w: reverse("api-groups", args=[A(w)]),
-        {"get": MEMBER_API, "post": statuses(401, 201, 403, 201, 201, 201)},
-        API_GATE,
+        {"get": MEMBER_API, "post": statuses(401, 201, 404, 201, 201, 201)},
+        STUDY_API_GATE,
         body=lambda w, r: {"name": f"group of {r}", "members": [w.items[5].pk, w.items[6].pk]},
         fmt="json",
     ),
     "api-group": Row(  # the creator (ann_a) and reviewers/admins may edit
         lambda w: reverse("api-group", args=[A(w), w.group.pk]),
         {"get": MEMBER_API, "patch": MEMBER_API},
-        API_GATE,
+        STUDY_API_GATE,
         body=lambda w, r: {"name": f"renamed by {r}"},
         fmt="json",
     ),
     "api-suggestions": Row(
-        lambda w: reverse("api-suggestions", args=[A(w)]), {"get": MEMBER_API}, API_GATE
+        lambda w: reverse("api-suggestions", args=[A(w)]), {"get": MEMBER_API}, STUDY_API_GATE
     ),
     "api-items": Row(
         lambda w: reverse("api-items") + f"?study={A(w)}&q=w", {"get": MEMBER_API}, API_GATE
@@ -159,48 +165,54 @@ MATRIX: dict[str, Row] = {
         API_GATE,
     ),
     "api-published": Row(
-        lambda w: reverse("api-published", args=[A(w), "face"]), {"get": EXPORT_API}, API_GATE
+        lambda w: reverse("api-published", args=[A(w), "face"]),
+        {"get": EXPORT_API},
+        EXPORT_STUDY_GATE,
     ),
     "api-published-sigma": Row(
         lambda w: reverse("api-published-sigma", args=[A(w), "face", "json"]),
         {"get": EXPORT_API},
-        API_GATE,
+        EXPORT_STUDY_GATE,
     ),
     "api-export-judgments": Row(
         lambda w: reverse("api-export-judgments", args=[A(w), "csv"]),
         {"get": EXPORT_API},
-        API_GATE,
+        EXPORT_STUDY_GATE,
     ),
     "api-export-groups": Row(
-        lambda w: reverse("api-export-groups", args=[A(w), "jsonl"]), {"get": EXPORT_API}, API_GATE
+        lambda w: reverse("api-export-groups", args=[A(w), "jsonl"]),
+        {"get": EXPORT_API},
+        EXPORT_STUDY_GATE,
     ),
     # --- learning pages
     "study-dashboard": Row(
-        lambda w: reverse("study-dashboard", args=[A(w)]), {"get": DASHBOARD}, PAGE_GATE
+        lambda w: reverse("study-dashboard", args=[A(w)]), {"get": REVIEWER_PAGE}, PAGE_GATE
     ),
     "study-dashboard-status": Row(
-        lambda w: reverse("study-dashboard-status", args=[A(w)]), {"get": DASHBOARD}, PAGE_GATE
+        lambda w: reverse("study-dashboard-status", args=[A(w)]), {"get": REVIEWER_PAGE}, PAGE_GATE
     ),
-    "study-weat": Row(lambda w: reverse("study-weat", args=[A(w)]), {"get": DASHBOARD}, PAGE_GATE),
+    "study-weat": Row(
+        lambda w: reverse("study-weat", args=[A(w)]), {"get": REVIEWER_PAGE}, PAGE_GATE
+    ),
     "study-weat-test": Row(
         lambda w: reverse("study-weat-test", args=[A(w), w.weat_test.pk]),
-        {"get": DASHBOARD},
+        {"get": REVIEWER_PAGE},
         PAGE_GATE,
     ),
     "study-drift": Row(
-        lambda w: reverse("study-drift", args=[A(w)]), {"get": DASHBOARD}, PAGE_GATE
+        lambda w: reverse("study-drift", args=[A(w)]), {"get": REVIEWER_PAGE}, PAGE_GATE
     ),
     "version-compare": Row(
         lambda w: reverse("version-compare") + f"?a={w.version.pk}&b={w.other_version.pk}",
-        {"get": DASHBOARD},
+        {"get": REVIEWER_PAGE},
         PAGE_GATE,
     ),
     "version-detail": Row(
-        lambda w: reverse("version-detail", args=[w.version.pk]), {"get": DASHBOARD}, PAGE_GATE
+        lambda w: reverse("version-detail", args=[w.version.pk]), {"get": REVIEWER_PAGE}, PAGE_GATE
     ),
     "version-publish": Row(  # study admins (membership) and superusers
         lambda w: reverse("version-publish", args=[w.other_version.pk]),
-        {"post": statuses(302, 403, 403, 403, 302, 302)},
+        {"post": statuses(302, 403, 404, 403, 302, 302)},
         PAGE_GATE,
     ),
     "account-tokens": Row(

@@ -10,8 +10,8 @@ endpoint of the authorization matrix must appear in one of the two lists.
 Policy: malformed or ambiguous JSON (syntax errors, duplicate keys, NaN/Infinity) → 400;
 wrong types and out-of-range values → 400 naming the field; bodies over the endpoint's limit
 → 413 (API) or 400 (forms over DATA_UPLOAD_MAX_MEMORY_SIZE); unsupported media types → 415;
-unknown ids → 404; another study's objects → 403 for studies one is not a member of (API) or
-404 where an object is looked up inside one's own study; another user's private objects → 404.
+unknown ids → 404; a study one is not a member of, and its objects → 404, as for a study that does
+not exist (annotation.access); another user's private objects → 404.
 """
 
 from __future__ import annotations
@@ -211,7 +211,7 @@ CATALOG: list[Bad] = [
         "post",
         lambda w: reverse("api-judgments", args=[999_999]),
         404,
-        "No Study matches",
+        "No such study",
         good_judgment,
     ),
     Bad(
@@ -219,8 +219,8 @@ CATALOG: list[Bad] = [
         "another study (not a member)",
         "post",
         lambda w: reverse("api-judgments", args=[B(w)]),
-        403,
-        "not a member",
+        404,
+        "No such study",
         good_judgment,
     ),
     # --- GET /api/studies/<id>/judgments/ ----------------------------------------------------
@@ -386,8 +386,8 @@ CATALOG: list[Bad] = [
         "A's group by a member of B",
         "patch",
         lambda w: reverse("api-group", args=[A(w), w.group.pk]),
-        403,
-        "not a member",
+        404,
+        "No such study",
         {"name": "mine now"},
         role="ann_b",
     ),
@@ -477,15 +477,15 @@ CATALOG: list[Bad] = [
         "get",
         lambda w: reverse("api-items") + "?space=999999",
         404,
-        "No EmbeddingSpace",
+        "No such embedding space",
     ),
     Bad(
         "api-items",
         "study one is not in",
         "get",
         lambda w: reverse("api-items") + f"?study={B(w)}",
-        403,
-        "not a member",
+        404,
+        "No such study",
     ),
     Bad(
         "api-items",
@@ -509,7 +509,7 @@ CATALOG: list[Bad] = [
         "get",
         lambda w: reverse("api-study", args=[999_999]),
         404,
-        "No Study matches",
+        "No such study",
     ),
     # --- Export API (reviewer of A) ----------------------------------------------------------
     Bad(
@@ -526,8 +526,8 @@ CATALOG: list[Bad] = [
         "another study's version",
         "get",
         lambda w: reverse("api-version", args=[w.version_b.pk]),
-        403,
-        "not a member",
+        404,
+        "No such study",
         role="rev_a",
     ),
     Bad(
@@ -535,8 +535,8 @@ CATALOG: list[Bad] = [
         "another study's Sigma",
         "get",
         lambda w: reverse("api-version-sigma", args=[w.version_b.pk, "npy"]),
-        403,
-        "not a member",
+        404,
+        "No such study",
         role="rev_a",
     ),
     Bad(
@@ -544,8 +544,8 @@ CATALOG: list[Bad] = [
         "another study",
         "get",
         lambda w: reverse("api-published", args=[B(w), "face"]),
-        403,
-        "not a member",
+        404,
+        "No such study",
         role="rev_a",
     ),
     Bad(
@@ -554,7 +554,7 @@ CATALOG: list[Bad] = [
         "get",
         lambda w: reverse("api-published-sigma", args=[999_999, "face", "npy"]),
         404,
-        "No Study matches",
+        "No such study",
         role="rev_a",
     ),
     Bad(
@@ -571,8 +571,8 @@ CATALOG: list[Bad] = [
         "another study",
         "get",
         lambda w: reverse("api-export-groups", args=[B(w), "csv"]),
-        403,
-        "not a member",
+        404,
+        "No such study",
         role="rev_a",
     ),
     # --- Pages -------------------------------------------------------------------------------
@@ -641,8 +641,8 @@ CATALOG: list[Bad] = [
         "another study",
         "get",
         lambda w: reverse("study-weat", args=[B(w)]),
-        403,
-        "Only reviewers and admins",
+        404,
+        "No such study",
         role="rev_a",
     ),
     Bad(
@@ -686,8 +686,8 @@ CATALOG: list[Bad] = [
         "a version of another study",
         "get",
         lambda w: reverse("version-compare") + f"?a={w.version.pk}&b={w.version_b.pk}",
-        403,
-        "Only reviewers and admins",
+        404,
+        "No such study",
         role="rev_a",
     ),
     Bad(
@@ -704,8 +704,8 @@ CATALOG: list[Bad] = [
         "another study's version",
         "post",
         lambda w: reverse("version-publish", args=[w.version_b.pk]),
-        403,
-        "Only reviewers and admins",
+        404,
+        "No such study",
         {},
         "multipart",
         role="adm_a",

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotation import demo
 from annotation.models import Study
+from learning import demo
 from learning.evaluation import N_PERMUTATIONS
 from learning.reproduction import (
     K_VALUES,

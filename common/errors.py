@@ -1,0 +1,79 @@
+"""One application error type, mapped once for the API and once for the pages.
+
+Services raise :class:`AppError` subclasses with a readable one-line message. The API turns
+them into ``{"detail": message}`` with the class's status (:func:`api_exception_handler`, the
+project's DRF ``EXCEPTION_HANDLER``); the pages into the matching error page
+(:class:`AppErrorMiddleware`). The rule for 403 against 404 lives in ``annotation.access``:
+someone who may not see a study at all gets :class:`NotFound` (the study stays hidden), a member
+whose role does not allow the action gets :class:`NotAllowed`.
+"""
+
+from __future__ import annotations
+
+from django.core.exceptions import BadRequest, PermissionDenied
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.http import Http404, HttpResponse
+from django.template.loader import render_to_string
+from rest_framework.response import Response
+from rest_framework.views import exception_handler as drf_exception_handler
+
+
+class AppError(Exception):
+    """Base class: a readable one-line message and the HTTP status it maps to."""
+
+    status_code = 400
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class InvalidInput(AppError):
+    status_code = 400
+
+
+class NotAllowed(AppError):
+    status_code = 403
+
+
+class NotFound(AppError):
+    status_code = 404
+
+
+class Conflict(AppError):
+    status_code = 409
+
+
+class PayloadTooLarge(AppError):
+    status_code = 413
+
+
+def api_exception_handler(exc, context):
+    """DRF's handler, plus application errors and Django's ``ValidationError`` as 4xx."""
+    if isinstance(exc, AppError):
+        return Response({"detail": exc.message}, status=exc.status_code)
+    if isinstance(exc, DjangoValidationError):
+        return Response({"detail": " ".join(exc.messages)}, status=400)
+    return drf_exception_handler(exc, context)
+
+
+class AppErrorMiddleware:
+    """Pages: an :class:`AppError` raised by a view becomes the error page of its status."""
+
+    def __init__(self, get_response) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_exception(self, request, exception):
+        if not isinstance(exception, AppError):
+            return None
+        if isinstance(exception, NotFound):
+            raise Http404(exception.message) from exception
+        if isinstance(exception, NotAllowed):
+            raise PermissionDenied(exception.message) from exception
+        if exception.status_code == 400:
+            raise BadRequest(exception.message) from exception
+        body = render_to_string("400.html", {"exception": exception.message}, request=request)
+        return HttpResponse(body, status=exception.status_code)
