@@ -55,33 +55,42 @@ def study_detail(request: HttpRequest, study_id: int) -> HttpResponse:
     return render(request, "annotation/study_detail.html", context)
 
 
-@login_required
-@require_safe
-def label_pairs(request: HttpRequest, study_id: int) -> HttpResponse:
+def _work_page(request, study_id: int, *, unless: str, template: str, refusal: str):
+    """The labelling and curation pages: members only, and only in a study of that mode."""
     study, role = _study(request, study_id, Action.VIEW)
-    if study.mode == Study.Mode.GROUPS:
-        raise Http404("This study collects groups, not pairs.")
+    if study.mode == unless:
+        raise Http404(refusal)
     context = {
         "study": study,
         "role": role,
         "progress": selectors.progress_for(study=study, user=request.user),
         "instructions_html": render_instructions(study.instructions),
     }
-    return render(request, "annotation/label.html", context)
+    return render(request, template, context)
+
+
+@login_required
+@require_safe
+def label_pairs(request: HttpRequest, study_id: int) -> HttpResponse:
+    return _work_page(
+        request,
+        study_id,
+        unless=Study.Mode.GROUPS,
+        template="annotation/label.html",
+        refusal="This study collects groups, not pairs.",
+    )
 
 
 @login_required
 @require_safe
 def curate_groups(request: HttpRequest, study_id: int) -> HttpResponse:
-    study, role = _study(request, study_id, Action.VIEW)
-    if study.mode == Study.Mode.PAIRS:
-        raise Http404("This study collects pairs, not groups.")
-    context = {
-        "study": study,
-        "role": role,
-        "instructions_html": render_instructions(study.instructions),
-    }
-    return render(request, "annotation/groups.html", context)
+    return _work_page(
+        request,
+        study_id,
+        unless=Study.Mode.PAIRS,
+        template="annotation/groups.html",
+        refusal="This study collects pairs, not groups.",
+    )
 
 
 @login_required

@@ -96,24 +96,11 @@ def _postgres(sql: str) -> None:
 
 
 def _start_worker(queue: str, scratch: Path) -> subprocess.Popen:
+    from fairmetric_site.celery import worker_argv  # after main() set the environment
+
     log = open(scratch / "worker.log", "w")  # noqa: SIM115 - lives as long as the worker
     return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "fairmetric_site",
-            "worker",
-            "--pool=solo",
-            "--loglevel=INFO",
-            "-Q",
-            queue,
-            "--hostname",
-            f"{queue}@%h",
-            "--without-gossip",
-            "--without-mingle",
-        ],
+        worker_argv(queue, f"{queue}@%h"),
         cwd=ROOT,
         env=dict(os.environ),
         stdout=log,

@@ -1,6 +1,7 @@
 """The Celery app: settings from Django's (namespace ``CELERY_``), tasks autodiscovered."""
 
 import os
+import sys
 from pathlib import Path
 
 from celery import Celery
@@ -33,6 +34,15 @@ def ensure_embedded_dirs() -> None:
 @app.on_after_configure.connect
 def _prepare_embedded_dirs(sender, **kwargs) -> None:
     ensure_embedded_dirs()
+
+
+def worker_argv(queue: str, hostname: str, *extra: str) -> list[str]:
+    """The command line of one solo worker consuming ``queue`` (tests, load runs, benchmarks)."""
+    return [
+        *(sys.executable, "-m", "celery", "-A", "fairmetric_site", "worker"),
+        *("--pool=solo", "--loglevel=INFO", "-Q", queue, "--hostname", hostname),
+        *("--without-gossip", "--without-mingle", *extra),
+    ]
 
 
 @app.task(name="fairmetric.ping")

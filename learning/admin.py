@@ -1,4 +1,5 @@
 from django.contrib import admin, messages
+from django.db import transaction
 
 from common.errors import AppError
 
@@ -11,7 +12,9 @@ from .models import (
     WeatSuite,
     WeatTest,
 )
+from .scheduling import refit_request
 from .services import metric_version_publish
+from .tokens import token_revoke
 
 
 @admin.register(MetricVersion)
@@ -72,8 +75,6 @@ class StudyLearningSettingsAdmin(admin.ModelAdmin):
     filter_horizontal = ["excluded_annotators"]
 
     def save_model(self, request, obj, form, change):
-        from .scheduling import refit_request
-
         super().save_model(request, obj, form, change)
         # Changed settings change the fit's input; queued after the admin's transaction
         # commits, so the excluded annotators saved with the form are included.
@@ -158,10 +159,6 @@ class ApiTokenAdmin(admin.ModelAdmin):
 
     @admin.action(description="Revoke the selected tokens")
     def revoke(self, request, queryset):
-        from django.db import transaction
-
-        from .tokens import token_revoke
-
         with transaction.atomic():  # one audit event per token revoked
             active = queryset.filter(revoked_at__isnull=True).select_for_update()
             count = sum(token_revoke(token=token, actor=request.user) for token in active)

@@ -176,20 +176,27 @@ def _table_response(rows, fields, fmt: str, filename: str) -> StreamingHttpRespo
     return response
 
 
+def _audited_export(request, study, rows, fields, fmt: str, name: str, action: str):
+    response = _table_response(rows, fields, fmt, f"{name}-{study.pk}")
+    audit_record(
+        action=action, target=study, request=request, study_id=study.pk, detail={"format": fmt}
+    )
+    return response
+
+
 class JudgmentExport(ExportView):
     @extend_schema(summary="All judgments of a study (csv or jsonl, streamed)", responses=bytes)
     def get(self, request, study_id: int, fmt: str):
-        study = self.study
-        rows = exports.judgment_rows(study=study)
-        response = _table_response(rows, exports.JUDGMENT_FIELDS, fmt, f"judgments-{study.pk}")
-        audit_record(
-            action=AuditAction.EXPORT_JUDGMENTS,
-            target=study,
-            request=request,
-            study_id=study.pk,
-            detail={"format": fmt},
+        rows = exports.judgment_rows(study=self.study)
+        return _audited_export(
+            request,
+            self.study,
+            rows,
+            exports.JUDGMENT_FIELDS,
+            fmt,
+            "judgments",
+            AuditAction.EXPORT_JUDGMENTS,
         )
-        return response
 
 
 class GroupExport(ExportView):
@@ -197,17 +204,16 @@ class GroupExport(ExportView):
         summary="All comparable groups of a study (csv or jsonl, streamed)", responses=bytes
     )
     def get(self, request, study_id: int, fmt: str):
-        study = self.study
         if fmt == "csv":
-            rows = exports.group_member_rows(study=study)
+            rows = exports.group_member_rows(study=self.study)
         else:
-            rows = exports.group_rows(study=study)
-        response = _table_response(rows, exports.GROUP_FIELDS, fmt, f"groups-{study.pk}")
-        audit_record(
-            action=AuditAction.EXPORT_GROUPS,
-            target=study,
-            request=request,
-            study_id=study.pk,
-            detail={"format": fmt},
+            rows = exports.group_rows(study=self.study)
+        return _audited_export(
+            request,
+            self.study,
+            rows,
+            exports.GROUP_FIELDS,
+            fmt,
+            "groups",
+            AuditAction.EXPORT_GROUPS,
         )
-        return response

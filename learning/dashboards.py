@@ -53,9 +53,8 @@ from annotation.models import (
     PairJudgment,
     Source,
     Study,
-    StudyCounter,
 )
-from learning import agreement
+from learning import agreement, selectors
 
 LABELS = agreement.LABELS
 MIN_KAPPA_OVERLAP = agreement.MIN_KAPPA_OVERLAP
@@ -119,10 +118,15 @@ class StudyDashboard:
 def data_watermark(study: Study) -> tuple:
     """What the figures depend on: (top judgment id, judgments, top gold id, gold pairs,
     group revision); figures computed at one watermark are current while it holds."""
-    marks = PairJudgment.objects.filter(study=study).aggregate(top=Max("id"), n=Count("id"))
+    marks = selectors.study_data_marks(study_id=study.pk)
     gold = GoldPair.objects.filter(study=study).aggregate(top=Max("id"), n=Count("id"))
-    revision = StudyCounter.objects.filter(study=study).values_list("group_revision", flat=True)
-    return (marks["top"], marks["n"], gold["top"], gold["n"], revision.first())
+    return (
+        marks.judgment_watermark,
+        marks.judgment_count,
+        gold["top"] or 0,
+        gold["n"],
+        marks.group_watermark,
+    )
 
 
 def study_dashboard(study: Study) -> StudyDashboard:

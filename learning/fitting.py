@@ -1,4 +1,4 @@
-"""From a data snapshot to fitted Sigmas with diagnostics (EXPLORE and FACE), and safe storage.
+"""From a data snapshot to fitted Sigmas with diagnostics (EXPLORE and FACE).
 
 Repeated answers to a pair follow the study's policy (``StudyLearningSettings.RepeatPolicy``):
 
@@ -16,21 +16,21 @@ the policy resolves as comparable as a group of two (the paper's pairs-as-groups
 Diagnostics use a fixed validation split by a hash of the *pair* (not of the judgment), so every
 answer to a pair falls on the same side and held-out pairs are truly unseen. The stored Sigma is
 fitted on all observations; a second fit on the training side gives the train and held-out
-log-likelihood and the held-out AUC of ``predict_proba``.
+log-likelihood and the held-out AUC of ``predict_proba``. Storing the Sigma is
+:mod:`learning.versions`' job.
 """
 
 from __future__ import annotations
 
-import hashlib
-import io
-import os
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 from sklearn.metrics import roc_auc_score
 
 from annotation.models import LabelCode
+from learning.core.explore import EXPLORE
+from learning.core.face import FACE
+from learning.core.psd import eigh_descending
 from learning.selectors import GroupSnapshot, JudgmentSnapshot
 
 UNSURE = LabelCode.UNSURE
@@ -138,7 +138,7 @@ def finite(value) -> float | None:
 
 
 def _spectrum(sigma: np.ndarray) -> list[float]:
-    return [float(v) for v in np.linalg.eigvalsh(sigma)[::-1]]
+    return [float(v) for v in eigh_descending(sigma)[0]]
 
 
 def fit_explore(pairs: PairData, read_vectors, *, max_eigenvalue: float | None) -> FitOutcome:
@@ -153,8 +153,6 @@ def fit_explore(pairs: PairData, read_vectors, *, max_eigenvalue: float | None) 
         raise FitError(
             f"EXPLORE needs pairs judged comparable and pairs judged incomparable; there are {have}"
         )
-    from learning.core.explore import EXPLORE
-
     rows, (ia, ib) = _local_index(pairs.row_a, pairs.row_b)
     vectors = read_vectors(rows)
     x1, x2 = vectors[ia], vectors[ib]
@@ -196,8 +194,6 @@ def face_groups(
 
 
 def _fit_face(curated: list[np.ndarray], pair_rows: np.ndarray, read_vectors, k):
-    from learning.core.face import FACE
-
     parts = [*curated, pair_rows.ravel()]
     rows, (flat,) = _local_index(np.concatenate(parts))
     vectors = read_vectors(rows)
@@ -242,30 +238,3 @@ def fit_face(
         parameters={"n_components": k_param, "n_components_fitted": int(model.n_components_)},
         diagnostics=diagnostics,
     )
-
-
-def sigma_bytes(sigma: np.ndarray) -> tuple[bytes, str]:
-    """The ``.npy`` bytes of Sigma (float64) and their sha256."""
-    buffer = io.BytesIO()
-    np.save(buffer, np.ascontiguousarray(sigma, dtype=np.float64), allow_pickle=False)
-    data = buffer.getvalue()
-    return data, hashlib.sha256(data).hexdigest()
-
-
-def file_write_atomic(path: Path, data: bytes) -> None:
-    """Write to ``<path>.partial``, fsync, rename over ``path``, fsync the folder.
-
-    A process killed at any point leaves either no file at ``path`` or the complete one.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(path.name + ".partial")
-    with open(partial, "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(partial, path)
-    folder = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(folder)
-    finally:
-        os.close(folder)

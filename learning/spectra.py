@@ -18,6 +18,7 @@ import numpy as np
 
 from learning.core.drift import drift as core_drift
 from learning.core.drift import sensitive_subspace
+from learning.core.psd import eigh_descending, symmetrize
 
 MAX_SENSITIVE = 10  # directions listed on a page
 ALIGNED_ROWS = 50_000  # rows of the embedding matrix searched (GloVe: the most frequent words)
@@ -32,9 +33,8 @@ class Spectrum:
 
 
 def spectrum(sigma: np.ndarray) -> Spectrum:
-    sym = (np.asarray(sigma, dtype=np.float64) + np.asarray(sigma, dtype=np.float64).T) / 2
-    values, vectors = np.linalg.eigh(sym)
-    return Spectrum(values=values[::-1], vectors=vectors[:, ::-1], sigma=sym)
+    values, vectors = eigh_descending(sigma)
+    return Spectrum(values=values, vectors=vectors, sigma=symmetrize(sigma))
 
 
 def sensitive_basis(

@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
+from fairmetric_site.celery import worker_argv
+
 ROOT = Path(__file__).resolve().parent.parent
 PG_ADMIN_URL = os.environ.get("LOAD_PG_ADMIN_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
 
@@ -228,23 +230,7 @@ class Stack:
         queue = self.env()["CELERY_TASK_DEFAULT_QUEUE"]
         return self._spawn(
             "worker",
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "fairmetric_site",
-                "worker",
-                "--pool=solo",
-                "--loglevel=INFO",
-                "-Q",
-                queue,
-                "--hostname",
-                f"{queue}-{self._worker_starts}@%h",
-                "--without-gossip",
-                "--without-mingle",
-                "--without-heartbeat",
-            ],
+            worker_argv(queue, f"{queue}-{self._worker_starts}@%h", "--without-heartbeat"),
         )
 
     def kill_worker(self) -> None:

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+
+from fairmetric_site.celery import worker_argv
 
 ROOT = Path(__file__).resolve().parent.parent
 IN_CI = os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}
@@ -71,23 +72,7 @@ def start_worker(tmp_path: Path) -> Iterator[Callable[..., tuple[subprocess.Pope
         queue = queue or f"test-{uuid.uuid4().hex[:10]}"
         log = open(tmp_path / f"{queue}-{len(procs)}.log", "w")  # noqa: SIM115 - with the process
         proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "fairmetric_site",
-                "worker",
-                "--pool=solo",
-                "--loglevel=INFO",
-                "-Q",
-                queue,
-                "--hostname",
-                f"{queue}@%h",
-                "--without-gossip",
-                "--without-mingle",
-                *extra_args,
-            ],
+            worker_argv(queue, f"{queue}@%h", *extra_args),
             cwd=ROOT,
             env=subprocess_env(**overrides),
             stdout=log,
