@@ -2,13 +2,9 @@
 // seconds per annotator. Data comes from the page's <script id="chart-data"> (json_script).
 (function () {
   "use strict";
-  const data = JSON.parse(document.getElementById("chart-data").textContent);
-  const config = { displaylogo: false, responsive: true };
-  const layout = (title, extra) => Object.assign({
-    title: { text: title, font: { size: 14 } },
-    margin: { t: 40, r: 10, b: 50, l: 50 },
-    height: 300,
-  }, extra || {});
+  const data = fmCharts.data();
+  const config = fmCharts.config;
+  const layout = (title, extra) => fmCharts.layout(title, {}, extra);
 
   const perDay = Object.entries(data.per_day).map(([name, counts]) => ({
     type: "bar", name: name, x: data.days, y: counts,

@@ -2,15 +2,14 @@
 // log-likelihood, and one effect-size chart per method (a line per WEAT test).
 (function () {
   "use strict";
-  const data = JSON.parse(document.getElementById("chart-data").textContent);
-  const config = { displaylogo: false, responsive: true };
-  const layout = (title, extra) => Object.assign({
-    title: { text: title, font: { size: 14 } },
+  const data = fmCharts.data();
+  const config = fmCharts.config;
+  const layout = (title, extra) => fmCharts.layout(title, {
     margin: { t: 40, r: 10, b: 50, l: 55 },
     height: 320,
     xaxis: { title: { text: "version" }, type: "category", categoryorder: "array",
       categoryarray: categories },
-  }, extra || {});
+  }, extra);
   const methods = Object.keys(data.series).sort();
   // Versions as categories "#id" in id order, so methods share one axis without gaps.
   const allIds = methods.flatMap((m) => data.series[m].ids).sort((a, b) => a - b);
