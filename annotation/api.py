@@ -12,9 +12,11 @@ from rest_framework.exceptions import APIException, ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from spaces.models import EmbeddingSpace
+
 from . import selectors, services
 from .exceptions import AnnotationError, NotAllowed
-from .models import ComparableGroup, EmbeddingSpace, Membership, Study
+from .models import ComparableGroup, Membership, Study
 from .permissions import can_edit_group, require_member, study_role
 from .sampling import next_pair
 from .serializers import (

@@ -35,18 +35,10 @@ from django.db import connection, transaction
 from django.db.models import F
 
 from learning.scheduling import refit_request
+from spaces.exceptions import InputFileError
+from spaces.models import Item
 
-from .embeddings import InputFileError
-from .models import (
-    ComparableGroup,
-    GroupEdit,
-    Item,
-    Label,
-    PairJudgment,
-    Source,
-    Study,
-    StudyCounter,
-)
+from .models import ComparableGroup, GroupEdit, Label, PairJudgment, Source, Study, StudyCounter
 
 BATCH_SIZE = 5000
 MAX_PROVENANCE = 300

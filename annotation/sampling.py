@@ -31,6 +31,7 @@ import numpy as np
 from django.db.models import Exists, OuterRef
 
 from learning.models import MetricVersion
+from spaces.models import Item
 
 from .metrics import (
     metric_factor,
@@ -39,7 +40,7 @@ from .metrics import (
     p_comparable,
     squared_distances,
 )
-from .models import GoldPair, Item, PairJudgment, Source, Study
+from .models import GoldPair, PairJudgment, Source, Study
 from .selectors import answered_pairs, judged_pairs, newest_first, study_pool
 
 CANDIDATES = 256

@@ -12,16 +12,9 @@ from django.db import connection
 from django.db.models import Count, QuerySet, prefetch_related_objects
 from django.db.models.functions import Lower
 
-from .models import (
-    ComparableGroup,
-    GoldPair,
-    GroupEdit,
-    Item,
-    Membership,
-    PairJudgment,
-    Source,
-    Study,
-)
+from spaces.models import Item
+
+from .models import ComparableGroup, GoldPair, GroupEdit, Membership, PairJudgment, Source, Study
 from .permissions import Role, can_see_all
 
 POOL_CACHE_SECONDS = 300

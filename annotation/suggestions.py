@@ -21,9 +21,10 @@ import numpy as np
 from scipy.spatial.distance import pdist
 
 from learning.models import MetricVersion
+from spaces.models import Item
 
 from .metrics import metric_factor, metric_version_current, metric_version_latest
-from .models import Item, Study
+from .models import Study
 from .selectors import study_pool
 
 FACE_WARN = 0.6

@@ -13,9 +13,10 @@ from functools import lru_cache
 import numpy as np
 from django.db.models import Q
 
-from annotation.models import Item, Study
+from annotation.models import Study
 from learning import spectra
 from learning.models import MetricVersion, StudyLearningSettings, WeatResult, WeatTest
+from spaces.models import Item
 
 SIGNIFICANCE = 0.05
 LATEST_PER_METHOD = 3  # WEAT table columns per method unless all versions are asked for

@@ -10,18 +10,9 @@ from django.core.management import call_command
 from django.test import override_settings
 
 from annotation import demo
-from annotation.models import (
-    ComparableGroup,
-    EmbeddingSpace,
-    Item,
-    Label,
-    Membership,
-    PairJudgment,
-    Source,
-    Study,
-    Tag,
-)
+from annotation.models import ComparableGroup, Label, Membership, PairJudgment, Source, Study
 from learning.models import MetricVersion, WeatResult, WeatSuite, WeatTest
+from spaces.models import EmbeddingSpace, Item, Tag
 
 from .celery_support import app_pointed_at
 

@@ -1,4 +1,4 @@
-"""Celery tasks of the annotation app: importing uploaded embedding files."""
+"""Celery tasks of the spaces app: importing uploaded embedding files."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from .uploads import TIME_LIMIT, embedding_import_run
 
 
 @shared_task(
+    # The name it had in the annotation app, kept: messages already queued under it still run.
     name="annotation.import_embeddings",
     acks_late=True,  # idempotent: the run claims its row, a redelivery finds it claimed or done
     reject_on_worker_lost=True,

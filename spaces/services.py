@@ -1,6 +1,6 @@
 """Services for embedding spaces: import a file as a space with its items, read vectors.
 
-``space_import`` streams the file through :class:`annotation.embeddings.EmbeddingReader`
+``space_import`` streams the file through :class:`spaces.embeddings.EmbeddingReader`
 into a ``.npy`` file in media storage (rows appended block by block; the header is written
 last, so the matrix is never held in memory), then creates the space, its items and their tags
 in one transaction. On any error nothing is stored: the transaction rolls back and the file is
@@ -22,7 +22,8 @@ from django.core.files.storage import default_storage
 from django.db import IntegrityError, transaction
 from django.utils.text import slugify
 
-from .embeddings import EmbeddingFormatError, EmbeddingReader
+from .embeddings import EmbeddingReader
+from .exceptions import EmbeddingFormatError
 from .models import EmbeddingSpace, Item, Tag
 
 BATCH_SIZE = 5000

@@ -3,9 +3,9 @@
 ``embedding_import_create`` stores the uploaded file(s) under ``uploads/`` in media storage,
 reads the first block with the same reader as ``import_embeddings`` (so a wrong format, a bad
 header, undecodable bytes or an empty file are form errors at once) and queues
-``annotation.tasks.import_embeddings_task`` after the commit. ``embedding_import_run`` is the
+``spaces.tasks.import_embeddings_task`` after the commit. ``embedding_import_run`` is the
 task's body: it claims the import with a conditional UPDATE (a redelivered message does not run
-it twice), imports through :func:`annotation.spaces.space_import` (all checks, atomic) while
+it twice), imports through :func:`spaces.services.space_import` (all checks, atomic) while
 reporting progress on the row, and removes the uploaded files when it ends.
 """
 
@@ -25,9 +25,10 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.text import get_valid_filename
 
-from .embeddings import EmbeddingFormatError, EmbeddingReader, InputFileError
+from .embeddings import EmbeddingReader
+from .exceptions import EmbeddingFormatError, InputFileError
 from .models import EmbeddingImport, EmbeddingSpace
-from .spaces import space_import
+from .services import space_import
 
 logger = logging.getLogger(__name__)
 
