@@ -999,7 +999,7 @@ NO_INPUT = {
 def _row_counts() -> dict[str, int]:
     return {
         model._meta.label: model.objects.count()
-        for label in ("annotation", "learning", "auth", "audit", "authtoken")
+        for label in ("spaces", "annotation", "learning", "auth", "audit", "authtoken")
         for model in apps.get_app_config(label).get_models()
     }
 
