@@ -18,8 +18,9 @@ from rest_framework.permissions import BasePermission
 
 from common.access import is_staff
 from common.errors import NotAllowed, NotFound
+from spaces.models import EmbeddingSpace
 
-from .models import EmbeddingSpace, Membership, Study
+from .models import Membership, Study
 
 Role = Membership.Role
 

@@ -33,19 +33,11 @@ from pathlib import Path
 from django.db import connection, transaction
 
 from common.iterables import batched
+from spaces.exceptions import InputFileError
+from spaces.models import Item
 
-from .embeddings import InputFileError
 from .hooks import feedback_changed
-from .models import (
-    ComparableGroup,
-    GroupEdit,
-    Item,
-    Label,
-    PairJudgment,
-    Source,
-    Study,
-    StudyCounter,
-)
+from .models import ComparableGroup, GroupEdit, Label, PairJudgment, Source, Study, StudyCounter
 
 BATCH_SIZE = 5000
 MAX_PROVENANCE = 300

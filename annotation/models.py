@@ -1,92 +1,13 @@
-"""Who labels what: embedding spaces, items, studies, memberships, judgments and groups."""
+"""Who labels what: studies, memberships, judgments and groups over the items of ``spaces``."""
 
 from __future__ import annotations
 
 import enum
 import uuid
 
-import numpy as np
 from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
-
-
-class EmbeddingSpace(models.Model):
-    """A matrix of item embeddings, kept as one ``.npy`` file in media storage.
-
-    Items are database rows pointing at row indices of the matrix; vectors are never stored
-    one per row. Read the vectors of many items with :meth:`vectors` (one indexed read).
-    """
-
-    name = models.CharField(max_length=200, unique=True)
-    dimension = models.PositiveIntegerField()
-    source = models.TextField(blank=True, help_text="Where the vectors come from.")
-    matrix = models.FileField(upload_to="spaces/", max_length=500)
-    sha256 = models.CharField(max_length=64)
-    item_count = models.PositiveIntegerField(default=0)
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        ordering = ["name"]
-
-    def __str__(self) -> str:
-        return self.name
-
-    def load_matrix(self, *, mmap: bool = True) -> np.ndarray:
-        """The whole matrix (n, d), memory-mapped read-only by default."""
-        return np.load(self.matrix.path, mmap_mode="r" if mmap else None)
-
-    def vectors(self, rows) -> np.ndarray:
-        """Vectors of the given row indices as a float64 array, in the given order."""
-        rows = np.asarray(rows, dtype=np.int64)
-        matrix = self.load_matrix()
-        if rows.size == 0:
-            return np.empty((0, matrix.shape[1]))
-        # Fancy indexing on a memmap reads only the pages the rows live on.
-        order = np.argsort(rows, kind="stable")
-        out = np.empty((rows.size, matrix.shape[1]), dtype=np.float64)
-        out[order] = matrix[rows[order]]
-        return out
-
-
-class Tag(models.Model):
-    name = models.CharField(max_length=100, unique=True)
-
-    class Meta:
-        ordering = ["name"]
-
-    def __str__(self) -> str:
-        return self.name
-
-
-class Item(models.Model):
-    class Kind(models.TextChoices):
-        WORD = "word", "word"
-        NAME = "name", "name"
-        TEXT = "text", "text"
-        RECORD = "record", "record"
-
-    space = models.ForeignKey(EmbeddingSpace, on_delete=models.CASCADE, related_name="items")
-    key = models.CharField(max_length=255)
-    text = models.TextField(blank=True, help_text="Display text; the key when empty.")
-    kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.WORD)
-    payload = models.JSONField(null=True, blank=True, help_text="A record's fields, shown.")
-    row = models.PositiveIntegerField(help_text="Row index into the space's matrix.")
-    tags = models.ManyToManyField(Tag, blank=True, related_name="items")
-
-    class Meta:
-        ordering = ["space", "row"]
-        constraints = [
-            models.UniqueConstraint(fields=["space", "key"], name="item_unique_key_in_space"),
-            models.UniqueConstraint(fields=["space", "row"], name="item_unique_row_in_space"),
-        ]
-
-    def __str__(self) -> str:
-        return self.key
-
-    @property
-    def display(self) -> str:
-        return self.text or self.key
 
 
 class Study(models.Model):
@@ -101,9 +22,14 @@ class Study(models.Model):
         UNCERTAINTY = "uncertainty", "uncertainty (active learning)"
 
     name = models.CharField(max_length=200, unique=True)
-    space = models.ForeignKey(EmbeddingSpace, on_delete=models.PROTECT, related_name="studies")
+    space = models.ForeignKey(
+        "spaces.EmbeddingSpace", on_delete=models.PROTECT, related_name="studies"
+    )
     pool_tags = models.ManyToManyField(
-        Tag, blank=True, related_name="studies", help_text="Item pool; empty means all items."
+        "spaces.Tag",
+        blank=True,
+        related_name="studies",
+        help_text="Item pool; empty means all items.",
     )
     mode = models.CharField(max_length=10, choices=Mode.choices, default=Mode.BOTH)
     strategy = models.CharField(max_length=12, choices=Strategy.choices, default=Strategy.RANDOM)
@@ -187,8 +113,8 @@ class PairJudgment(models.Model):
     """One answer about one pair. Pairs are stored canonically: ``item_a_id < item_b_id``."""
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="judgments")
-    item_a = models.ForeignKey(Item, on_delete=models.PROTECT, related_name="+")
-    item_b = models.ForeignKey(Item, on_delete=models.PROTECT, related_name="+")
+    item_a = models.ForeignKey("spaces.Item", on_delete=models.PROTECT, related_name="+")
+    item_b = models.ForeignKey("spaces.Item", on_delete=models.PROTECT, related_name="+")
     label = models.CharField(max_length=12, choices=Label.choices)
     annotator = models.ForeignKey(
         settings.AUTH_USER_MODEL,
@@ -232,8 +158,8 @@ class GoldPair(models.Model):
     """A pair with a known answer, set by an admin, shown at the study's gold rate."""
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="gold_pairs")
-    item_a = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="+")
-    item_b = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="+")
+    item_a = models.ForeignKey("spaces.Item", on_delete=models.CASCADE, related_name="+")
+    item_b = models.ForeignKey("spaces.Item", on_delete=models.CASCADE, related_name="+")
     label = models.CharField(
         max_length=12, choices=[c for c in Label.choices if c[0] != Label.UNSURE]
     )
@@ -262,7 +188,7 @@ class ComparableGroup(models.Model):
     )
     source = models.CharField(max_length=10, choices=Source.choices, default=Source.ANNOTATED)
     provenance = models.CharField(max_length=300, blank=True)
-    members = models.ManyToManyField(Item, related_name="comparable_groups", blank=True)
+    members = models.ManyToManyField("spaces.Item", related_name="comparable_groups", blank=True)
     revision = models.PositiveIntegerField(
         default=1, help_text="The study-wide group revision of this group's last edit."
     )
@@ -295,7 +221,7 @@ class GroupEdit(models.Model):
     )
     action = models.CharField(max_length=10, choices=Action.choices)
     item = models.ForeignKey(
-        Item, on_delete=models.CASCADE, null=True, blank=True, related_name="+"
+        "spaces.Item", on_delete=models.CASCADE, null=True, blank=True, related_name="+"
     )
     detail = models.CharField(max_length=300, blank=True)
     revision = models.PositiveIntegerField()
@@ -327,52 +253,3 @@ class StudyCounter(models.Model):
         cls.objects.get_or_create(study=study)
         cls.objects.filter(study=study).update(group_revision=F("group_revision") + 1)
         return cls.objects.values_list("group_revision", flat=True).get(study=study)
-
-
-class EmbeddingImport(models.Model):
-    """An embedding file uploaded by an admin, imported as a space by a Celery task."""
-
-    class Status(models.TextChoices):
-        PENDING = "pending", "queued"
-        RUNNING = "running", "running"
-        DONE = "done", "done"
-        FAILED = "failed", "failed"
-
-    file = models.FileField(upload_to="uploads/", max_length=500)
-    extra_file = models.FileField(
-        upload_to="uploads/",
-        max_length=500,
-        blank=True,
-        help_text="npy: the vocabulary file; csv: a .npy of vectors, one row per data row.",
-    )
-    original_name = models.CharField(max_length=255, blank=True)
-    name = models.CharField(max_length=200, help_text="Name of the space to create.")
-    format = models.CharField(max_length=20, default="auto")
-    kind = models.CharField(max_length=10, blank=True)
-    tags = models.JSONField(default=list, blank=True)
-    limit = models.PositiveIntegerField(null=True, blank=True)
-    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
-    stage = models.CharField(max_length=20, blank=True, help_text="reading or storing")
-    progress_rows = models.PositiveBigIntegerField(default=0)
-    total_rows = models.PositiveBigIntegerField(null=True, blank=True)
-    error = models.TextField(blank=True)
-    space = models.ForeignKey(
-        EmbeddingSpace, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
-    )
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        on_delete=models.SET_NULL,
-        null=True,
-        blank=True,
-        related_name="+",
-    )
-    attempts = models.PositiveSmallIntegerField(default=0)
-    created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        ordering = ["-id"]
-
-    def __str__(self) -> str:
-        return f"import of {self.name} ({self.status})"

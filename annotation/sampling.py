@@ -30,8 +30,10 @@ from dataclasses import dataclass
 import numpy as np
 from django.db.models import Exists, OuterRef
 
+from spaces.models import Item
+
 from .hooks import current_metric
-from .models import GoldPair, Item, PairJudgment, Source, Study, canonical_pair
+from .models import GoldPair, PairJudgment, Source, Study, canonical_pair
 from .selectors import answered_pairs, judged_pairs, newest_first, study_pool
 
 CANDIDATES = 256

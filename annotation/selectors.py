@@ -12,17 +12,10 @@ from django.db import connection
 from django.db.models import Count, QuerySet, prefetch_related_objects
 from django.db.models.functions import Lower
 
+from spaces.models import Item
+
 from .access import Action, Role, may
-from .models import (
-    ComparableGroup,
-    GoldPair,
-    GroupEdit,
-    Item,
-    Membership,
-    PairJudgment,
-    Source,
-    Study,
-)
+from .models import ComparableGroup, GoldPair, GroupEdit, Membership, PairJudgment, Source, Study
 
 POOL_CACHE_SECONDS = 300
 _pool_cache: dict[int, tuple[tuple, float, StudyPool]] = {}

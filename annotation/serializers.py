@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from .models import ComparableGroup, GroupEdit, Item, Label, PairJudgment, Study
+from spaces.models import Item
+
+from .models import ComparableGroup, GroupEdit, Label, PairJudgment, Study
 from .services import MAX_ELAPSED_MS, MAX_GROUP_NAME, MAX_GROUP_SIZE
 
 MAX_ID = 2**63 - 1  # a database bigint; larger ids are refused (400), not an overflow (500)

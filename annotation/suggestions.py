@@ -20,8 +20,10 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.spatial.distance import pdist
 
+from spaces.models import Item
+
 from .hooks import StudyMetric, current_metric
-from .models import Item, Study
+from .models import Study
 from .selectors import study_pool
 
 FACE_WARN = 0.6

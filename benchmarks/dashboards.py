@@ -61,15 +61,9 @@ def build_and_measure(args) -> None:
     from django.test import Client
     from django.test.utils import CaptureQueriesContext
 
-    from annotation.models import (
-        EmbeddingSpace,
-        GoldPair,
-        Item,
-        Membership,
-        PairJudgment,
-        Study,
-    )
+    from annotation.models import GoldPair, Membership, PairJudgment, Study
     from learning.models import MetricVersion, WeatResult, WeatSuite, WeatTest
+    from spaces.models import EmbeddingSpace, Item
 
     settings.ALLOWED_HOSTS = ["*"]
     rng = np.random.default_rng(0)

@@ -57,8 +57,9 @@ def build(args, rng):
     from django.core.management import call_command
     from django.db import connection, transaction
 
-    from annotation.models import EmbeddingSpace, Item, Membership, PairJudgment, Study
+    from annotation.models import Membership, PairJudgment, Study
     from learning.models import MetricVersion
+    from spaces.models import EmbeddingSpace, Item
 
     call_command("migrate", verbosity=0)
     tag = uuid.uuid4().hex[:8]

@@ -116,8 +116,9 @@ def _world(n: int, dim: int):
     from django.conf import settings
     from django.contrib.auth import get_user_model
 
-    from annotation.models import EmbeddingSpace, Item, Membership, PairJudgment, Study
+    from annotation.models import Membership, PairJudgment, Study
     from learning.models import StudyLearningSettings, WeatSuite, WeatTest
+    from spaces.models import EmbeddingSpace, Item
 
     rng = np.random.default_rng(n)
     tag = f"n{n}-d{dim}-{uuid.uuid4().hex[:6]}"

@@ -124,6 +124,7 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI served by the app, not from a CDN
+    "spaces",
     "annotation",
     "learning",
     "audit",

@@ -19,7 +19,7 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("api/", include("annotation.urls_api")),
     path("studies/", include("annotation.urls")),
-    path("spaces/", include("annotation.urls_spaces")),
+    path("spaces/", include("spaces.urls")),
     path("api/", include("learning.urls_api")),
     path("", include("learning.urls")),
 ]

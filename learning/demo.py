@@ -3,7 +3,7 @@
 :func:`demo_load` builds (or finds, when it exists already) everything in one idempotent pass:
 
 * the space ``GloVe 6B 50d (demo)``: the 50,000 most frequent GloVe 6B words plus every word the
-  demo uses, saved through :func:`annotation.spaces.space_import` like any other import;
+  demo uses, saved through :func:`spaces.services.space_import` like any other import;
 * items tagged ``name`` (the ~1,200 most popular US baby names of 2011-2014 that GloVe knows),
   ``positive`` / ``negative`` (Hu & Liu's opinion words) and ``weat:<set>`` (Caliskan's words);
 * the study ``Names should be treated alike`` (pool: tag ``name``, pairs and groups) with one
@@ -29,18 +29,10 @@ from django.db import transaction
 from django.utils.text import slugify
 
 from annotation.feedback_import import groups_import, judgments_import
-from annotation.models import (
-    ComparableGroup,
-    EmbeddingSpace,
-    Item,
-    Label,
-    PairJudgment,
-    Source,
-    Study,
-    Tag,
-)
-from annotation.spaces import npy_sha256, space_import
+from annotation.models import ComparableGroup, Label, PairJudgment, Source, Study
 from learning.models import WeatSuite, WeatTest
+from spaces.models import EmbeddingSpace, Item, Tag
+from spaces.services import npy_sha256, space_import
 
 DATA = Path(__file__).resolve().parent / "data"
 SPACE_NAME = "GloVe 6B 50d (demo)"

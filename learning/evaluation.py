@@ -27,9 +27,9 @@ from dataclasses import dataclass
 import numpy as np
 from django.db import transaction
 
-from annotation.models import EmbeddingSpace, Item
 from learning.core.weat import bootstrap_effect_size_ci, weat
 from learning.models import MetricVersion, WeatResult, WeatSuite, WeatTest
+from spaces.models import EmbeddingSpace, Item
 
 logger = logging.getLogger(__name__)
 

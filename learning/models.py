@@ -8,7 +8,8 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 
-from annotation.models import EmbeddingSpace, Study
+from annotation.models import Study
+from spaces.models import EmbeddingSpace
 
 
 class VersionStatus(models.TextChoices):

@@ -13,11 +13,12 @@ from functools import lru_cache
 import numpy as np
 from django.db.models import Q
 
-from annotation.models import Item, Study
+from annotation.models import Study
 from learning import sigmas, spectra
 from learning.models import MetricVersion, StudyLearningSettings, WeatResult, WeatTest
 from learning.selectors import version_published
 from learning.sigmas import drift_between, sigma_of
+from spaces.models import Item
 
 SIGNIFICANCE = 0.05
 LATEST_PER_METHOD = 3  # WEAT table columns per method unless all versions are asked for

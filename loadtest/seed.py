@@ -31,8 +31,9 @@ def seed(*, annotators: int, items: int, dim: int, history: int, rng_seed: int =
     from django.contrib.auth import get_user_model
     from django.db import transaction
 
-    from annotation.models import EmbeddingSpace, Item, Membership, PairJudgment, Study
+    from annotation.models import Membership, PairJudgment, Study
     from learning.tokens import api_token_create
+    from spaces.models import EmbeddingSpace, Item
 
     rng = np.random.default_rng(rng_seed)
     matrix = rng.normal(scale=0.5, size=(items, dim)).astype(np.float32)

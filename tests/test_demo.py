@@ -9,19 +9,10 @@ import pytest
 from django.core.management import call_command
 from django.test import override_settings
 
-from annotation.models import (
-    ComparableGroup,
-    EmbeddingSpace,
-    Item,
-    Label,
-    Membership,
-    PairJudgment,
-    Source,
-    Study,
-    Tag,
-)
+from annotation.models import ComparableGroup, Label, Membership, PairJudgment, Source, Study
 from learning import demo
 from learning.models import MetricVersion, WeatResult, WeatSuite, WeatTest
+from spaces.models import EmbeddingSpace, Item, Tag
 
 from .celery_support import app_pointed_at
 

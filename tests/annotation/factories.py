@@ -10,8 +10,9 @@ import numpy as np
 from django.contrib.auth import get_user_model
 from django.core.files.base import ContentFile
 
-from annotation.models import EmbeddingSpace, Item, Membership, Study
+from annotation.models import Membership, Study
 from learning.models import MetricVersion
+from spaces.models import EmbeddingSpace, Item
 
 NAMES = ["Emily", "Emma", "Emmett", "Ethan", "Olivia", "Oliver"]
 PASSWORD = "correct-horse-battery"

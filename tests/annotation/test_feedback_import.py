@@ -24,7 +24,7 @@ from annotation.models import (
     Study,
     StudyCounter,
 )
-from annotation.spaces import space_import
+from spaces.services import space_import
 
 WORDS = ["ann", "bob", "cid", "dee", "eve", "good", "bad"]
 

@@ -17,8 +17,9 @@ from django.contrib.auth import get_user_model
 from django.core.files.base import ContentFile
 from django.urls import reverse
 
-from annotation.models import EmbeddingSpace, Item, Label, Membership, PairJudgment, Study
+from annotation.models import Label, Membership, PairJudgment, Study
 from learning.models import MetricVersion, WeatResult, WeatSuite, WeatTest
+from spaces.models import EmbeddingSpace, Item
 
 PASSWORD = "a-browser-pw-1"
 DIM = 6

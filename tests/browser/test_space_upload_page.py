@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from django.contrib.auth import get_user_model
 
-from annotation.models import EmbeddingImport, EmbeddingSpace
+from spaces.models import EmbeddingImport, EmbeddingSpace
 from tests.annotation.factories import PASSWORD
-from tests.annotation.test_space_upload import private_redis as private_redis  # a fixture
 from tests.celery_support import app_pointed_at, worker_database_url
+from tests.spaces.test_space_upload import private_redis as private_redis  # a fixture
 
 pytestmark = [pytest.mark.browser, pytest.mark.services, pytest.mark.slow]
 

@@ -15,8 +15,9 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.files.base import ContentFile
 
-from annotation.models import EmbeddingSpace, Item, Membership, Study
+from annotation.models import Membership, Study
 from learning.models import MetricVersion, WeatResult, WeatSuite, WeatTest
+from spaces.models import EmbeddingSpace, Item
 
 N_WORDS = 60
 DIM = 5

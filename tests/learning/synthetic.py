@@ -12,7 +12,8 @@ from pathlib import Path
 import numpy as np
 from django.contrib.auth import get_user_model
 
-from annotation.models import EmbeddingSpace, Item, Membership, PairJudgment, Study
+from annotation.models import Membership, PairJudgment, Study
+from spaces.models import EmbeddingSpace, Item
 
 D = 6
 # Two relevant directions (large weight) and four sensitive ones (weight 0).

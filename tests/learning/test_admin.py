@@ -1,4 +1,4 @@
-"""Every model of both apps is in the Django admin, and its list (with search) opens."""
+"""Every model of the apps is in the Django admin, and its list (with search) opens."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ pytestmark = pytest.mark.django_db
 
 MODELS = [
     model
-    for label in ("annotation", "learning")
+    for label in ("spaces", "annotation", "learning")
     for model in apps.get_app_config(label).get_models()
 ]
 

@@ -6,9 +6,10 @@ import pytest
 from django.core.cache import cache
 from django.urls import reverse
 
-from annotation.models import GoldPair, Item, Label, PairJudgment, Source
+from annotation.models import GoldPair, Label, PairJudgment, Source
 from learning import dashboards
 from learning.dashboards import AnnotatorQuality, flags_for, study_dashboard
+from spaces.models import Item
 
 pytestmark = pytest.mark.django_db
 

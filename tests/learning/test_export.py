@@ -12,9 +12,10 @@ import pytest
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from annotation.models import ComparableGroup, Item, Label, PairJudgment, Source
+from annotation.models import ComparableGroup, Label, PairJudgment, Source
 from learning.models import ApiToken
 from learning.tokens import api_token_create, api_token_revoke
+from spaces.models import Item
 
 pytestmark = pytest.mark.django_db
 

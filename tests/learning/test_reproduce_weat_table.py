@@ -19,9 +19,10 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from annotation.feedback_import import groups_import, judgments_import
-from annotation.models import Item, Label, Study
-from annotation.spaces import space_import
+from annotation.models import Label, Study
 from learning.models import MetricVersion, WeatResult, WeatSuite, WeatTest
+from spaces.models import Item
+from spaces.services import space_import
 
 D = 6
 ROW_KEYS = {"test", "metric", "p_value", "effect_size", "n_partitions", "exact"}

@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 
 from annotation.models import Study
-from annotation.spaces import space_import
 from common.errors import Conflict
 from learning.core.psd import sqrtm_psd
 from learning.core.weat import weat
 from learning.evaluation import weat_baseline, weat_evaluate_version
 from learning.models import MetricVersion, WeatResult, WeatSuite, WeatTest
 from learning.versions import metric_version_create, metric_version_delete
+from spaces.services import space_import
 
 D = 4
 KEYS = [f"w{i}" for i in range(12)] + ["Alice", "bob"]

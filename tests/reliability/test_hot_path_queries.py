@@ -8,8 +8,8 @@ import uuid
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from annotation.models import Item
 from learning.tokens import api_token_create
+from spaces.models import Item
 from tests.annotation.factories import make_space, make_study, make_user
 
 

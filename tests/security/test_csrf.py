@@ -17,7 +17,7 @@ UNSAFE = ["post", "put", "patch", "delete"]
 def _row_counts() -> dict[str, int]:
     return {
         model._meta.label: model.objects.count()
-        for label in ("annotation", "learning", "auth", "audit")
+        for label in ("spaces", "annotation", "learning", "auth", "audit")
         for model in apps.get_app_config(label).get_models()
     }
 

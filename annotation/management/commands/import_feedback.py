@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotation.embeddings import InputFileError
 from annotation.feedback_import import feedback_import
 from annotation.models import Study
+from spaces.exceptions import InputFileError
 
 
 class Command(BaseCommand):

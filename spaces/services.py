@@ -1,6 +1,6 @@
 """Services for embedding spaces: import a file as a space with its items, read vectors.
 
-``space_import`` streams the file through :class:`annotation.embeddings.EmbeddingReader`
+``space_import`` streams the file through :class:`spaces.embeddings.EmbeddingReader`
 into a ``.npy`` file in media storage (rows appended block by block; the header is written
 last, so the matrix is never held in memory), then creates the space, its items and their tags
 in one transaction. On any error nothing is stored: the transaction rolls back and the file is
@@ -14,7 +14,6 @@ import os
 import uuid
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import islice
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +21,10 @@ from django.core.files.storage import default_storage
 from django.db import IntegrityError, transaction
 from django.utils.text import slugify
 
-from .embeddings import EmbeddingFormatError, EmbeddingReader
+from common.iterables import batched
+
+from .embeddings import EmbeddingReader
+from .exceptions import EmbeddingFormatError
 from .models import EmbeddingSpace, Item, Tag
 
 BATCH_SIZE = 5000
@@ -85,12 +87,6 @@ def _write_matrix(reader: EmbeddingReader, target: Path, progress: Progress | No
     return _Rows(keys, lines, payloads, reader.dimension)
 
 
-def _batched(iterable: Iterable, size: int):
-    iterator = iter(iterable)
-    while batch := list(islice(iterator, size)):
-        yield batch
-
-
 def _tag_ids(names: Iterable[str]) -> dict[str, int]:
     names = sorted(set(names))
     existing = dict(Tag.objects.filter(name__in=names).values_list("name", "id"))
@@ -112,7 +108,7 @@ def items_tag(*, space: EmbeddingSpace, keys_by_tag: Mapping[str, Collection[str
         item_ids = dict(items.values_list("key", "id"))
     else:
         item_ids = {}
-        for chunk in _batched(sorted(wanted), 900):
+        for chunk in batched(sorted(wanted), 900):
             item_ids.update(items.filter(key__in=chunk).values_list("key", "id"))
     missing = wanted - item_ids.keys()
     if missing:
@@ -238,7 +234,7 @@ def _space_store(
         for i, (key, payload) in enumerate(zip(rows.keys, rows.payloads, strict=True))
     )
     done = 0
-    for batch in _batched(items, BATCH_SIZE):
+    for batch in batched(items, BATCH_SIZE):
         Item.objects.bulk_create(batch)
         done += len(batch)
         if progress:

@@ -6,15 +6,16 @@ from functools import wraps
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_GET, require_http_methods
 
-from .embeddings import InputFileError
-from .forms_spaces import EmbeddingUploadForm
+from common.access import require_staff
+
+from .exceptions import InputFileError
+from .forms import EmbeddingUploadForm
 from .models import EmbeddingImport, EmbeddingSpace
 from .uploads import embedding_import_create
 
@@ -25,8 +26,7 @@ def staff_required(view):
     @login_required
     @wraps(view)
     def wrapper(request: HttpRequest, *args, **kwargs):
-        if not (request.user.is_staff or request.user.is_superuser):
-            raise PermissionDenied("Only admins manage embedding spaces.")
+        require_staff(request.user, "Only admins manage embedding spaces.")
         return view(request, *args, **kwargs)
 
     return wrapper
@@ -37,7 +37,7 @@ def staff_required(view):
 def space_list(request: HttpRequest) -> HttpResponse:
     spaces = EmbeddingSpace.objects.order_by("name")
     imports = EmbeddingImport.objects.select_related("space", "created_by")[:20]
-    return render(request, "annotation/spaces/list.html", {"spaces": spaces, "imports": imports})
+    return render(request, "spaces/list.html", {"spaces": spaces, "imports": imports})
 
 
 def _body_too_large(request: HttpRequest) -> bool:
@@ -59,7 +59,7 @@ def space_upload(request: HttpRequest) -> HttpResponse:
             "max_upload_mb": settings.MAX_UPLOAD_MB,
             "upload_error": f"The upload is larger than {settings.MAX_UPLOAD_MB} MB per file.",
         }
-        return render(request, "annotation/spaces/upload.html", context, status=413)
+        return render(request, "spaces/upload.html", context, status=413)
     return _space_upload(request)
 
 
@@ -86,7 +86,7 @@ def _space_upload(request: HttpRequest) -> HttpResponse:
             return redirect("spaces:import", import_id=job.pk)
     status = 400 if posted else 200
     context = {"form": form, "max_upload_mb": settings.MAX_UPLOAD_MB}
-    return render(request, "annotation/spaces/upload.html", context, status=status)
+    return render(request, "spaces/upload.html", context, status=status)
 
 
 def _status(job: EmbeddingImport) -> dict:
@@ -119,7 +119,7 @@ def import_detail(request: HttpRequest, import_id: int) -> HttpResponse:
     status_url = reverse("spaces:import-status", kwargs={"import_id": job.pk})
     return render(
         request,
-        "annotation/spaces/import.html",
+        "spaces/import.html",
         {"job": job, "status": _status(job), "status_url": status_url},
     )
 

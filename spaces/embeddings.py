@@ -45,12 +45,11 @@ from .embedding_formats import (
     MAX_KEY_LENGTH,
     TEXT_VALUES_PER_BLOCK,
     Block,
-    EmbeddingFormatError,
     FormatParsers,
-    InputFileError,
     _decode,
     _open_binary,
 )
+from .exceptions import EmbeddingFormatError, InputFileError
 
 __all__ = [
     "FORMATS",

@@ -14,8 +14,8 @@ from django.contrib.auth import get_user_model
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
-from annotation.models import EmbeddingImport, EmbeddingSpace, Item, Tag
-from annotation.uploads import embedding_import_run
+from spaces.models import EmbeddingImport, EmbeddingSpace, Item, Tag
+from spaces.uploads import embedding_import_run
 
 from ..celery_support import app_pointed_at, worker_database_url
 from ..conftest import require

@@ -8,9 +8,10 @@ import time
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from annotation.embeddings import FORMATS, InputFileError
-from annotation.models import Item
-from annotation.spaces import space_import
+from spaces.embeddings import FORMATS
+from spaces.exceptions import InputFileError
+from spaces.models import Item
+from spaces.services import space_import
 
 
 class ProgressBars:

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from . import views_spaces as views
+from . import views
 
 app_name = "spaces"
 

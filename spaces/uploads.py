@@ -3,9 +3,9 @@
 ``embedding_import_create`` stores the uploaded file(s) under ``uploads/`` in media storage,
 reads the first block with the same reader as ``import_embeddings`` (so a wrong format, a bad
 header, undecodable bytes or an empty file are form errors at once) and queues
-``annotation.tasks.import_embeddings_task`` after the commit. ``embedding_import_run`` is the
+``spaces.tasks.import_embeddings_task`` after the commit. ``embedding_import_run`` is the
 task's body: it claims the import with a conditional UPDATE (a redelivered message does not run
-it twice), imports through :func:`annotation.spaces.space_import` (all checks, atomic) while
+it twice), imports through :func:`spaces.services.space_import` (all checks, atomic) while
 reporting progress on the row, and removes the uploaded files when it ends.
 """
 
@@ -17,6 +17,7 @@ import uuid
 from datetime import timedelta
 from pathlib import Path
 
+from celery import current_app
 from django.conf import settings
 from django.core.files.storage import default_storage
 from django.core.files.uploadedfile import UploadedFile
@@ -25,11 +26,14 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.text import get_valid_filename
 
-from .embeddings import EmbeddingFormatError, EmbeddingReader, InputFileError
+from .embeddings import EmbeddingReader
+from .exceptions import EmbeddingFormatError, InputFileError
 from .models import EmbeddingImport, EmbeddingSpace
-from .spaces import space_import
+from .services import space_import
 
 logger = logging.getLogger(__name__)
+# Kept from before spaces left annotation, so messages already queued still run.
+IMPORT_TASK = "annotation.import_embeddings"
 
 PROGRESS_EVERY = 0.5  # seconds between progress writes
 TIME_LIMIT = 3300  # seconds; a run older than this is dead (the task's hard time limit)
@@ -123,10 +127,10 @@ def embedding_import_create(
 
 
 def _enqueue(import_id: int) -> None:
-    from .tasks import import_embeddings_task
-
-    try:
-        import_embeddings_task.delay(import_id)
+    try:  # by name (spaces.tasks imports this module): the task is spaces.tasks.import_embeddings
+        current_app.send_task(
+            IMPORT_TASK, args=[import_id], queue=settings.CELERY_TASK_DEFAULT_QUEUE
+        )
     except Exception as exc:  # noqa: BLE001 - a down broker: say so on the page
         logger.warning("could not queue embedding import %s: %s", import_id, exc)
         EmbeddingImport.objects.filter(pk=import_id, status=Status.PENDING).update(

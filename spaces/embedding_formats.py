@@ -1,7 +1,7 @@
-"""Building blocks of the embedding readers: errors, blocks, and the parsers of the binary,
-``.npy`` (+ vocabulary) and CSV formats (a mixin of :class:`annotation.embeddings.EmbeddingReader`).
+"""Building blocks of the embedding readers: blocks and the parsers of the binary, ``.npy``
+(+ vocabulary) and CSV formats (a mixin of :class:`spaces.embeddings.EmbeddingReader`).
 
-Import the public names from :mod:`annotation.embeddings`.
+Import the public names from :mod:`spaces.embeddings`.
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .exceptions import EmbeddingFormatError
+
 FORMATS = ("word2vec", "glove", "word2vec-bin", "npy", "csv")
 BLOCK_ROWS = 8192
 # Text values are parsed a block at a time; each pending value is a Python string (~60 bytes),
@@ -22,20 +24,6 @@ BLOCK_ROWS = 8192
 TEXT_VALUES_PER_BLOCK = 65536
 MAX_KEY_LENGTH = 255  # Item.key's max_length
 _HEADER = re.compile(r"^\s*(\d+)\s+(\d+)\s*$")
-
-
-class InputFileError(ValueError):
-    """Bad input file; ``line`` is where (1-based) when it applies, ``unit`` what it counts."""
-
-    def __init__(self, message: str, *, line: int | None = None, unit: str = "line"):
-        self.message = message
-        self.line = line
-        self.unit = unit
-        super().__init__(f"{unit} {line}: {message}" if line is not None else message)
-
-
-class EmbeddingFormatError(InputFileError):
-    """An embedding file that cannot be imported."""
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,144 @@
+"""Embedding spaces: the matrices, their items and tags, and the uploads that create them.
+
+The tables keep the names they had when these models lived in ``annotation`` (``db_table``):
+the move was a change of Django state only (``spaces.0001``, ``annotation.0004``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from django.conf import settings
+from django.db import models
+
+
+class EmbeddingSpace(models.Model):
+    """A matrix of item embeddings, kept as one ``.npy`` file in media storage.
+
+    Items are database rows pointing at row indices of the matrix; vectors are never stored
+    one per row. Read the vectors of many items with :meth:`vectors` (one indexed read).
+    """
+
+    name = models.CharField(max_length=200, unique=True)
+    dimension = models.PositiveIntegerField()
+    source = models.TextField(blank=True, help_text="Where the vectors come from.")
+    matrix = models.FileField(upload_to="spaces/", max_length=500)
+    sha256 = models.CharField(max_length=64)
+    item_count = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "annotation_embeddingspace"
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def load_matrix(self, *, mmap: bool = True) -> np.ndarray:
+        """The whole matrix (n, d), memory-mapped read-only by default."""
+        return np.load(self.matrix.path, mmap_mode="r" if mmap else None)
+
+    def vectors(self, rows) -> np.ndarray:
+        """Vectors of the given row indices as a float64 array, in the given order."""
+        rows = np.asarray(rows, dtype=np.int64)
+        matrix = self.load_matrix()
+        if rows.size == 0:
+            return np.empty((0, matrix.shape[1]))
+        # Fancy indexing on a memmap reads only the pages the rows live on.
+        order = np.argsort(rows, kind="stable")
+        out = np.empty((rows.size, matrix.shape[1]), dtype=np.float64)
+        out[order] = matrix[rows[order]]
+        return out
+
+
+class Tag(models.Model):
+    name = models.CharField(max_length=100, unique=True)
+
+    class Meta:
+        db_table = "annotation_tag"
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Item(models.Model):
+    class Kind(models.TextChoices):
+        WORD = "word", "word"
+        NAME = "name", "name"
+        TEXT = "text", "text"
+        RECORD = "record", "record"
+
+    space = models.ForeignKey(EmbeddingSpace, on_delete=models.CASCADE, related_name="items")
+    key = models.CharField(max_length=255)
+    text = models.TextField(blank=True, help_text="Display text; the key when empty.")
+    kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.WORD)
+    payload = models.JSONField(null=True, blank=True, help_text="A record's fields, shown.")
+    row = models.PositiveIntegerField(help_text="Row index into the space's matrix.")
+    tags = models.ManyToManyField(
+        Tag, blank=True, related_name="items", db_table="annotation_item_tags"
+    )
+
+    class Meta:
+        db_table = "annotation_item"
+        ordering = ["space", "row"]
+        constraints = [
+            models.UniqueConstraint(fields=["space", "key"], name="item_unique_key_in_space"),
+            models.UniqueConstraint(fields=["space", "row"], name="item_unique_row_in_space"),
+        ]
+
+    def __str__(self) -> str:
+        return self.key
+
+    @property
+    def display(self) -> str:
+        return self.text or self.key
+
+
+class EmbeddingImport(models.Model):
+    """An embedding file uploaded by an admin, imported as a space by a Celery task."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "queued"
+        RUNNING = "running", "running"
+        DONE = "done", "done"
+        FAILED = "failed", "failed"
+
+    file = models.FileField(upload_to="uploads/", max_length=500)
+    extra_file = models.FileField(
+        upload_to="uploads/",
+        max_length=500,
+        blank=True,
+        help_text="npy: the vocabulary file; csv: a .npy of vectors, one row per data row.",
+    )
+    original_name = models.CharField(max_length=255, blank=True)
+    name = models.CharField(max_length=200, help_text="Name of the space to create.")
+    format = models.CharField(max_length=20, default="auto")
+    kind = models.CharField(max_length=10, blank=True)
+    tags = models.JSONField(default=list, blank=True)
+    limit = models.PositiveIntegerField(null=True, blank=True)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    stage = models.CharField(max_length=20, blank=True, help_text="reading or storing")
+    progress_rows = models.PositiveBigIntegerField(default=0)
+    total_rows = models.PositiveBigIntegerField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    space = models.ForeignKey(
+        EmbeddingSpace, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+    )
+    attempts = models.PositiveSmallIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        db_table = "annotation_embeddingimport"
+        ordering = ["-id"]
+
+    def __str__(self) -> str:
+        return f"import of {self.name} ({self.status})"
