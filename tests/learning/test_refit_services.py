@@ -19,12 +19,6 @@ from .synthetic import SIGMA0, judgments_create, simulate, space_create, study_c
 
 
 @pytest.fixture
-def media_root(settings, tmp_path):
-    settings.MEDIA_ROOT = tmp_path / "media"
-    return settings.MEDIA_ROOT
-
-
-@pytest.fixture
 def world(db, media_root):
     space, items = space_create(media_root)
     study, users = study_create(space)
