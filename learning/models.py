@@ -235,6 +235,15 @@ class StudyLearningSettings(models.Model):
         validators=[MinValueValidator(0.0), MaxValueValidator(0.5)],
         help_text="Share of pairs held out (fixed by a hash of the pair) for diagnostics.",
     )
+    version_min_new_answers = models.PositiveIntegerField(
+        default=10,
+        help_text="A method's next version needs at least this many new answers since its last "
+        "version, or the wait below (changed settings and groups always refit).",
+    )
+    version_min_minutes = models.PositiveIntegerField(
+        default=5,
+        help_text="… or this many minutes since its last version (then any new answer counts).",
+    )
     drift_threshold = models.FloatField(
         default=0.5,
         validators=[MinValueValidator(0.0)],

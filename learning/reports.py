@@ -15,7 +15,13 @@ from django.db.models import Q
 
 from annotation.models import Study
 from learning import sigmas, spectra
-from learning.models import MetricVersion, StudyLearningSettings, WeatResult, WeatTest
+from learning.models import (
+    MetricVersion,
+    RefitState,
+    StudyLearningSettings,
+    WeatResult,
+    WeatTest,
+)
 from learning.selectors import version_published
 from learning.sigmas import drift_between, sigma_of
 from spaces.models import Item
@@ -310,3 +316,50 @@ def drift_alerts(study: Study, data: DriftSeries) -> list[str]:
                     f"{moved:.3g} exceeds the study threshold {threshold:.3g}."
                 )
     return alerts
+
+
+# --- Refit status (dashboard and drift page) ----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MethodStatus:
+    """Where a method's metric stands: its last good version, a failure since, what it waits
+    for (the study's churn settings), and what a young study still lacks."""
+
+    method: str
+    name: str
+    last_good: MetricVersion | None
+    failed: MetricVersion | None  # the newest lasting failure after last_good
+    waiting: str = ""
+    needs: str = ""
+
+
+def refit_status(study: Study) -> list[MethodStatus]:
+    """One status per method that has versions or waits (two queries)."""
+    newest = {}
+    for version in (
+        MetricVersion.objects.filter(study=study, transient=False)
+        .exclude(status=MetricVersion.Status.FITTING)
+        .order_by("id")
+        .only("id", "method", "label", "status", "error", "is_published", "created_at", "study")
+    ):
+        good, failed = newest.get(version.method, (None, None))
+        if version.status == MetricVersion.Status.READY:
+            newest[version.method] = (version, None)
+        else:
+            newest[version.method] = (good, version)
+    outcome = (
+        RefitState.objects.filter(study=study).values_list("last_outcome", flat=True).first() or ""
+    )
+    waits = {}
+    if outcome.startswith("waiting: "):
+        for part in outcome.removeprefix("waiting: ").split("; "):
+            method, _, reason = part.partition(": ")
+            waits[method] = reason
+    statuses = []
+    for method, name in MetricVersion.Method.choices:
+        good, failed = newest.get(method, (None, None))
+        if good is None and failed is None and method not in waits:
+            continue
+        statuses.append(MethodStatus(method, name, good, failed, waits.get(method, "")))
+    return statuses

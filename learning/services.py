@@ -13,10 +13,12 @@ import logging
 import threading
 import time
 from dataclasses import dataclass, field
+from datetime import timedelta
 from enum import StrEnum
 
 from django.conf import settings
 from django.db import DatabaseError, InterfaceError, OperationalError, connection, connections
+from django.utils import timezone
 from threadpoolctl import threadpool_limits
 
 from annotation.access import Action, require
@@ -35,6 +37,7 @@ BUSY_RETRY_MAX = 5.0  # seconds
 class Outcome(StrEnum):
     BUSY = "busy"  # another refit of the study holds its lease
     NOTHING_NEW = "nothing new"
+    WAITING = "waiting"  # new data, but not yet worth a version (the study's churn settings)
     FITTED = "fitted"
 
 
@@ -48,6 +51,7 @@ class RefitReport:
     ready: list[int] = field(default_factory=list)
     failed: list[int] = field(default_factory=list)
     published: list[int] = field(default_factory=list)
+    waiting: list[str] = field(default_factory=list)  # why a method waits for more data
 
 
 class _LeaseKeeper:
@@ -111,6 +115,8 @@ def refit_study(*, study_id: int) -> RefitReport:
             _refit_claimed(study_id, report)
     finally:
         summary = f"{report.outcome}: ready {report.ready} failed {report.failed}"
+        if report.waiting:
+            summary = f"{report.outcome}: {'; '.join(report.waiting)}"
         try:
             scheduling.lease_release(study_id=study_id, token=token, outcome=summary)
         except DatabaseError:
@@ -159,6 +165,35 @@ def _method_plans(
     return plans
 
 
+def _waits(method: str, plan: MethodPlan, marks, learning, now) -> str:
+    """Why new data is not yet worth a new version of ``method`` ("" when it is).
+
+    A version is worth it when there is none yet, when the settings or the groups changed, when
+    at least ``version_min_new_answers`` answers came (or went) since the method's last version,
+    or when ``version_min_minutes`` passed since it. Until then the sweep keeps the study due,
+    so the data is fitted at the latest one sweep after the wait.
+    """
+    latest = selectors.version_latest_live(study_id=learning.study_id, method=method)
+    if latest is None or latest.status == MetricVersion.Status.FITTING:
+        return ""
+    if plan.group_watermark is not None and plan.group_watermark != latest.group_watermark:
+        return ""
+    counted = int(latest.counts.get("judgments_total") or 0)
+    same_settings = latest.fingerprint == versions.version_fingerprint(
+        method=method, label=plan.label, parameters=plan.parameters, judgment_count=counted
+    )
+    if not same_settings:
+        return ""
+    new = abs(marks.judgment_count - counted)
+    due = latest.created_at + timedelta(minutes=learning.version_min_minutes)
+    if new >= learning.version_min_new_answers or now >= due:
+        return ""
+    return (
+        f"{method}: {new} new answer{'s' * (new != 1)} since version #{latest.pk}; the next "
+        f"version comes at {learning.version_min_new_answers} or at {due:%H:%M} UTC"
+    )
+
+
 def _refit_claimed(study_id: int, report: RefitReport) -> None:
     study = Study.objects.select_related("space").get(pk=study_id)
     learning = selectors.learning_settings_get(study_id=study_id)
@@ -176,7 +211,15 @@ def _refit_claimed(study_id: int, report: RefitReport) -> None:
             fingerprint=plan.fingerprint,
         )
     }
+    now = timezone.now()
+    for method in list(plans):
+        reason = _waits(method, plans[method], marks, learning, now)
+        if reason:
+            report.waiting.append(reason)
+            del plans[method]
     if not plans:
+        if report.waiting:
+            report.outcome = Outcome.WAITING
         return
     report.outcome = Outcome.FITTED
     started = time.perf_counter()

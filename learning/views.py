@@ -99,7 +99,11 @@ def study_dashboard(request: HttpRequest, study_id: int) -> HttpResponse:
     """Cached figures (fresh, or stale with a notice); a polling shell while none exist."""
     study = _reviewer_study(request, study_id)
     state = dashboard_refresh.dashboard_state(study)
-    context = _study_nav(study, "dashboard") | {"state": state, "board": state.board}
+    context = _study_nav(study, "dashboard") | {
+        "state": state,
+        "board": state.board,
+        "refit_status": reports.refit_status(study),
+    }
     if state.board is None:
         return render(request, "learning/study_dashboard_computing.html", context)
     board = state.board
@@ -184,6 +188,7 @@ def study_drift(request: HttpRequest, study_id: int) -> HttpResponse:
         "alerts": reports.drift_alerts(study, data),
         "methods": sorted(data.series),
         "latest": data.latest,
+        "refit_status": reports.refit_status(study),
     }
     return render(request, "learning/drift.html", context)
 
