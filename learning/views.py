@@ -207,10 +207,12 @@ def version_detail(request: HttpRequest, version_id: int) -> HttpResponse:
         "can_publish": may(request.user, version.study_id, Action.MANAGE),
         "chart": {"spectrum": report.spectrum},
         "diagnostics": _scalars(version.diagnostics),
-        "others": MetricVersion.objects.filter(study_id=version.study_id)
+        # Ready versions to compare with, by method, the published one first, newest next.
+        "others": MetricVersion.objects.ready()
+        .filter(study_id=version.study_id)
         .exclude(pk=version.pk)
-        .only("id", "label", "method", "status")
-        .order_by("-pk")[:200],
+        .only("id", "label", "method", "is_published", "created_at")
+        .order_by("method", "-is_published", "-pk")[:300],
     }
     return render(request, "learning/version.html", context)
 
