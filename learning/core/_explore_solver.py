@@ -39,11 +39,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.linalg import cho_factor, solve_triangular
 
 from ._pairloss import PairBlocks, curvature, quad_forms, weighted_gram
 
 _TRACE_WEIGHT = 0.5
+METRIC_RTOL = 1e-8
 
 
 @dataclass(frozen=True)
@@ -90,14 +90,21 @@ def _precondition(g: np.ndarray) -> np.ndarray:
 
 
 class _Metric:
-    """Change of variables ``Σ = A M Aᵀ`` with ``A = L⁻ᵀ``, ``L Lᵀ = C_h``."""
+    """Change of variables ``Σ = A M Aᵀ`` with ``A = L⁻ᵀ``, ``L Lᵀ = C_h``.
+
+    ``L = V diag(√w)`` from the eigendecomposition ``C_h = V diag(w) Vᵀ``, with ``w`` floored at
+    ``METRIC_RTOL · max w``: any ``L`` with ``LLᵀ ≈ C_h`` is a valid preconditioner, and unlike a
+    Cholesky factor this one exists for a singular or float32-rounded ``C_h`` (pairs spanning a
+    subspace, a coordinate that never varies, curvature weights near zero).
+    """
 
     def __init__(self, c: np.ndarray) -> None:
-        d = c.shape[0]
-        ridge = 1e-10 * max(float(np.trace(c)) / d, np.finfo(float).tiny)
-        low, _ = cho_factor(c + ridge * np.eye(d), lower=True)
-        self.l = np.tril(low)
-        self.linv = solve_triangular(self.l, np.eye(d), lower=True)
+        w, v = np.linalg.eigh((c + c.T) / 2.0)
+        top = max(float(w[-1]), np.finfo(float).tiny)
+        w = np.maximum(w, METRIC_RTOL * top)
+        root = np.sqrt(w)
+        self.l = v * root
+        self.linv = (v / root).T
         self.b = self.l.T @ self.l  # M ≼ cap·B  ⟺  Σ ≼ cap·I
 
     def to_m(self, s: np.ndarray) -> np.ndarray:
@@ -224,13 +231,39 @@ def solve(
     cap: float,
     tol: float,
     max_iter: int,
+    alpha: float = 0.0,
+    second: np.ndarray | None = None,
+    ridge: float = 0.0,
+    target: np.ndarray | None = None,
     callback=None,
 ) -> SolverResult:
-    """Minimise ``F`` from the feasible start ``sigma0``; ``z`` rows sorted as ``blocks``."""
+    """Minimise ``F + α·mean_i d_i`` from the feasible start ``sigma0``; ``z`` rows sorted as
+    ``blocks``; ``second = ZᵀZ/n`` (needed when ``α > 0``: the penalty's gradient is ``α·second``).
+    """
     n = z.shape[0]
+    if alpha > 0.0 and second is None:
+        second = weighted_gram(z, np.ones(n)) / n
+
+    if ridge > 0.0 and second is None:
+        second = weighted_gram(z, np.ones(n)) / n
+    tgt = np.zeros_like(sigma0) if target is None else target
+
+    def ridge_terms(s: np.ndarray) -> tuple[float, np.ndarray]:
+        """``(β/2)·tr(C Δ C Δ)`` and its gradient ``β·C Δ C`` with ``Δ = Σ - target``."""
+        cdc = second @ (s - tgt) @ second
+        return 0.5 * ridge * float(np.sum(cdc * (s - tgt))), ridge * cdc
+
+    def objective(d: np.ndarray, s: np.ndarray | None = None) -> float:
+        f = -blocks.loglik(d)
+        if alpha > 0.0:
+            f += alpha * float(np.mean(d))
+        if ridge > 0.0:
+            f += ridge_terms(s)[0]
+        return f
+
     s_cur = sigma0
     d_cur = quad_forms(z, s_cur)
-    f_cur = -blocks.loglik(d_cur)
+    f_cur = objective(d_cur, s_cur)
     s_prev, d_prev = s_cur, d_cur
     theta, t = 1.0, 0.5
     refresh = _refresh_iterations(max_iter)
@@ -250,7 +283,15 @@ def solve(
         d_y = d_cur + mom * (d_cur - d_prev)
         ll_y, slope = blocks.loglik_and_slope(d_y)
         f_y = -ll_y
-        g_m = metric.grad_to_m(-weighted_gram(z, slope, blocks) / n)
+        grad = -weighted_gram(z, slope, blocks) / n
+        if alpha > 0.0:
+            f_y += alpha * float(np.mean(d_y))
+            grad += alpha * second
+        if ridge > 0.0:
+            rv, rg = ridge_terms(s_y)
+            f_y += rv
+            grad += rg
+        g_m = metric.grad_to_m(grad)
         m_y = metric.to_m(s_y)
         trial = _TrialPoints(z, metric, m_y, d_y, _precondition(g_m), cache, cap)
         t_start = t
@@ -260,7 +301,7 @@ def solve(
             trials += 1
             m_new, d_new = trial(t)
             delta = m_new - m_y
-            f_new = -blocks.loglik(d_new)
+            f_new = objective(d_new, metric.to_sigma(m_new) if ridge > 0.0 else None)
             bound = f_y + float(np.sum(g_m * delta)) + _h_norm2(delta) / (2.0 * t)
             if f_new <= bound + 1e-12 * max(1.0, abs(f_y)) or t < 1e-14:
                 break

@@ -32,6 +32,7 @@ float64 (use it with a very small ``tol``).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
@@ -40,11 +41,65 @@ from scipy.special import expit
 
 from . import _explore_solver
 from ._pairloss import PairBlocks, pair_loglik, quad_forms
-from .psd import projector, symmetrize
+from .psd import projector, sqrtm_psd, symmetrize, validate_sigma
 
-__all__ = ["EXPLORE", "pair_loglik"]
+__all__ = ["EXPLORE", "ExploreShortfall", "explore_shortfall", "pair_loglik"]
 
 AUTO_CAP_FACTOR = 100.0
+MIN_ANSWERS = 20  # explore_shortfall: answers needed, with both labels present
+SPAN_RTOL = 1e-10  # second-moment eigenvalues ≤ SPAN_RTOL·max are directions the data miss
+KFOLD_BELOW = 2000  # below this many pairs: N_FOLDS-fold validation, else one split
+N_FOLDS = 5
+VALIDATION_FRACTION = 0.2
+PATH_START = 1000.0  # first penalty on the path: PATH_START · (parameters / training pairs)
+PATH_MAX = 1e6
+PATH_MIN_GAIN = 1e-5  # a path step must gain this much held-out loglik to continue
+PATH_TOL = 1e-3  # solver tolerance on the path (the final fit uses ``tol``)
+SEPARATION_LEVEL = 10.0  # whitened eigenvalue read as "data separate" for a fixed alpha
+FLOOR_GROWTH = 0.05  # whitened top eigenvalue growth at the path's floor that flags separation
+
+
+def _second_moment(z: np.ndarray, chunk: int = 65536) -> np.ndarray:
+    """``ZᵀZ/n`` in float64 (chunked)."""
+    out = np.zeros((z.shape[1], z.shape[1]))
+    for start in range(0, z.shape[0], chunk):
+        zc = z[start : start + chunk]
+        out += zc.T @ zc
+    return symmetrize(out / z.shape[0])
+
+
+def _clip(s: np.ndarray, cap: float) -> np.ndarray:
+    w, v = np.linalg.eigh(symmetrize(s))
+    return symmetrize((v * np.clip(w, 0.0, cap)) @ v.T)
+
+
+def _better_start(prob, beta: float, starts: list) -> np.ndarray:
+    """The start with the smaller penalised objective ``-ℓ + (β/2) tr(CΔCΔ)`` on ``prob``."""
+
+    def objective(s: np.ndarray) -> float:
+        delta = s - prob.target
+        ll = prob.blocks.loglik(quad_forms(prob.zw, s))
+        return -ll + 0.5 * beta * float(np.sum((prob.second @ delta @ prob.second) * delta))
+
+    vals = [objective(s) for s in starts]
+    return starts[int(np.argmin(vals))]
+
+
+def _white_top(prob, s: np.ndarray) -> float:
+    """Largest eigenvalue of ``C^{1/2} S C^{1/2}`` (typical pair distance along the top direction)."""
+    root = sqrtm_psd(prob.second)
+    return float(np.linalg.eigvalsh(symmetrize(root @ symmetrize(s) @ root))[-1])
+
+
+def _growth(scores: dict, probs: list, best: float, floor: float) -> float:
+    """Relative growth of the whitened top eigenvalue between the two smallest penalties tried,
+    when the chosen penalty is the floor (else 0)."""
+    betas = sorted(scores)
+    if best > floor * (1 + 1e-9) or len(betas) < 2:
+        return 0.0
+    a = _white_top(probs[0]["p"], scores[betas[0]][2][0])
+    b = _white_top(probs[0]["p"], scores[betas[1]][2][0])
+    return (a - b) / max(b, np.finfo(float).tiny)
 
 
 def _check_matrix(x: ArrayLike, name: str) -> np.ndarray:
@@ -111,43 +166,181 @@ def _differences(x1: ArrayLike, x2: ArrayLike) -> np.ndarray:
     return a - b
 
 
+@dataclass(frozen=True)
+class ExploreShortfall:
+    """What a label set lacks before EXPLORE can fit (all zeros: nothing is missing).
+
+    ``need_comparable`` / ``need_incomparable``: answers of that label still required (at least
+    one of each); ``need_any``: further answers of either label to reach ``MIN_ANSWERS``.
+    """
+
+    need_comparable: int
+    need_incomparable: int
+    need_any: int
+
+    @property
+    def ok(self) -> bool:
+        return self.need_comparable == 0 and self.need_incomparable == 0 and self.need_any == 0
+
+    @property
+    def message(self) -> str:
+        if self.ok:
+            return "enough answers to fit EXPLORE"
+        parts = []
+        if self.need_comparable:
+            parts.append(f"{self.need_comparable} comparable")
+        if self.need_incomparable:
+            parts.append(f"{self.need_incomparable} incomparable")
+        if self.need_any:
+            parts.append(f"{self.need_any} more of either kind")
+        return (
+            f"EXPLORE needs at least {MIN_ANSWERS} answers with both labels present; "
+            "still missing: " + ", ".join(parts)
+        )
+
+
+def explore_shortfall(y: ArrayLike) -> ExploreShortfall:
+    """What is missing before ``EXPLORE.fit`` accepts the labels ``y`` (1 comparable, 0 not).
+
+    A label counts as comparable when ``y > 0.5``, incomparable when ``y < 0.5`` (0.5, "unsure",
+    counts toward the total only). Rule: at least ``MIN_ANSWERS`` answers, one of each label.
+    """
+    lab = np.asarray(y, dtype=np.float64).ravel()
+    n1, n0 = int(np.sum(lab > 0.5)), int(np.sum(lab < 0.5))
+    need1, need0 = max(0, 1 - n1), max(0, 1 - n0)
+    return ExploreShortfall(need1, need0, max(0, MIN_ANSWERS - lab.size - need1 - need0))
+
+
+def _folds(y: np.ndarray, seed: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Deterministic stratified validation folds: K-fold below ``KFOLD_BELOW`` pairs, else one
+    ``VALIDATION_FRACTION`` split. Each training part keeps both labels when the data have them.
+    """
+    n = y.size
+    rng = np.random.default_rng(seed)
+    cls = np.where(y > 0.5, 1, np.where(y < 0.5, 0, 2))
+    key = np.empty(n, dtype=np.int64)
+    for c in (0, 1, 2):
+        idx = np.flatnonzero(cls == c)
+        key[idx[rng.permutation(idx.size)]] = np.arange(idx.size)
+    if n < KFOLD_BELOW:
+        k = N_FOLDS
+        fold = (key + cls) % k  # spread each class over the folds
+        out = []
+        for f in range(k):
+            val = np.flatnonzero(fold == f)
+            if val.size:
+                out.append((np.flatnonzero(fold != f), val))
+        return out
+    period = int(round(1.0 / VALIDATION_FRACTION))
+    val = np.flatnonzero(key % period == period - 1)
+    return [(np.flatnonzero(key % period != period - 1), val)]
+
+
+class _Problem:
+    """One fitting problem in span coordinates (see the module docstring, "null space")."""
+
+    def __init__(
+        self,
+        z: np.ndarray,
+        y: np.ndarray,
+        prior: np.ndarray,
+        second: np.ndarray,
+        precision: str,
+    ) -> None:
+        d = z.shape[1]
+        w, v = np.linalg.eigh(second)
+        top = max(float(w[-1]), np.finfo(float).tiny)
+        r = int(np.sum(w > SPAN_RTOL * top))
+        self.d, self.r = d, r
+        if r == d:
+            self.u = None
+            zr, self.second = z, second
+        else:
+            self.u = v[:, d - r :]
+            zr, self.second = z @ self.u, np.diag(w[d - r :])
+        self.prior = prior
+        self.target = prior if self.u is None else self.u.T @ prior @ self.u
+        order = PairBlocks.order(y)
+        self.blocks = PairBlocks.from_sorted(y[order])
+        work = np.float32 if precision == "mixed" else np.float64
+        self.zw = np.ascontiguousarray(zr[order], dtype=work)
+        self.y = y
+
+    def to_span(self, sigma: np.ndarray) -> np.ndarray:
+        return sigma if self.u is None else self.u.T @ sigma @ self.u
+
+    def full(self, s: np.ndarray) -> np.ndarray:
+        """``U S Uᵀ + (I - UUᵀ) Π (I - UUᵀ)``: the fit on the span, the prior outside it."""
+        if self.u is None:
+            return s
+        out = self.u @ s @ self.u.T
+        rest = np.eye(self.d) - self.u @ self.u.T
+        return symmetrize(out + rest @ self.prior @ rest)
+
+    def solve(self, beta: float, start: np.ndarray, cap: float, tol: float, max_iter: int):
+        return _explore_solver.solve(
+            self.zw,
+            self.blocks,
+            start,
+            cap=cap,
+            tol=tol,
+            max_iter=max_iter,
+            ridge=beta,
+            second=self.second,
+            target=self.target,
+        )
+
+
 class EXPLORE:
-    """Fair metric from labelled pairs by maximum likelihood (the paper's EXPLORE).
+    """Fair metric from labelled pairs by penalised maximum likelihood (the paper's EXPLORE).
 
     Parameters
     ----------
     max_eigenvalue : float, "auto" or None
-        Bound ``c`` on the spectrum of Σ (see the module docstring for the "auto" rule).
+        Optional hard bound ``c`` on the spectrum of the fitted part (default None: no bound; the
+        penalty keeps the answer finite). "auto" is the former rule ``100·d / mean‖z‖²``.
     sensitive_directions : array (k, d), optional
         After fitting, ``Σ ← (I - P) Σ (I - P)`` with ``P`` the projector onto their row span.
-    tol : float
-        Stopping tolerance on the mean log-likelihood (see the module docstring).
-    max_iter : int
-        Maximum number of solver iterations.
+    tol, max_iter : solver stopping tolerance (mean log-likelihood) and iteration limit.
     precision : {"mixed", "double"}
         Floating point type of the n×d products during iterations.
     init : {"identity", "random"}
-        Start from the best scaled identity, or from a random PSD matrix drawn with
-        ``random_state`` (the optimum does not depend on it: the problem is concave).
+        Start of the unpenalised fit (``alpha=0``): best scaled identity/inverse moment, or a
+        random PSD matrix drawn with ``random_state``.
     random_state : int, numpy Generator or None
+    prior : array (d, d) PSD, optional
+        The metric assumed where the data say nothing, and the target of the shrinkage (e.g. the
+        study's FACE metric). Default: the identity.
+    prior_scale : "auto" or float
+        "auto": the prior is multiplied by the scalar ``c`` maximising the likelihood of
+        ``c·prior`` on the data; a float uses that multiplier.
+    alpha : "auto" or float
+        Strength ``β`` of the shrinkage penalty ``(β/2)·tr(CΔCΔ)``, ``Δ = Σ - prior``, ``C`` the
+        second moment of the differences. "auto": chosen on a path by held-out likelihood.
 
     Attributes
     ----------
-    sigma_ : (d, d) PSD matrix.  loglik_ : mean log-likelihood of ``sigma_`` on the fitting data.
-    n_iter_, converged_, projected_gradient_norm_ (norm of the last gradient-mapping step in the
-    preconditioned metric), max_eigenvalue_ (the resolved cap, inf if none), n_features_in_.
+    sigma_, loglik_ (mean log-likelihood of ``sigma_`` on all pairs), n_iter_, converged_,
+    projected_gradient_norm_, max_eigenvalue_, n_features_in_; and ``alpha_``, ``alpha_path_``
+    (tuple of (alpha, held-out loglik) tried), ``heldout_loglik_``, ``heldout_loglik_ci_``
+    (95 % interval), ``heldout_n_``, ``n_constrained_`` (dimension of the span of the
+    differences), ``prior_`` (resolved prior), ``prior_scale_``, ``bound_active_``,
+    ``warnings_`` (readable strings).
     """
 
     def __init__(
         self,
-        max_eigenvalue: float | Literal["auto"] | None = "auto",
+        max_eigenvalue: float | Literal["auto"] | None = None,
         *,
         sensitive_directions: ArrayLike | None = None,
-        tol: float = 1e-5,
+        tol: float = 1e-4,
         max_iter: int = 500,
         precision: Literal["mixed", "double"] = "mixed",
         init: Literal["identity", "random"] = "identity",
         random_state: int | np.random.Generator | None = None,
+        prior: ArrayLike | None = None,
+        prior_scale: float | Literal["auto"] = "auto",
+        alpha: float | Literal["auto"] = "auto",
     ) -> None:
         self.max_eigenvalue = max_eigenvalue
         self.sensitive_directions = sensitive_directions
@@ -156,6 +349,9 @@ class EXPLORE:
         self.precision = precision
         self.init = init
         self.random_state = random_state
+        self.prior = prior
+        self.prior_scale = prior_scale
+        self.alpha = alpha
 
     # -- fitting -------------------------------------------------------------------------------
     def fit(self, X1: ArrayLike, X2: ArrayLike, y: ArrayLike) -> EXPLORE:
@@ -171,18 +367,36 @@ class EXPLORE:
         sq = np.einsum("ij,ij->i", z, z)
         if not np.any(sq > 0):
             raise ValueError("all difference vectors are zero; Sigma is not identifiable")
+        short = explore_shortfall(lab)
+        if not short.ok:
+            raise ValueError(short.message)
+        notes: list[str] = []
         cap = self._resolve_cap(sq, d)
-        order = PairBlocks.order(lab)
-        blocks = PairBlocks.from_sorted(lab[order])
-        work = np.float32 if self.precision == "mixed" else np.float64
-        zw = np.ascontiguousarray(z[order], dtype=work)
-        sigma0 = self._initial_sigma(zw, blocks, d, cap)
-        res = _explore_solver.solve(
-            zw, blocks, sigma0, cap=cap, tol=float(self.tol), max_iter=int(self.max_iter)
-        )
-        sigma = symmetrize(res.sigma)
-        w, v = np.linalg.eigh(sigma)
-        sigma = symmetrize((v * np.clip(w, 0.0, cap)) @ v.T)
+        second = _second_moment(z)
+        prior, scale = self._resolve_prior(z, lab, d, notes)
+        full = _Problem(z, lab, prior, second, self.precision)
+        tol, max_iter = float(self.tol), int(self.max_iter)
+        path: list[tuple[float, float]] = []
+        heldout = (np.nan, (np.nan, np.nan), 0)
+        if self.alpha == "auto":
+            beta, start, path, heldout = self._choose_alpha(z, lab, second, prior, full, cap)
+        else:
+            beta = float(self.alpha)
+            start = None
+        if start is not None and beta > 0.0:
+            # warm start or the prior, whichever the penalised objective prefers (the fold's
+            # optimum is noisy in many directions; near the prior the problem is well conditioned)
+            start = _better_start(full, beta, [start, _clip(full.target, cap)])
+        if start is None:
+            start = (
+                self._initial_sigma(full.zw, full.blocks, full.r, cap)
+                if beta == 0.0
+                else _clip(full.target, cap)
+            )
+        res = full.solve(beta, start, cap, tol, max_iter)
+        w, v = np.linalg.eigh(symmetrize(res.sigma))
+        s_span = symmetrize((v * np.clip(w, 0.0, cap)) @ v.T)
+        sigma = full.full(s_span)
         if self.sensitive_directions is not None:
             keep = np.eye(d) - projector(self.sensitive_directions, d)
             sigma = symmetrize(keep @ sigma @ keep)
@@ -193,7 +407,45 @@ class EXPLORE:
         self.projected_gradient_norm_ = res.projected_gradient_norm
         self.max_eigenvalue_ = cap
         self.n_features_in_ = d
+        self.n_constrained_ = full.r
+        self.prior_ = prior
+        self.prior_scale_ = scale
+        self.alpha_ = beta
+        self.alpha_path_ = tuple(path)
+        self.heldout_loglik_ = heldout[0]
+        self.heldout_loglik_ci_ = heldout[1]
+        self.heldout_n_ = heldout[2]
+        self._diagnose(full, s_span, w, cap, beta, path, n, notes)
+        self.warnings_ = notes
         return self
+
+    def _diagnose(self, full, s_span, w, cap, beta, path, n, notes) -> None:
+        """Set ``bound_active_`` and collect readable warnings (module docstring, "safeguards")."""
+        bound = False
+        if full.r < full.d:
+            notes.append(
+                f"the pair differences span {full.r} of {full.d} dimensions; in the other "
+                f"{full.d - full.r} directions Sigma is the prior (no data there)"
+            )
+        if np.isfinite(cap) and w.size and w[-1] >= cap * (1.0 - 1e-6):
+            bound = True
+            notes.append(f"the eigenvalue bound {cap:.4g} is active: the fit is capped")
+        top = _white_top(full, s_span)
+        if self.alpha == "auto":
+            separated = getattr(self, "_path_top", 0.0) > FLOOR_GROWTH
+        else:
+            separated = top > SEPARATION_LEVEL
+        if separated:
+            bound = True
+            notes.append(
+                f"the data (nearly) separate comparable from incomparable pairs: a typical pair "
+                f"is at distance {top:.3g} along some direction; Sigma there is finite only "
+                f"because of the penalty (alpha = {beta:.3g})"
+                + (" or the bound" if np.isfinite(cap) else "")
+            )
+        if not self.converged_:
+            notes.append(f"the solver stopped after {self.n_iter_} iterations without converging")
+        self.bound_active_ = bound
 
     def _check_params(self) -> None:
         cap = self.max_eigenvalue
@@ -209,6 +461,14 @@ class EXPLORE:
             raise ValueError(f"precision must be 'mixed' or 'double', got {self.precision!r}")
         if self.init not in ("identity", "random"):
             raise ValueError(f"init must be 'identity' or 'random', got {self.init!r}")
+        a = self.alpha
+        if not (
+            a == "auto" or (isinstance(a, (int, float)) and not isinstance(a, bool) and a >= 0)
+        ):
+            raise ValueError(f"alpha must be 'auto' or a number ≥ 0, got {a!r}")
+        ps = self.prior_scale
+        if not (ps == "auto" or (isinstance(ps, (int, float)) and ps > 0)):
+            raise ValueError(f"prior_scale must be 'auto' or a positive number, got {ps!r}")
 
     def _resolve_cap(self, sq: np.ndarray, d: int) -> float:
         if self.max_eigenvalue is None:
@@ -244,6 +504,81 @@ class EXPLORE:
         s = float(np.trace(best)) / d * (0.5 * np.eye(d) + g @ g.T / d)
         w, v = np.linalg.eigh(s)
         return symmetrize((v * np.clip(w, 0.0, cap)) @ v.T)
+
+    def _resolve_prior(
+        self, z: np.ndarray, lab: np.ndarray, d: int, notes: list[str]
+    ) -> tuple[np.ndarray, float]:
+        shape = np.eye(d) if self.prior is None else validate_sigma(self.prior, name="prior")
+        if shape.shape != (d, d):
+            raise ValueError(f"prior must be a ({d}, {d}) matrix, got {shape.shape}")
+        if self.prior_scale != "auto":
+            return shape * float(self.prior_scale), float(self.prior_scale)
+        stride = max(1, z.shape[0] // 20000)
+        sub_z, sub_y = z[::stride], lab[::stride]
+        if not (np.any(sub_y > 0) and np.any(sub_y < 1)):
+            sub_z, sub_y = z, lab
+        q = quad_forms(sub_z, shape)
+        if not np.any(q > 0):
+            notes.append("the prior gives every pair distance 0; its scale is left at 1")
+            return shape, 1.0
+        c, _ = _best_scale(q, sub_y, 1e6 / max(float(np.mean(q)), np.finfo(float).tiny))
+        return shape * c, c
+
+    def _choose_alpha(self, z, lab, second, prior, full, cap):
+        """Penalty path on validation folds (module docstring, "regularisation")."""
+        n = lab.size
+        tol, max_iter = max(float(self.tol), PATH_TOL), int(self.max_iter)
+        probs = []
+        for tr, va in _folds(lab):
+            zv = z[va]
+            c_tr = (n * second - zv.T @ zv) / tr.size
+            prob = _Problem(z[tr], lab[tr], prior, symmetrize(c_tr), self.precision)
+            probs.append({"p": prob, "zv": zv, "yv": lab[va], "s": _clip(prob.target, cap)})
+        r = max(pr["p"].r for pr in probs)
+        n_tr = min(pr["p"].zw.shape[0] for pr in probs)
+        floor = 1.0 / n
+        b0 = float(np.clip(PATH_START * r * (r + 1) / 2.0 / n_tr, floor, PATH_MAX))
+        scores: dict[float, tuple[float, np.ndarray, list]] = {}
+
+        def run(beta: float, starts: list) -> tuple[float, list]:
+            sols, vals = [], []
+            for pr, st in zip(probs, starts, strict=True):
+                res = pr["p"].solve(beta, st, cap, tol, max_iter)
+                sols.append(res.sigma)
+                sig = pr["p"].full(symmetrize(res.sigma))
+                vals.append(pair_loglik(quad_forms(pr["zv"], sig), pr["yv"]))
+            per_pair = np.concatenate(vals)
+            scores[beta] = (float(per_pair.mean()), per_pair, sols)
+            return scores[beta][0], sols
+
+        best_v, sols0 = run(b0, [pr["s"] for pr in probs])
+        best_b = b0
+        for direction in (0.1, 10.0):
+            beta, sols, moved = b0, sols0, False
+            while True:
+                nxt = beta * direction
+                if nxt < floor * (1 - 1e-9) or nxt > PATH_MAX:
+                    if direction < 1 and beta > floor * (1 + 1e-9):
+                        nxt = floor  # finish the descent exactly at the floor
+                    else:
+                        break
+                v, sols = run(nxt, sols)
+                if v <= best_v + PATH_MIN_GAIN:
+                    if v > best_v:
+                        best_v, best_b = v, nxt
+                    break
+                best_v, best_b, beta, moved = v, nxt, nxt, True
+            if moved:
+                break
+        path = sorted((b, v[0]) for b, v in scores.items())
+        per_pair = scores[best_b][1]
+        m = per_pair.size
+        se = float(np.std(per_pair, ddof=1) / np.sqrt(m)) if m > 1 else np.inf
+        mean = float(per_pair.mean())
+        heldout = (mean, (mean - 1.96 * se, mean + 1.96 * se), m)
+        warm = full.to_span(probs[0]["p"].full(symmetrize(scores[best_b][2][0])))
+        self._path_top = _growth(scores, probs, best_b, floor)
+        return best_b, _clip(warm, cap), path, heldout
 
     # -- using the fitted metric ---------------------------------------------------------------
     def _check_fitted(self) -> None:
