@@ -55,12 +55,12 @@ class SolverResult:
     projected_gradient_norm: float
 
 
-def _shift_root(w: np.ndarray, upper: float) -> float:
+def _shift_root(w: np.ndarray, upper: float, tw: float = _TRACE_WEIGHT) -> float:
     """Root τ of ``τ - β(Σ clip(w - τ, 0, upper) - Σ w)`` (strictly increasing, piecewise linear)."""
     sw = float(w.sum())
 
     def f(tau: np.ndarray) -> np.ndarray:
-        return tau - _TRACE_WEIGHT * (np.clip(w[None, :] - tau[:, None], 0.0, upper).sum(1) - sw)
+        return tau - tw * (np.clip(w[None, :] - tau[:, None], 0.0, upper).sum(1) - sw)
 
     bp = w if not np.isfinite(upper) else np.concatenate([w, w - upper])
     bp = np.unique(bp)
@@ -72,21 +72,21 @@ def _shift_root(w: np.ndarray, upper: float) -> float:
     return float(x0 - f0 * (x1 - x0) / (f1 - f0))
 
 
-def _h_project_psd(x: np.ndarray, upper: float = np.inf) -> np.ndarray:
+def _h_project_psd(x: np.ndarray, upper: float = np.inf, tw: float = _TRACE_WEIGHT) -> np.ndarray:
     """``H``-metric projection of symmetric ``x`` onto ``{0 ≼ M ≼ upper·I}``."""
     w, v = np.linalg.eigh((x + x.T) / 2.0)
-    tau = _shift_root(w, upper)
+    tau = _shift_root(w, upper, tw)
     return (v * np.clip(w - tau, 0.0, upper)) @ v.T
 
 
-def _h_norm2(delta: np.ndarray) -> float:
-    return float(np.sum(delta * delta) + _TRACE_WEIGHT * np.trace(delta) ** 2)
+def _h_norm2(delta: np.ndarray, tw: float = _TRACE_WEIGHT) -> float:
+    return float(np.sum(delta * delta) + tw * np.trace(delta) ** 2)
 
 
-def _precondition(g: np.ndarray) -> np.ndarray:
+def _precondition(g: np.ndarray, tw: float = _TRACE_WEIGHT) -> np.ndarray:
     """``H⁻¹ G`` for ``H(Δ) = Δ + ½ tr(Δ) I``."""
     d = g.shape[0]
-    return g - (_TRACE_WEIGHT * np.trace(g) / (1.0 + _TRACE_WEIGHT * d)) * np.eye(d)
+    return g - (tw * np.trace(g) / (1.0 + tw * d)) * np.eye(d)
 
 
 class _Metric:
@@ -120,10 +120,15 @@ class _Metric:
 
 
 def _project(
-    x: np.ndarray, metric: _Metric, cap: float, tol: float = 1e-10, max_rounds: int = 500
+    x: np.ndarray,
+    metric: _Metric,
+    cap: float,
+    tol: float = 1e-10,
+    max_rounds: int = 500,
+    tw: float = _TRACE_WEIGHT,
 ) -> np.ndarray:
     """Exact ``H``-metric projection of ``x`` onto ``{M ≽ 0, A M Aᵀ ≼ cap·I}``."""
-    m = _h_project_psd(x)
+    m = _h_project_psd(x, tw=tw)
     if not np.isfinite(cap):
         return m
     if np.linalg.eigvalsh(metric.to_sigma(m))[-1] <= cap * (1.0 + 1e-12):
@@ -134,9 +139,9 @@ def _project(
     p = np.zeros_like(x)
     q = np.zeros_like(x)
     for _ in range(max_rounds):
-        yk = _h_project_psd(cur + p)
+        yk = _h_project_psd(cur + p, tw=tw)
         p = cur + p - yk
-        nxt = cb - _h_project_psd(cb - (yk + q))
+        nxt = cb - _h_project_psd(cb - (yk + q), tw=tw)
         q = yk + q - nxt
         change = np.linalg.norm(nxt - cur)
         cur = nxt
@@ -185,6 +190,7 @@ class _TrialPoints:
     ) -> None:
         self.z, self.metric, self.m_y, self.d_y, self.step_m = z, metric, m_y, d_y, step_m
         self.cache, self.cap = cache, cap
+        self.tw = _TRACE_WEIGHT
         self.d_step: np.ndarray | None = None
 
     def _factor_distances(self, vecs: np.ndarray, vals: np.ndarray) -> np.ndarray:
@@ -200,13 +206,13 @@ class _TrialPoints:
     def __call__(self, t: float) -> tuple[np.ndarray, np.ndarray]:
         x = self.m_y - t * self.step_m
         w, v = np.linalg.eigh((x + x.T) / 2.0)
-        tau = _shift_root(w, np.inf)
+        tau = _shift_root(w, np.inf, self.tw)
         kept = w - tau > 0.0
         m_new = (v[:, kept] * (w[kept] - tau)) @ v[:, kept].T
         if np.isfinite(self.cap) and (
             np.linalg.eigvalsh(self.metric.to_sigma(m_new))[-1] > self.cap * (1.0 + 1e-12)
         ):
-            m_new = _project(x, self.metric, self.cap)
+            m_new = _project(x, self.metric, self.cap, tw=self.tw)
             w2, v2 = np.linalg.eigh(m_new)
             pos = w2 > 0
             return m_new, self._factor_distances(v2[:, pos], w2[pos])
@@ -247,6 +253,11 @@ def solve(
     if ridge > 0.0 and second is None:
         second = weighted_gram(z, np.ones(n)) / n
     tgt = np.zeros_like(sigma0) if target is None else target
+    # Trace weight of the step metric: the whitened Hessian is about 2Δ + tr(Δ)I for the
+    # likelihood and βΔ for the ridge (exact when ``second`` is the first preconditioner), so
+    # the metric ‖Δ‖² + tw·tr(Δ)² with tw = 1/(2 + β) keeps the steps well scaled along I.
+    tw = 1.0 / (2.0 + ridge)
+    t_model = tw  # the step that whitened model predicts (½ without a ridge)
 
     def ridge_terms(s: np.ndarray) -> tuple[float, np.ndarray]:
         """``(β/2)·tr(C Δ C Δ)`` and its gradient ``β·C Δ C`` with ``Δ = Σ - target``."""
@@ -265,7 +276,7 @@ def solve(
     d_cur = quad_forms(z, s_cur)
     f_cur = objective(d_cur, s_cur)
     s_prev, d_prev = s_cur, d_cur
-    theta, t = 1.0, 0.5
+    theta, t = 1.0, t_model
     refresh = _refresh_iterations(max_iter)
     metric: _Metric | None = None
     cache: dict = {}
@@ -276,7 +287,7 @@ def solve(
             h = np.minimum(h, np.quantile(h, 0.99))
             metric = _Metric(weighted_gram(z, h) / n)
             cache = {}
-            theta, s_prev, d_prev, t = 1.0, s_cur, d_cur, 0.5
+            theta, s_prev, d_prev, t = 1.0, s_cur, d_cur, t_model
         theta_next = (1.0 + np.sqrt(1.0 + 4.0 * theta * theta)) / 2.0
         mom = (theta - 1.0) / theta_next
         s_y = s_cur + mom * (s_cur - s_prev)
@@ -293,7 +304,8 @@ def solve(
             grad += rg
         g_m = metric.grad_to_m(grad)
         m_y = metric.to_m(s_y)
-        trial = _TrialPoints(z, metric, m_y, d_y, _precondition(g_m), cache, cap)
+        trial = _TrialPoints(z, metric, m_y, d_y, _precondition(g_m, tw), cache, cap)
+        trial.tw = tw
         t_start = t
         t *= 1.25
         trials = 0
@@ -302,14 +314,14 @@ def solve(
             m_new, d_new = trial(t)
             delta = m_new - m_y
             f_new = objective(d_new, metric.to_sigma(m_new) if ridge > 0.0 else None)
-            bound = f_y + float(np.sum(g_m * delta)) + _h_norm2(delta) / (2.0 * t)
+            bound = f_y + float(np.sum(g_m * delta)) + _h_norm2(delta, tw) / (2.0 * t)
             if f_new <= bound + 1e-12 * max(1.0, abs(f_y)) or t < 1e-14:
                 break
             if mom > 0.0 and trials >= 6:  # the extrapolated point is a poor base: restart
                 f_new = np.inf
                 break
             t *= 0.5
-        pgn = np.sqrt(_h_norm2(delta)) / t if np.isfinite(f_new) else pgn
+        pgn = np.sqrt(_h_norm2(delta, tw)) / t if np.isfinite(f_new) else pgn
         if callback is not None:
             callback(it, f_new, trials, t)
         if f_new > f_cur:  # function-value restart: reject, reset momentum and step
@@ -320,14 +332,14 @@ def solve(
             continue
         decrease = f_cur - f_new
         # Next step: grow by 1.25, or up to 10× when the local curvature along this step allows.
-        curv = 2.0 * (f_new - f_y - float(np.sum(g_m * delta))) / max(_h_norm2(delta), 1e-300)
+        curv = 2.0 * (f_new - f_y - float(np.sum(g_m * delta))) / max(_h_norm2(delta, tw), 1e-300)
         t_fit = 0.9 / curv if curv > 0 else 10.0 * t
         t = max(t, min(10.0 * t, t_fit)) / 1.25  # the loop multiplies by 1.25 first
         s_prev, d_prev = s_cur, d_cur
         s_cur, d_cur, f_cur = metric.to_sigma(m_new), d_new, f_new
         theta = theta_next
         small_steps = small_steps + 1 if decrease <= tol else 0
-        if small_steps >= 2 and max(t, 0.5) * pgn * pgn / 2.0 <= tol:
+        if small_steps >= 2 and max(t, t_model) * pgn * pgn / 2.0 <= tol:
             converged = True
             break
     return SolverResult(
