@@ -187,7 +187,7 @@ class FACE:
     explained_variance_ratio_ (k,) (share of the within-group scatter per component),
     spectrum_ (d,) all eigenvalues of the scatter (descending), heterogeneity_,
     n_components_ (resolved k), n_features_in_, n_groups_, n_rows_ (rows in groups, with
-    repetition).
+    repetition), scatter_rank_ (rank of the within-group scatter), warnings_ (readable strings).
     """
 
     def __init__(self, n_components: int | Literal["auto"] = 1) -> None:

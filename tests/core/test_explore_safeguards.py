@@ -81,6 +81,9 @@ def test_anisotropic_truth_recovered_without_cap_bias():
         assert not m.bound_active_
     assert errors[-1] < 0.05
     assert errors[2] < errors[1] < errors[0]
+    default = EXPLORE().fit_differences(z, y)  # the penalised default, n = 32000: no bias either
+    assert abs(default.sigma_[0, 0] - 400.0) / 400.0 < 0.05
+    assert not default.bound_active_
 
 
 def test_separable_data_give_a_finite_answer_and_say_so():
