@@ -28,9 +28,11 @@ divergence between the pair models of Σ and of the prior, invariant to linear c
 embedding coordinates. It shrinks toward the prior, keeps every answer finite (strongly concave
 objective, so separable data no longer need a cap) and is the solver's own geometry (fast).
 ``alpha="auto"`` (default) chooses ``β`` by held-out log-likelihood: stratified validation
-(5 folds below 2,000 pairs, else one 80/20 split, deterministic), a path ``β₀·10^{±k}`` from
-``β₀ = 1000 · (r(r+1)/2) / n_train`` (parameters per training pair), each fit warm-started from
-the previous one, walking in the improving direction until the held-out gain falls below 1e-5,
+(5 folds below 2,000 pairs, else one 80/20 split, deterministic), a path ``β₀·10^{±k}`` from a
+James–Stein-type estimate ``β₀ = 10 · 2·noise / (signal - noise)`` (``signal``: the Newton
+decrement of the likelihood at the prior; ``noise = p/(2·n_train)``, ``p = r(r+1)/2``; see
+``_start_strength``), each fit warm-started from the previous one (or the prior when the penalty
+grows, whichever is better; tol 1e-3, at most 60 iterations), walking in the improving direction until the held-out gain falls below 1e-5,
 never below the floor ``β = 1/n``. When ``n_train ≥ 50 · r(r+1)/2`` (n ≫ d²) the path is skipped
 and ``β = 1/n`` (≈ the MLE). The final fit uses all pairs at the chosen ``β`` (``alpha_``;
 ``alpha_path_`` lists (β, held-out loglik) tried). A float ``alpha`` fixes ``β`` (0: plain MLE).
@@ -87,6 +89,7 @@ PATH_MAX = 1e6
 LARGE_N_RATIO = 50.0  # pairs per parameter from which the path is skipped (penalty at its floor)
 PATH_MIN_GAIN = 1e-5  # a path step must gain this much held-out loglik to continue
 PATH_TOL = 1e-3  # solver tolerance on the path (the final fit uses ``tol``)
+PATH_MAX_ITER = 60  # iteration limit of each path fit (model selection only; final fit: max_iter)
 SEPARATION_LEVEL = 10.0  # whitened eigenvalue read as "data separate" for a fixed alpha
 FLOOR_GROWTH = 0.05  # whitened top eigenvalue growth at the path's floor that flags separation
 
@@ -497,9 +500,9 @@ class EXPLORE:
         if separated:
             bound = True
             notes.append(
-                f"the data (nearly) separate comparable from incomparable pairs: a typical pair "
-                f"is at distance {top:.3g} along some direction; Sigma there is finite only "
-                f"because of the penalty (alpha = {beta:.3g})"
+                "the data (nearly) separate comparable from incomparable pairs: Sigma keeps "
+                f"growing as the penalty weakens (typical pair distance along the top direction "
+                f"{top:.3g}); it is finite only because of the penalty (alpha = {beta:.3g})"
                 + (" or the bound" if np.isfinite(cap) else "")
             )
         if not self.converged_:
@@ -586,7 +589,7 @@ class EXPLORE:
     def _choose_alpha(self, z, lab, second, prior, full, cap):
         """Penalty path on validation folds (module docstring, "regularisation")."""
         n = lab.size
-        tol, max_iter = max(float(self.tol), PATH_TOL), int(self.max_iter)
+        tol, max_iter = max(float(self.tol), PATH_TOL), min(int(self.max_iter), PATH_MAX_ITER)
         probs = []
         for tr, va in _folds(lab):
             zv = z[va]
