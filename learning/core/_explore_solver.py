@@ -53,6 +53,7 @@ class SolverResult:
     n_iter: int
     converged: bool
     projected_gradient_norm: float
+    step: float = float("nan")  # last step size (a warm start for a neighbouring problem)
 
 
 def _shift_root(w: np.ndarray, upper: float, tw: float = _TRACE_WEIGHT) -> float:
@@ -241,6 +242,7 @@ def solve(
     second: np.ndarray | None = None,
     ridge: float = 0.0,
     target: np.ndarray | None = None,
+    t0: float | None = None,
     callback=None,
 ) -> SolverResult:
     """Minimise ``F + α·mean_i d_i`` from the feasible start ``sigma0``; ``z`` rows sorted as
@@ -287,7 +289,8 @@ def solve(
             h = np.minimum(h, np.quantile(h, 0.99))
             metric = _Metric(weighted_gram(z, h) / n)
             cache = {}
-            theta, s_prev, d_prev, t = 1.0, s_cur, d_cur, t_model
+            t_ref = t_model if it > 1 or not t0 or not np.isfinite(t0) else float(t0)
+            theta, s_prev, d_prev, t = 1.0, s_cur, d_cur, t_ref
         theta_next = (1.0 + np.sqrt(1.0 + 4.0 * theta * theta)) / 2.0
         mom = (theta - 1.0) / theta_next
         s_y = s_cur + mom * (s_cur - s_prev)
@@ -348,4 +351,5 @@ def solve(
         n_iter=it,
         converged=converged,
         projected_gradient_norm=float(pgn),
+        step=float(t),
     )

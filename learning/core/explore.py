@@ -339,7 +339,15 @@ class _Problem:
         rest = np.eye(self.d) - self.u @ self.u.T
         return symmetrize(out + rest @ self.prior @ rest)
 
-    def solve(self, beta: float, start: np.ndarray, cap: float, tol: float, max_iter: int):
+    def solve(
+        self,
+        beta: float,
+        start: np.ndarray,
+        cap: float,
+        tol: float,
+        max_iter: int,
+        t0: float | None = None,
+    ):
         return _explore_solver.solve(
             self.zw,
             self.blocks,
@@ -350,6 +358,7 @@ class _Problem:
             ridge=beta,
             second=self.weight,
             target=self.target,
+            t0=t0,
         )
 
 
@@ -455,7 +464,8 @@ class EXPLORE:
                 if beta == 0.0
                 else _clip(full.target, cap)
             )
-        res = full.solve(beta, start, cap, tol, max_iter)
+        t0 = getattr(self, "_path_step", None) if self.alpha == "auto" else None
+        res = full.solve(beta, start, cap, tol, max_iter, t0=t0)
         w, v = np.linalg.eigh(symmetrize(res.sigma))
         s_span = symmetrize((v * np.clip(w, 0.0, cap)) @ v.T)
         sigma = full.full(s_span)
@@ -602,12 +612,18 @@ class EXPLORE:
         b0 = float(np.clip(_start_strength(probs[0]["p"]), floor, PATH_MAX))
         scores: dict[float, tuple[float, np.ndarray, list]] = {}
 
+        steps: dict[float, float] = {}
+        last_step: list[float | None] = [None] * len(probs)
+
         def run(beta: float, starts: list) -> tuple[float, list]:
             sols, vals = [], []
-            for pr, st in zip(probs, starts, strict=True):
+            for i, (pr, st) in enumerate(zip(probs, starts, strict=True)):
                 cands = [st] if isinstance(st, np.ndarray) else list(st)
                 st = cands[0] if len(cands) == 1 else _better_start(pr["p"], beta, cands)
-                res = pr["p"].solve(beta, st, cap, tol, max_iter)
+                res = pr["p"].solve(beta, st, cap, tol, max_iter, t0=last_step[i])
+                last_step[i] = res.step  # the next path fit starts from this step size
+                if i == 0:
+                    steps[beta] = res.step
                 sols.append(res.sigma)
                 sig = pr["p"].full(symmetrize(res.sigma))
                 vals.append(pair_loglik(quad_forms(pr["zv"], sig), pr["yv"]))
@@ -670,6 +686,7 @@ class EXPLORE:
         heldout = (mean, (mean - 1.96 * se, mean + 1.96 * se), m)
         warm = full.to_span(probs[0]["p"].full(symmetrize(scores[best_b][2][0])))
         self._path_top = _growth(scores, probs, best_b, floor)
+        self._path_step = steps.get(best_b)
         return best_b, _clip(warm, cap), path, heldout
 
     # -- using the fitted metric ---------------------------------------------------------------
