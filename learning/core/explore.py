@@ -386,8 +386,12 @@ class EXPLORE:
         "auto": the prior is multiplied by the scalar ``c`` maximising the likelihood of
         ``c·prior`` on the data; a float uses that multiplier.
     alpha : "auto" or float
-        Strength ``β`` of the shrinkage penalty ``(β/2)·tr(CΔCΔ)``, ``Δ = Σ - prior``, ``C`` the
-        second moment of the differences. "auto": chosen on a path by held-out likelihood.
+        Strength ``β`` of the shrinkage penalty ``(β/2)·tr(WΔWΔ)``, ``Δ = Σ - prior``, ``W`` the
+        curvature-weighted second moment at the prior. "auto": chosen on a path by held-out
+        likelihood; a float fixes it (0: the plain MLE).
+    validate : bool
+        With a fixed ``alpha``, also fit it on the validation folds to report
+        ``heldout_loglik_`` (else NaN). Always done with ``alpha="auto"``.
 
     Attributes
     ----------
@@ -412,6 +416,7 @@ class EXPLORE:
         prior: ArrayLike | None = None,
         prior_scale: float | Literal["auto"] = "auto",
         alpha: float | Literal["auto"] = "auto",
+        validate: bool = False,
     ) -> None:
         self.max_eigenvalue = max_eigenvalue
         self.sensitive_directions = sensitive_directions
@@ -423,6 +428,7 @@ class EXPLORE:
         self.prior = prior
         self.prior_scale = prior_scale
         self.alpha = alpha
+        self.validate = validate
 
     # -- fitting -------------------------------------------------------------------------------
     def fit(self, X1: ArrayLike, X2: ArrayLike, y: ArrayLike) -> EXPLORE:
@@ -451,6 +457,11 @@ class EXPLORE:
         heldout = (np.nan, (np.nan, np.nan), 0)
         if self.alpha == "auto":
             beta, start, path, heldout = self._choose_alpha(z, lab, second, prior, full, cap)
+        elif self.validate:
+            beta = float(self.alpha)
+            _, start, path, heldout = self._choose_alpha(
+                z, lab, second, prior, full, cap, fixed=beta
+            )
         else:
             beta = float(self.alpha)
             start = None
@@ -464,7 +475,7 @@ class EXPLORE:
                 if beta == 0.0
                 else _clip(full.target, cap)
             )
-        t0 = getattr(self, "_path_step", None) if self.alpha == "auto" else None
+        t0 = getattr(self, "_path_step", None) if (self.alpha == "auto" or self.validate) else None
         res = full.solve(beta, start, cap, tol, max_iter, t0=t0)
         w, v = np.linalg.eigh(symmetrize(res.sigma))
         s_span = symmetrize((v * np.clip(w, 0.0, cap)) @ v.T)
@@ -596,8 +607,9 @@ class EXPLORE:
         c, _ = _best_scale(q, sub_y, 1e6 / max(float(np.mean(q)), np.finfo(float).tiny))
         return shape * c, c
 
-    def _choose_alpha(self, z, lab, second, prior, full, cap):
-        """Penalty path on validation folds (module docstring, "regularisation")."""
+    def _choose_alpha(self, z, lab, second, prior, full, cap, fixed: float | None = None):
+        """Penalty path on validation folds (module docstring, "regularisation"); with ``fixed``
+        only that penalty is fitted on the folds (for its held-out figure)."""
         n = lab.size
         tol, max_iter = max(float(self.tol), PATH_TOL), min(int(self.max_iter), PATH_MAX_ITER)
         probs = []
@@ -631,7 +643,21 @@ class EXPLORE:
             scores[beta] = (float(per_pair.mean()), per_pair, sols)
             return scores[beta][0], sols
 
-        if n_tr >= LARGE_N_RATIO * r * (r + 1) / 2.0:
+        if fixed is not None:
+            b0 = fixed
+            starts = [
+                _clip(
+                    pr["p"].target
+                    if fixed > 0.0
+                    else self._initial_sigma(pr["p"].zw, pr["p"].blocks, pr["p"].r, cap),
+                    cap,
+                )
+                for pr in probs
+            ]
+            best_v, sols0 = run(b0, starts)
+            best_b = b0
+            directions = ()
+        elif n_tr >= LARGE_N_RATIO * r * (r + 1) / 2.0:
             # n ≫ d²: the penalty can only matter at the noise level; skip the path and fit at
             # the floor (≈ the MLE, still finite on separable data), one validation fit.
             b0 = floor
@@ -641,7 +667,7 @@ class EXPLORE:
             ]
             best_v, sols0 = run(b0, starts)
             best_b = b0
-            directions: tuple[float, ...] = ()
+            directions = ()
             if _white_top(probs[0]["p"], sols0[0]) > 3.0:
                 # a large typical distance: check whether the floor is what holds it (separation)
                 v, _ = run(10.0 * floor, sols0)

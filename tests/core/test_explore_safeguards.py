@@ -154,3 +154,20 @@ def test_drift_between_two_independent_fits_of_one_truth_is_small():
     assert r.dim_rules == ("gap", "gap")
     assert r.subspace_distance < 0.2
     assert drift(fits[0], fits[1], sensitive_dim=2).dim_rules == ("given", "given")
+
+
+def test_heldout_interval_for_a_fixed_alpha_on_request_and_covers_fresh_pairs():
+    rng = np.random.default_rng(7)
+    sigma0 = np.diag([0.2, 0.5, 1.0, 2.0])
+    z = 0.6 * rng.standard_normal((4000, 4))
+    y = _labels(z, sigma0, rng)
+    zt = 0.6 * rng.standard_normal((50000, 4))
+    yt = _labels(zt, sigma0, rng)
+    plain = EXPLORE(alpha=0.0).fit_differences(z, y)
+    assert np.isnan(plain.heldout_loglik_)
+    m = EXPLORE(alpha=0.0, validate=True).fit_differences(z, y)
+    lo, hi = m.heldout_loglik_ci_
+    assert 790 <= m.heldout_n_ <= 810  # a stratified fifth of the pairs
+    fresh = float(np.mean(pair_loglik(quad_forms(zt, m.sigma_), yt)))
+    assert lo - 0.01 <= fresh <= hi + 0.01  # the interval is about the fit's generalisation
+    assert hi - lo < 0.1
