@@ -27,6 +27,14 @@ Distances of the extrapolated point are the same combination of the stored dista
 (``d`` is linear in ``Σ``), so each iteration costs one weighted Gram matrix (SYRK) and one
 ``Z Σ`` product per trial step.
 
+Penalties (used by ``explore``): ``solve(..., ridge=β, second=W, target=Π)`` minimises
+``F + (β/2)·tr(W(Σ-Π)W(Σ-Π))``; when ``W`` is the first preconditioner ``C_h`` this is
+``(β/2)‖M - M_Π‖²_F`` in the whitened variable, so the step metric becomes
+``‖Δ‖² + tw·tr(Δ)²`` with ``tw = 1/(2 + β)`` and the model step ``t = tw`` (the whitened Hessian
+is about ``(2 + β)Δ + tr(Δ)I``); without this, large ``β`` made steps along ``I`` ~d/2 times too
+short. ``alpha`` adds the linear ``α·mean_i d_i = α·tr(CΣ)`` (kept for experiments; EXPLORE uses
+the ridge). ``t0`` starts from a neighbouring problem's step size; the result carries ``step``.
+
 Stopping rule: two consecutive accepted steps each decrease ``F`` by at most ``tol`` and
 ``max(t, ½)·‖G_t‖²_H / 2 ≤ tol``, where ``G_t = (Y - M⁺)/t`` is the gradient mapping (projected
 gradient) and ``t = ½`` is the step the whitened model predicts: the decrease a further gradient
