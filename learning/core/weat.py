@@ -16,8 +16,9 @@ p-value (two-sided): the share of re-partitions of ``X ∪ Y`` into sets of size
 enumerated (``exact=True``, ``n_partitions = C(|X|+|Y|, |X|)``, the observed one included);
 otherwise ``n_permutations`` partitions are sampled independently, each a uniformly random
 ``|X|``-subset drawn without replacement (the ``|X|`` smallest of ``|X|+|Y|`` iid uniform
-keys), and the p-value is the share among them (``exact=False``, ``n_partitions =
-n_permutations``). Everything is vectorised in chunks: ``s`` is computed once, partition sums
+keys), and the p-value is ``(b + 1) / (m + 1)`` with ``b`` of the ``m = n_permutations`` sampled
+partitions at least as extreme (``exact=False``, ``n_partitions = n_permutations``): the +1
+counts the observed partition, which makes the sampled p-value valid and never exactly 0. Everything is vectorised in chunks: ``s`` is computed once, partition sums
 are 0/1-mask products, no Python loop over partitions or words.
 """
 
@@ -154,7 +155,10 @@ def _weat_from_scores(
     sums, exact = _partition_sums(w, nx, n_permutations, rng)
     perm = sums / nx - (w.sum() - sums) / ny
     tol = 1e-10 * max(float(np.abs(w).max()), np.finfo(float).tiny)
-    p = float(np.mean(np.abs(perm) >= abs(stat) - tol))
+    hits = int(np.count_nonzero(np.abs(perm) >= abs(stat) - tol))
+    # Exact enumeration includes the observed partition, so hits ≥ 1 already; a sample of
+    # partitions does not, hence the +1 correction (b + 1) / (m + 1) that keeps it valid (> 0).
+    p = hits / sums.size if exact else (hits + 1) / (sums.size + 1)
     return WeatResult(
         effect_size=effect,
         p_value=p,
