@@ -227,8 +227,8 @@ class StudyLearningSettings(models.Model):
         blank=True,
         default=None,
         validators=[MinValueValidator(1e-6)],
-        help_text="Bound on Sigma's spectrum; empty: EXPLORE's automatic bound "
-        "(100 d / mean squared pair difference), which binds only on separable data.",
+        help_text="Bound on Sigma's spectrum; empty: none (EXPLORE's penalty keeps separable "
+        "data finite, docs/core.md).",
     )
     validation_share = models.FloatField(
         default=0.2,

@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
-from django.db.models import Q
+from django.db.models import Count, Q
 
-from annotation.models import Study
-from learning import sigmas, spectra
+from annotation.models import Label, LabelCode, PairJudgment, Study
+from learning import fitting, sigmas, spectra
 from learning.models import (
     MetricVersion,
     RefitState,
@@ -119,7 +119,7 @@ def crossings(before: dict[int, WeatResult], after: dict[int, WeatResult]) -> li
 
 def version_alerts(version, previous, published, threshold: float, weat) -> list[str]:
     """Alerts for a version: WEAT tests crossing 0.05 vs the previous version, large drift."""
-    alerts = []
+    alerts = [f"Safeguard: {warning}" for warning in version.diagnostics.get("warnings", [])]
     if version.diagnostics.get("evaluation_error"):
         alerts.append(
             f"The evaluation of this version failed: {version.diagnostics['evaluation_error']}"
@@ -244,6 +244,7 @@ class DriftSeries:
     latest: dict[str, MetricVersion]
     found: dict[tuple[int, int | None], WeatResult]
     tests: list[WeatTest]
+    last_drift: dict[str, spectra.Drift | None]  # per method: newest version vs its previous
 
 
 def drift_series(study: Study) -> DriftSeries:
@@ -254,6 +255,7 @@ def drift_series(study: Study) -> DriftSeries:
     found = weat_results(study, tests, versions)
     series: dict[str, dict] = {}
     previous: dict[str, MetricVersion] = {}
+    last_drift: dict[str, spectra.Drift | None] = {}
     for version in versions:
         method = series.setdefault(
             version.method,
@@ -268,6 +270,7 @@ def drift_series(study: Study) -> DriftSeries:
             },
         )
         before = drift_between(previous.get(version.method), version)
+        last_drift[version.method] = before
         to_published = drift_between(published.get(version.method), version)
         if version.is_published:
             to_published_value = 0.0
@@ -289,6 +292,7 @@ def drift_series(study: Study) -> DriftSeries:
         latest=previous,
         found=found,
         tests=tests,
+        last_drift=last_drift,
     )
 
 
@@ -356,10 +360,27 @@ def refit_status(study: Study) -> list[MethodStatus]:
         for part in outcome.removeprefix("waiting: ").split("; "):
             method, _, reason = part.partition(": ")
             waits[method] = reason
+    needs = {MetricVersion.Method.EXPLORE: _explore_needs(study)}
     statuses = []
     for method, name in MetricVersion.Method.choices:
         good, failed = newest.get(method, (None, None))
-        if good is None and failed is None and method not in waits:
+        need = needs.get(method, "")
+        if good is None and failed is None and method not in waits and not need:
             continue
-        statuses.append(MethodStatus(method, name, good, failed, waits.get(method, "")))
+        statuses.append(MethodStatus(method, name, good, failed, waits.get(method, ""), need))
     return statuses
+
+
+def _explore_needs(study: Study) -> str:
+    """What the study's answers still lack for EXPLORE ("" when nothing): one query."""
+    counts = dict(
+        PairJudgment.objects.filter(study=study, label__in=[Label.COMPARABLE, Label.INCOMPARABLE])
+        .values_list("label")
+        .annotate(n=Count("id"))
+    )
+    labels = np.repeat(
+        [LabelCode.COMPARABLE, LabelCode.INCOMPARABLE],
+        [counts.get(Label.COMPARABLE, 0), counts.get(Label.INCOMPARABLE, 0)],
+    )
+    shortfall = fitting.explore_shortfall_of(labels)
+    return "" if shortfall.ok else f"{shortfall.message}."

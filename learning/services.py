@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from enum import StrEnum
 
+import numpy as np
 from django.conf import settings
 from django.db import DatabaseError, InterfaceError, OperationalError, connection, connections
 from django.utils import timezone
@@ -23,7 +24,7 @@ from threadpoolctl import threadpool_limits
 
 from annotation.access import Action, require
 from annotation.models import Study
-from learning import dashboard_refresh, fitting, scheduling, selectors, versions
+from learning import dashboard_refresh, fitting, scheduling, selectors, sigmas, versions
 from learning.models import MetricVersion, StudyLearningSettings
 from learning.version_checks import version_evaluate
 
@@ -150,9 +151,7 @@ def _method_plans(
         "validation_share": learning.validation_share,
     }
     plans = {}
-    if learning.fit_explore and marks.judgment_count:
-        params = common | {"max_eigenvalue": learning.explore_max_eigenvalue}
-        plans[Method.EXPLORE] = _plan(Method.EXPLORE, "explore", params, marks, None)
+    # FACE first: its new Sigma is EXPLORE's prior in the same refit.
     uses_pairs = learning.face_pairs_as_groups and marks.judgment_count > 0
     if learning.fit_face and (marks.group_watermark or uses_pairs):
         params = common | {
@@ -162,6 +161,9 @@ def _method_plans(
         k = learning.face_components
         label = f"face-{k if k is not None else 'auto'}"
         plans[Method.FACE] = _plan(Method.FACE, label, params, marks, marks.group_watermark)
+    if learning.fit_explore and marks.judgment_count:
+        params = common | {"max_eigenvalue": learning.explore_max_eigenvalue}
+        plans[Method.EXPLORE] = _plan(Method.EXPLORE, "explore", params, marks, None)
     return plans
 
 
@@ -268,8 +270,13 @@ def _version_fit(version, study, learning, pairs, groups, snapshot_seconds) -> b
     read = study.space.vectors
     try:
         if version.method == Method.EXPLORE:
+            prior, prior_name = _explore_prior(study)
             outcome = fitting.fit_explore(
-                pairs, read, max_eigenvalue=learning.explore_max_eigenvalue
+                pairs,
+                read,
+                max_eigenvalue=learning.explore_max_eigenvalue,
+                prior=prior,
+                prior_name=prior_name,
             )
         else:
             outcome = fitting.fit_face(
@@ -293,6 +300,15 @@ def _version_fit(version, study, learning, pairs, groups, snapshot_seconds) -> b
         versions.version_fail(version, _message(error), transient=False)
         return False
     return True
+
+
+def _explore_prior(study: Study) -> tuple[np.ndarray | None, str]:
+    """EXPLORE's metric where its pairs say nothing: the study's latest FACE Sigma when there is
+    one (what its groups say), else a scaled identity (docs/core.md)."""
+    face = selectors.version_latest_ready(study_id=study.pk, method=Method.FACE)
+    if face is None or face.dimension != study.space.dimension:
+        return None, "identity"
+    return np.asarray(sigmas.sigma_of(face)), f"face #{face.pk}"
 
 
 def _message(error: Exception) -> str:

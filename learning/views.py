@@ -188,6 +188,7 @@ def study_drift(request: HttpRequest, study_id: int) -> HttpResponse:
         "alerts": reports.drift_alerts(study, data),
         "methods": sorted(data.series),
         "latest": data.latest,
+        "latest_rows": [(v, data.last_drift.get(m)) for m, v in sorted(data.latest.items())],
         "refit_status": reports.refit_status(study),
     }
     return render(request, "learning/drift.html", context)

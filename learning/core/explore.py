@@ -737,10 +737,14 @@ class EXPLORE:
         """``P(comparable) = 2σ(-d)`` per pair."""
         return p_comparable(self.distance(X1, X2))
 
-    def score(self, X1: ArrayLike, X2: ArrayLike, y: ArrayLike) -> float:
-        """Mean log-likelihood of labelled pairs under the fitted Σ."""
+    def score_samples(self, X1: ArrayLike, X2: ArrayLike, y: ArrayLike) -> np.ndarray:
+        """Log-likelihood of each labelled pair under the fitted Σ."""
         d = self.distance(X1, X2)
         lab = np.asarray(y, dtype=np.float64)
         if lab.shape != d.shape or np.any((lab < 0) | (lab > 1)) or not np.all(np.isfinite(lab)):
             raise ValueError(f"y must be a 1-D array of {d.size} labels in [0, 1]")
-        return float(np.mean(pair_loglik(d, lab)))
+        return pair_loglik(d, lab)
+
+    def score(self, X1: ArrayLike, X2: ArrayLike, y: ArrayLike) -> float:
+        """Mean log-likelihood of labelled pairs under the fitted Σ."""
+        return float(np.mean(self.score_samples(X1, X2, y)))

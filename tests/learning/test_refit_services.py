@@ -226,7 +226,7 @@ def test_one_class_only_fails_readably_and_the_published_version_stays(world):
     services.refit_study(study_id=study.pk)
 
     failed = MetricVersion.objects.get(study=study, method="explore", status="failed")
-    assert "only comparable pairs" in failed.error
+    assert "still missing: 1 incomparable" in failed.error
     assert failed.transient is False
     assert not failed.sigma
     published.refresh_from_db()
@@ -494,6 +494,20 @@ def test_a_few_new_answers_wait_for_the_churn_threshold_or_the_time_limit(world)
     assert len(versions(study, method="explore")) == 3
 
 
+def test_the_drift_page_says_which_sensitive_dimension_it_compared(world, client):
+    _, _, study, _ = world
+    add_simulated(world, 400)
+    services.refit_study(study_id=study.pk)
+    add_simulated(world, 400, seed=5)
+    services.refit_study(study_id=study.pk)
+    client.force_login(get_user_model().objects.create_user("staff-dim", is_staff=True))
+    page = client.get(reverse("study-drift", args=[study.pk])).content.decode()
+    cell = page[page.index('data-testid="sensitive-dim-face"') :].split("</td>")[0]
+    # FACE-4 is a projector: 4 directions on either side, found by the projector rule.
+    assert "4 → 4" in cell, cell
+    assert "projector rule" in cell, cell
+
+
 def test_changed_settings_refit_at_once_whatever_the_churn_threshold(world):
     _, _, study, _ = world
     add_simulated(world, 300)
@@ -522,7 +536,7 @@ def test_a_failed_refit_shows_on_the_dashboard_and_drift_page_with_the_last_good
     learning.excluded_annotators.add(users[0])
     services.refit_study(study_id=study.pk)
     failed = versions(study, method="explore", status="failed")[0]
-    assert "only comparable pairs" in failed.error
+    assert "still missing: 1 incomparable" in failed.error
 
     reviewer = get_user_model().objects.create_user("rev-status")
     Membership.objects.create(user=reviewer, study=study, role=Membership.Role.REVIEWER)
@@ -532,6 +546,19 @@ def test_a_failed_refit_shows_on_the_dashboard_and_drift_page_with_the_last_good
         section = page[page.index('data-testid="refit-status"') :]
         explore = section[section.index('data-method="explore"') :].split("</li>")[0]
         assert "the latest refit failed" in explore, name
-        assert "only comparable pairs" in explore, name
+        assert "still missing: 1 incomparable" in explore, name
         assert f"#{good.pk} explore" in explore, name  # the last good version, linked
         assert f"#{failed.pk}" in explore, name
+
+
+def test_face_k_not_below_the_dimension_fails_readably_instead_of_rounding_noise(world):
+    _, _, study, _ = world
+    learning = selectors.learning_settings_get(study_id=study.pk)
+    learning.face_components = 6  # = d
+    learning.save()
+    add_simulated(world, 300)
+    services.refit_study(study_id=study.pk)
+    (face,) = versions(study, method="face")
+    assert face.status == "failed"
+    assert "must be smaller than the space's dimension 6" in face.error
+    assert versions(study, method="explore")[0].status == "ready"
