@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose
 
-from learning.core.weat import WeatTest, bootstrap_effect_size_ci, weat, weat_suite
+from learning.core.weat import WeatSpec, bootstrap_effect_size_ci, weat, weat_suite
 
 
 def _slow_weat(X, Y, A, B, sigma):
@@ -170,8 +170,8 @@ def test_suite_runs_word_lists_against_metrics_and_reports_missing_words():
     rng = np.random.default_rng(4)
     vocab = {w: rng.standard_normal(5) for w in "abcdefghijklmnop"}
     tests = [
-        WeatTest("t1", list("abcd"), list("efgh"), list("ijk"), list("lmnz")),
-        WeatTest("t2", list("abc"), list("def"), list("ghi"), list("jkl")),
+        WeatSpec("t1", list("abcd"), list("efgh"), list("ijk"), list("lmnz")),
+        WeatSpec("t2", list("abc"), list("def"), list("ghi"), list("jkl")),
     ]
     sigma = _random_psd(rng, 5)
     rows = weat_suite(tests, {"euclid": None, "learned": sigma}, embeddings=vocab)
