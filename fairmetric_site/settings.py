@@ -135,6 +135,7 @@ MIDDLEWARE = [
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
+    "common.input_guard.InputGuardMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "audit.context.AuditContextMiddleware",
@@ -274,12 +275,9 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     # Application errors (common.errors.AppError) as {"detail": ...} with their 4xx status.
     "EXCEPTION_HANDLER": "common.errors.api_exception_handler",
-    # DRF's JSON parser refusing duplicate keys; forms as usual.
-    "DEFAULT_PARSER_CLASSES": [
-        "fairmetric_site.parsers.StrictJSONParser",
-        "rest_framework.parsers.FormParser",
-        "rest_framework.parsers.MultiPartParser",
-    ],
+    # JSON only (every API body is documented as JSON; forms get 415), parsed strictly:
+    # duplicate keys, deep nesting, NUL and lone surrogates are refused with 400.
+    "DEFAULT_PARSER_CLASSES": ["fairmetric_site.parsers.StrictJSONParser"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
 }
 SPECTACULAR_SETTINGS = {
