@@ -8,7 +8,8 @@ CELERY_BROKER_URL, CELERY_RESULT_BACKEND, MEDIA_ROOT, STATIC_ROOT, VAR_DIR, EMBE
 CELERY_TASK_ALWAYS_EAGER (tests only), CELERY_TASK_DEFAULT_QUEUE, LEARNING_LEASE_SECONDS,
 LEARNING_SWEEP_SECONDS, LEARNING_LOST_AFTER_SECONDS, LEARNING_BLAS_THREADS,
 LEARNING_DEBOUNCE_SECONDS, DASHBOARD_INLINE_MAX_JUDGMENTS, DASHBOARD_REFRESH_SECONDS, LOG_LEVEL,
-SECURE_SSL_REDIRECT, MAX_UPLOAD_MB, JUDGMENT_RATE, JUDGMENT_BURST.
+SECURE_SSL_REDIRECT, MAX_UPLOAD_MB, MAX_DECOMPRESSED_MB, MAX_LINE_KB, PREFLIGHT_KB,
+JUDGMENT_RATE, JUDGMENT_BURST.
 """
 
 from __future__ import annotations
@@ -109,6 +110,12 @@ STATIC_ROOT = env_path("STATIC_ROOT", BASE_DIR / "staticfiles")
 STATIC_URL = "/static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 MAX_UPLOAD_MB = env_int("MAX_UPLOAD_MB", 512, minimum=1)
+# Embedding files are read with bounds (spaces.embedding_formats.BoundedFile): at most this much
+# (decompressed) data and lines of at most MAX_LINE_KB; the web request reads only the first
+# PREFLIGHT_KB of an upload (format, header, first rows), the worker the rest.
+MAX_DECOMPRESSED_MB = env_int("MAX_DECOMPRESSED_MB", 8192, minimum=1)
+MAX_LINE_KB = env_int("MAX_LINE_KB", 1024, minimum=1)
+PREFLIGHT_KB = env_int("PREFLIGHT_KB", 4096, minimum=64)
 FILE_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024  # request bodies other than file uploads
 
