@@ -9,7 +9,7 @@ CELERY_TASK_ALWAYS_EAGER (tests only), CELERY_TASK_DEFAULT_QUEUE, LEARNING_LEASE
 LEARNING_SWEEP_SECONDS, LEARNING_LOST_AFTER_SECONDS, LEARNING_BLAS_THREADS,
 LEARNING_DEBOUNCE_SECONDS, DASHBOARD_INLINE_MAX_JUDGMENTS, DASHBOARD_REFRESH_SECONDS, LOG_LEVEL,
 SECURE_SSL_REDIRECT, MAX_UPLOAD_MB, MAX_DECOMPRESSED_MB, MAX_LINE_KB, PREFLIGHT_KB,
-JUDGMENT_RATE, JUDGMENT_BURST.
+JUDGMENT_RATE, JUDGMENT_BURST, WORKER_SWEEP.
 """
 
 from __future__ import annotations
@@ -344,6 +344,9 @@ LEARNING_LOST_AFTER_SECONDS = env_int("LEARNING_LOST_AFTER_SECONDS", 30, minimum
 LEARNING_BLAS_THREADS = env_int("LEARNING_BLAS_THREADS", 1, minimum=1)
 # Seconds a burst of answers is collected before one refit (a study's own setting overrides it).
 LEARNING_DEBOUNCE_SECONDS = env_int("LEARNING_DEBOUNCE_SECONDS", 3, minimum=0)
+# Every worker queues a sweep at start-up and every LEARNING_SWEEP_SECONDS (fairmetric_site.celery:
+# SweepStep), so no beat process is needed; WORKER_SWEEP=0 leaves sweeping to a beat process.
+WORKER_SWEEP = env_bool("WORKER_SWEEP", True)
 CELERY_BEAT_SCHEDULE = {
     "learning-sweep": {"task": "learning.sweep", "schedule": float(LEARNING_SWEEP_SECONDS)},
 }
