@@ -45,7 +45,10 @@ bench: install
 	$(BIN)/python benchmarks/core.py
 
 # Property-based API fuzzing from the OpenAPI schema, longer than make test's (docs/security.md).
+# Works in either mode: with DEBUG=0 in the environment it fuzzes the production settings (a
+# throwaway SECRET_KEY unless one is set; requests come as through the TLS proxy).
 fuzz: install
+	SECRET_KEY="$${SECRET_KEY:-$$($(BIN)/python -c 'import secrets; print(secrets.token_urlsafe(50))')}" \
 	FUZZ_MAX_EXAMPLES=$(or $(FUZZ_MAX_EXAMPLES),300) $(BIN)/python -m pytest -q -p no:cacheprovider tests/security/test_schemathesis.py
 
 # 50 annotators for 60 s against gunicorn + PostgreSQL + Redis + a worker (docs/reliability.md).

@@ -95,8 +95,16 @@ if not SECRET_KEY:
     if not DEBUG:
         raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off")
     SECRET_KEY = "django-insecure-development-only-key-do-not-use-in-production"
-elif not DEBUG and len(SECRET_KEY) < 32:
-    raise ImproperlyConfigured("SECRET_KEY must be at least 32 characters when DEBUG is off")
+elif not DEBUG and (
+    len(SECRET_KEY) < 50 or len(set(SECRET_KEY)) < 5 or SECRET_KEY.startswith("django-insecure-")
+):
+    # Django's own check (security.W009), enforced: a key check --deploy would warn about stops
+    # the process instead.
+    raise ImproperlyConfigured(
+        "SECRET_KEY must have at least 50 characters, 5 of them different, and not start with "
+        "'django-insecure-' when DEBUG is off (generate one: python -c \"import secrets; "
+        'print(secrets.token_urlsafe(50))")'
+    )
 
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
 if not ALLOWED_HOSTS:
