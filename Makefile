@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-requirements
 
-.PHONY: run test install migrate demo lint pytest bench load faults fuzz clean help
+.PHONY: run test install migrate demo lint pytest bench load faults fuzz limits clean help
 
 help:
 	@echo "make run    set up .venv, migrate, load demo data, start web + worker on 127.0.0.1:8000"
@@ -13,6 +13,7 @@ help:
 	@echo "make load   50 annotators for 60 s against gunicorn + PostgreSQL + Redis + a worker"
 	@echo "make faults the load run with worker kills, Redis restarts and cut DB connections"
 	@echo "make fuzz   schemathesis against the OpenAPI schema"
+	@echo "make limits the rate limits under 30-150 simultaneous requests (gunicorn, PostgreSQL, Redis)"
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -45,7 +46,10 @@ bench: install
 	$(BIN)/python benchmarks/core.py
 
 # Property-based API fuzzing from the OpenAPI schema, longer than make test's (docs/security.md).
+# Works in either mode: with DEBUG=0 in the environment it fuzzes the production settings (a
+# throwaway SECRET_KEY unless one is set; requests come as through the TLS proxy).
 fuzz: install
+	SECRET_KEY="$${SECRET_KEY:-$$($(BIN)/python -c 'import secrets; print(secrets.token_urlsafe(50))')}" \
 	FUZZ_MAX_EXAMPLES=$(or $(FUZZ_MAX_EXAMPLES),300) $(BIN)/python -m pytest -q -p no:cacheprovider tests/security/test_schemathesis.py
 
 # 50 annotators for 60 s against gunicorn + PostgreSQL + Redis + a worker (docs/reliability.md).
@@ -55,6 +59,10 @@ load: install
 # The same load while the worker is killed, Redis restarts and database connections drop.
 faults: install
 	$(BIN)/python -m loadtest.faults $(LOAD_ARGS)
+
+# The rate limits under concurrency against the production configuration (docs/security.md).
+limits: install
+	$(BIN)/python -m loadtest.limits $(LOAD_ARGS)
 
 clean:
 	rm -rf $(VENV) db.sqlite3 media var staticfiles .pytest_cache .ruff_cache

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from django.db import IntegrityError, transaction
 
 from common.errors import Conflict, InvalidInput, NotAllowed, NotFound
+from common.text import invisible
 
 from .access import Action, can_edit_group, require
 from .hooks import feedback_changed
@@ -190,6 +191,8 @@ def _clean_name(name) -> str:
     name = name.strip() if isinstance(name, str) else ""
     if not name:
         raise InvalidInput("A group needs a name.")
+    if invisible(name):
+        raise InvalidInput("A group name needs a visible character (not only zero-width or bidi).")
     if len(name) > MAX_GROUP_NAME:
         raise InvalidInput(f"A group name has at most {MAX_GROUP_NAME} characters.")
     return name

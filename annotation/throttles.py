@@ -1,25 +1,24 @@
-"""Rate limit of judgment POSTs: a token bucket per user, kept in the shared cache.
+"""Rate limit of judgment POSTs: a token bucket per user, taken atomically in the database.
 
 The bucket holds at most ``JUDGMENT_BURST`` answers and refills at ``JUDGMENT_RATE`` per second,
 so a person can answer in quick bursts but a script cannot flood a study. ``JUDGMENT_RATE=0``
-turns the limit off. The read-modify-write is not atomic across processes: concurrent requests
-of one user may each see the same bucket, which only makes the limit slightly lenient.
+turns the limit off. Each POST takes its token with one atomic statement
+(``audit.limits.bucket_take``), so concurrent POSTs of one user cannot share a token: at most
+``JUDGMENT_BURST + JUDGMENT_RATE · t`` answers are accepted in any ``t`` seconds, in any number
+of gunicorn processes and threads. (The bucket was read-then-write in the cache: 150 concurrent
+POSTs were all accepted against a bucket of 60.)
 
-An unreachable cache (Redis restarting) lets the request through, with a warning: the answer
-matters more than the limit, and a rate limit must not turn a cache outage into lost answers
-(loadtest/faults.py found every POST failing with 500 while Redis restarted).
+The counter lives in the database, the source of truth every POST needs anyway: a cache outage
+(Redis restarting) neither refuses answers nor lifts the limit. A refused POST writes nothing
+else.
 """
 
 from __future__ import annotations
 
-import logging
-import time
-
 from django.conf import settings
-from django.core.cache import cache
 from rest_framework.throttling import BaseThrottle
 
-logger = logging.getLogger(__name__)
+from audit.limits import bucket_take
 
 
 class JudgmentRateThrottle(BaseThrottle):
@@ -31,23 +30,10 @@ class JudgmentRateThrottle(BaseThrottle):
     def allow_request(self, request, view) -> bool:
         if self.rate <= 0 or not request.user.is_authenticated:
             return True
-        try:
-            return self._take(f"throttle:judgment:{request.user.pk}")
-        except Exception:  # any cache failure: fail open, the answer counts
-            logger.warning("rate-limit cache unreachable; judgment POST let through", exc_info=True)
-            return True
-
-    def _take(self, key: str) -> bool:
-        now = time.time()
-        tokens, stamp = cache.get(key) or (self.burst, now)
-        tokens = min(self.burst, tokens + (now - stamp) * self.rate)
-        ttl = int(self.burst / self.rate) + 1  # a full bucket needs no row
-        if tokens < 1.0:
-            self.retry_after = (1.0 - tokens) / self.rate
-            cache.set(key, (tokens, now), timeout=ttl)
-            return False
-        cache.set(key, (tokens - 1.0, now), timeout=ttl)
-        return True
+        granted, self.retry_after = bucket_take(
+            f"judgment:{request.user.pk}", rate=self.rate, burst=self.burst
+        )
+        return granted
 
     def wait(self) -> float | None:
         return self.retry_after or None

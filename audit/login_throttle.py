@@ -1,10 +1,14 @@
-"""Failed-login limit per username + client IP, in the shared cache.
+"""Login attempts per username + client IP, counted atomically in the database.
 
-After ``LOGIN_FAILURE_LIMIT`` failures within ``LOGIN_FAILURE_WINDOW`` seconds every further
-attempt for that username from that address is refused - even with the right password - until
-the window (counted from the first failure) ends. Applies to every login path that calls
-``django.contrib.auth.authenticate`` (the login page and the admin's): the backend below runs
-first and raises ``PermissionDenied``; the login page answers 429 with a readable message.
+At most ``LOGIN_FAILURE_LIMIT`` passwords are checked for one username from one address within
+``LOGIN_FAILURE_WINDOW`` seconds (counted from the first attempt), however many requests arrive
+at once: the backend below runs first in ``AUTHENTICATION_BACKENDS`` and *takes a slot* with one
+atomic statement (``audit.limits.window_take``) before any password is checked; a slot beyond
+the limit raises ``PermissionDenied``, which stops ``authenticate``. A successful login gives
+the slots back (the count is deleted), so only failures accumulate. (The counter was a
+read-then-write in the cache: 30 simultaneous wrong passwords had 28 checked against a limit
+of 5.) Applies to every path through ``django.contrib.auth.authenticate`` (the login page and
+the admin's); the login page answers 429 with a readable message once the limit is reached.
 """
 
 from __future__ import annotations
@@ -16,44 +20,37 @@ import time
 from django.conf import settings
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.backends import ModelBackend
-from django.contrib.auth.signals import user_logged_in, user_login_failed
-from django.core.cache import cache
+from django.contrib.auth.signals import user_logged_in
 from django.core.exceptions import PermissionDenied
 from django.dispatch import receiver
 
+from . import limits
 from .context import client_ip
 
 
 def _key(username: str, ip: str | None) -> str:
     digest = hashlib.sha256(f"{(username or '').strip().lower()}|{ip or ''}".encode()).hexdigest()
-    return f"login-failures:{digest[:40]}"
-
-
-def _state(key: str) -> tuple[int, float]:
-    value = cache.get(key)
-    if not value or value[1] <= time.time():
-        return 0, 0.0
-    return value
+    return f"login:{digest[:40]}"
 
 
 def locked_for(username: str, request) -> int:
     """Seconds until ``username`` may try again from this request's address (0: now)."""
     if request is None:
         return 0
-    count, until = _state(_key(username, client_ip(request)))
+    count, until = limits.window_read(_key(username, client_ip(request)))
     if count < settings.LOGIN_FAILURE_LIMIT:
         return 0
     return max(1, math.ceil(until - time.time()))
 
 
-def failure_record(username: str, request) -> None:
+def attempt_take(username: str, request) -> bool:
+    """Count one login attempt; False when it is beyond the limit (refuse it unchecked)."""
     if request is None:
-        return
-    key = _key(username, client_ip(request))
-    count, until = _state(key)
-    if not count:
-        until = time.time() + settings.LOGIN_FAILURE_WINDOW
-    cache.set(key, (count + 1, until), timeout=max(1, math.ceil(until - time.time())))
+        return True
+    count, _ = limits.window_take(
+        _key(username, client_ip(request)), window=settings.LOGIN_FAILURE_WINDOW
+    )
+    return count <= settings.LOGIN_FAILURE_LIMIT
 
 
 class LoginThrottleBackend(ModelBackend):
@@ -65,7 +62,7 @@ class LoginThrottleBackend(ModelBackend):
     """
 
     def authenticate(self, request, username=None, password=None, **kwargs):
-        if username is not None and locked_for(username, request):
+        if username is not None and not attempt_take(username, request):
             raise PermissionDenied("Too many failed logins.")
         return None
 
@@ -79,15 +76,10 @@ class LoginThrottleBackend(ModelBackend):
         return False
 
 
-@receiver(user_login_failed)
-def _count_failure(sender, credentials, request=None, **kwargs) -> None:
-    failure_record(credentials.get("username", ""), request)
-
-
 @receiver(user_logged_in)
 def _forget_failures(sender, request, user, **kwargs) -> None:
     if request is not None:
-        cache.delete(_key(user.get_username(), client_ip(request)))
+        limits.forget(_key(user.get_username(), client_ip(request)))
 
 
 class LoginView(auth_views.LoginView):

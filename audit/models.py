@@ -53,3 +53,19 @@ class AuditEvent(models.Model):
     def __str__(self) -> str:
         who = self.actor_name or "system"
         return f"{self.created_at:%Y-%m-%d %H:%M} {who} {self.action} {self.target_type}#{self.target_id}"
+
+
+class RateLimit(models.Model):
+    """One counter of a rate limit (``audit.limits``), changed only by single atomic statements
+    so that concurrent requests in any number of processes cannot both pass one check."""
+
+    key = models.CharField(max_length=80, primary_key=True)
+    count = models.IntegerField(default=0, help_text="Attempts in the window / 1 if granted.")
+    stamp = models.FloatField(default=0.0, help_text="Epoch seconds (a token bucket's TAT).")
+    expires = models.FloatField(db_index=True, help_text="Epoch seconds after which it is void.")
+
+    class Meta:
+        verbose_name = "rate-limit counter"
+
+    def __str__(self) -> str:
+        return self.key

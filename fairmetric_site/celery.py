@@ -1,10 +1,18 @@
-"""The Celery app: settings from Django's (namespace ``CELERY_``), tasks autodiscovered."""
+"""The Celery app: settings from Django's (namespace ``CELERY_``), tasks autodiscovered.
 
+Every worker also sweeps (:class:`SweepStep`): it queues ``learning.sweep`` when it starts and
+every ``LEARNING_SWEEP_SECONDS`` while it runs, so recovery needs no separately started beat
+process: a worker killed mid-fit leaves a ``fitting`` row and a cleared refit marker, and the next
+worker to start (or any running one, within a sweep period) re-queues that study.
+"""
+
+import logging
 import os
 import sys
 from pathlib import Path
 
-from celery import Celery
+from celery import Celery, bootsteps
+from django.conf import settings
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "fairmetric_site.settings")
 
@@ -15,8 +23,6 @@ app.autodiscover_tasks()
 
 def ensure_embedded_dirs() -> None:
     """Create the folders of the embedded broker and result store (no-op with Redis)."""
-    from django.conf import settings
-
     folders = []
     if settings.CELERY_BROKER_URL.startswith("filesystem://"):
         options = settings.CELERY_BROKER_TRANSPORT_OPTIONS
@@ -34,6 +40,48 @@ def ensure_embedded_dirs() -> None:
 @app.on_after_configure.connect
 def _prepare_embedded_dirs(sender, **kwargs) -> None:
     ensure_embedded_dirs()
+
+
+logger = logging.getLogger(__name__)
+SWEEP_TASK = "learning.sweep"  # by name: the site's app module imports no app's tasks
+
+
+def sweep_send() -> None:
+    """Queue one refit sweep on the default queue; a broker error is logged, not raised (the
+    next period tries again)."""
+    try:
+        app.send_task(SWEEP_TASK, queue=settings.CELERY_TASK_DEFAULT_QUEUE, ignore_result=True)
+    except Exception:
+        logger.warning("could not queue the refit sweep", exc_info=True)
+
+
+class SweepStep(bootsteps.StartStopStep):
+    """A worker bootstep: one sweep at start-up, then one every ``LEARNING_SWEEP_SECONDS``
+    (``WORKER_SWEEP=0`` turns it off, e.g. when a beat process is run instead). Sweeps are
+    idempotent (a study already queued or fitting is not refitted twice: the per-study lease and
+    the unique version), so several workers sweeping is harmless."""
+
+    requires = {"celery.worker.components:Timer"}
+
+    def __init__(self, worker, **kwargs):
+        super().__init__(worker, **kwargs)
+        self.entry = None
+
+    def start(self, worker):
+        if not settings.WORKER_SWEEP:
+            return
+        sweep_send()
+        self.entry = worker.timer.call_repeatedly(
+            float(settings.LEARNING_SWEEP_SECONDS), sweep_send
+        )
+
+    def stop(self, worker):
+        if self.entry is not None:
+            self.entry.cancel()
+            self.entry = None
+
+
+app.steps["worker"].add(SweepStep)
 
 
 def worker_argv(queue: str, hostname: str, *extra: str) -> list[str]:

@@ -8,7 +8,8 @@ CELERY_BROKER_URL, CELERY_RESULT_BACKEND, MEDIA_ROOT, STATIC_ROOT, VAR_DIR, EMBE
 CELERY_TASK_ALWAYS_EAGER (tests only), CELERY_TASK_DEFAULT_QUEUE, LEARNING_LEASE_SECONDS,
 LEARNING_SWEEP_SECONDS, LEARNING_LOST_AFTER_SECONDS, LEARNING_BLAS_THREADS,
 LEARNING_DEBOUNCE_SECONDS, DASHBOARD_INLINE_MAX_JUDGMENTS, DASHBOARD_REFRESH_SECONDS, LOG_LEVEL,
-SECURE_SSL_REDIRECT, MAX_UPLOAD_MB, JUDGMENT_RATE, JUDGMENT_BURST.
+SECURE_SSL_REDIRECT, MAX_UPLOAD_MB, MAX_DECOMPRESSED_MB, MAX_LINE_KB, PREFLIGHT_KB,
+JUDGMENT_RATE, JUDGMENT_BURST, WORKER_SWEEP.
 """
 
 from __future__ import annotations
@@ -94,8 +95,16 @@ if not SECRET_KEY:
     if not DEBUG:
         raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off")
     SECRET_KEY = "django-insecure-development-only-key-do-not-use-in-production"
-elif not DEBUG and len(SECRET_KEY) < 32:
-    raise ImproperlyConfigured("SECRET_KEY must be at least 32 characters when DEBUG is off")
+elif not DEBUG and (
+    len(SECRET_KEY) < 50 or len(set(SECRET_KEY)) < 5 or SECRET_KEY.startswith("django-insecure-")
+):
+    # Django's own check (security.W009), enforced: a key check --deploy would warn about stops
+    # the process instead.
+    raise ImproperlyConfigured(
+        "SECRET_KEY must have at least 50 characters, 5 of them different, and not start with "
+        "'django-insecure-' when DEBUG is off (generate one: python -c \"import secrets; "
+        'print(secrets.token_urlsafe(50))")'
+    )
 
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
 if not ALLOWED_HOSTS:
@@ -109,6 +118,12 @@ STATIC_ROOT = env_path("STATIC_ROOT", BASE_DIR / "staticfiles")
 STATIC_URL = "/static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 MAX_UPLOAD_MB = env_int("MAX_UPLOAD_MB", 512, minimum=1)
+# Embedding files are read with bounds (spaces.embedding_formats.BoundedFile): at most this much
+# (decompressed) data and lines of at most MAX_LINE_KB; the web request reads only the first
+# PREFLIGHT_KB of an upload (format, header, first rows), the worker the rest.
+MAX_DECOMPRESSED_MB = env_int("MAX_DECOMPRESSED_MB", 8192, minimum=1)
+MAX_LINE_KB = env_int("MAX_LINE_KB", 1024, minimum=1)
+PREFLIGHT_KB = env_int("PREFLIGHT_KB", 4096, minimum=64)
 FILE_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024  # request bodies other than file uploads
 
@@ -132,9 +147,11 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "common.headers.SecurityHeadersMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
+    "common.input_guard.InputGuardMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "audit.context.AuditContextMiddleware",
@@ -246,6 +263,19 @@ if not DEBUG:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SESSION_COOKIE_HTTPONLY = True
 X_FRAME_OPTIONS = "DENY"
+# Every asset is served by the app itself (no CDN) and no template has inline script, so scripts
+# come only from 'self'; inline styles stay allowed (plotly and the error pages use them).
+# JSON data blocks (json_script) are not scripts. The API docs use drf-spectacular's split view
+# (its init script is a file too).
+CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
+    "img-src 'self' data: blob:; font-src 'self' data:; connect-src 'self'; "
+    "object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'"
+)
+PERMISSIONS_POLICY = (
+    "accelerometer=(), camera=(), geolocation=(), gyroscope=(), magnetometer=(), "
+    "microphone=(), payment=(), usb=()"
+)
 SECURE_CONTENT_TYPE_NOSNIFF = True
 
 # --- Static files -----------------------------------------------------------------------------
@@ -274,12 +304,9 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     # Application errors (common.errors.AppError) as {"detail": ...} with their 4xx status.
     "EXCEPTION_HANDLER": "common.errors.api_exception_handler",
-    # DRF's JSON parser refusing duplicate keys; forms as usual.
-    "DEFAULT_PARSER_CLASSES": [
-        "fairmetric_site.parsers.StrictJSONParser",
-        "rest_framework.parsers.FormParser",
-        "rest_framework.parsers.MultiPartParser",
-    ],
+    # JSON only (every API body is documented as JSON; forms get 415), parsed strictly:
+    # duplicate keys, deep nesting, NUL and lone surrogates are refused with 400.
+    "DEFAULT_PARSER_CLASSES": ["fairmetric_site.parsers.StrictJSONParser"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
 }
 SPECTACULAR_SETTINGS = {
@@ -339,6 +366,9 @@ LEARNING_LOST_AFTER_SECONDS = env_int("LEARNING_LOST_AFTER_SECONDS", 30, minimum
 LEARNING_BLAS_THREADS = env_int("LEARNING_BLAS_THREADS", 1, minimum=1)
 # Seconds a burst of answers is collected before one refit (a study's own setting overrides it).
 LEARNING_DEBOUNCE_SECONDS = env_int("LEARNING_DEBOUNCE_SECONDS", 3, minimum=0)
+# Every worker queues a sweep at start-up and every LEARNING_SWEEP_SECONDS (fairmetric_site.celery:
+# SweepStep), so no beat process is needed; WORKER_SWEEP=0 leaves sweeping to a beat process.
+WORKER_SWEEP = env_bool("WORKER_SWEEP", True)
 CELERY_BEAT_SCHEDULE = {
     "learning-sweep": {"task": "learning.sweep", "schedule": float(LEARNING_SWEEP_SECONDS)},
 }

@@ -164,11 +164,27 @@ class _Echo:
         return value
 
 
+# A spreadsheet treats a cell starting with one of these as a formula (=HYPERLINK(…) would be a
+# live link, =cmd|… worse); tab and CR start one in some importers too.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value) -> object:
+    """``value`` safe for a spreadsheet: text starting a formula gets a leading ``'`` (OWASP);
+    numbers, and None as the empty cell, stay as they are."""
+    if value is None:
+        return ""
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value
+    return value
+
+
 def stream_csv(rows: Iterable[dict], fields: list[str]) -> Iterator[str]:
+    """Every CSV export: a header and one line per row, each cell through :func:`csv_cell`."""
     writer = csv.writer(_Echo())
-    yield writer.writerow(fields)
+    yield writer.writerow([csv_cell(f) for f in fields])
     for row in rows:
-        yield writer.writerow(["" if row[f] is None else row[f] for f in fields])
+        yield writer.writerow([csv_cell(row[f]) for f in fields])
 
 
 def stream_jsonl(rows: Iterable[dict]) -> Iterator[str]:

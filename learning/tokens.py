@@ -13,6 +13,7 @@ import hashlib
 import secrets
 from datetime import timedelta
 
+from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 from rest_framework import exceptions
@@ -20,6 +21,7 @@ from rest_framework.authentication import BaseAuthentication, get_authorization_
 
 from audit.services import Action as AuditAction
 from audit.services import audit_record
+from common.text import invisible, text_problem
 
 from .models import ApiToken
 
@@ -45,7 +47,13 @@ def api_token_create(*, user, name: str) -> tuple[ApiToken, str]:
         raise TokenError("Give the token a name, e.g. the job that will use it.")
     if len(name) > 100:
         raise TokenError("A token name has at most 100 characters.")
-    active = ApiToken.objects.select_for_update().filter(user=user, revoked_at__isnull=True)
+    if text_problem(name) or invisible(name):
+        raise TokenError("A token name must be visible text (no NUL or control characters).")
+    # Lock the owner's row: concurrent creates of one user queue here, so the count below is
+    # exact (select_for_update on the token rows locks only rows that exist: 30 concurrent
+    # creates all counted the same tokens and left 27 active against a cap of 20).
+    get_user_model().objects.select_for_update().filter(pk=user.pk).first()
+    active = ApiToken.objects.filter(user=user, revoked_at__isnull=True)
     if active.count() >= MAX_ACTIVE_TOKENS:
         raise TokenError(f"You already have {MAX_ACTIVE_TOKENS} active tokens; revoke one first.")
     key = TOKEN_PREFIX + secrets.token_urlsafe(32)

@@ -5,5 +5,5 @@
 
 Everything runs on 127.0.0.1 and is thrown away afterwards: a scratch PostgreSQL database on
 the local server (created, migrated, seeded, dropped), a private ``redis-server`` on a free port,
-gunicorn, a Celery worker and beat. See docs/reliability.md.
+gunicorn and a Celery worker (which sweeps; no beat). See docs/reliability.md.
 """

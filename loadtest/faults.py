@@ -12,7 +12,7 @@ Faults, at fixed times into the run (the full form does each twice, ``--quick`` 
 * ``restart-redis`` — stop the run's private redis-server (no persistence: queued refit messages
   and rate-limit buckets are lost), start it again on the same port two seconds later;
 * ``terminate-db`` — ``pg_terminate_backend`` on every connection to the run's scratch database
-  (gunicorn's, the worker's, beat's), nothing else on the server.
+  (gunicorn's and the worker's), nothing else on the server.
 
 The virtual annotators retry connection errors and 5xx with the same ``client_id`` (as the
 labelling page does), so 5xx during a fault are expected and reported; the invariants are

@@ -2,7 +2,8 @@
 
 A scratch PostgreSQL database ``fm_load_<pid>`` on the local server (created here, dropped in
 :meth:`Stack.stop`), a private ``redis-server`` on a free port (never the shared one on 6379),
-gunicorn, one Celery worker (solo pool) and Celery beat (the refit sweep). Every process runs in
+gunicorn and one Celery worker (solo pool; it runs the refit sweep itself at start-up and
+periodically: no beat process, as in production). Every process runs in
 a session of its own, so stopping one stops its children too; the orchestrating process
 configures Django for the same database (to migrate, seed and verify).
 """
@@ -149,7 +150,6 @@ class Stack:
     def start_services(self) -> None:
         self.start_redis()
         self.start_worker()
-        self.start_beat()
         self.start_web()
 
     def stop(self) -> None:
@@ -239,24 +239,6 @@ class Stack:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=10)
 
-    def start_beat(self) -> None:
-        self._spawn(
-            "beat",
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "fairmetric_site",
-                "beat",
-                "--loglevel=INFO",
-                "--schedule",
-                str(self.scratch / "beat-schedule"),
-                "--pidfile",
-                str(self.scratch / "beat.pid"),
-            ],
-        )
-
     def start_web(self) -> None:
         self._spawn(
             "web",
@@ -290,7 +272,7 @@ class Stack:
     def cpu_by_process(self) -> dict[int, tuple[str, float]]:
         """CPU seconds so far of every process of the stack: pid -> (component, seconds).
 
-        Components are process groups (gunicorn with its workers, the worker, beat, redis) and
+        Components are process groups (gunicorn with its workers, the worker, redis) and
         the PostgreSQL backends serving the scratch database ("postgres").
         """
         tick = os.sysconf("SC_CLK_TCK")

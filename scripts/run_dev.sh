@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Start the development web server and a Celery worker (with beat), stop all on Ctrl-C.
+# Start the development web server and a Celery worker, stop all on Ctrl-C. The worker runs the
+# refit sweep itself (at start-up and every LEARNING_SWEEP_SECONDS): no beat process is needed.
 # Used by `make run`; expects the virtualenv in .venv and a migrated database.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,8 +19,7 @@ cleanup() {
 }
 trap cleanup INT TERM EXIT
 
-.venv/bin/celery -A fairmetric_site worker --beat --loglevel=INFO --concurrency=1 \
-  --schedule=var/celerybeat-schedule --hostname="dev@%h" &
+.venv/bin/celery -A fairmetric_site worker --loglevel=INFO --concurrency=1 --hostname="dev@%h" &
 pids+=($!)
 
 $PY manage.py runserver "$HOST:$PORT" --noreload &

@@ -10,10 +10,13 @@ import csv
 import gzip
 import re
 from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from django.conf import settings
 
 from .exceptions import EmbeddingFormatError
 
@@ -23,7 +26,10 @@ BLOCK_ROWS = 8192
 # so text blocks are capped at this many values (~4 MB) rather than at BLOCK_ROWS rows.
 TEXT_VALUES_PER_BLOCK = 65536
 MAX_KEY_LENGTH = 255  # Item.key's max_length
+MAX_KEY_BYTES = 4 * MAX_KEY_LENGTH  # UTF-8: a binary record's key, before decoding
+MAX_BLANK_RUN = 1 << 20  # bytes of consecutive blank lines (a file of newlines is no embedding)
 _HEADER = re.compile(r"^\s*(\d+)\s+(\d+)\s*$")
+_NEWLINES = re.compile(rb"[\r\n]*")
 
 
 @dataclass(frozen=True)
@@ -36,10 +42,93 @@ class Block:
     payloads: list[dict] | None = None
 
 
-def _open_binary(path: Path):
+class PreflightBudgetSpent(Exception):
+    """The request's preflight read as much as it may; the rest is the worker's to read."""
+
+
+_preflight_budget: ContextVar[int | None] = ContextVar("preflight_budget", default=None)
+
+
+@contextmanager
+def preflight_budget(max_bytes: int):
+    """Reads opened inside stop with :class:`PreflightBudgetSpent` after ``max_bytes`` (of
+    decompressed data): the web request checks the start of a file, never all of it."""
+    token = _preflight_budget.set(max_bytes)
+    try:
+        yield
+    finally:
+        _preflight_budget.reset(token)
+
+
+class BoundedFile:
+    """A binary file (plain or gzip) read with bounds: at most ``MAX_DECOMPRESSED_MB`` of data
+    and lines of at most ``MAX_LINE_KB``, each a clear :class:`EmbeddingFormatError` (a 1 MB
+    ``.gz`` of 1 GiB of newlines, or one 256 MiB line, held a web worker or took ~1 GB of
+    memory). Iterating yields lines; ``read(n)`` and ``readline(n)`` as a binary file's."""
+
+    def __init__(self, raw, *, compressed: bool) -> None:
+        self.raw = raw
+        self.compressed = compressed
+        self.max_bytes = settings.MAX_DECOMPRESSED_MB * 1024 * 1024
+        self.max_line = settings.MAX_LINE_KB * 1024
+        self.preflight = _preflight_budget.get()
+        self.total = 0
+        self.line_no = 0
+        self.blank_run = 0
+
+    def _count(self, n: int) -> None:
+        self.total += n
+        if self.preflight is not None and self.total > self.preflight:
+            raise PreflightBudgetSpent
+        if self.total > self.max_bytes:
+            what = "decompresses to" if self.compressed else "holds"
+            raise EmbeddingFormatError(
+                f"the file {what} more than {settings.MAX_DECOMPRESSED_MB} MB (MAX_DECOMPRESSED_MB)"
+            )
+
+    def read(self, n: int = -1) -> bytes:
+        if n is None or n < 0:
+            n = self.max_bytes - self.total + 1  # never an unbounded read
+        data = self.raw.read(n)
+        self._count(len(data))
+        return data
+
+    def readline(self, limit: int = -1) -> bytes:
+        bounded = limit is None or limit < 0 or limit > self.max_line
+        line = self.raw.readline(self.max_line + 1 if bounded else limit)
+        self._count(len(line))
+        if line:
+            self.line_no += 1
+        if bounded and len(line) > self.max_line:
+            raise EmbeddingFormatError(
+                f"a line longer than {settings.MAX_LINE_KB} KB (MAX_LINE_KB)", line=self.line_no
+            )
+        self.blank_run = self.blank_run + len(line) if line and not line.strip() else 0
+        if self.blank_run > MAX_BLANK_RUN:
+            raise EmbeddingFormatError(
+                f"more than {MAX_BLANK_RUN // 1024 // 1024} MB of blank lines in a row",
+                line=self.line_no,
+            )
+        return line
+
+    def __iter__(self) -> Iterator[bytes]:
+        while line := self.readline():
+            yield line
+
+    def close(self) -> None:
+        self.raw.close()
+
+    def __enter__(self) -> BoundedFile:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _open_binary(path: Path) -> BoundedFile:
     if path.suffix == ".gz":
-        return gzip.open(path, "rb")
-    return open(path, "rb")
+        return BoundedFile(gzip.open(path, "rb"), compressed=True)
+    return BoundedFile(open(path, "rb"), compressed=False)
 
 
 def _decode(raw: bytes, line: int, unit: str = "line") -> str:
@@ -286,14 +375,22 @@ class _Scanner:
 
     def until_space(self) -> bytes | None:
         """The next key: skips leading newlines, reads up to (not including) a space."""
+        skipped = 0
         while True:
-            while self.pos < len(self.buf) and self.buf[self.pos] in b"\n\r":
-                self.pos += 1
+            newlines = _NEWLINES.match(self.buf, self.pos).end() - self.pos
+            self.pos += newlines
+            skipped += newlines
+            if skipped > MAX_BLANK_RUN:
+                raise EmbeddingFormatError(
+                    f"more than {MAX_BLANK_RUN // 1024 // 1024} MB of blank lines in a row"
+                )
             end = self.buf.find(b" ", self.pos)
             if end >= 0 and self.pos < len(self.buf):
                 key = self.buf[self.pos : end]
                 self.pos = end + 1
                 return key
+            if len(self.buf) - self.pos > MAX_KEY_BYTES:
+                raise EmbeddingFormatError(f"a key longer than {MAX_KEY_BYTES} bytes")
             if not self._fill():
                 return None
 

@@ -11,6 +11,7 @@ reporting progress on the row, and removes the uploaded files when it ends.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 import uuid
@@ -26,6 +27,7 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.text import get_valid_filename
 
+from .embedding_formats import PreflightBudgetSpent, preflight_budget
 from .embeddings import EmbeddingReader
 from .exceptions import EmbeddingFormatError, InputFileError
 from .models import EmbeddingImport, EmbeddingSpace
@@ -63,18 +65,30 @@ def _reader(job: EmbeddingImport) -> EmbeddingReader:
 
 
 def _preflight(job: EmbeddingImport) -> None:
-    """Read the first block: structural problems become form errors before anything queues."""
-    blocks = iter(_reader(job))
-    try:
-        next(blocks)
-    finally:
-        blocks.close()  # closes the file
+    """Read the start of the file (the first block, at most ``PREFLIGHT_KB`` of decompressed
+    data): structural problems become form errors before anything queues; a file whose first
+    block is longer is checked by the worker (the request never reads a whole upload)."""
+    with preflight_budget(settings.PREFLIGHT_KB * 1024):
+        try:
+            blocks = iter(_reader(job))
+            try:
+                next(blocks)
+            finally:
+                blocks.close()  # closes the file
+        except PreflightBudgetSpent:
+            pass
 
 
 def _remove_files(job: EmbeddingImport) -> None:
+    """Delete the uploaded files and their folder (``uploads/<id>/``) when it is left empty."""
+    folders = set()
     for field in (job.file, job.extra_file):
         if field and field.name:
             default_storage.delete(field.name)
+            folders.add(Path(default_storage.path(field.name)).parent)
+    for folder in folders:
+        with contextlib.suppress(OSError):  # not empty, or gone already
+            folder.rmdir()
 
 
 def embedding_import_create(

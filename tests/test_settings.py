@@ -35,7 +35,14 @@ def run_check(**env: str | None) -> subprocess.CompletedProcess:
     [
         ({"DEBUG": "maybe"}, "DEBUG must be a boolean"),
         ({"DEBUG": "0"}, "SECRET_KEY must be set when DEBUG is off"),
-        ({"DEBUG": "0", "SECRET_KEY": "short"}, "SECRET_KEY must be at least 32 characters"),
+        ({"DEBUG": "0", "SECRET_KEY": "short"}, "SECRET_KEY must have at least 50 characters"),
+        # Passed the old 32-character rule, fails Django's W009 (length, variety, prefix):
+        ({"DEBUG": "0", "SECRET_KEY": "a" * 40}, "SECRET_KEY must have at least 50 characters"),
+        ({"DEBUG": "0", "SECRET_KEY": "abab" * 20}, "5 of them different"),
+        (
+            {"DEBUG": "0", "SECRET_KEY": "django-insecure-" + "k3y" * 20},
+            "not start with 'django-insecure-'",
+        ),
         ({"DATABASE_URL": "mysql://u@h/db"}, "DATABASE_URL must be a URL with scheme"),
         ({"REDIS_URL": "http://127.0.0.1:6379"}, "REDIS_URL must be a URL with scheme"),
         ({"CELERY_BROKER_URL": "nats://x"}, "CELERY_BROKER_URL must be a URL with scheme"),

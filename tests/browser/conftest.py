@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -84,3 +85,17 @@ def screenshot() -> Callable:
         return path
 
     return save
+
+
+def wait_until(page, expression: str, *, arg=None, timeout: float = 15_000, interval: float = 50):
+    """``page.wait_for_function`` that works under the app's Content-Security-Policy: Playwright
+    polls a predicate with ``eval`` inside the page, which ``script-src 'self'`` refuses; this
+    polls ``page.evaluate`` (run by the browser's debugging protocol, not subject to CSP)."""
+    deadline = time.monotonic() + timeout / 1000
+    while True:
+        value = page.evaluate(expression, arg) if arg is not None else page.evaluate(expression)
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout / 1000:.0f} s waiting for {expression}")
+        page.wait_for_timeout(interval)

@@ -8,6 +8,7 @@ import pytest
 
 from annotation.models import ComparableGroup, Membership, PairJudgment
 from tests.annotation.factories import make_space, make_study, make_user
+from tests.browser.conftest import wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -49,22 +50,24 @@ def test_annotator_labels_ten_pairs_with_the_keyboard_and_undoes_one(
         pair = current_pair(page)
         shown.append(pair)
         page.keyboard.press(key)
-        page.wait_for_function(
+        wait_until(
+            page,
             "([a, b]) => { const l = document.getElementById('card-left').dataset.itemId;"
             " const r = document.getElementById('card-right').dataset.itemId;"
             " return l && r && (l !== a || r !== b); }",
             arg=list(pair),
         )
-    page.wait_for_function("document.querySelectorAll('#recent li.recent-saved').length === 10")
+    wait_until(page, "document.querySelectorAll('#recent li.recent-saved').length === 10")
     assert page.inner_text("#answered") == "10"
     screenshot(page, "labelling-10-answers")
 
     last_pair = shown[-1]
     page.keyboard.press("Backspace")
-    page.wait_for_function("document.querySelectorAll('#recent li').length === 9")
-    page.wait_for_function(
+    wait_until(page, "document.querySelectorAll('#recent li').length === 9")
+    wait_until(
+        page,
         "() => JSON.parse(localStorage.getItem(Object.keys(localStorage)"
-        ".find(k => k.startsWith('fairmetric:outbox:')) || '[]') || '[]').length === 0"
+        ".find(k => k.startsWith('fairmetric:outbox:')) || '[]') || '[]').length === 0",
     )
     assert current_pair(page) == last_pair  # the undone pair is shown again
     assert page.inner_text("#answered") == "9"
@@ -97,7 +100,7 @@ def test_a_group_of_five_is_built_through_search(
     page.wait_for_selector("#results li >> text=Emmett")
     page.press("#search", "ArrowDown")  # the second result: Emily (shortest keys first)
     page.press("#search", "Enter")
-    page.wait_for_function("document.getElementById('size').textContent === '5 items'")
+    wait_until(page, "document.getElementById('size').textContent === '5 items'")
     page.wait_for_selector("#heterogeneity:not(:empty)")
     page.wait_for_selector("#suggest-euclid li button")
     page.click("#save")
@@ -127,21 +130,23 @@ def test_undo_after_a_reload_uses_the_saved_answers(labelling_study, logged_in_p
         page.wait_for_selector("#card-left[data-item-id]")
         pair = current_pair(page)
         page.keyboard.press(key)
-        page.wait_for_function(
+        wait_until(
+            page,
             "([a, b]) => document.getElementById('card-left').dataset.itemId !== a"
             " || document.getElementById('card-right').dataset.itemId !== b",
             arg=list(pair),
         )
-    page.wait_for_function("document.querySelectorAll('#recent li.recent-saved').length === 2")
+    wait_until(page, "document.querySelectorAll('#recent li.recent-saved').length === 2")
     last = PairJudgment.objects.filter(annotator=annotator).latest("id")
     page.reload()
-    page.wait_for_function("document.querySelectorAll('#recent li.recent-saved').length === 2")
+    wait_until(page, "document.querySelectorAll('#recent li.recent-saved').length === 2")
     page.wait_for_selector("#card-left[data-item-id]")
     page.keyboard.press("Backspace")
-    page.wait_for_function("document.querySelectorAll('#recent li').length === 1")
-    page.wait_for_function(
+    wait_until(page, "document.querySelectorAll('#recent li').length === 1")
+    wait_until(
+        page,
         "() => Object.keys(localStorage).filter(k => k.startsWith('fairmetric:outbox:'))"
-        ".every(k => JSON.parse(localStorage.getItem(k)).length === 0)"
+        ".every(k => JSON.parse(localStorage.getItem(k)).length === 0)",
     )
     assert PairJudgment.objects.filter(annotator=annotator).count() == 1
     assert not PairJudgment.objects.filter(pk=last.pk).exists()
@@ -173,8 +178,8 @@ def test_an_answer_whose_response_was_lost_is_retried_and_stored_once(
     page.wait_for_selector("#card-left[data-item-id]")
     page.keyboard.press("1")
     page.wait_for_selector("#status >> text=retrying")
-    page.wait_for_function(
-        "document.querySelectorAll('#recent li.recent-saved').length === 1", timeout=20_000
+    wait_until(
+        page, "document.querySelectorAll('#recent li.recent-saved').length === 1", timeout=20_000
     )
     stored = PairJudgment.objects.get(annotator=annotator)
     assert str(stored.client_id) == lost[0]
@@ -198,9 +203,7 @@ def test_each_answer_is_one_request_that_brings_the_next_pair(
         pair = current_pair(page)
         shown.append(frozenset(pair))
         page.keyboard.press(key)
-        page.wait_for_function(
-            f"document.querySelectorAll('#recent li.recent-saved').length === {n}"
-        )
+        wait_until(page, f"document.querySelectorAll('#recent li.recent-saved').length === {n}")
     startup_gets = 2  # the first pair, then the one prefetched behind it
     gets = [u for m, u in requests if m == "GET" and "/next-pair/" in u]
     posts = [u for m, u in requests if m == "POST" and "/judgments/" in u]

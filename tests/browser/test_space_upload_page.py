@@ -10,6 +10,7 @@ from django.contrib.auth import get_user_model
 
 from spaces.models import EmbeddingImport, EmbeddingSpace
 from tests.annotation.factories import PASSWORD
+from tests.browser.conftest import wait_until
 from tests.celery_support import app_pointed_at, worker_database_url
 
 pytestmark = [pytest.mark.browser, pytest.mark.services, pytest.mark.slow]
@@ -53,8 +54,8 @@ def test_upload_page_shows_the_import_progress_until_done(
     with app_pointed_at(private_redis.url):
         page.click("#upload-form button[type=submit]")
         page.wait_for_url(re.compile(r"/spaces/imports/\d+/$"))
-    page.wait_for_function(
-        "document.getElementById('import-status').dataset.status === 'done'", timeout=60_000
+    wait_until(
+        page, "document.getElementById('import-status').dataset.status === 'done'", timeout=60_000
     )
     assert "done" in page.inner_text("#import-state")
     assert "browser upload (5,000 items × 8)" in page.inner_text("#import-space")

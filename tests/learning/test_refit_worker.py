@@ -53,11 +53,11 @@ def refit_rig(transactional_db, settings, tmp_path, private_redis, start_worker)
         "DEBUG": "1",
     }
 
-    def start(*args: str, beat: bool = False):
+    def start(*args: str, beat: bool = False, **overrides: str):
         extra = (
             ["--beat", "--schedule", str(tmp_path / f"beat-{time.monotonic_ns()}")] if beat else []
         )
-        proc, _ = start_worker(*args, *extra, queue=queue, **env)
+        proc, _ = start_worker(*args, *extra, queue=queue, **{**env, **overrides})
         return proc
 
     with app_pointed_at(private_redis.url):
@@ -137,6 +137,9 @@ def test_a_burst_of_200_answers_gives_few_versions_the_last_covering_all(refit_r
 
 
 def test_a_worker_killed_mid_fit_leaves_exactly_one_ready_version_after_restart(refit_rig):
+    """No beat anywhere: the new worker's start-up sweep re-queues the study (its periodic
+    sweep is an hour away here, so only the start-up one can), and a version covering the last
+    answer appears within a minute (issue 18, item 9)."""
     start, media, _ = refit_rig
     # Big enough that a fit takes a while, so the kill lands inside it.
     study, items, _ = study_with_space(media, n_items=3000, d=120, fit_face=False)
@@ -163,8 +166,8 @@ def test_a_worker_killed_mid_fit_leaves_exactly_one_ready_version_after_restart(
     assert fitting.status == "fitting", "the fit ended before the kill; make the data larger"
     assert ready_versions(study) == []
 
-    start(beat=True)  # the sweep finds the study; the dead worker's lease expires
-    wait_for(lambda: ready_versions(study), 120, "a ready version after the restart")
+    start(LEARNING_SWEEP_SECONDS="3600")  # no beat: the start-up sweep finds the study
+    wait_for(lambda: ready_versions(study), 60, "a ready version within a minute of the restart")
     time.sleep(2)
     ready = ready_versions(study)
     assert [v.judgment_watermark for v in ready] == [top]
@@ -176,10 +179,27 @@ def test_a_worker_killed_mid_fit_leaves_exactly_one_ready_version_after_restart(
     assert np.isfinite(sigma).all()
 
 
+def test_a_running_worker_sweeps_periodically_without_beat(refit_rig):
+    """Data that reached the database without a refit message (e.g. the message was lost) is
+    refitted by a running worker's own periodic sweep; no beat process runs."""
+    start, media, _ = refit_rig
+    study, items, _ = study_with_space(media, fit_face=False)
+    start(LEARNING_SWEEP_SECONDS="2")
+    time.sleep(3)  # past the start-up sweep: only a periodic one can find what comes next
+    a, b, y = simulate(np.load(media / "spaces/space-80-6.npy"), 60, seed=4)
+    judgments_create(study, items, a, b, y)  # no hook, no message
+    top = top_judgment(study)
+    wait_for(
+        lambda: any(v.judgment_watermark == top for v in ready_versions(study)),
+        60,
+        "a periodic sweep to refit the study",
+    )
+
+
 def test_answers_are_saved_while_redis_is_down_and_the_sweep_catches_up(refit_rig):
     start, media, redis_server = refit_rig
     study, items, users = study_with_space(media, debounce=1)
-    start(beat=True)
+    start()  # the worker's own periodic sweep (no beat)
     redis_server.stop()
     a, b, y = simulate(np.load(media / "spaces/space-80-6.npy"), 40, seed=3)
     started = time.monotonic()

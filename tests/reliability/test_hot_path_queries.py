@@ -16,7 +16,7 @@ from tests.annotation.factories import make_space, make_study, make_user
 def test_answer_replay_and_next_pair_stay_within_their_query_budgets(
     db, settings, media_root, django_assert_max_num_queries
 ):
-    settings.JUDGMENT_RATE = 0  # the throttle's cache is not a database query anyway
+    settings.JUDGMENT_RATE = 0  # the limit's one statement is counted below, on its own
     study = make_study(space=make_space())
     user = make_user("ann", study=study, role="annotator")
     client = APIClient()
@@ -68,3 +68,26 @@ def test_answer_replay_and_next_pair_stay_within_their_query_budgets(
         )
     assert response.status_code == 201
     assert response.json()["next_pair"]["done"] is False
+
+
+def test_the_judgment_limit_costs_one_statement_per_post(
+    db, settings, media_root, django_assert_max_num_queries
+):
+    """The rate limit takes its token with one atomic upsert (audit.limits), nothing else."""
+    study = make_study(space=make_space())
+    user = make_user("ann", study=study, role="annotator")
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {api_token_create(user=user, name='t')[1]}")
+    items = list(Item.objects.filter(space=study.space).order_by("id").values_list("id", flat=True))
+    url = reverse("api-judgments", args=[study.pk])
+    counts = {}
+    # The first POST warms up (the token's last-use stamp, the refit marker).
+    for rate, b in [(0, items[1]), (0, items[2]), (5, items[3])]:
+        settings.JUDGMENT_RATE = rate
+        body = {"item_a": items[0], "item_b": b, "label": "comparable"}
+        with django_assert_max_num_queries(100) as captured:
+            response = client.post(url, {**body, "client_id": str(uuid.uuid4())}, format="json")
+        assert response.status_code == 201
+        counts[rate] = captured.captured_queries
+    assert len(counts[5]) == len(counts[0]) + 1
+    assert [q["sql"] for q in counts[5] if "audit_ratelimit" in q["sql"]]

@@ -316,7 +316,7 @@ CATALOG: list[Bad] = [
         "post",
         groups_url,
         400,
-        "must be valid Unicode text",
+        "not valid Unicode text",
         raw('{"name": "g\\ud800"}'),
     ),
     Bad(
@@ -325,7 +325,7 @@ CATALOG: list[Bad] = [
         "post",
         groups_url,
         400,
-        "Null characters",
+        "contains a NUL character",
         raw('{"name": "g\\u0000"}'),
     ),
     Bad(
@@ -996,11 +996,17 @@ NO_INPUT = {
 }
 
 
+# Rate-limit counters count attempts, refused ones included (a login attempt is counted before
+# its password is checked: audit.limits), so they are not "written" data.
+NOT_DATA = {"audit.RateLimit"}
+
+
 def _row_counts() -> dict[str, int]:
     return {
         model._meta.label: model.objects.count()
         for label in ("spaces", "annotation", "learning", "auth", "audit", "authtoken")
         for model in apps.get_app_config(label).get_models()
+        if model._meta.label not in NOT_DATA
     }
 
 

@@ -1,4 +1,7 @@
-"""Rate limits: failed logins per username+IP (page and admin), judgment POSTs per user."""
+"""Rate limits: failed logins per username+IP (page and admin), judgment POSTs per user.
+
+Both count in the database (``audit.limits``); the concurrency cases are in
+``test_limits_concurrency.py``."""
 
 from __future__ import annotations
 
@@ -6,7 +9,6 @@ import subprocess
 import sys
 import uuid
 
-import pytest
 from django.urls import reverse
 from rest_framework.test import APIClient
 
@@ -21,29 +23,7 @@ def _login(client, username, password, ip="10.0.0.1"):
     return client.post(LOGIN, {"username": username, "password": password}, REMOTE_ADDR=ip)
 
 
-@pytest.fixture(params=["file", "redis"])
-def shared_cache(request, settings, tmp_path):
-    """The two backends production uses (several processes share either)."""
-    if request.param == "file":
-        settings.CACHES = {
-            "default": {
-                "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
-                "LOCATION": str(tmp_path / "cache"),
-            }
-        }
-    else:
-        url = request.getfixturevalue("redis_url")
-        settings.CACHES = {
-            "default": {
-                "BACKEND": "django.core.cache.backends.redis.RedisCache",
-                "LOCATION": url,
-                "KEY_PREFIX": f"test-{uuid.uuid4().hex}",
-            }
-        }
-    return request.param
-
-
-def test_failed_logins_lock_the_username_from_that_address(world, client, settings, shared_cache):
+def test_failed_logins_lock_the_username_from_that_address(world, client, settings):
     settings.LOGIN_FAILURE_LIMIT = 3
     for _ in range(3):
         response = _login(client, "ann_a", "wrong")
@@ -85,6 +65,7 @@ def test_the_lock_ends_with_the_window(world, client, settings, monkeypatch):
     _login(client, "ann_a", "wrong")
     assert _login(client, "ann_a", PASSWORD).status_code == 429
     later = time_module.time() + 61
+    monkeypatch.setattr("audit.limits.time.time", lambda: later)
     monkeypatch.setattr("audit.login_throttle.time.time", lambda: later)
     assert _login(client, "ann_a", PASSWORD).status_code == 302
 
@@ -124,10 +105,10 @@ def test_the_bucket_refills(world, settings, monkeypatch):
     settings.JUDGMENT_RATE, settings.JUDGMENT_BURST = 2, 1
     client = world.token_client("ann_a")
     now = time_module.time()
-    monkeypatch.setattr("annotation.throttles.time.time", lambda: now)
+    monkeypatch.setattr("audit.limits.time.time", lambda: now)
     assert _post_judgment(client, world, 0).status_code == 201
     assert _post_judgment(client, world, 1).status_code == 429
-    monkeypatch.setattr("annotation.throttles.time.time", lambda: now + 0.6)
+    monkeypatch.setattr("audit.limits.time.time", lambda: now + 0.6)
     assert _post_judgment(client, world, 1).status_code == 201
 
 

@@ -24,7 +24,9 @@ MAX_EXAMPLES = int(os.environ.get("FUZZ_MAX_EXAMPLES", "12"))
 
 
 # Loaded once at collection, through the WSGI application (the schema needs no database).
-schema = schemathesis.openapi.from_wsgi("/api/schema/", get_wsgi_application())
+# As through the TLS proxy (production settings redirect plain HTTP when DEBUG=0 is set).
+PROXY = {"X-Forwarded-Proto": "https"}
+schema = schemathesis.openapi.from_wsgi("/api/schema/", get_wsgi_application(), headers=PROXY)
 
 
 def _real_ids(world) -> dict[str, object]:
@@ -40,6 +42,12 @@ def _real_ids(world) -> dict[str, object]:
 @pytest.fixture
 def fuzz_world(world, settings):
     settings.JUDGMENT_RATE = 0  # explore, do not get throttled
+    # With DEBUG=0 in the environment the production settings use the manifest storage, whose
+    # manifest only `collectstatic` writes; every page (the 404 page too) would be a 500 here.
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    }
     # As Django's test client does: the request signals must not close the test's connection.
     signals.request_started.disconnect(close_old_connections)
     signals.request_finished.disconnect(close_old_connections)
@@ -62,5 +70,10 @@ def test_api_never_answers_5xx(case, fuzz_world):
         for name in case.path_parameters:
             if name in real:
                 case.path_parameters[name] = real[name]
-    response = case.call(headers={"Authorization": f"Bearer {fuzz_world.tokens['adm_a']}"})
+    headers = {
+        "Authorization": f"Bearer {fuzz_world.tokens['adm_a']}",
+        **PROXY,
+    }
+    response = case.call(headers=headers)
+    assert response.status_code != 301, "redirected to HTTPS: the request reached no view"
     case.validate_response(response, checks=[not_a_server_error])
