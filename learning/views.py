@@ -227,6 +227,7 @@ def version_detail(request: HttpRequest, version_id: int) -> HttpResponse:
         "can_publish": may(request.user, version.study_id, Action.MANAGE),
         "chart": {"spectrum": report.spectrum},
         "diagnostics": _scalars(version.diagnostics),
+        "parameters": _scalars(version.parameters or {}),
         # Ready versions to compare with, by method, the published one first, newest next.
         "others": MetricVersion.objects.ready()
         .filter(study_id=version.study_id)
