@@ -116,8 +116,10 @@
     list.replaceChildren();
     results.forEach((item, i) => {
       const li = itemButton(item, "Add", () => addFromResults(i));
-      li.setAttribute("role", "option");
-      if (i === highlighted) li.classList.add("highlighted");
+      if (i === highlighted) {
+        li.classList.add("highlighted");
+        li.setAttribute("aria-current", "true"); // Enter adds this one (not colour alone)
+      }
       if (state.members.has(item.id)) li.classList.add("in-group");
       list.appendChild(li);
     });
