@@ -18,7 +18,7 @@ from django.core.files.base import ContentFile
 from django.urls import reverse
 
 from annotation.models import Label, Membership, PairJudgment, Study
-from learning.models import MetricVersion, WeatResult, WeatSuite, WeatTest
+from learning.models import ApiToken, MetricVersion, WeatResult, WeatSuite, WeatTest
 from spaces.models import EmbeddingSpace, Item
 from tests.annotation.factories import npy_bytes
 
@@ -185,6 +185,9 @@ def test_admin_publishes_then_downloads_the_sigma_with_a_new_token(
     page.click("button.primary")
     key = page.locator("#new-token-key").inner_text().strip()
     screenshot(page, "dashboards-token")
+    page.reload()  # POST–redirect–GET: a reload neither makes a second token nor shows the key
+    assert page.locator("#new-token-key").count() == 0
+    assert ApiToken.objects.filter(user=metric_study["users"]["adm"]).count() == 1
     assert page.console_errors == []
 
     url = live_server.url + reverse("api-published-sigma", args=[study.pk, "face", "npy"])
