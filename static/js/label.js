@@ -110,8 +110,9 @@
     app.dataset.unsent = String(unsent);
   }
 
-  function setProblem(text, kind) {
-    problem = text ? { text, kind: kind || "warn" } : null;
+  // A refusal stays in the status line until the next key press.
+  function refuse(text) {
+    problem = { text, kind: "error", refusal: true };
     renderStatus();
   }
 
@@ -296,7 +297,7 @@
     if (!waiting.length) return;
     const n = waiting.length;
     waiting.length = 0;
-    setProblem(`${n === 1 ? "A key was" : `${n} keys were`} not used: there is no pair left to answer.`, "error");
+    refuse(`${n === 1 ? "A key was" : `${n} keys were`} not used: there is no pair left to answer.`);
   }
 
   // --- Answers, undo and change -----------------------------------------------------------------
@@ -320,15 +321,15 @@
   }
 
   function press(label) {
-    if (problem && problem.transient) problem = null;
+    if (problem && (problem.transient || problem.refusal)) problem = null;
     if (current) {
       record(label);
       show(queue.shift() || null);
     } else if (done) {
-      setProblem(`Key “${label}” not used: there is no pair left to answer.`, "error");
+      refuse(`Key “${label}” not used: there is no pair left to answer.`);
       return;
     } else if (waiting.length >= MAX_WAITING) {
-      setProblem(`Key “${label}” not used: ${MAX_WAITING} keys already wait for pairs.`, "error");
+      refuse(`Key “${label}” not used: ${MAX_WAITING} keys already wait for pairs.`);
       return;
     } else {
       waiting.push(label);
@@ -367,7 +368,7 @@
 
   function undo() {
     if (!recent.length) {
-      setProblem("Nothing to undo.", "warn");
+      refuse("Nothing to undo.");
       return;
     }
     change(recent[0].client_id);
@@ -429,7 +430,7 @@
         saveOutbox();
         delay = 1000;
         if (result.ok) {
-          if (problem && !problem.sticky && !problem.transient) problem = null;
+          if (problem && problem.failure) problem = null; // the retry worked
           if (result.next) offer(result.next);
         } else {
           // Refused for good (e.g. the study closed): tell the annotator, keep going.
@@ -440,7 +441,8 @@
             answered = Math.max(0, answered - 1);
             renderProgress();
           }
-          problem = { text: `Not saved: ${result.detail}`, kind: "error", sticky: true };
+          problem = { text: `Not saved: ${result.detail}`, kind: "error", refusal: true };
+          done = false; // its pair may be offered again
         }
         renderRecent();
         renderStatus();
@@ -449,6 +451,7 @@
         problem = {
           text: `Saving failed (${result.detail}); retrying in ${delay / 1000}s — nothing is lost.`,
           kind: "warn",
+          failure: true,
         };
         renderRecent();
         renderStatus();

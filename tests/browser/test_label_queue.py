@@ -154,3 +154,24 @@ def test_an_earlier_answer_is_changed_by_a_click_and_help_opens_with_question_ma
     assert PairJudgment.objects.filter(annotator=annotator).count() == before
     assert page.evaluate(UNSENT) == 0
     assert page.console_errors == []
+
+
+def test_keys_beyond_the_last_pair_are_refused_in_the_status_line(
+    media_root, logged_in_page, live_server
+):
+    """Six items make 15 pairs: of 20 keys pressed 25 ms apart, 15 answer and 5 are refused,
+    visibly; none is silently dropped."""
+    study = make_study(space=make_space(name="tiny", n_words=0), name="Tiny", gold_rate=0.0)
+    annotator = make_user("last", study=study, role=Membership.Role.ANNOTATOR)
+    page = logged_in_page(annotator)
+    page.goto(f"{live_server.url}/studies/{study.pk}/label/")
+    page.wait_for_selector("#card-left[data-item-id]")
+    for i in range(20):
+        page.keyboard.press(("1", "2")[i % 2])
+        page.wait_for_timeout(25)
+    page.wait_for_function(f"{UNSENT} === 0", timeout=30_000)
+    page.wait_for_selector("#card-left >> text=No more pairs")
+    assert PairJudgment.objects.filter(annotator=annotator).count() == 15
+    assert page.inner_text("#answered") == "15"
+    assert "not used: there is no pair left" in page.inner_text("#status")
+    assert page.console_errors == []
