@@ -69,6 +69,23 @@ def may(user, study: Study | int, action: Action) -> bool:
     return study_role(user, study) in ALLOWED[action]
 
 
+def may_export(user) -> bool:
+    """May ``user`` export anything: staff, or a reviewer or admin of some study.
+
+    The API-token page offers tokens only to them: anyone else's token could only ever be
+    answered 403. Memoised on the user object for the request.
+    """
+    if user is None or not user.is_authenticated:
+        return False
+    if is_staff(user):
+        return True
+    if "_may_export" not in user.__dict__:
+        user.__dict__["_may_export"] = Membership.objects.filter(
+            user=user, role__in=ALLOWED[Action.REVIEW]
+        ).exists()
+    return user.__dict__["_may_export"]
+
+
 def require(user, study: Study | int, action: Action, message: str | None = None) -> str:
     """The user's role if it allows ``action``; else NotFound (outsiders) or NotAllowed."""
     role = study_role(user, study)

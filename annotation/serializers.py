@@ -159,6 +159,14 @@ class HeterogeneitySerializer(serializers.Serializer):
     value = serializers.FloatField(allow_null=True)
     warn = serializers.BooleanField()
     explanation = serializers.CharField()
+    random_share = serializers.FloatField(
+        allow_null=True,
+        help_text="Share of random groups of the same size from the pool that are at least as "
+        "homogeneous (a one-sided empirical p-value); warn above 0.05.",
+    )
+    random_median = serializers.FloatField(allow_null=True)
+    random_low = serializers.FloatField(allow_null=True, help_text="5th percentile.")
+    random_high = serializers.FloatField(allow_null=True, help_text="95th percentile.")
 
 
 class SuggestionsSerializer(serializers.Serializer):

@@ -1,16 +1,24 @@
 """Group curation helpers: items nearest to a group's centroid, and a heterogeneity indicator.
 
-Heterogeneity (FACE is biased when a group's members differ in relevant attributes):
+Heterogeneity (FACE is biased when a group's members differ in relevant attributes) is one
+number, read against **random groups of the same size drawn from the study's pool**:
 
-* with a ready FACE version of the study (``Sigma = I - Q Q^T``, ``Q`` the top-k sensitive
-  factors): the **share of the group's within-group variance outside the sensitive factors**,
-  ``||C W||^2 / (lambda_max(Sigma) ||C||^2)`` with ``C`` the centred member vectors and
-  ``Sigma = W W^T``. 0 means the members differ only along the sensitive factors (what FACE
-  assumes); 1 means all their differences are ones the metric keeps. Warn above
-  ``FACE_WARN``.
+* the statistic, with a ready FACE version of the study (``Sigma = I - Q Q^T``, ``Q`` the top-k
+  sensitive factors): the **share of the group's within-group variance outside the sensitive
+  factors**, ``||C W||^2 / (lambda_max(Sigma) ||C||^2)`` with ``C`` the centred member vectors
+  and ``Sigma = W W^T``. 0 means the members differ only along the sensitive factors (what FACE
+  assumes); 1 means all their differences are ones the metric keeps;
 * without one: the **relative spread**, the mean pairwise Euclidean distance within the group
-  divided by the mean distance between random items of the pool. Near 1 the group is as
-  spread out as random items. Warn above ``SPREAD_WARN``.
+  divided by the mean distance between random items of the pool (near 1: as spread out as
+  random items).
+
+Neither number has a meaningful fixed threshold: in a 300-dimensional space almost any small
+group has most of its variance outside a few sensitive factors (four popular girls' names
+score 0.83). So the same statistic is computed for random groups of the same size from the
+pool (seeded, cached per study, size and metric version), and the indicator reports the share
+of random groups at least as homogeneous as this one (``random_share``, a one-sided empirical
+p-value). It warns when that share is above ``WARN_RANDOM_SHARE``: the group is then not
+clearly more alike than a random draw of the pool.
 """
 
 from __future__ import annotations
@@ -26,10 +34,12 @@ from .hooks import StudyMetric, current_metric
 from .models import Study
 from .selectors import study_pool
 
-FACE_WARN = 0.6
-SPREAD_WARN = 0.9
+WARN_RANDOM_SHARE = 0.05  # warn when ≥ 5% of random groups are as homogeneous
+RANDOM_GROUPS = 200  # random groups per size, fewer for large groups (RANDOM_ROWS)
+RANDOM_ROWS = 10_000  # at most this many vectors read for one calibration
 CHUNK = 65536
 _pool_spread_cache: dict[tuple, float] = {}
+_random_cache: dict[tuple, np.ndarray] = {}
 
 
 @dataclass(frozen=True)
@@ -38,6 +48,11 @@ class Heterogeneity:
     value: float | None
     warn: bool
     explanation: str
+    # Calibration against random groups of the same size from the pool.
+    random_share: float | None = None  # share of random groups at least as homogeneous
+    random_median: float | None = None
+    random_low: float | None = None  # 5th percentile
+    random_high: float | None = None  # 95th percentile
 
 
 @dataclass
@@ -47,6 +62,12 @@ class Suggestions:
     metric: StudyMetric | None
     nearest_metric: list[Item] = field(default_factory=list)
     nearest_euclid: list[Item] = field(default_factory=list)
+
+
+def suggestions_cache_clear() -> None:
+    """Forget the cached pool spreads and random-group calibrations (tests)."""
+    _pool_spread_cache.clear()
+    _random_cache.clear()
 
 
 def _member_rows(study: Study, member_ids) -> np.ndarray:
@@ -98,6 +119,51 @@ def _pool_spread(study: Study) -> float:
     return _pool_spread_cache[key]
 
 
+def _outside_share(groups: np.ndarray, factor: np.ndarray, top: float) -> np.ndarray:
+    """Per group (``groups``: g × n × d): the share of its variance outside the sensitive
+    factors (nan for a group without variance)."""
+    centred = groups - groups.mean(axis=1, keepdims=True)
+    total = np.einsum("gij,gij->g", centred, centred)
+    projected = centred @ factor
+    kept = np.einsum("gij,gij->g", projected, projected)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(total > 0, kept / (top * total), np.nan)
+
+
+def _relative_spread(groups: np.ndarray, pool_spread: float) -> np.ndarray:
+    return np.array([pdist(g).mean() for g in groups]) / (pool_spread or 1.0)
+
+
+def _random_groups(study: Study, n: int) -> np.ndarray:
+    """Vectors of random groups of ``n`` distinct pool items (g × n × d), seeded per study."""
+    pool = study_pool(study=study)
+    size = min(n, len(pool))
+    count = int(np.clip(RANDOM_ROWS // max(size, 1), 20, RANDOM_GROUPS))
+    rng = np.random.default_rng([study.pk, size])
+    picks = np.stack([rng.choice(len(pool), size=size, replace=False) for _ in range(count)])
+    vectors = study.space.vectors(pool.rows[picks.ravel()])
+    return vectors.reshape(count, size, -1)
+
+
+def _random_values(study: Study, n: int, method: str, face) -> np.ndarray:
+    """The statistic of random groups of size ``n`` (cached per study, pool, size, metric)."""
+    pool = study_pool(study=study)
+    version = face.version_id if face is not None else None
+    key = (study.pk, len(pool), study.space.sha256, n, method, version)
+    if key not in _random_cache:
+        groups = _random_groups(study, n)
+        if method == "face-outside-share":
+            top = float(np.linalg.norm(face.factor, ord=2) ** 2) or 1.0
+            values = _outside_share(groups, face.factor, top)
+        else:
+            values = _relative_spread(groups, _pool_spread(study))
+        values = values[np.isfinite(values)]
+        if len(_random_cache) > 256:
+            _random_cache.clear()
+        _random_cache[key] = np.sort(values)
+    return _random_cache[key]
+
+
 def heterogeneity(*, study: Study, vectors: np.ndarray) -> Heterogeneity:
     n = len(vectors)
     if n < 2:
@@ -106,29 +172,50 @@ def heterogeneity(*, study: Study, vectors: np.ndarray) -> Heterogeneity:
     total = float(np.einsum("ij,ij->", centred, centred))
     face = current_metric(study_id=study.pk, method="face")
     if face is not None and total > 0:
-        factor = face.factor
-        top = float(np.linalg.norm(factor, ord=2) ** 2) or 1.0
-        projected = centred @ factor
-        share = float(np.einsum("ij,ij->", projected, projected)) / (top * total)
-        return Heterogeneity(
-            "face-outside-share",
-            round(share, 3),
-            share > FACE_WARN,
-            f"{share:.0%} of the differences between these items lie outside the sensitive "
-            f"factors of {face.label}"
-            + (
-                "; the group may mix items that differ in relevant ways."
-                if share > FACE_WARN
-                else "."
-            ),
+        method = "face-outside-share"
+        top = float(np.linalg.norm(face.factor, ord=2) ** 2) or 1.0
+        value = float(_outside_share(vectors[None], face.factor, top)[0])
+        meaning = (
+            f"{value:.0%} of the differences between these {n} items lie outside the sensitive "
+            f"factors of {face.label} (0: they differ only in what the metric ignores, as FACE "
+            "assumes of a group; 1: only in what it keeps)"
         )
-    spread = float(pdist(vectors).mean()) / (_pool_spread(study) or 1.0)
+    else:
+        face = None
+        method = "relative-spread"
+        value = float(pdist(vectors).mean()) / (_pool_spread(study) or 1.0)
+        meaning = (
+            f"the {n} members are on average {value:.0%} as far apart as two random items of "
+            "the pool"
+        )
+    randoms = _random_values(study, n, method, face)
+    if randoms.size == 0:
+        return Heterogeneity(
+            method, round(value, 3), False, f"Heterogeneity {value:.2f}: {meaning}."
+        )
+    share = float((np.searchsorted(randoms, value, side="right") + 1) / (randoms.size + 1))
+    median, low, high = (float(q) for q in np.quantile(randoms, [0.5, 0.05, 0.95]))
+    warn = share > WARN_RANDOM_SHARE
+    verdict = (
+        "so the group is not clearly more alike than a random draw; it may mix items that "
+        "are not comparable."
+        if warn
+        else "so its members are much more alike than chance."
+    )
+    explanation = (
+        f"Heterogeneity {value:.2f}: {meaning}. Random groups of {n} items from the pool score "
+        f"{median:.2f} (90% between {low:.2f} and {high:.2f}); {share:.0%} of them are as "
+        f"homogeneous as this group, {verdict}"
+    )
     return Heterogeneity(
-        "relative-spread",
-        round(spread, 3),
-        spread > SPREAD_WARN,
-        f"The members are {spread:.0%} as far apart as random items of the pool"
-        + ("; the group may mix items that are not comparable." if spread > SPREAD_WARN else "."),
+        method,
+        round(value, 3),
+        warn,
+        explanation,
+        random_share=round(share, 4),
+        random_median=round(median, 3),
+        random_low=round(low, 3),
+        random_high=round(high, 3),
     )
 
 

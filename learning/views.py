@@ -12,28 +12,44 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
-from annotation.access import Action, may, require, study_get
+from annotation.access import Action, may, may_export, require, study_get
 from annotation.models import Study
-from common.errors import Conflict
+from common.errors import Conflict, NotAllowed
 
 from . import dashboard_refresh, reports, services, sigmas, spectra, tokens
 from .models import ApiToken, MetricVersion, WeatTest
+
+NEW_TOKEN_SESSION_KEY = "fairmetric:new-token"
 
 
 @login_required
 @require_http_methods(["GET", "POST"])
 def account_tokens(request: HttpRequest) -> HttpResponse:
-    """List the user's tokens; POST creates one and shows its plaintext once."""
-    context: dict = {}
+    """List the user's tokens; POST creates one and redirects (POST–redirect–GET: a reload
+    makes no second token). The plaintext rides in the session to the next GET, which shows it
+    once. Only people who may export (``annotation.access.may_export``) may create tokens;
+    everybody may list and revoke their own."""
+    allowed = may_export(request.user)
+    context: dict = {"may_create": allowed}
     status = 200
     if request.method == "POST":
+        if not allowed:
+            raise NotAllowed(
+                "You review or administer no study, so a token could download nothing."
+            )
         try:
             token, key = tokens.api_token_create(user=request.user, name=request.POST.get("name"))
         except tokens.TokenError as error:
             context["error"] = str(error)
             status = 400
         else:
-            context.update(new_token=token, new_key=key)
+            request.session[NEW_TOKEN_SESSION_KEY] = {"id": token.pk, "key": key}
+            return redirect("account-tokens")
+    new = request.session.pop(NEW_TOKEN_SESSION_KEY, None)
+    if new:
+        token = ApiToken.objects.filter(user=request.user, pk=new.get("id")).first()
+        if token is not None:
+            context.update(new_token=token, new_key=new.get("key"))
     context["tokens"] = ApiToken.objects.filter(user=request.user)
     response = render(request, "learning/tokens.html", context, status=status)
     response["Cache-Control"] = "no-store"  # the page may show a plaintext token
@@ -49,7 +65,11 @@ def account_token_revoke(request: HttpRequest, token_id: int) -> HttpResponse:
         return render(
             request,
             "learning/tokens.html",
-            {"error": str(error), "tokens": ApiToken.objects.filter(user=request.user)},
+            {
+                "error": str(error),
+                "tokens": ApiToken.objects.filter(user=request.user),
+                "may_create": may_export(request.user),
+            },
             status=404,
         )
     return redirect("account-tokens")
@@ -208,6 +228,7 @@ def version_detail(request: HttpRequest, version_id: int) -> HttpResponse:
         "can_publish": may(request.user, version.study_id, Action.MANAGE),
         "chart": {"spectrum": report.spectrum},
         "diagnostics": _scalars(version.diagnostics),
+        "parameters": _scalars(version.parameters or {}),
         # Ready versions to compare with, by method, the published one first, newest next.
         "others": MetricVersion.objects.ready()
         .filter(study_id=version.study_id)

@@ -30,15 +30,19 @@
       line: { color: "#b3261e", dash: "dash", width: 1 } }],
   }), config);
 
-  // An empty chart says so instead of showing bare axes.
-  const noData = (key) => methods.every((m) => data.series[m][key].every((v) => v === null));
+  // An empty chart says so instead of showing bare axes; methods without a value get no trace
+  // (and so no empty legend entry).
+  const hasData = (m, key) => data.series[m][key].some((v) => v !== null && v !== undefined);
+  const noData = (key) => !methods.some((m) => hasData(m, key));
+  const traces = (key) => methods.filter((m) => hasData(m, key))
+    .map((m) => line(m, data.series[m], key));
   const empty = (text) => ({ annotations: [{ text: text, showarrow: false, xref: "paper",
     yref: "paper", x: 0.5, y: 0.5, font: { color: "#6b6b70" } }] });
-  Plotly.newPlot("chart-angles", methods.map((m) => line(m, data.series[m], "max_angle")),
+  Plotly.newPlot("chart-angles", traces("max_angle"),
     layout("Largest principal angle to the previous sensitive subspace (°)",
       Object.assign({ yaxis: { rangemode: "tozero", ticksuffix: "°" } },
         noData("max_angle") ? empty("needs two versions of a method") : {})), config);
-  Plotly.newPlot("chart-loglik", methods.map((m) => line(m, data.series[m], "heldout_loglik")),
+  Plotly.newPlot("chart-loglik", traces("heldout_loglik"),
     layout("Held-out log-likelihood", noData("heldout_loglik")
       ? empty("no held-out log-likelihood recorded (EXPLORE fits with a validation split)")
       : {}), config);

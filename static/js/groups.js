@@ -1,5 +1,7 @@
 // Group curation page: name a group, add items by prefix search or from the suggestions,
 // remove them, see the size and heterogeneity indicator, save, and read the edit history.
+// Unsaved changes are never dropped silently: "New group", opening another group and leaving
+// the page ask first; an empty group cannot be saved.
 (() => {
   "use strict";
   const app = document.getElementById("groups-app");
@@ -56,8 +58,41 @@
     }
     const n = state.members.size;
     el("size").textContent = `${n} item${n === 1 ? "" : "s"}`;
+    renderSaveState();
     scheduleSuggestions();
   }
+
+  // --- Unsaved changes ------------------------------------------------------------------------
+
+  function dirty() {
+    if (el("group-name").value.trim() !== state.originalName) return true;
+    if (state.members.size !== state.original.size) return true;
+    for (const id of state.members.keys()) if (!state.original.has(id)) return true;
+    return false;
+  }
+
+  function renderSaveState() {
+    const empty = state.members.size === 0;
+    el("save").disabled = empty;
+    const note = el("save-note");
+    if (empty) note.textContent = "Add at least one item to save the group.";
+    else if (dirty()) note.textContent = "Unsaved changes.";
+    else note.textContent = state.groupId === null ? "" : "All changes saved.";
+  }
+
+  // True when there is nothing unsaved, or the curator agrees to drop it.
+  function mayDiscard(what) {
+    if (!dirty()) return true;
+    const name = el("group-name").value.trim() || "the new group";
+    return window.confirm(`${what} Your unsaved changes to “${name}” will be lost. Continue?`);
+  }
+
+  el("group-name").addEventListener("input", renderSaveState);
+  window.addEventListener("beforeunload", (e) => {
+    if (!dirty()) return;
+    e.preventDefault();
+    e.returnValue = "";
+  });
 
   function addMember(item) {
     if (state.members.has(item.id)) {
@@ -81,8 +116,10 @@
     list.replaceChildren();
     results.forEach((item, i) => {
       const li = itemButton(item, "Add", () => addFromResults(i));
-      li.setAttribute("role", "option");
-      if (i === highlighted) li.classList.add("highlighted");
+      if (i === highlighted) {
+        li.classList.add("highlighted");
+        li.setAttribute("aria-current", "true"); // Enter adds this one (not colour alone)
+      }
       if (state.members.has(item.id)) li.classList.add("in-group");
       list.appendChild(li);
     });
@@ -182,8 +219,9 @@
     const none = "None: every item of the pool is in the group.";
     fill(metricList, data.nearest_metric, data.metric ? none : "Appears once a metric is fitted.");
     fill(euclidList, data.nearest_euclid, none);
+    // The explanation says what the number means and how random groups of this size score.
     const h = data.heterogeneity;
-    het.textContent = h.value === null ? h.explanation : `Heterogeneity ${h.value.toFixed(2)}: ${h.explanation}`;
+    het.textContent = h.warn ? `Warning: ${h.explanation}` : h.explanation;
     het.className = `heterogeneity ${h.warn ? "warn" : "muted"}`;
   }
 
@@ -201,7 +239,9 @@
       button.type = "button";
       button.className = "link";
       button.textContent = `${g.name} (${g.size})`;
-      button.addEventListener("click", () => openGroup(g.id));
+      button.addEventListener("click", () => {
+        if (g.id !== state.groupId && mayDiscard(`Opening “${g.name}”:`)) openGroup(g.id);
+      });
       if (g.id === state.groupId) li.classList.add("current");
       li.appendChild(button);
       list.appendChild(li);
@@ -250,6 +290,10 @@
       return;
     }
     const ids = [...state.members.keys()];
+    if (!ids.length) {
+      setStatus("An empty group cannot be saved: add at least one item.", "error");
+      return;
+    }
     let r;
     if (state.groupId === null) {
       r = await api(groupsUrl, { method: "POST", body: JSON.stringify({ name, members: ids }) });
@@ -278,7 +322,12 @@
 
   el("save").addEventListener("click", () => save().catch(() => setStatus("Saving failed; try again.", "error")));
   el("new-group").addEventListener("click", () => {
+    if (!mayDiscard("New group:")) {
+      setStatus("Kept your unsaved changes.", "");
+      return;
+    }
     load(null);
+    setStatus("", "");
     el("group-name").focus();
   });
   // Start with a new, empty group; keep whatever was typed before this script ran.

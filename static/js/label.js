@@ -1,6 +1,16 @@
-// Pair labelling page: one keystroke answers and advances; Backspace undoes the last answer.
-// Answers go through an outbox kept in localStorage and are sent in order, retried with the
-// same client_id after a network failure, so nothing is lost or stored twice.
+// Pair labelling page: one keystroke answers and advances; Backspace undoes the last answer,
+// a click on any recent answer changes it; `?` shows the keys.
+//
+// No key press is lost:
+// * a queue of QUEUE_DEPTH prefetched pairs sits behind the one on screen, refilled in the
+//   background (each answer's POST brings one pair back; GET next-pair fills the rest);
+// * a key pressed while no pair is on screen waits and answers the next pair that arrives (it
+//   is listed under "Your last answers" like any other), or is refused in the status line when
+//   there is no pair left or too many keys already wait;
+// * answers go through an outbox kept in localStorage, sent one at a time in order and retried
+//   with the same client_id (the server stores each client_id once), so nothing is lost or
+//   stored twice; the status line counts what is not yet stored, and closing the tab with
+//   unsent answers asks first.
 (() => {
   "use strict";
   const app = document.getElementById("label-app");
@@ -10,9 +20,14 @@
   const csrf = () => (document.cookie.match(/(?:^|; )csrftoken=([^;]+)/) || [])[1] || csrfMeta;
   const nextUrl = app.dataset.nextUrl;
   const judgmentsUrl = app.dataset.judgmentsUrl;
-  const outboxKey = `fairmetric:outbox:${app.dataset.study}:${app.dataset.user}`;
+  const storeKey = `${app.dataset.study}:${app.dataset.user}`;
+  const outboxKey = `fairmetric:outbox:${storeKey}`;
+  const recentKey = `fairmetric:recent:${storeKey}`;
   const LABELS = { "1": "comparable", "2": "incomparable", "0": "unsure" };
   const RECENT = 10;
+  const QUEUE_DEPTH = 5; // pairs prefetched behind the one on screen
+  const MAX_WAITING = 30; // keys pressed ahead of the pairs
+  const MAX_HELD = 20; // pairs the server can be told to leave out (exclude=, 40 ids)
 
   const el = (id) => document.getElementById(id);
   const cards = { left: el("card-left"), right: el("card-right") };
@@ -22,13 +37,15 @@
   const target = Number(app.dataset.target) || 0;
   let current = null; // {left, right}
   let shownAt = 0;
-  const prefetched = [];
+  let queue = []; // prefetched pairs, next first
+  const waiting = []; // labels pressed while no pair was on screen
   let fetching = null;
   let done = false;
-  let recent = []; // newest first: {client_id, left, right, label, state}
-  let outbox = loadOutbox();
+  let recent = loadJSON(recentKey); // newest first: {client_id, left, right, label, refused}
+  let outbox = loadJSON(outboxKey); // {op: "post", body} | {op: "delete", client_id}
   let inFlight = null;
   let flushing = false;
+  let problem = null; // {text, kind}: the last refusal or failure, until the next success
 
   function uuid4() {
     if (window.crypto && crypto.randomUUID) return crypto.randomUUID();
@@ -39,25 +56,23 @@
     return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
   }
 
-  function loadOutbox() {
+  function loadJSON(key) {
     try {
-      return JSON.parse(localStorage.getItem(outboxKey) || "[]");
+      const value = JSON.parse(localStorage.getItem(key) || "[]");
+      return Array.isArray(value) ? value : [];
     } catch (e) {
       return [];
     }
   }
-  function saveOutbox() {
+  function saveJSON(key, value) {
     try {
-      localStorage.setItem(outboxKey, JSON.stringify(outbox));
+      localStorage.setItem(key, JSON.stringify(value));
     } catch (e) {
-      /* storage full or disabled: the in-memory outbox still retries */
+      /* storage full or disabled: the in-memory copy still works */
     }
   }
-
-  function setStatus(text, kind) {
-    statusEl.textContent = text || "";
-    statusEl.className = `status ${kind || ""}`;
-  }
+  const saveOutbox = () => saveJSON(outboxKey, outbox);
+  const saveRecent = () => saveJSON(recentKey, recent.slice(0, RECENT));
 
   function api(url, options = {}) {
     const headers = { Accept: "application/json", "X-CSRFToken": csrf() };
@@ -65,17 +80,53 @@
     return fetch(url, { credentials: "same-origin", headers, ...options });
   }
 
+  const shown = (item) => (item.display === undefined || item.display === null ? item.key : item.display);
+  const unsentPosts = () => outbox.filter((op) => op.op === "post").length;
+
+  // --- Status line: always says how many answers are not yet stored -------------------------
+
+  function renderStatus() {
+    const unsent = outbox.length;
+    const parts = [];
+    let kind = "good";
+    if (problem) {
+      parts.push(problem.text);
+      kind = problem.kind;
+    }
+    if (unsent) {
+      const what = unsent === 1 ? "1 change" : `${unsent} changes`;
+      const posts = unsentPosts();
+      const label = posts === unsent ? (posts === 1 ? "1 answer" : `${posts} answers`) : what;
+      parts.push(`${label} not saved yet — sending…`);
+      if (!problem) kind = "pending";
+    }
+    if (waiting.length) {
+      parts.push(`${waiting.length} key${waiting.length === 1 ? "" : "s"} waiting for the next pair.`);
+      if (!problem) kind = "pending";
+    }
+    if (!parts.length) parts.push(recent.length || answered ? "All answers saved." : "");
+    statusEl.textContent = parts.join(" ");
+    statusEl.className = `status ${kind}`;
+    app.dataset.unsent = String(unsent);
+  }
+
+  // A refusal stays in the status line until the next key press.
+  function refuse(text) {
+    problem = { text, kind: "error", refusal: true };
+    renderStatus();
+  }
+
   // --- Rendering ------------------------------------------------------------------------------
 
   function renderCard(card, item) {
     item = { kind: "word", payload: null, ...item };
-    if (item.display === undefined) item.display = item.key;
+    const display = shown(item);
     card.replaceChildren();
     card.className = `item-card kind-${item.kind}`;
     card.dataset.itemId = item.id;
     if (item.kind === "record" && item.payload && typeof item.payload === "object") {
       const title = document.createElement("h3");
-      title.textContent = item.display;
+      title.textContent = display;
       const table = document.createElement("table");
       table.className = "fields";
       for (const [field, value] of Object.entries(item.payload)) {
@@ -87,7 +138,7 @@
       }
       card.append(title, table);
     } else if (item.kind === "text") {
-      for (const para of String(item.display).split(/\n\s*\n/)) {
+      for (const para of String(display).split(/\n\s*\n/)) {
         const p = document.createElement("p");
         p.textContent = para;
         card.appendChild(p);
@@ -95,10 +146,10 @@
     } else {
       const big = document.createElement("div");
       big.className = "big";
-      big.textContent = item.display;
+      big.textContent = display;
       card.appendChild(big);
     }
-    if (item.display !== item.key) {
+    if (display !== item.key) {
       const key = document.createElement("div");
       key.className = "key muted";
       key.textContent = item.key;
@@ -106,22 +157,40 @@
     }
   }
 
+  function renderEmpty() {
+    for (const card of Object.values(cards)) {
+      card.className = "item-card empty";
+      delete card.dataset.itemId;
+      card.replaceChildren();
+      const p = document.createElement("p");
+      p.className = "muted";
+      p.textContent = done ? "No more pairs for you in this study. Thank you!" : "Loading…";
+      card.appendChild(p);
+    }
+  }
+
+  // Put `pair` on screen (or the empty state); keys that wait answer it at once.
   function show(pair) {
     current = pair;
-    if (!pair) {
-      for (const card of Object.values(cards)) {
-        card.className = "item-card empty";
-        card.replaceChildren();
-        const p = document.createElement("p");
-        p.className = "muted";
-        p.textContent = done ? "No more pairs for you in this study. Thank you!" : "Loading…";
-        card.appendChild(p);
-      }
-      return;
+    let consumed = 0;
+    while (current && waiting.length) {
+      record(waiting.shift());
+      consumed += 1;
+      current = queue.shift() || null;
     }
-    renderCard(cards.left, pair.left);
-    renderCard(cards.right, pair.right);
-    shownAt = performance.now();
+    if (consumed) {
+      renderProgress();
+      renderRecent();
+      flush();
+    }
+    if (current) {
+      renderCard(cards.left, current.left);
+      renderCard(cards.right, current.right);
+      shownAt = performance.now();
+    } else {
+      renderEmpty();
+    }
+    renderStatus();
   }
 
   function renderProgress() {
@@ -129,20 +198,39 @@
     el("progress-bar").value = Math.min(answered, target);
   }
 
+  function stateOf(r) {
+    if (r.refused) return "refused";
+    const op = outbox.find((x) => x.op === "post" && x.body.client_id === r.client_id);
+    if (!op) return "saved";
+    return op === inFlight ? "sending" : "unsent";
+  }
+  const STATE_TEXT = { saved: "saved", sending: "sending…", unsent: "not sent yet", refused: "not saved" };
+
   function renderRecent() {
     const list = el("recent");
     list.replaceChildren();
     for (const r of recent.slice(0, RECENT)) {
+      const state = stateOf(r);
       const li = document.createElement("li");
-      li.className = `recent-${r.state} label-${r.label}`;
+      li.className = `recent-${state} label-${r.label}`;
       li.dataset.clientId = r.client_id;
-      li.textContent = `${r.left.key} · ${r.right.key} — ${r.label}`;
-      if (r.state !== "saved") {
-        const s = document.createElement("span");
-        s.className = "muted";
-        s.textContent = ` (${r.state})`;
-        li.appendChild(s);
-      }
+      const button = document.createElement("button");
+      button.type = "button";
+      button.className = "change";
+      const pair = `${shown(r.left)} · ${shown(r.right)}`;
+      button.setAttribute("aria-label", `Change your answer to ${pair} (${r.label}, ${STATE_TEXT[state]})`);
+      const what = document.createElement("span");
+      what.className = "pair-text";
+      what.textContent = pair;
+      const label = document.createElement("span");
+      label.className = "answer-label";
+      label.textContent = r.label;
+      const st = document.createElement("span");
+      st.className = "state";
+      st.textContent = STATE_TEXT[state];
+      button.append(what, " — ", label, " ", st);
+      button.addEventListener("click", () => change(r.client_id));
+      li.appendChild(button);
       list.appendChild(li);
     }
   }
@@ -151,51 +239,71 @@
 
   const pairKey = (a, b) => (a < b ? `${a}-${b}` : `${b}-${a}`);
 
-  function heldPairs() {
+  function heldKeys() {
     const held = [];
     if (current) held.push(pairKey(current.left.id, current.right.id));
-    for (const p of prefetched) held.push(pairKey(p.left.id, p.right.id));
+    for (const p of queue) held.push(pairKey(p.left.id, p.right.id));
     for (const op of outbox) if (op.op === "post") held.push(pairKey(op.body.item_a, op.body.item_b));
-    return [...new Set(held)].slice(-20);
+    return [...new Set(held)];
   }
+  // The server is told the pairs on screen and in the queue first, then the unsent answers.
+  const excludeParam = () => encodeURIComponent(heldKeys().slice(0, MAX_HELD).join(","));
 
-  // A next pair, from GET next-pair or carried by a judgment POST's `next_pair`.
+  // A next pair, from GET next-pair or carried by a judgment POST's `next_pair`; true when it
+  // was new to this page (queued or shown).
   function offer(data) {
+    let accepted = false;
     if (data.done) {
-      done = true;
+      done = true; // none left but those this page holds
     } else {
+      done = false;
       const key = pairKey(data.left.id, data.right.id);
-      if (!prefetched.length && !heldPairs().includes(key)) {
-        prefetched.push({ left: data.left, right: data.right });
+      if (queue.length <= QUEUE_DEPTH && !heldKeys().includes(key)) {
+        queue.push({ left: data.left, right: data.right });
+        accepted = true;
       }
     }
-    if (!current) {
-      show(prefetched.shift() || null);
-      if (current) prefetch();
-    }
+    if (!current) show(queue.shift() || null);
+    if (done && !current) refuseWaiting();
+    return accepted;
   }
 
-  function prefetch() {
-    if (fetching || done || prefetched.length >= 1) return fetching;
-    const url = `${nextUrl}?exclude=${encodeURIComponent(heldPairs().join(","))}`;
-    fetching = api(url)
+  // Refill the queue in the background. Every unsent answer will bring a pair back with its
+  // POST, so at a person's pace no GET is needed; one is made when the queue runs short anyway.
+  function refill() {
+    if (fetching || done) return;
+    const short = queue.length + unsentPosts() < QUEUE_DEPTH;
+    if (!short && (current || queue.length)) return;
+    fetching = api(`${nextUrl}?exclude=${excludeParam()}`)
       .then((r) => (r.ok ? r.json() : Promise.reject(new Error(`next pair: HTTP ${r.status}`))))
       .then((data) => {
         fetching = null;
-        offer(data);
+        if (problem && problem.fromFetch) problem = null;
+        const accepted = offer(data);
+        renderStatus();
+        // Keep filling while it helps; a pair this page already holds is not asked for at once.
+        if (accepted) refill();
+        else if (!data.done && !current) setTimeout(refill, 300);
       })
       .catch((err) => {
         fetching = null;
-        setStatus(`Could not load the next pair (${err.message}); retrying…`, "warn");
-        setTimeout(prefetch, 2000);
+        problem = { text: `Could not load the next pair (${err.message}); retrying…`, kind: "warn", fromFetch: true };
+        renderStatus();
+        setTimeout(refill, 2000);
       });
-    return fetching;
   }
 
-  // --- Answers and undo -------------------------------------------------------------------------
+  function refuseWaiting() {
+    if (!waiting.length) return;
+    const n = waiting.length;
+    waiting.length = 0;
+    refuse(`${n === 1 ? "A key was" : `${n} keys were`} not used: there is no pair left to answer.`);
+  }
 
-  function answer(label) {
-    if (!current) return;
+  // --- Answers, undo and change -----------------------------------------------------------------
+
+  // Answer the pair on screen with `label` (queue it for sending); the caller shows the next.
+  function record(label) {
     const elapsed = Math.max(0, Math.round(performance.now() - shownAt));
     const body = {
       item_a: current.left.id,
@@ -206,51 +314,69 @@
     };
     outbox.push({ op: "post", body });
     saveOutbox();
-    recent.unshift({ client_id: body.client_id, left: current.left, right: current.right, label, state: "sending" });
+    recent.unshift({ client_id: body.client_id, left: current.left, right: current.right, label });
     recent = recent.slice(0, RECENT);
+    saveRecent();
     answered += 1;
+  }
+
+  function press(label) {
+    if (problem && (problem.transient || problem.refusal)) problem = null;
+    if (current) {
+      record(label);
+      show(queue.shift() || null);
+    } else if (done) {
+      refuse(`Key “${label}” not used: there is no pair left to answer.`);
+      return;
+    } else if (waiting.length >= MAX_WAITING) {
+      refuse(`Key “${label}” not used: ${MAX_WAITING} keys already wait for pairs.`);
+      return;
+    } else {
+      waiting.push(label);
+      renderStatus();
+    }
     renderProgress();
     renderRecent();
-    show(prefetched.shift() || null);
-    // The POST answers with the next pair (?next=1): one request per answer. Ask separately
-    // only when there is nothing to show now.
-    if (!current) prefetch();
+    refill();
+    flush();
+  }
+
+  // Take back one answer (any of the recent ones) and show its pair again to be answered anew.
+  function change(clientId) {
+    const index = recent.findIndex((r) => r.client_id === clientId);
+    if (index < 0) return;
+    const r = recent[index];
+    const queued = outbox.findIndex((op) => op.op === "post" && op.body.client_id === clientId);
+    if (queued >= 0 && outbox[queued] !== inFlight) {
+      outbox.splice(queued, 1); // never sent: just forget it
+    } else if (!r.refused) {
+      outbox.push({ op: "delete", client_id: clientId });
+    }
+    saveOutbox();
+    recent.splice(index, 1);
+    saveRecent();
+    if (!r.refused) answered = Math.max(0, answered - 1);
+    if (current) queue.unshift(current);
+    waiting.length = 0;
+    done = false;
+    problem = { text: `Answer it again: ${shown(r.left)} · ${shown(r.right)} (was ${r.label}).`, kind: "", transient: true };
+    show({ left: r.left, right: r.right });
+    renderProgress();
+    renderRecent();
     flush();
   }
 
   function undo() {
-    const last = recent[0];
-    if (!last) {
-      setStatus("Nothing to undo.", "warn");
+    if (!recent.length) {
+      refuse("Nothing to undo.");
       return;
     }
-    const queued = outbox.findIndex((op) => op.op === "post" && op.body.client_id === last.client_id);
-    if (queued >= 0 && outbox[queued] !== inFlight) {
-      outbox.splice(queued, 1); // never sent: just forget it
-    } else {
-      outbox.push({ op: "delete", client_id: last.client_id });
-    }
-    saveOutbox();
-    recent.shift();
-    answered = Math.max(0, answered - 1);
-    if (current) prefetched.unshift(current);
-    show({ left: last.left, right: last.right });
-    renderProgress();
-    renderRecent();
-    setStatus(`Undone: ${last.left.key} · ${last.right.key}. Answer it again.`, "");
-    flush();
-  }
-
-  function markRecent(clientId, state) {
-    const r = recent.find((x) => x.client_id === clientId);
-    if (r) r.state = state;
-    renderRecent();
+    change(recent[0].client_id);
   }
 
   async function send(op) {
     if (op.op === "post") {
-      const held = encodeURIComponent(heldPairs().join(","));
-      const r = await api(`${judgmentsUrl}?next=1&exclude=${held}`, {
+      const r = await api(`${judgmentsUrl}?next=1&exclude=${excludeParam()}`, {
         method: "POST", body: JSON.stringify(op.body),
       });
       if (r.status === 200 || r.status === 201) {
@@ -285,6 +411,7 @@
     while (outbox.length) {
       const op = outbox[0];
       inFlight = op;
+      renderRecent();
       let result;
       try {
         result = await send(op);
@@ -303,22 +430,31 @@
         saveOutbox();
         delay = 1000;
         if (result.ok) {
-          if (op.op === "post") markRecent(op.body.client_id, "saved");
+          if (problem && problem.failure) problem = null; // the retry worked
           if (result.next) offer(result.next);
-          else if (!prefetched.length) prefetch();
-          if (!outbox.length) setStatus("All answers saved.", "good");
         } else {
           // Refused for good (e.g. the study closed): tell the annotator, keep going.
           if (op.op === "post") {
-            markRecent(op.body.client_id, "refused");
+            const r = recent.find((x) => x.client_id === op.body.client_id);
+            if (r) r.refused = true;
+            saveRecent();
             answered = Math.max(0, answered - 1);
             renderProgress();
           }
-          setStatus(`Not saved: ${result.detail}`, "error");
-          if (!prefetched.length) prefetch();
+          problem = { text: `Not saved: ${result.detail}`, kind: "error", refusal: true };
+          done = false; // its pair may be offered again
         }
+        renderRecent();
+        renderStatus();
+        refill();
       } else {
-        setStatus(`Saving failed (${result.detail}); retrying in ${delay / 1000}s — nothing is lost.`, "warn");
+        problem = {
+          text: `Saving failed (${result.detail}); retrying in ${delay / 1000}s — nothing is lost.`,
+          kind: "warn",
+          failure: true,
+        };
+        renderRecent();
+        renderStatus();
         await new Promise((resolve) => setTimeout(resolve, delay));
         delay = Math.min(delay * 2, 15000);
       }
@@ -326,52 +462,92 @@
     flushing = false;
   }
 
+  // --- Keyboard help ------------------------------------------------------------------------------
+
+  const help = el("key-help");
+  function toggleHelp() {
+    if (!help) return;
+    if (help.open) help.close();
+    else help.showModal();
+  }
+
   // --- Wiring -----------------------------------------------------------------------------------
 
   document.addEventListener("keydown", (e) => {
     if (e.target.closest && e.target.closest("input, textarea, select, [contenteditable]")) return;
     if (e.ctrlKey || e.metaKey || e.altKey || e.repeat) return;
+    if (help && help.open) {
+      if (e.key === "?") {
+        e.preventDefault();
+        help.close();
+      }
+      return; // Escape closes the dialog itself
+    }
     if (LABELS[e.key]) {
       e.preventDefault();
-      answer(LABELS[e.key]);
+      press(LABELS[e.key]);
     } else if (e.key === "Backspace") {
       e.preventDefault();
       undo();
+    } else if (e.key === "?") {
+      e.preventDefault();
+      toggleHelp();
     }
   });
   for (const button of app.querySelectorAll("button.answer")) {
-    button.addEventListener("click", () => answer(button.dataset.label));
+    button.addEventListener("click", () => press(button.dataset.label));
   }
   el("undo").addEventListener("click", undo);
+  const helpButton = el("help-open");
+  if (helpButton) helpButton.addEventListener("click", toggleHelp);
+  const helpClose = el("help-close");
+  if (helpClose) helpClose.addEventListener("click", () => help.close());
   window.addEventListener("online", flush);
+  // Closing the tab (or leaving the page) with answers not yet stored asks first; the outbox
+  // in localStorage would send them on the next visit, but only if there is one.
+  window.addEventListener("beforeunload", (e) => {
+    if (!outbox.length) return;
+    e.preventDefault();
+    e.returnValue = "";
+  });
 
   async function start() {
+    const displayed = new Map(recent.map((r) => [r.client_id, r]));
     try {
       const r = await api(`${judgmentsUrl}?mine=1&limit=${RECENT}`);
       if (r.ok) {
         const data = await r.json();
-        recent = data.results.map((j) => ({
-          client_id: j.client_id, left: j.item_a, right: j.item_b, label: j.label, state: "saved",
-        }));
+        // The server stores pairs in canonical order; this browser remembers how they were shown.
+        const fromServer = data.results.map((j) => {
+          const seen = displayed.get(j.client_id);
+          return seen && !seen.refused
+            ? { ...seen, label: j.label }
+            : { client_id: j.client_id, left: j.item_a, right: j.item_b, label: j.label };
+        });
+        const stored = new Set(fromServer.map((r) => r.client_id));
+        const pending = new Set(outbox.filter((op) => op.op === "post").map((op) => op.body.client_id));
+        // Answers of this browser not stored yet (still in the outbox) or refused stay listed.
+        const local = recent.filter((r) => !stored.has(r.client_id) && (pending.has(r.client_id) || r.refused));
+        recent = [...local, ...fromServer].slice(0, RECENT);
       }
     } catch (e) {
-      /* the list fills as the annotator answers */
+      /* keep this browser's own list */
     }
-    const saved = new Set(recent.map((r) => r.client_id));
+    const listed = new Set(recent.map((r) => r.client_id));
     for (const op of outbox) {
-      if (op.op === "post" && !saved.has(op.body.client_id)) {
+      if (op.op === "post" && !listed.has(op.body.client_id)) {
         recent.unshift({
           client_id: op.body.client_id,
           left: { id: op.body.item_a, key: `#${op.body.item_a}` },
           right: { id: op.body.item_b, key: `#${op.body.item_b}` },
           label: op.body.label,
-          state: "sending",
         });
       }
     }
+    saveRecent();
     renderRecent();
     show(null);
-    prefetch();
+    refill();
     if (outbox.length) flush();
   }
   start();

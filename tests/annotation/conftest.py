@@ -8,6 +8,7 @@ from rest_framework.test import APIClient
 
 from annotation.models import Membership
 from annotation.selectors import pool_cache_clear
+from annotation.suggestions import suggestions_cache_clear
 
 from .factories import make_space, make_study, make_user
 
@@ -17,9 +18,11 @@ Role = Membership.Role
 @pytest.fixture(autouse=True)
 def _fresh_caches():
     pool_cache_clear()
+    suggestions_cache_clear()
     cache.clear()
     yield
     pool_cache_clear()
+    suggestions_cache_clear()
     cache.clear()
 
 

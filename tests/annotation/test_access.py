@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from annotation.access import Action, may, require, study_get, study_role
+from annotation.access import Action, may, may_export, require, study_get, study_role
 from annotation.models import Membership
 from common.errors import NotAllowed, NotFound
 
@@ -61,3 +61,26 @@ def test_the_role_is_read_once_per_request_user(study, annotator, django_assert_
     with django_assert_num_queries(1):
         for _ in range(3):
             assert study_role(annotator, study) == Role.ANNOTATOR
+
+
+@pytest.mark.parametrize(
+    ("who", "expected"),
+    [
+        ("annotator", False),
+        ("reviewer", True),
+        ("study_admin", True),
+        ("staff", True),
+        ("outsider", False),
+    ],
+)
+def test_may_export_means_reviewer_or_admin_of_some_study_or_staff(request, who, expected):
+    """The API-token rule: tokens are offered only to those whose tokens can export."""
+    assert may_export(request.getfixturevalue(who)) is expected
+
+
+def test_may_export_holds_for_an_annotator_who_reviews_another_study(annotator, space):
+    from annotation.models import Study
+
+    other = Study.objects.create(name="Other", space=space)
+    Membership.objects.create(user=annotator, study=other, role=Role.REVIEWER)
+    assert may_export(annotator) is True

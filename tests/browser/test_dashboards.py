@@ -18,7 +18,7 @@ from django.core.files.base import ContentFile
 from django.urls import reverse
 
 from annotation.models import Label, Membership, PairJudgment, Study
-from learning.models import MetricVersion, WeatResult, WeatSuite, WeatTest
+from learning.models import ApiToken, MetricVersion, WeatResult, WeatSuite, WeatTest
 from spaces.models import EmbeddingSpace, Item
 from tests.annotation.factories import npy_bytes
 
@@ -85,8 +85,9 @@ def metric_study(media_root):
             sigma_sha256=hashlib.sha256(content).hexdigest(),
             judgment_watermark=10 * (i + 1),
             diagnostics={
-                "heldout_loglik": -0.6 + 0.05 * i,
                 "spectrum": sorted(np.linalg.eigvalsh(sigma).tolist(), reverse=True),
+                # Only EXPLORE records a held-out log-likelihood (a validation split).
+                **({"heldout_loglik": -0.6 + 0.05 * i} if method == "explore" else {}),
             },
             counts={"comparable": 40, "incomparable": 20},
             fingerprint=f"b{i}",
@@ -151,6 +152,11 @@ def test_reviewer_sees_every_dashboard_with_rendered_charts(
             assert page.locator(".chart .plot-container").count() >= charts, name
         screenshot(page, f"dashboards-{name}")
     assert page.console_errors == []
+    # The held-out log-likelihood chart has a legend entry only for methods with values.
+    page.goto(live_server.url + reverse("study-drift", args=[study.pk]))
+    page.wait_for_selector("#chart-loglik .plot-container svg.main-svg")
+    names = page.evaluate("document.getElementById('chart-loglik').data.map((t) => t.name)")
+    assert names == ["explore"]
     # The WEAT table marks significance and keeps the bootstrap interval on hover.
     page.goto(live_server.url + reverse("study-weat", args=[study.pk]))
     cell = page.locator("#weat-table td.cell.significant").first
@@ -166,6 +172,8 @@ def test_admin_publishes_then_downloads_the_sigma_with_a_new_token(
     study, versions = metric_study["study"], metric_study["versions"]
     page = logged_in_page(metric_study["users"]["adm"], password=PASSWORD)
     page.goto(live_server.url + reverse("version-detail", args=[versions[1].pk]))
+    page.click("#publish-open")  # Publish asks first and says what downstream users receive
+    assert "downstream users" in page.inner_text("[data-testid=publish-consequences]")
     page.click("#publish")
     page.wait_for_selector("text=is now the published")
     screenshot(page, "dashboards-published")
@@ -177,6 +185,9 @@ def test_admin_publishes_then_downloads_the_sigma_with_a_new_token(
     page.click("button.primary")
     key = page.locator("#new-token-key").inner_text().strip()
     screenshot(page, "dashboards-token")
+    page.reload()  # POST–redirect–GET: a reload neither makes a second token nor shows the key
+    assert page.locator("#new-token-key").count() == 0
+    assert ApiToken.objects.filter(user=metric_study["users"]["adm"]).count() == 1
     assert page.console_errors == []
 
     url = live_server.url + reverse("api-published-sigma", args=[study.pk, "face", "npy"])

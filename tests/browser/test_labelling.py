@@ -191,7 +191,7 @@ def test_each_answer_is_one_request_that_brings_the_next_pair(
     labelling_study, logged_in_page, live_server
 ):
     """At a person's pace the page sends one POST per answer (?next=1) and asks GET next-pair
-    only at the start: the POST's answer refills the prefetched pair."""
+    only at the start (to fill the queue): each POST's answer refills the queue."""
     study, annotator = labelling_study
     page = logged_in_page(annotator)
     requests = []
@@ -204,7 +204,7 @@ def test_each_answer_is_one_request_that_brings_the_next_pair(
         shown.append(frozenset(pair))
         page.keyboard.press(key)
         wait_until(page, f"document.querySelectorAll('#recent li.recent-saved').length === {n}")
-    startup_gets = 2  # the first pair, then the one prefetched behind it
+    startup_gets = 6  # the first pair, then the queue of five prefetched behind it
     gets = [u for m, u in requests if m == "GET" and "/next-pair/" in u]
     posts = [u for m, u in requests if m == "POST" and "/judgments/" in u]
     assert len(posts) == 4

@@ -145,8 +145,10 @@ def test_revoked_token_stops_working(study, versions, users):
 
 def test_token_page_creates_shows_once_and_revokes(client, users):
     client.force_login(users["reviewer"])
-    page = client.post(reverse("account-tokens"), {"name": "notebook"})
-    assert page.status_code == 200
+    created = client.post(reverse("account-tokens"), {"name": "notebook"})
+    assert created.status_code == 302  # POST–redirect–GET
+    assert created["Location"] == reverse("account-tokens")
+    page = client.get(reverse("account-tokens"))
     key = page.context["new_key"]
     assert key.startswith("fm_")
     assert key in page.content.decode()
@@ -161,6 +163,29 @@ def test_token_page_creates_shows_once_and_revokes(client, users):
     stored.refresh_from_db()
     assert stored.revoked_at is not None
     assert client.post(reverse("account-tokens"), {"name": "  "}).status_code == 400
+
+
+def test_a_reload_after_creating_makes_no_second_token(client, users):
+    client.force_login(users["reviewer"])
+    client.post(reverse("account-tokens"), {"name": "notebook"})
+    first = client.get(reverse("account-tokens"))
+    assert first.context["new_key"].startswith("fm_")
+    again = client.get(reverse("account-tokens"))  # what a reload of the redirected page does
+    assert "new_key" not in again.context
+    assert ApiToken.objects.filter(user=users["reviewer"]).count() == 1
+
+
+def test_only_people_who_may_export_see_and_create_tokens(client, users):
+    client.force_login(users["annotator"])
+    home = client.get(reverse("home")).content.decode()
+    assert reverse("account-tokens") not in home
+    page = client.get(reverse("account-tokens"))
+    assert page.status_code == 200  # existing tokens can still be listed and revoked
+    assert 'name="name"' not in page.content.decode()
+    assert client.post(reverse("account-tokens"), {"name": "job"}).status_code == 403
+    assert not ApiToken.objects.filter(user=users["annotator"]).exists()
+    client.force_login(users["reviewer"])
+    assert reverse("account-tokens") in client.get(reverse("home")).content.decode()
 
 
 def test_a_user_cannot_revoke_someone_elses_token(client, users):

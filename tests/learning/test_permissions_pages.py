@@ -114,6 +114,27 @@ def test_publish_button_shown_to_admins_only_and_needs_post(client, users, versi
     assert client.get(reverse("version-publish", args=[versions[1].pk])).status_code == 405
 
 
+def test_version_page_lists_parameters_as_a_table_and_publish_says_what_downstream_gets(
+    client, users, versions
+):
+    version = versions[1]
+    version.parameters = {"n_components": 2, "ridge": 0.001, "split": {"seed": 7}}
+    version.save(update_fields=["parameters"])
+    client.force_login(users["admin"])
+    page = client.get(reverse("version-detail", args=[version.pk]))
+    rows = dict(page.context["parameters"])
+    assert rows == {"n components": "2", "ridge": "0.001", "split · seed": "7"}
+    html = page.content.decode()
+    assert '<table class="grid" id="parameters">' in html
+    assert "{&#x27;n_components" not in html  # no Python dict
+    # Publish sits behind a confirmation that names what downstream users receive.
+    assert 'id="publish-open"' in html
+    assert "downstream users" in html
+    published_url = reverse("api-published-sigma", args=[version.study_id, version.method, "npy"])
+    assert published_url in html
+    assert "instead of version" in html  # the published one it replaces is named
+
+
 def test_publishing_a_failed_version_is_refused_with_a_message(client, users, versions):
     failed = versions[1]
     MetricVersion.objects.filter(pk=failed.pk).update(status="failed", error="one class only")

@@ -156,14 +156,14 @@ def test_refused_and_unchanged_exports_are_not_logged(world, new_events):
 
 
 def test_tokens_created_and_revoked_on_the_token_page(world, new_events):
-    client = world.client("ann_b")
-    assert client.post(reverse("account-tokens"), {"name": "nightly"}).status_code == 200
-    token = ApiToken.objects.get(user=world.users["ann_b"], name="nightly")
-    event = _one(new_events(), Action.TOKEN_CREATE, world.users["ann_b"])
+    client = world.client("rev_a")
+    assert client.post(reverse("account-tokens"), {"name": "nightly"}).status_code == 302
+    token = ApiToken.objects.get(user=world.users["rev_a"], name="nightly")
+    event = _one(new_events(), Action.TOKEN_CREATE, world.users["rev_a"])
     assert event.detail == {
         "name": "nightly",
         "prefix": token.prefix,
-        "owner_id": world.users["ann_b"].pk,
+        "owner_id": world.users["rev_a"].pk,
     }
     assert "key_hash" not in str(event.detail)
     revoke = reverse("account-token-revoke", args=[token.pk])

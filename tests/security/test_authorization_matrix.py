@@ -215,9 +215,9 @@ MATRIX: dict[str, Row] = {
         {"post": statuses(302, 403, 404, 403, 302, 302)},
         PAGE_GATE,
     ),
-    "account-tokens": Row(
+    "account-tokens": Row(  # everybody lists their tokens; reviewers/admins/staff create (PRG)
         lambda w: reverse("account-tokens"),
-        {"get": LOGGED_IN, "post": LOGGED_IN},
+        {"get": LOGGED_IN, "post": statuses(302, 403, 403, 302, 302, 302)},
         PAGE_GATE,
         body=lambda w, r: {"name": f"job of {r}"},
     ),

@@ -730,6 +730,7 @@ CATALOG: list[Bad] = [
         "Give the token a name",
         {},
         "multipart",
+        role="rev_a",  # only those who may export create tokens
     ),
     Bad(
         "account-tokens",
@@ -740,6 +741,7 @@ CATALOG: list[Bad] = [
         "Give the token a name",
         {"name": "   "},
         "multipart",
+        role="rev_a",  # only those who may export create tokens
     ),
     Bad(
         "account-tokens",
@@ -750,6 +752,7 @@ CATALOG: list[Bad] = [
         "at most 100 characters",
         {"name": "n" * 101},
         "multipart",
+        role="rev_a",  # only those who may export create tokens
     ),
     Bad(
         "account-tokens",
@@ -759,6 +762,17 @@ CATALOG: list[Bad] = [
         400,
         "Bad request",
         {"name": "n" * (3 * 1024 * 1024)},
+        "multipart",
+        role="rev_a",  # only those who may export create tokens
+    ),
+    Bad(
+        "account-tokens",
+        "an annotator only (could export nothing)",
+        "post",
+        lambda w: reverse("account-tokens"),
+        403,
+        "You review or administer no study",
+        {"name": "job"},
         "multipart",
     ),
     Bad(

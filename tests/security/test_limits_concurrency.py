@@ -157,7 +157,8 @@ def test_thirty_concurrent_judgments_take_at_most_the_burst(server, settings, sp
 
 
 def test_thirty_concurrent_token_creates_stop_at_the_cap(server, client, settings, space):
-    user = make_user("scripted")
+    # A reviewer: someone allowed to create tokens (annotation.access.may_export).
+    user = make_user("scripted", study=make_study(space=space), role="reviewer")
     for i in range(MAX_ACTIVE_TOKENS - 5):
         api_token_create(user=user, name=f"existing {i}")
     client.force_login(user)

@@ -1,0 +1,195 @@
+"""Every page, in real Chromium at a phone's width (375 px): no sideways scroll, and axe-core
+(vendored under static/vendor/axe-core, served by the app) finds no serious or critical
+accessibility violation. ``PAGES`` must name every page route: a new page without an entry
+fails ``test_every_page_route_is_checked``."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.core.files.base import ContentFile
+from django.urls import reverse
+
+from annotation.models import ComparableGroup, Membership
+from spaces.models import EmbeddingImport
+from tests.annotation.factories import PASSWORD as STAFF_PASSWORD
+from tests.annotation.factories import make_user
+from tests.browser.conftest import collect_errors
+from tests.browser.test_dashboards import (
+    PASSWORD,
+    metric_study,  # noqa: F401  (fixture)
+)
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+PHONE = {"width": 375, "height": 740}
+AXE_URL = "/static/vendor/axe-core/axe.min.js"
+BLOCKING = {"serious", "critical"}
+
+
+def page_urls(world) -> dict[str, tuple[str, str]]:
+    """URL name → (who, path) for every page (HTML, GET) of the app."""
+    study, versions, test = world["study"], world["versions"], world["test"]
+    s = study.pk
+    return {
+        "home": ("rev", reverse("home")),
+        "login": ("anon", reverse("login")),
+        "annotation:study-list": ("rev", reverse("annotation:study-list")),
+        "annotation:study-detail": ("rev", reverse("annotation:study-detail", args=[s])),
+        "annotation:label": ("ann1", reverse("annotation:label", args=[s])),
+        "annotation:groups": ("ann1", reverse("annotation:groups", args=[s])),
+        "annotation:review": ("rev", reverse("annotation:review", args=[s])),
+        "study-dashboard": ("rev", reverse("study-dashboard", args=[s])),
+        "study-weat": ("rev", reverse("study-weat", args=[s])),
+        "study-weat-test": ("rev", reverse("study-weat-test", args=[s, test.pk])),
+        "study-drift": ("rev", reverse("study-drift", args=[s])),
+        "version-detail": ("adm", reverse("version-detail", args=[versions[1].pk])),
+        "version-compare": (
+            "rev",
+            reverse("version-compare") + f"?a={versions[0].pk}&b={versions[1].pk}",
+        ),
+        "account-tokens": ("rev", reverse("account-tokens")),
+        "spaces:list": ("staff", reverse("spaces:list")),
+        "spaces:upload": ("staff", reverse("spaces:upload")),
+        "spaces:import": ("staff", reverse("spaces:import", args=[world["import"].pk])),
+    }
+
+
+# Routes that are not pages: the API, JSON endpoints, form targets (POST), the admin site.
+NOT_PAGES = {
+    "healthz",
+    "logout",
+    "schema",
+    "api-docs",  # Swagger UI: a third-party page
+    "study-dashboard-status",
+    "spaces:import-status",
+    "version-publish",
+    "account-token-revoke",
+}
+
+
+def test_every_page_route_is_checked():
+    from tests.security.test_authorization_matrix import DEBUG_ONLY, _app_patterns
+
+    fake = {
+        "study": type("S", (), {"pk": 1})(),
+        "versions": [type("V", (), {"pk": 1})()] * 2,
+        "test": type("T", (), {"pk": 1})(),
+        "import": type("I", (), {"pk": 1})(),
+    }
+    checked = set(page_urls(fake))
+    routes = {
+        name
+        for route, name in _app_patterns()
+        if not route.startswith("api/") and route not in DEBUG_ONLY and name not in NOT_PAGES
+    }
+    assert routes - checked == set(), "pages missing from tests/browser/test_every_page.py"
+
+
+@pytest.fixture
+def world(metric_study):  # noqa: F811
+    study = metric_study["study"]
+    users = dict(metric_study["users"])
+    users["staff"] = make_user("staffer", is_staff=True)
+    group = ComparableGroup.objects.create(study=study, name="names", created_by=users["ann1"])
+    group.members.add(*study.space.items.order_by("row")[:3])
+    job = EmbeddingImport(name="imported space", status="done", created_by=users["staff"])
+    job.file.save("phone.npy", ContentFile(b"\x93NUMPY"), save=False)
+    job.save()
+    assert Membership.objects.filter(user=users["rev"], role="reviewer").exists()
+    return {**metric_study, "users": users, "import": job}
+
+
+def blocking_violations(page, live_server) -> list[str]:
+    if not page.evaluate("typeof window.axe !== 'undefined'"):
+        page.add_script_tag(url=live_server.url + AXE_URL)
+    results = page.evaluate(
+        "axe.run(document, {resultTypes: ['violations']})"
+        ".then(r => r.violations.map(v => ({id: v.id, impact: v.impact, help: v.help,"
+        " nodes: v.nodes.slice(0, 3).map(n => n.target.join(' '))})))"
+    )
+    return [json.dumps(v) for v in results if v["impact"] in BLOCKING]
+
+
+def test_every_page_fits_a_phone_and_passes_axe(browser, live_server, world, screenshot):
+    contexts = {}
+
+    def page_for(who):
+        if who not in contexts:
+            context = browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True)
+            page = context.new_page()
+            page.set_default_timeout(15_000)
+            page.console_errors = collect_errors(page)
+            if who != "anon":
+                page.goto(f"{live_server.url}/accounts/login/")
+                page.fill("input[name=username]", world["users"][who].username)
+                page.fill("input[name=password]", STAFF_PASSWORD if who == "staff" else PASSWORD)
+                page.click("button[type=submit]")
+                page.wait_for_url(f"{live_server.url}/")
+            contexts[who] = page
+        return contexts[who]
+
+    problems = []
+    try:
+        for name, (who, path) in page_urls(world).items():
+            page = page_for(who)
+            response = page.goto(live_server.url + path)
+            assert response.status == 200, (name, response.status)
+            page.wait_for_load_state("load")
+            if page.locator(".chart").count():
+                page.wait_for_selector(".chart .plot-container svg.main-svg")
+            if name == "annotation:label":
+                page.wait_for_selector("#card-left[data-item-id]")
+                screenshot(page, "phone-label")
+            width = page.evaluate(
+                "Math.max(document.documentElement.scrollWidth, document.body.scrollWidth)"
+            )
+            if width > PHONE["width"]:
+                screenshot(page, f"phone-{name.replace(':', '-')}")
+                problems.append(f"{name}: {width} px wide at {PHONE['width']} px")
+            problems += [f"{name}: {v}" for v in blocking_violations(page, live_server)]
+        assert problems == [], "\n".join(problems)
+        # The collapsed top bar opens and shows the navigation.
+        page = page_for("rev")
+        page.goto(live_server.url + reverse("home"))
+        assert not page.is_visible("#site-nav")
+        page.click(".menu-toggle")
+        assert page.is_visible("#site-nav >> text=API tokens")
+        for page in contexts.values():
+            assert page.console_errors == []
+    finally:
+        for page in contexts.values():
+            page.context.close()
+
+
+def test_label_and_groups_pages_in_use_pass_axe_on_a_laptop(
+    media_root, logged_in_page, live_server
+):
+    """The states the phone pass does not reach: answers listed, the keyboard help open,
+    search results and a heterogeneity line on the groups page (1366 px wide)."""
+    from tests.annotation.factories import make_space, make_study
+
+    study = make_study(space=make_space(name="axe-space"), name="Axe study")
+    annotator = make_user("axel", study=study, role="annotator")
+    page = logged_in_page(annotator, password=STAFF_PASSWORD)
+    page.goto(f"{live_server.url}/studies/{study.pk}/label/")
+    page.wait_for_selector("#card-left[data-item-id]")
+    page.keyboard.press("1")
+    page.wait_for_selector("#recent li.recent-saved")
+    assert blocking_violations(page, live_server) == []
+    page.keyboard.press("?")
+    page.wait_for_selector("#key-help[open]")
+    assert blocking_violations(page, live_server) == []
+    page.keyboard.press("Escape")
+
+    page.goto(f"{live_server.url}/studies/{study.pk}/groups/")
+    for prefix in ["w001", "w002"]:
+        page.fill("#search", prefix)
+        page.wait_for_selector(f"#results li >> text={prefix}")
+        page.press("#search", "Enter")
+    page.fill("#search", "w00")
+    page.wait_for_selector("#results li >> text=w003")
+    page.wait_for_selector("#heterogeneity:not(:empty)")
+    assert blocking_violations(page, live_server) == []
+    assert page.console_errors == []

@@ -1,0 +1,176 @@
+"""In real Chromium: no key press is lost on the pair page, on a fast or a slowed server; the
+tab warns before closing with unsent answers; any recent answer can be changed; `?` shows help.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+
+from annotation import api as annotation_api
+from annotation.models import Membership, PairJudgment
+from tests.annotation.factories import make_space, make_study, make_user
+from tests.browser.conftest import wait_until
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+LABEL_OF = {"1": "comparable", "2": "incomparable", "0": "unsure"}
+UNSENT = "Number(document.getElementById('label-app').dataset.unsent || '0')"
+
+
+@pytest.fixture
+def study_and_annotator(media_root):
+    study = make_study(space=make_space(name="queue-space"), name="Queue", target_per_annotator=40)
+    return study, make_user("quick", study=study, role=Membership.Role.ANNOTATOR)
+
+
+@pytest.fixture
+def slow_api(monkeypatch):
+    """Delay the judgment POST and GET next-pair of the live server (same process) by
+    ``seconds``: a slow server as the annotator sees it."""
+
+    def slow(seconds: float) -> None:
+        for view, method in [
+            (annotation_api.JudgmentListCreate, "post"),
+            (annotation_api.NextPairView, "get"),
+        ]:
+            original = getattr(view, method)
+
+            def delayed(self, request, *args, _original=original, **kwargs):
+                time.sleep(seconds)
+                return _original(self, request, *args, **kwargs)
+
+            monkeypatch.setattr(view, method, delayed)
+
+    return slow
+
+
+def status_is_truthful(page) -> None:
+    """The status line counts exactly the answers not yet stored (read in one evaluation)."""
+    unsent, text = page.evaluate(f"[{UNSENT}, document.getElementById('status').textContent]")
+    if unsent:
+        assert "not saved yet" in text, (unsent, text)
+        assert "All answers saved" not in text, (unsent, text)
+        assert re.search(rf"\b{unsent} (answer|change)", text), (unsent, text)
+    else:
+        assert "not saved yet" not in text, text
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.25], ids=["fast-server", "slow-server"])
+def test_twenty_keys_25_ms_apart_store_exactly_twenty_answers(
+    study_and_annotator, logged_in_page, live_server, slow_api, delay
+):
+    study, annotator = study_and_annotator
+    page = logged_in_page(annotator)
+    page.goto(f"{live_server.url}/studies/{study.pk}/label/")
+    page.wait_for_selector("#card-left[data-item-id]")
+    if delay:
+        slow_api(delay)  # slowed after the first pair: the queue drains, keys wait for pairs
+    keys = [("1", "2", "0")[i % 3] for i in range(20)]
+    for key in keys:
+        page.keyboard.press(key)
+        page.wait_for_timeout(25)
+    status_is_truthful(page)
+    wait_until(page, f"{UNSENT} === 0", timeout=30_000)
+    wait_until(page, "document.querySelectorAll('#recent li.recent-saved').length === 10")
+    status_is_truthful(page)
+    assert page.inner_text("#status") == "All answers saved."
+    assert page.inner_text("#answered") == "20"
+
+    mine = list(PairJudgment.objects.filter(study=study, annotator=annotator).order_by("id"))
+    assert [j.label for j in mine] == [LABEL_OF[k] for k in keys]  # sent in order
+    assert len({(j.item_a_id, j.item_b_id) for j in mine}) == 20  # twenty different pairs
+    assert page.console_errors == []
+
+
+def test_closing_the_tab_with_unsent_answers_warns(
+    study_and_annotator, logged_in_page, live_server
+):
+    study, annotator = study_and_annotator
+    page = logged_in_page(annotator)
+    page.route(
+        re.compile(r"/api/studies/\d+/judgments/(\?.*)?$"),
+        lambda route: (
+            route.abort("internetdisconnected")
+            if route.request.method == "POST"
+            else route.continue_()
+        ),
+    )
+    page.goto(f"{live_server.url}/studies/{study.pk}/label/")
+    page.wait_for_selector("#card-left[data-item-id]")
+    page.keyboard.press("1")
+    page.wait_for_selector("#status >> text=retrying")
+    status_is_truthful(page)
+    assert "1 answer not saved yet" in page.inner_text("#status")
+    with page.expect_event("dialog") as dialog:
+        page.close(run_before_unload=True)
+    assert dialog.value.type == "beforeunload"
+    dialog.value.dismiss()  # stay on the page
+    assert not PairJudgment.objects.filter(annotator=annotator).exists()
+
+
+def test_an_earlier_answer_is_changed_by_a_click_and_help_opens_with_question_mark(
+    study_and_annotator, logged_in_page, live_server
+):
+    study, annotator = study_and_annotator
+    page = logged_in_page(annotator)
+    page.goto(f"{live_server.url}/studies/{study.pk}/label/")
+    page.wait_for_selector("#card-left[data-item-id]")
+    displayed = []
+    for n, key in enumerate(["1", "1", "1"], start=1):
+        displayed.append((page.inner_text("#card-left .big"), page.inner_text("#card-right .big")))
+        page.keyboard.press(key)
+        wait_until(page, f"document.querySelectorAll('#recent li.recent-saved').length === {n}")
+    # Listed as displayed (left · right), newest first.
+    texts = page.locator("#recent li .pair-text").all_inner_texts()
+    assert texts == [f"{left} · {right}" for left, right in reversed(displayed)]
+
+    page.click("#recent li:nth-child(2) button.change")  # the second answer, not the last
+    wait_until(page, "document.querySelectorAll('#recent li').length === 2")
+    assert (page.inner_text("#card-left .big"), page.inner_text("#card-right .big")) == displayed[1]
+    page.keyboard.press("2")
+    wait_until(
+        page, f"document.querySelectorAll('#recent li.recent-saved').length === 3 && {UNSENT} === 0"
+    )
+    left, right = displayed[1]
+    changed = [
+        j
+        for j in PairJudgment.objects.filter(annotator=annotator).select_related("item_a", "item_b")
+        if {j.item_a.key, j.item_b.key} == {left, right}
+    ]
+    assert [j.label for j in changed] == ["incomparable"]
+    assert PairJudgment.objects.filter(annotator=annotator).count() == 3
+
+    page.keyboard.press("?")
+    page.wait_for_selector("#key-help[open]")
+    assert "Backspace" in page.inner_text("#key-help")
+    before = PairJudgment.objects.filter(annotator=annotator).count()
+    page.keyboard.press("1")  # keys do not answer behind the help
+    page.keyboard.press("Escape")
+    page.wait_for_selector("#key-help:not([open])", state="attached")
+    assert PairJudgment.objects.filter(annotator=annotator).count() == before
+    assert page.evaluate(UNSENT) == 0
+    assert page.console_errors == []
+
+
+def test_keys_beyond_the_last_pair_are_refused_in_the_status_line(
+    media_root, logged_in_page, live_server
+):
+    """Six items make 15 pairs: of 20 keys pressed 25 ms apart, 15 answer and 5 are refused,
+    visibly; none is silently dropped."""
+    study = make_study(space=make_space(name="tiny", n_words=0), name="Tiny", gold_rate=0.0)
+    annotator = make_user("last", study=study, role=Membership.Role.ANNOTATOR)
+    page = logged_in_page(annotator)
+    page.goto(f"{live_server.url}/studies/{study.pk}/label/")
+    page.wait_for_selector("#card-left[data-item-id]")
+    for i in range(20):
+        page.keyboard.press(("1", "2")[i % 2])
+        page.wait_for_timeout(25)
+    wait_until(page, f"{UNSENT} === 0", timeout=30_000)
+    page.wait_for_selector("#card-left >> text=No more pairs")
+    assert PairJudgment.objects.filter(annotator=annotator).count() == 15
+    assert page.inner_text("#answered") == "15"
+    assert "not used: there is no pair left" in page.inner_text("#status")
+    assert page.console_errors == []
