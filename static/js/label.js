@@ -20,6 +20,10 @@
 
   let answered = Number(app.dataset.answered) || 0;
   const target = Number(app.dataset.target) || 0;
+  // The study stops annotators at the target: then the completion page follows the last save.
+  const stops = app.dataset.stops === "1";
+  const doneUrl = app.dataset.doneUrl;
+  let complete = false;
   let current = null; // {left, right}
   let shownAt = 0;
   const prefetched = [];
@@ -125,7 +129,9 @@
   }
 
   function renderProgress() {
-    el("answered").textContent = answered;
+    // Never "32 / 20": the count stops at the target, answers beyond it are said apart.
+    el("answered").textContent = Math.min(answered, target);
+    el("extra").textContent = answered > target ? ` (+${answered - target} beyond the target)` : "";
     el("progress-bar").value = Math.min(answered, target);
   }
 
@@ -161,6 +167,15 @@
 
   // A next pair, from GET next-pair or carried by a judgment POST's `next_pair`.
   function offer(data) {
+    if (data.complete) {
+      complete = true;
+      done = true;
+      prefetched.length = 0;
+      current = null;
+      show(null);
+      if (!outbox.length && !flushing) window.location.assign(doneUrl);
+      return;
+    }
     if (data.done) {
       done = true;
     } else {
@@ -211,6 +226,14 @@
     answered += 1;
     renderProgress();
     renderRecent();
+    if (stops && answered >= target) {
+      // The target: no more pairs; the answer's response (complete) leads to the done page.
+      prefetched.length = 0;
+      done = true;
+      show(null);
+      flush();
+      return;
+    }
     show(prefetched.shift() || null);
     // The POST answers with the next pair (?next=1): one request per answer. Ask separately
     // only when there is nothing to show now.
@@ -324,6 +347,7 @@
       }
     }
     flushing = false;
+    if (complete) window.location.assign(doneUrl);
   }
 
   // --- Wiring -----------------------------------------------------------------------------------
