@@ -324,6 +324,7 @@ def candidate_pairs_upload(
 ) -> dict:
     """Store candidate pairs (all keys in the pool, else nothing); ``replace`` drops the old."""
     require(user, study, Action.MANAGE, "Only an admin of the study can change its pairs.")
+    study = Study.objects.select_for_update().get(pk=study.pk)  # the current pool
     pairs = pairs_resolve(study=study, rows=rows)
     if replace:
         CandidatePair.objects.filter(study=study).delete()
@@ -348,6 +349,7 @@ def candidate_pairs_upload(
 def gold_pairs_upload(*, user, study: Study, rows: list[PairRow]) -> dict:
     """Create or relabel gold pairs (all keys in the pool, else nothing)."""
     require(user, study, Action.MANAGE, "Only admins of the study set gold pairs.")
+    study = Study.objects.select_for_update().get(pk=study.pk)  # the current pool
     pairs = pairs_resolve(study=study, rows=rows)
     new = [p for p in pairs if p.state == "new"]
     changed = [p for p in pairs if p.state == "changed"]

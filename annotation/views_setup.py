@@ -52,6 +52,13 @@ def _context(study: Study, can_manage: bool, active: str, **extra) -> dict:
     }
 
 
+def _posted(request: HttpRequest, *, files: bool = False):
+    """The POST data (or files) to bind a form to, even when empty; None for GET."""
+    if request.method != "POST":
+        return None
+    return request.FILES if files else request.POST
+
+
 def _form_error(form, error: AppError) -> None:
     form.add_error(None, error.message)
 
@@ -63,7 +70,7 @@ def _form_error(form, error: AppError) -> None:
 @require_http_methods(["GET", "POST"])
 def study_new(request: HttpRequest) -> HttpResponse:
     require_staff(request.user, "Only staff create studies.")
-    form = StudyForm(request.POST or None)
+    form = StudyForm(_posted(request))
     if request.method == "POST" and form.is_valid():
         try:
             study = setup.study_save(user=request.user, data=form.cleaned_data)
@@ -82,7 +89,7 @@ def study_new(request: HttpRequest) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def study_settings(request: HttpRequest, study_id: int) -> HttpResponse:
     study, can_manage = _setup_study(request, study_id)
-    form = StudyForm(request.POST or None, instance=study)
+    form = StudyForm(_posted(request), instance=study)
     if request.method == "POST" and form.is_valid():
         try:
             setup.study_save(user=request.user, study=study, data=form.cleaned_data)
@@ -151,7 +158,7 @@ def _upload_text(form: UploadForm) -> tuple[str, bool]:
 @require_http_methods(["GET", "POST"])
 def study_items(request: HttpRequest, study_id: int) -> HttpResponse:
     study, can_manage = _setup_study(request, study_id)
-    form = UploadForm(request.POST or None, request.FILES or None)
+    form = UploadForm(_posted(request), _posted(request, files=True))
     if request.method == "POST" and form.is_valid():
         try:
             text, pasted = _upload_text(form)
@@ -180,7 +187,7 @@ def study_items(request: HttpRequest, study_id: int) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def study_pairs(request: HttpRequest, study_id: int) -> HttpResponse:
     study, can_manage = _setup_study(request, study_id)
-    form = UploadForm(request.POST or None, request.FILES or None)
+    form = UploadForm(_posted(request), _posted(request, files=True))
     if request.method == "POST" and form.is_valid():
         try:
             text, _ = _upload_text(form)
@@ -208,7 +215,7 @@ def study_pairs(request: HttpRequest, study_id: int) -> HttpResponse:
 def study_gold(request: HttpRequest, study_id: int) -> HttpResponse:
     """Gold pairs: upload → a preview of every row (new, relabelled, unchanged) → confirm."""
     study, can_manage = _setup_study(request, study_id)
-    form = UploadForm(request.POST or None, request.FILES or None)
+    form = UploadForm(_posted(request), _posted(request, files=True))
     preview = None
     if request.method == "POST" and form.is_valid():
         try:
@@ -291,13 +298,19 @@ def study_members(request: HttpRequest, study_id: int) -> HttpResponse:
                 else:
                     messages.success(request, f"{member.user.username} added as {member.role}.")
                     return redirect("annotation:study-members", study.pk)
+    return _members_page(request, study, can_manage, add_form, invite_form, invitation, status)
+
+
+def _members_page(
+    request, study, can_manage, add_form=None, invite_form=None, invitation=None, status=200
+):
     context = _context(
         study,
         can_manage,
         "members",
         members=selectors.members_of(study=study),
-        add_form=add_form,
-        invite_form=invite_form,
+        add_form=add_form or MemberAddForm(prefix="add"),
+        invite_form=invite_form or InviteForm(prefix="invite"),
         invitation=invitation,
         roles=Membership.Role.choices,
     )
@@ -319,15 +332,19 @@ def _membership(request, study_id: int, membership_id: int) -> Membership:
 def study_member(request: HttpRequest, study_id: int, membership_id: int) -> HttpResponse:
     membership = _membership(request, study_id, membership_id)
     form = MemberChangeForm(request.POST)
-    if not form.is_valid():
-        errors = "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items())
-        raise InvalidInput(f"Not changed: {errors}")
-    setup.member_change(
-        user=request.user,
-        membership=membership,
-        role=form.cleaned_data["role"],
-        target=form.cleaned_data["target"],
-    )
+    try:
+        if not form.is_valid():
+            errors = "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items())
+            raise InvalidInput(f"Not changed: {errors}")
+        setup.member_change(
+            user=request.user,
+            membership=membership,
+            role=form.cleaned_data["role"],
+            target=form.cleaned_data["target"],
+        )
+    except AppError as error:
+        messages.error(request, error.message)
+        return _members_page(request, membership.study, True, status=error.status_code)
     messages.success(request, f"{membership.user.username}: changed.")
     return redirect("annotation:study-members", study_id)
 
@@ -336,7 +353,11 @@ def study_member(request: HttpRequest, study_id: int, membership_id: int) -> Htt
 @require_POST
 def study_member_remove(request: HttpRequest, study_id: int, membership_id: int) -> HttpResponse:
     membership = _membership(request, study_id, membership_id)
-    setup.member_remove(user=request.user, membership=membership)
+    try:
+        setup.member_remove(user=request.user, membership=membership)
+    except AppError as error:
+        messages.error(request, error.message)
+        return _members_page(request, membership.study, True, status=error.status_code)
     messages.success(request, f"{membership.user.username} removed; their answers stay.")
     return redirect("annotation:study-members", study_id)
 
