@@ -36,7 +36,8 @@ def _study(
 @require_safe
 def study_list(request: HttpRequest) -> HttpResponse:
     studies = selectors.studies_for_user(user=request.user)
-    return render(request, "annotation/study_list.html", {"studies": studies})
+    archived = selectors.studies_archived(user=request.user)
+    return render(request, "annotation/study_list.html", {"studies": studies, "archived": archived})
 
 
 @login_required

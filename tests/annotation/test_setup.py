@@ -164,6 +164,7 @@ def test_archive_closes_and_hides_the_study(study, study_admin, annotator):
     assert not study.is_active
     assert selectors.studies_for_user(user=annotator) == []
     assert selectors.studies_archived(user=study_admin) == [study]
+    assert selectors.studies_archived(user=annotator) == []
     setup.study_archive(user=study_admin, study=study, archive=False)
     study.refresh_from_db()
     assert study.archived_at is None
@@ -545,3 +546,14 @@ def test_parquet_exports_hold_the_same_rows_as_csv(study, reviewer, annotator, c
     assert table.column("item_a_key").to_pylist() == ["w000"]
     groups = client.get(reverse("api-export-groups", args=[study.pk, "parquet"]))
     assert pq.read_table(io.BytesIO(b"".join(groups.streaming_content))).num_rows == 0
+
+
+def test_archived_studies_are_listed_apart_for_their_admins(
+    study, study_admin, annotator, client_for
+):
+    setup.study_archive(user=study_admin, study=study, archive=True)
+    admin_list = client_for(study_admin).get(reverse("annotation:study-list")).content.decode()
+    assert 'id="archived-studies"' in admin_list
+    assert reverse("annotation:study-settings", args=[study.pk]) in admin_list
+    annotator_list = client_for(annotator).get(reverse("annotation:study-list")).content.decode()
+    assert study.name not in annotator_list
