@@ -424,6 +424,19 @@ def test_reaching_the_target_leads_to_the_completion_page(study, annotator, clie
     done = client.get(label["Location"]).content.decode()
     assert "Thank you" in done
     assert "What happens next" in done
+    more = client.post(
+        reverse("api-judgments", args=[study.pk]),
+        {
+            "item_a": items[0].pk,
+            "item_b": items[5].pk,
+            "label": "comparable",
+            "client_id": str(uuid.uuid4()),
+        },
+        format="json",
+    )
+    assert more.status_code == 400
+    assert "reached your target" in more.json()["detail"]
+    assert PairJudgment.objects.filter(annotator=annotator).count() == 2
 
 
 def test_progress_never_shows_more_than_the_target(study, annotator, client_for, items):

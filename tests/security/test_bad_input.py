@@ -1069,6 +1069,21 @@ COVERED_ELSEWHERE = [
         "tests.annotation.test_api::test_closed_study_refuses_answers",
     ),
     (
+        "api-judgments",
+        "an answer beyond the target of a study that stops there",
+        "tests.annotation.test_setup::test_reaching_the_target_leads_to_the_completion_page",
+    ),
+    (
+        "annotation:study-items",
+        "a file that is not UTF-8",
+        "tests.annotation.test_setup::test_upload_pages_show_unknown_keys_and_write_nothing",
+    ),
+    (
+        "annotation:study-gold",
+        "a key of another space (service, model form, Django admin)",
+        "tests.annotation.test_setup::test_a_cross_space_gold_pair_is_refused_by_the_django_admin",
+    ),
+    (
         "api-judgment",
         "another annotator's answer",
         "tests.annotation.test_api::test_undo_by_id_or_client_id_only_for_ones_own",
