@@ -27,7 +27,7 @@ from common.iterables import batched
 from spaces.models import Item
 
 from .access import Action, require
-from .models import CandidatePair, GoldPair, Membership, PairJudgment, Study, canonical_pair
+from .models import CandidatePair, GoldPair, Membership, PairJudgment, Study
 from .selectors import pool_items
 from .setup_files import PairRow
 
@@ -374,11 +374,6 @@ def gold_pairs_upload(*, user, study: Study, rows: list[PairRow]) -> dict:
         detail={"rows": len(rows), "added": len(new), "relabelled": len(changed)},
     )
     return {"rows": len(rows), "added": len(new), "relabelled": len(changed)}
-
-
-def pair_for_keys(study: Study, key_a: str, key_b: str) -> tuple[int, int]:
-    found = _items_by_key(pool_items(study=study), [key_a, key_b])
-    return canonical_pair(found[key_a].pk, found[key_b].pk)
 
 
 # --- Members ------------------------------------------------------------------------------------
