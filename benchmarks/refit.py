@@ -139,7 +139,7 @@ def _world(n: int, dim: int):
     )
     study = Study.objects.create(name=tag, space=space)
     StudyLearningSettings.objects.create(
-        study=study, debounce_seconds=DEBOUNCE, face_components=min(10, dim)
+        study=study, debounce_seconds=DEBOUNCE, face_components=min(10, dim - 1)
     )
     users = [get_user_model().objects.create_user(f"{tag}-{i}") for i in range(ANNOTATORS)]
     Membership.objects.bulk_create(Membership(user=u, study=study) for u in users)

@@ -28,7 +28,7 @@ import numpy as np
 from sklearn.metrics import roc_auc_score
 
 from annotation.models import LabelCode
-from learning.core.explore import EXPLORE
+from learning.core.explore import EXPLORE, ExploreShortfall, explore_shortfall
 from learning.core.face import FACE
 from learning.core.psd import eigh_descending
 from learning.selectors import GroupSnapshot, JudgmentSnapshot
@@ -141,43 +141,75 @@ def _spectrum(sigma: np.ndarray) -> list[float]:
     return [float(v) for v in eigh_descending(sigma)[0]]
 
 
-def fit_explore(pairs: PairData, read_vectors, *, max_eigenvalue: float | None) -> FitOutcome:
-    """EXPLORE on all observations, plus a train-side fit for held-out diagnostics."""
-    observed = pairs.y[(pairs.y == 0) | (pairs.y == 1)]
-    if observed.size == 0 or np.unique(observed).size < 2:
-        have = (
-            "no labelled pairs"
-            if observed.size == 0
-            else ("only comparable pairs" if observed[0] == 1 else "only incomparable pairs")
-        )
-        raise FitError(
-            f"EXPLORE needs pairs judged comparable and pairs judged incomparable; there are {have}"
-        )
+def explore_shortfall_of(labels: np.ndarray) -> ExploreShortfall:
+    """What EXPLORE still lacks, from labels (1 comparable, 0 incomparable; others ignored)."""
+    return explore_shortfall(labels[(labels == 0) | (labels == 1)])
+
+
+def _mean_interval(values: np.ndarray) -> list[float | None]:
+    """95 % normal interval of a mean (per-pair values; None with fewer than two)."""
+    if values.size < 2:
+        return [None, None]
+    half = 1.96 * float(np.std(values, ddof=1)) / np.sqrt(values.size)
+    mean = float(np.mean(values))
+    return [finite(mean - half), finite(mean + half)]
+
+
+def fit_explore(
+    pairs: PairData,
+    read_vectors,
+    *,
+    max_eigenvalue: float | None,
+    prior: np.ndarray | None = None,
+    prior_name: str = "identity",
+) -> FitOutcome:
+    """EXPLORE on all observations, plus a train-side fit (at the chosen penalty) for held-out
+    diagnostics: log-likelihood with its 95 % interval and AUC on the pairs held out by hash.
+
+    ``prior``: the metric outside the span of the observed differences (the study's FACE Sigma
+    when it has one, else a scaled identity; docs/core.md).
+    """
+    shortfall = explore_shortfall_of(pairs.y)
+    if not shortfall.ok:
+        raise FitError(shortfall.message)
     rows, (ia, ib) = _local_index(pairs.row_a, pairs.row_b)
     vectors = read_vectors(rows)
     x1, x2 = vectors[ia], vectors[ib]
     params = {
-        "max_eigenvalue": "auto" if max_eigenvalue is None else float(max_eigenvalue),
+        "max_eigenvalue": None if max_eigenvalue is None else float(max_eigenvalue),
         "random_state": 0,
     }
-    model = EXPLORE(**params).fit(x1, x2, pairs.y)
+    model = EXPLORE(**params, prior=prior).fit(x1, x2, pairs.y)
     diagnostics = {
         "loglik": finite(model.loglik_),
         "iterations": int(model.n_iter_),
         "converged": bool(model.converged_),
-        "projected_gradient_norm": finite(getattr(model, "projected_gradient_norm_", None)),
-        "max_eigenvalue_bound": finite(getattr(model, "max_eigenvalue_", None)),
+        "projected_gradient_norm": finite(model.projected_gradient_norm_),
+        "max_eigenvalue_bound": finite(model.max_eigenvalue_),
         "spectrum": _spectrum(model.sigma_),
+        "n_constrained": int(model.n_constrained_),
+        "prior": prior_name,
+        "prior_scale": finite(model.prior_scale_),
+        "penalty": finite(model.alpha_),
+        "penalty_path": [[finite(a), finite(b)] for a, b in model.alpha_path_],
+        "bound_active": bool(model.bound_active_),
+        "warnings": list(model.warnings_),
     }
     train = ~pairs.held_out
-    if train.any() and pairs.held_out.any() and np.unique(pairs.y[train]).size >= 2:
-        check = EXPLORE(**params).fit(x1[train], x2[train], pairs.y[train])
-        held = pairs.held_out
+    held = pairs.held_out
+    if train.any() and held.any() and explore_shortfall_of(pairs.y[train]).ok:
+        check = EXPLORE(**params, prior=prior, alpha=model.alpha_).fit(
+            x1[train], x2[train], pairs.y[train]
+        )
+        per_pair = check.score_samples(x1[held], x2[held], pairs.y[held])
         diagnostics |= {
             "train_loglik": finite(check.score(x1[train], x2[train], pairs.y[train])),
-            "heldout_loglik": finite(check.score(x1[held], x2[held], pairs.y[held])),
+            "heldout_loglik": finite(per_pair.mean()),
+            "heldout_loglik_ci": _mean_interval(per_pair),
+            "heldout_pairs": int(per_pair.size),
             "heldout_auc": _auc(pairs.y[held], check.predict_proba(x1[held], x2[held])),
         }
+    params["prior"] = prior_name
     return FitOutcome(sigma=model.sigma_, parameters=params, diagnostics=diagnostics)
 
 
@@ -202,8 +234,11 @@ def _fit_face(curated: list[np.ndarray], pair_rows: np.ndarray, read_vectors, k)
         local = np.split(flat, np.cumsum(sizes)[:-1])
     else:  # pairs only: FACE takes them as one (G, 2) array, no Python list of groups
         local = flat.reshape(-1, 2)
-    if k != "auto":
-        k = min(int(k), vectors.shape[1])
+    if k != "auto" and int(k) >= vectors.shape[1]:
+        raise FitError(
+            f"FACE k = {k} must be smaller than the space's dimension {vectors.shape[1]} "
+            "(k = d would remove every direction); lower it in the study's learning settings"
+        )
     return FACE(n_components=k).fit(vectors, local)
 
 

@@ -227,13 +227,22 @@ class StudyLearningSettings(models.Model):
         blank=True,
         default=None,
         validators=[MinValueValidator(1e-6)],
-        help_text="Bound on Sigma's spectrum; empty: EXPLORE's automatic bound "
-        "(100 d / mean squared pair difference), which binds only on separable data.",
+        help_text="Bound on Sigma's spectrum; empty: none (EXPLORE's penalty keeps separable "
+        "data finite, docs/core.md).",
     )
     validation_share = models.FloatField(
         default=0.2,
         validators=[MinValueValidator(0.0), MaxValueValidator(0.5)],
         help_text="Share of pairs held out (fixed by a hash of the pair) for diagnostics.",
+    )
+    version_min_new_answers = models.PositiveIntegerField(
+        default=10,
+        help_text="A method's next version needs at least this many new answers since its last "
+        "version, or the wait below (changed settings and groups always refit).",
+    )
+    version_min_minutes = models.PositiveIntegerField(
+        default=5,
+        help_text="… or this many minutes since its last version (then any new answer counts).",
     )
     drift_threshold = models.FloatField(
         default=0.5,

@@ -11,11 +11,17 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
-from django.db.models import Q
+from django.db.models import Count, Q
 
-from annotation.models import Study
-from learning import sigmas, spectra
-from learning.models import MetricVersion, StudyLearningSettings, WeatResult, WeatTest
+from annotation.models import Label, LabelCode, PairJudgment, Study
+from learning import fitting, sigmas, spectra
+from learning.models import (
+    MetricVersion,
+    RefitState,
+    StudyLearningSettings,
+    WeatResult,
+    WeatTest,
+)
 from learning.selectors import version_published
 from learning.sigmas import drift_between, sigma_of
 from spaces.models import Item
@@ -113,7 +119,7 @@ def crossings(before: dict[int, WeatResult], after: dict[int, WeatResult]) -> li
 
 def version_alerts(version, previous, published, threshold: float, weat) -> list[str]:
     """Alerts for a version: WEAT tests crossing 0.05 vs the previous version, large drift."""
-    alerts = []
+    alerts = [f"Safeguard: {warning}" for warning in version.diagnostics.get("warnings", [])]
     if version.diagnostics.get("evaluation_error"):
         alerts.append(
             f"The evaluation of this version failed: {version.diagnostics['evaluation_error']}"
@@ -238,6 +244,7 @@ class DriftSeries:
     latest: dict[str, MetricVersion]
     found: dict[tuple[int, int | None], WeatResult]
     tests: list[WeatTest]
+    last_drift: dict[str, spectra.Drift | None]  # per method: newest version vs its previous
 
 
 def drift_series(study: Study) -> DriftSeries:
@@ -248,6 +255,7 @@ def drift_series(study: Study) -> DriftSeries:
     found = weat_results(study, tests, versions)
     series: dict[str, dict] = {}
     previous: dict[str, MetricVersion] = {}
+    last_drift: dict[str, spectra.Drift | None] = {}
     for version in versions:
         method = series.setdefault(
             version.method,
@@ -262,6 +270,7 @@ def drift_series(study: Study) -> DriftSeries:
             },
         )
         before = drift_between(previous.get(version.method), version)
+        last_drift[version.method] = before
         to_published = drift_between(published.get(version.method), version)
         if version.is_published:
             to_published_value = 0.0
@@ -283,6 +292,7 @@ def drift_series(study: Study) -> DriftSeries:
         latest=previous,
         found=found,
         tests=tests,
+        last_drift=last_drift,
     )
 
 
@@ -310,3 +320,67 @@ def drift_alerts(study: Study, data: DriftSeries) -> list[str]:
                     f"{moved:.3g} exceeds the study threshold {threshold:.3g}."
                 )
     return alerts
+
+
+# --- Refit status (dashboard and drift page) ----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MethodStatus:
+    """Where a method's metric stands: its last good version, a failure since, what it waits
+    for (the study's churn settings), and what a young study still lacks."""
+
+    method: str
+    name: str
+    last_good: MetricVersion | None
+    failed: MetricVersion | None  # the newest lasting failure after last_good
+    waiting: str = ""
+    needs: str = ""
+
+
+def refit_status(study: Study) -> list[MethodStatus]:
+    """One status per method that has versions or waits (two queries)."""
+    newest = {}
+    for version in (
+        MetricVersion.objects.filter(study=study, transient=False)
+        .exclude(status=MetricVersion.Status.FITTING)
+        .order_by("id")
+        .only("id", "method", "label", "status", "error", "is_published", "created_at", "study")
+    ):
+        good, failed = newest.get(version.method, (None, None))
+        if version.status == MetricVersion.Status.READY:
+            newest[version.method] = (version, None)
+        else:
+            newest[version.method] = (good, version)
+    outcome = (
+        RefitState.objects.filter(study=study).values_list("last_outcome", flat=True).first() or ""
+    )
+    waits = {}
+    if outcome.startswith("waiting: "):
+        for part in outcome.removeprefix("waiting: ").split("; "):
+            method, _, reason = part.partition(": ")
+            waits[method] = reason
+    needs = {MetricVersion.Method.EXPLORE: _explore_needs(study)}
+    statuses = []
+    for method, name in MetricVersion.Method.choices:
+        good, failed = newest.get(method, (None, None))
+        need = needs.get(method, "")
+        if good is None and failed is None and method not in waits and not need:
+            continue
+        statuses.append(MethodStatus(method, name, good, failed, waits.get(method, ""), need))
+    return statuses
+
+
+def _explore_needs(study: Study) -> str:
+    """What the study's answers still lack for EXPLORE ("" when nothing): one query."""
+    counts = dict(
+        PairJudgment.objects.filter(study=study, label__in=[Label.COMPARABLE, Label.INCOMPARABLE])
+        .values_list("label")
+        .annotate(n=Count("id"))
+    )
+    labels = np.repeat(
+        [LabelCode.COMPARABLE, LabelCode.INCOMPARABLE],
+        [counts.get(Label.COMPARABLE, 0), counts.get(Label.INCOMPARABLE, 0)],
+    )
+    shortfall = fitting.explore_shortfall_of(labels)
+    return "" if shortfall.ok else f"{shortfall.message}."

@@ -162,6 +162,11 @@ def version_latest_ready(*, study_id: int, method: str) -> MetricVersion | None:
     )
 
 
+def version_latest_live(*, study_id: int, method: str) -> MetricVersion | None:
+    """The study's newest version of ``method`` that counts as handled (not a transient failure)."""
+    return live_versions(study_id=study_id).filter(method=method).order_by("-id").first()
+
+
 def version_published(*, study_id: int, method: str) -> MetricVersion | None:
     """The study's published version of ``method``."""
     return MetricVersion.objects.published().filter(study_id=study_id, method=method).first()

@@ -13,15 +13,18 @@ import logging
 import threading
 import time
 from dataclasses import dataclass, field
+from datetime import timedelta
 from enum import StrEnum
 
+import numpy as np
 from django.conf import settings
 from django.db import DatabaseError, InterfaceError, OperationalError, connection, connections
+from django.utils import timezone
 from threadpoolctl import threadpool_limits
 
 from annotation.access import Action, require
 from annotation.models import Study
-from learning import dashboard_refresh, fitting, scheduling, selectors, versions
+from learning import dashboard_refresh, fitting, scheduling, selectors, sigmas, versions
 from learning.models import MetricVersion, StudyLearningSettings
 from learning.version_checks import version_evaluate
 
@@ -35,6 +38,7 @@ BUSY_RETRY_MAX = 5.0  # seconds
 class Outcome(StrEnum):
     BUSY = "busy"  # another refit of the study holds its lease
     NOTHING_NEW = "nothing new"
+    WAITING = "waiting"  # new data, but not yet worth a version (the study's churn settings)
     FITTED = "fitted"
 
 
@@ -48,6 +52,7 @@ class RefitReport:
     ready: list[int] = field(default_factory=list)
     failed: list[int] = field(default_factory=list)
     published: list[int] = field(default_factory=list)
+    waiting: list[str] = field(default_factory=list)  # why a method waits for more data
 
 
 class _LeaseKeeper:
@@ -111,6 +116,8 @@ def refit_study(*, study_id: int) -> RefitReport:
             _refit_claimed(study_id, report)
     finally:
         summary = f"{report.outcome}: ready {report.ready} failed {report.failed}"
+        if report.waiting:
+            summary = f"{report.outcome}: {'; '.join(report.waiting)}"
         try:
             scheduling.lease_release(study_id=study_id, token=token, outcome=summary)
         except DatabaseError:
@@ -144,9 +151,7 @@ def _method_plans(
         "validation_share": learning.validation_share,
     }
     plans = {}
-    if learning.fit_explore and marks.judgment_count:
-        params = common | {"max_eigenvalue": learning.explore_max_eigenvalue}
-        plans[Method.EXPLORE] = _plan(Method.EXPLORE, "explore", params, marks, None)
+    # FACE first: its new Sigma is EXPLORE's prior in the same refit.
     uses_pairs = learning.face_pairs_as_groups and marks.judgment_count > 0
     if learning.fit_face and (marks.group_watermark or uses_pairs):
         params = common | {
@@ -156,7 +161,39 @@ def _method_plans(
         k = learning.face_components
         label = f"face-{k if k is not None else 'auto'}"
         plans[Method.FACE] = _plan(Method.FACE, label, params, marks, marks.group_watermark)
+    if learning.fit_explore and marks.judgment_count:
+        params = common | {"max_eigenvalue": learning.explore_max_eigenvalue}
+        plans[Method.EXPLORE] = _plan(Method.EXPLORE, "explore", params, marks, None)
     return plans
+
+
+def _waits(method: str, plan: MethodPlan, marks, learning, now) -> str:
+    """Why new data is not yet worth a new version of ``method`` ("" when it is).
+
+    A version is worth it when there is none yet, when the settings or the groups changed, when
+    at least ``version_min_new_answers`` answers came (or went) since the method's last version,
+    or when ``version_min_minutes`` passed since it. Until then the sweep keeps the study due,
+    so the data is fitted at the latest one sweep after the wait.
+    """
+    latest = selectors.version_latest_live(study_id=learning.study_id, method=method)
+    if latest is None or latest.status == MetricVersion.Status.FITTING:
+        return ""
+    if plan.group_watermark is not None and plan.group_watermark != latest.group_watermark:
+        return ""
+    counted = int(latest.counts.get("judgments_total") or 0)
+    same_settings = latest.fingerprint == versions.version_fingerprint(
+        method=method, label=plan.label, parameters=plan.parameters, judgment_count=counted
+    )
+    if not same_settings:
+        return ""
+    new = abs(marks.judgment_count - counted)
+    due = latest.created_at + timedelta(minutes=learning.version_min_minutes)
+    if new >= learning.version_min_new_answers or now >= due:
+        return ""
+    return (
+        f"{method}: {new} new answer{'s' * (new != 1)} since version #{latest.pk}; the next "
+        f"version comes at {learning.version_min_new_answers} or at {due:%H:%M} UTC"
+    )
 
 
 def _refit_claimed(study_id: int, report: RefitReport) -> None:
@@ -176,7 +213,15 @@ def _refit_claimed(study_id: int, report: RefitReport) -> None:
             fingerprint=plan.fingerprint,
         )
     }
+    now = timezone.now()
+    for method in list(plans):
+        reason = _waits(method, plans[method], marks, learning, now)
+        if reason:
+            report.waiting.append(reason)
+            del plans[method]
     if not plans:
+        if report.waiting:
+            report.outcome = Outcome.WAITING
         return
     report.outcome = Outcome.FITTED
     started = time.perf_counter()
@@ -225,8 +270,13 @@ def _version_fit(version, study, learning, pairs, groups, snapshot_seconds) -> b
     read = study.space.vectors
     try:
         if version.method == Method.EXPLORE:
+            prior, prior_name = _explore_prior(study)
             outcome = fitting.fit_explore(
-                pairs, read, max_eigenvalue=learning.explore_max_eigenvalue
+                pairs,
+                read,
+                max_eigenvalue=learning.explore_max_eigenvalue,
+                prior=prior,
+                prior_name=prior_name,
             )
         else:
             outcome = fitting.fit_face(
@@ -250,6 +300,15 @@ def _version_fit(version, study, learning, pairs, groups, snapshot_seconds) -> b
         versions.version_fail(version, _message(error), transient=False)
         return False
     return True
+
+
+def _explore_prior(study: Study) -> tuple[np.ndarray | None, str]:
+    """EXPLORE's metric where its pairs say nothing: the study's latest FACE Sigma when there is
+    one (what its groups say), else a scaled identity (docs/core.md)."""
+    face = selectors.version_latest_ready(study_id=study.pk, method=Method.FACE)
+    if face is None or face.dimension != study.space.dimension:
+        return None, "identity"
+    return np.asarray(sigmas.sigma_of(face)), f"face #{face.pk}"
 
 
 def _message(error: Exception) -> str:

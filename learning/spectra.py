@@ -85,6 +85,8 @@ class Drift:
     frobenius: float
     max_angle_degrees: float  # largest principal angle between the sensitive subspaces
     angles_degrees: list[float]
+    sensitive_dims: tuple[int, int] = (0, 0)  # the dimension compared, before and after
+    dim_rules: tuple[str, str] = ("gap", "gap")  # how each was found (learning.core.drift)
 
 
 def drift(before: np.ndarray, after: np.ndarray) -> Drift | None:
@@ -103,4 +105,6 @@ def drift(before: np.ndarray, after: np.ndarray) -> Drift | None:
         frobenius=found.frobenius_norm,
         max_angle_degrees=float(angles.max()) if angles.size else 0.0,
         angles_degrees=[float(a) for a in np.sort(angles)],
+        sensitive_dims=tuple(int(k) for k in found.sensitive_dims),
+        dim_rules=tuple(found.dim_rules),
     )

@@ -99,7 +99,11 @@ def study_dashboard(request: HttpRequest, study_id: int) -> HttpResponse:
     """Cached figures (fresh, or stale with a notice); a polling shell while none exist."""
     study = _reviewer_study(request, study_id)
     state = dashboard_refresh.dashboard_state(study)
-    context = _study_nav(study, "dashboard") | {"state": state, "board": state.board}
+    context = _study_nav(study, "dashboard") | {
+        "state": state,
+        "board": state.board,
+        "refit_status": reports.refit_status(study),
+    }
     if state.board is None:
         return render(request, "learning/study_dashboard_computing.html", context)
     board = state.board
@@ -184,6 +188,8 @@ def study_drift(request: HttpRequest, study_id: int) -> HttpResponse:
         "alerts": reports.drift_alerts(study, data),
         "methods": sorted(data.series),
         "latest": data.latest,
+        "latest_rows": [(v, data.last_drift.get(m)) for m, v in sorted(data.latest.items())],
+        "refit_status": reports.refit_status(study),
     }
     return render(request, "learning/drift.html", context)
 
@@ -202,10 +208,12 @@ def version_detail(request: HttpRequest, version_id: int) -> HttpResponse:
         "can_publish": may(request.user, version.study_id, Action.MANAGE),
         "chart": {"spectrum": report.spectrum},
         "diagnostics": _scalars(version.diagnostics),
-        "others": MetricVersion.objects.filter(study_id=version.study_id)
+        # Ready versions to compare with, by method, the published one first, newest next.
+        "others": MetricVersion.objects.ready()
+        .filter(study_id=version.study_id)
         .exclude(pk=version.pk)
-        .only("id", "label", "method", "status")
-        .order_by("-pk")[:200],
+        .only("id", "label", "method", "is_published", "created_at")
+        .order_by("method", "-is_published", "-pk")[:300],
     }
     return render(request, "learning/version.html", context)
 

@@ -1,15 +1,32 @@
-"""Helpers for tests that talk to real Celery workers: point this process's Celery app at a
-broker for a block, and give a worker process the URL of the test database."""
+"""Helpers for tests that talk to real services: point this process's Celery app at a broker for
+a block, give a worker process the URL of the test database, a throwaway redis-server on a free
+port (``ThrowawayRedis``; the ``private_redis`` fixture in tests/conftest.py), ``wait_for``."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+import socket
+import subprocess
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
+import pytest
 from django.db import connection
 from kombu import pools as kombu_pools
 
-from .conftest import require
+IN_CI = os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}
+DEFAULT_LOCAL_REDIS = "redis://127.0.0.1:6379/15"
+
+
+def require(condition: bool, what: str) -> None:
+    """Skip locally when a real service is missing; fail under CI, where it must be there."""
+    if condition:
+        return
+    if IN_CI:
+        pytest.fail(f"{what} (CI=true: real services are required, not skipped)")
+    pytest.skip(f"{what}; set it up to run this test (CI runs it)")
 
 
 def _drop_connections(app) -> None:
@@ -61,3 +78,64 @@ def worker_database_url() -> str:
         "the test database is not shareable with a worker process",
     )
     return f"sqlite:///{name}"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class ThrowawayRedis:
+    """A private redis-server on a free port that a test may stop and start again."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.port = free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.workdir = workdir
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(
+            [
+                "redis-server",
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--daemonize",
+                "no",
+                "--dir",
+                str(self.workdir),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        wait_for(self.answers, 10, "the throwaway Redis to answer")
+
+    def answers(self) -> bool:
+        import redis
+
+        try:
+            return bool(redis.Redis.from_url(self.url, socket_connect_timeout=0.5).ping())
+        except redis.RedisError:
+            return False
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+
+
+def wait_for(predicate: Callable[[], object], timeout: float, what: str, *, interval: float = 0.1):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import time
 import uuid
@@ -13,18 +14,32 @@ import pytest
 
 from fairmetric_site.celery import worker_argv
 
-ROOT = Path(__file__).resolve().parent.parent
-IN_CI = os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}
+from .celery_support import IN_CI, ThrowawayRedis, require
+
+__all__ = ["IN_CI", "require"]  # imported from here by the test packages
+
 DEFAULT_LOCAL_REDIS = "redis://127.0.0.1:6379/15"
 
+ROOT = Path(__file__).resolve().parent.parent
 
-def require(condition: bool, what: str) -> None:
-    """Skip locally when a real service is missing; fail under CI, where it must be there."""
-    if condition:
-        return
-    if IN_CI:
-        pytest.fail(f"{what} (CI=true: real services are required, not skipped)")
-    pytest.skip(f"{what}; set it up to run this test (CI runs it)")
+
+@pytest.fixture
+def private_redis(tmp_path) -> Iterator[ThrowawayRedis]:
+    """A redis-server of this test's own on a free port (``.url``; ``.stop()``/``.start()``)."""
+    require(shutil.which("redis-server") is not None, "redis-server is not installed")
+    server = ThrowawayRedis(tmp_path)
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def media_root(settings, tmp_path) -> Path:
+    """MEDIA_ROOT in this test's own folder (created)."""
+    media = tmp_path / "media"
+    media.mkdir(exist_ok=True)
+    settings.MEDIA_ROOT = media
+    return media
 
 
 def redis_reachable(url: str) -> bool:

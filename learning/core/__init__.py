@@ -5,17 +5,19 @@ benchmark figures: docs/core.md.
 """
 
 from .drift import DriftResult, drift
-from .explore import EXPLORE
+from .explore import EXPLORE, ExploreShortfall, explore_shortfall
 from .face import FACE
-from .weat import WeatResult, bootstrap_effect_size_ci, weat, weat_suite
+from .weat import WeatOutcome, bootstrap_effect_size_ci, weat, weat_suite
 
 __all__ = [
     "EXPLORE",
+    "ExploreShortfall",
     "FACE",
     "DriftResult",
-    "WeatResult",
+    "WeatOutcome",
     "bootstrap_effect_size_ci",
     "drift",
+    "explore_shortfall",
     "weat",
     "weat_suite",
 ]

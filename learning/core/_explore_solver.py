@@ -27,6 +27,14 @@ Distances of the extrapolated point are the same combination of the stored dista
 (``d`` is linear in ``Σ``), so each iteration costs one weighted Gram matrix (SYRK) and one
 ``Z Σ`` product per trial step.
 
+Penalties (used by ``explore``): ``solve(..., ridge=β, second=W, target=Π)`` minimises
+``F + (β/2)·tr(W(Σ-Π)W(Σ-Π))``; when ``W`` is the first preconditioner ``C_h`` this is
+``(β/2)‖M - M_Π‖²_F`` in the whitened variable, so the step metric becomes
+``‖Δ‖² + tw·tr(Δ)²`` with ``tw = 1/(2 + β)`` and the model step ``t = tw`` (the whitened Hessian
+is about ``(2 + β)Δ + tr(Δ)I``); without this, large ``β`` made steps along ``I`` ~d/2 times too
+short. ``alpha`` adds the linear ``α·mean_i d_i = α·tr(CΣ)`` (kept for experiments; EXPLORE uses
+the ridge). ``t0`` starts from a neighbouring problem's step size; the result carries ``step``.
+
 Stopping rule: two consecutive accepted steps each decrease ``F`` by at most ``tol`` and
 ``max(t, ½)·‖G_t‖²_H / 2 ≤ tol``, where ``G_t = (Y - M⁺)/t`` is the gradient mapping (projected
 gradient) and ``t = ½`` is the step the whitened model predicts: the decrease a further gradient
@@ -39,11 +47,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.linalg import cho_factor, solve_triangular
 
 from ._pairloss import PairBlocks, curvature, quad_forms, weighted_gram
 
 _TRACE_WEIGHT = 0.5
+METRIC_RTOL = 1e-8
 
 
 @dataclass(frozen=True)
@@ -53,14 +61,15 @@ class SolverResult:
     n_iter: int
     converged: bool
     projected_gradient_norm: float
+    step: float = float("nan")  # last step size (a warm start for a neighbouring problem)
 
 
-def _shift_root(w: np.ndarray, upper: float) -> float:
+def _shift_root(w: np.ndarray, upper: float, tw: float = _TRACE_WEIGHT) -> float:
     """Root τ of ``τ - β(Σ clip(w - τ, 0, upper) - Σ w)`` (strictly increasing, piecewise linear)."""
     sw = float(w.sum())
 
     def f(tau: np.ndarray) -> np.ndarray:
-        return tau - _TRACE_WEIGHT * (np.clip(w[None, :] - tau[:, None], 0.0, upper).sum(1) - sw)
+        return tau - tw * (np.clip(w[None, :] - tau[:, None], 0.0, upper).sum(1) - sw)
 
     bp = w if not np.isfinite(upper) else np.concatenate([w, w - upper])
     bp = np.unique(bp)
@@ -72,32 +81,39 @@ def _shift_root(w: np.ndarray, upper: float) -> float:
     return float(x0 - f0 * (x1 - x0) / (f1 - f0))
 
 
-def _h_project_psd(x: np.ndarray, upper: float = np.inf) -> np.ndarray:
+def _h_project_psd(x: np.ndarray, upper: float = np.inf, tw: float = _TRACE_WEIGHT) -> np.ndarray:
     """``H``-metric projection of symmetric ``x`` onto ``{0 ≼ M ≼ upper·I}``."""
     w, v = np.linalg.eigh((x + x.T) / 2.0)
-    tau = _shift_root(w, upper)
+    tau = _shift_root(w, upper, tw)
     return (v * np.clip(w - tau, 0.0, upper)) @ v.T
 
 
-def _h_norm2(delta: np.ndarray) -> float:
-    return float(np.sum(delta * delta) + _TRACE_WEIGHT * np.trace(delta) ** 2)
+def _h_norm2(delta: np.ndarray, tw: float = _TRACE_WEIGHT) -> float:
+    return float(np.sum(delta * delta) + tw * np.trace(delta) ** 2)
 
 
-def _precondition(g: np.ndarray) -> np.ndarray:
+def _precondition(g: np.ndarray, tw: float = _TRACE_WEIGHT) -> np.ndarray:
     """``H⁻¹ G`` for ``H(Δ) = Δ + ½ tr(Δ) I``."""
     d = g.shape[0]
-    return g - (_TRACE_WEIGHT * np.trace(g) / (1.0 + _TRACE_WEIGHT * d)) * np.eye(d)
+    return g - (tw * np.trace(g) / (1.0 + tw * d)) * np.eye(d)
 
 
 class _Metric:
-    """Change of variables ``Σ = A M Aᵀ`` with ``A = L⁻ᵀ``, ``L Lᵀ = C_h``."""
+    """Change of variables ``Σ = A M Aᵀ`` with ``A = L⁻ᵀ``, ``L Lᵀ = C_h``.
+
+    ``L = V diag(√w)`` from the eigendecomposition ``C_h = V diag(w) Vᵀ``, with ``w`` floored at
+    ``METRIC_RTOL · max w``: any ``L`` with ``LLᵀ ≈ C_h`` is a valid preconditioner, and unlike a
+    Cholesky factor this one exists for a singular or float32-rounded ``C_h`` (pairs spanning a
+    subspace, a coordinate that never varies, curvature weights near zero).
+    """
 
     def __init__(self, c: np.ndarray) -> None:
-        d = c.shape[0]
-        ridge = 1e-10 * max(float(np.trace(c)) / d, np.finfo(float).tiny)
-        low, _ = cho_factor(c + ridge * np.eye(d), lower=True)
-        self.l = np.tril(low)
-        self.linv = solve_triangular(self.l, np.eye(d), lower=True)
+        w, v = np.linalg.eigh((c + c.T) / 2.0)
+        top = max(float(w[-1]), np.finfo(float).tiny)
+        w = np.maximum(w, METRIC_RTOL * top)
+        root = np.sqrt(w)
+        self.l = v * root
+        self.linv = (v / root).T
         self.b = self.l.T @ self.l  # M ≼ cap·B  ⟺  Σ ≼ cap·I
 
     def to_m(self, s: np.ndarray) -> np.ndarray:
@@ -113,10 +129,15 @@ class _Metric:
 
 
 def _project(
-    x: np.ndarray, metric: _Metric, cap: float, tol: float = 1e-10, max_rounds: int = 500
+    x: np.ndarray,
+    metric: _Metric,
+    cap: float,
+    tol: float = 1e-10,
+    max_rounds: int = 500,
+    tw: float = _TRACE_WEIGHT,
 ) -> np.ndarray:
     """Exact ``H``-metric projection of ``x`` onto ``{M ≽ 0, A M Aᵀ ≼ cap·I}``."""
-    m = _h_project_psd(x)
+    m = _h_project_psd(x, tw=tw)
     if not np.isfinite(cap):
         return m
     if np.linalg.eigvalsh(metric.to_sigma(m))[-1] <= cap * (1.0 + 1e-12):
@@ -127,9 +148,9 @@ def _project(
     p = np.zeros_like(x)
     q = np.zeros_like(x)
     for _ in range(max_rounds):
-        yk = _h_project_psd(cur + p)
+        yk = _h_project_psd(cur + p, tw=tw)
         p = cur + p - yk
-        nxt = cb - _h_project_psd(cb - (yk + q))
+        nxt = cb - _h_project_psd(cb - (yk + q), tw=tw)
         q = yk + q - nxt
         change = np.linalg.norm(nxt - cur)
         cur = nxt
@@ -178,6 +199,7 @@ class _TrialPoints:
     ) -> None:
         self.z, self.metric, self.m_y, self.d_y, self.step_m = z, metric, m_y, d_y, step_m
         self.cache, self.cap = cache, cap
+        self.tw = _TRACE_WEIGHT
         self.d_step: np.ndarray | None = None
 
     def _factor_distances(self, vecs: np.ndarray, vals: np.ndarray) -> np.ndarray:
@@ -193,13 +215,13 @@ class _TrialPoints:
     def __call__(self, t: float) -> tuple[np.ndarray, np.ndarray]:
         x = self.m_y - t * self.step_m
         w, v = np.linalg.eigh((x + x.T) / 2.0)
-        tau = _shift_root(w, np.inf)
+        tau = _shift_root(w, np.inf, self.tw)
         kept = w - tau > 0.0
         m_new = (v[:, kept] * (w[kept] - tau)) @ v[:, kept].T
         if np.isfinite(self.cap) and (
             np.linalg.eigvalsh(self.metric.to_sigma(m_new))[-1] > self.cap * (1.0 + 1e-12)
         ):
-            m_new = _project(x, self.metric, self.cap)
+            m_new = _project(x, self.metric, self.cap, tw=self.tw)
             w2, v2 = np.linalg.eigh(m_new)
             pos = w2 > 0
             return m_new, self._factor_distances(v2[:, pos], w2[pos])
@@ -224,15 +246,47 @@ def solve(
     cap: float,
     tol: float,
     max_iter: int,
+    alpha: float = 0.0,
+    second: np.ndarray | None = None,
+    ridge: float = 0.0,
+    target: np.ndarray | None = None,
+    t0: float | None = None,
     callback=None,
 ) -> SolverResult:
-    """Minimise ``F`` from the feasible start ``sigma0``; ``z`` rows sorted as ``blocks``."""
+    """Minimise ``F + α·mean_i d_i`` from the feasible start ``sigma0``; ``z`` rows sorted as
+    ``blocks``; ``second = ZᵀZ/n`` (needed when ``α > 0``: the penalty's gradient is ``α·second``).
+    """
     n = z.shape[0]
+    if alpha > 0.0 and second is None:
+        second = weighted_gram(z, np.ones(n)) / n
+
+    if ridge > 0.0 and second is None:
+        second = weighted_gram(z, np.ones(n)) / n
+    tgt = np.zeros_like(sigma0) if target is None else target
+    # Trace weight of the step metric: the whitened Hessian is about 2Δ + tr(Δ)I for the
+    # likelihood and βΔ for the ridge (exact when ``second`` is the first preconditioner), so
+    # the metric ‖Δ‖² + tw·tr(Δ)² with tw = 1/(2 + β) keeps the steps well scaled along I.
+    tw = 1.0 / (2.0 + ridge)
+    t_model = tw  # the step that whitened model predicts (½ without a ridge)
+
+    def ridge_terms(s: np.ndarray) -> tuple[float, np.ndarray]:
+        """``(β/2)·tr(C Δ C Δ)`` and its gradient ``β·C Δ C`` with ``Δ = Σ - target``."""
+        cdc = second @ (s - tgt) @ second
+        return 0.5 * ridge * float(np.sum(cdc * (s - tgt))), ridge * cdc
+
+    def objective(d: np.ndarray, s: np.ndarray | None = None) -> float:
+        f = -blocks.loglik(d)
+        if alpha > 0.0:
+            f += alpha * float(np.mean(d))
+        if ridge > 0.0:
+            f += ridge_terms(s)[0]
+        return f
+
     s_cur = sigma0
     d_cur = quad_forms(z, s_cur)
-    f_cur = -blocks.loglik(d_cur)
+    f_cur = objective(d_cur, s_cur)
     s_prev, d_prev = s_cur, d_cur
-    theta, t = 1.0, 0.5
+    theta, t = 1.0, t_model
     refresh = _refresh_iterations(max_iter)
     metric: _Metric | None = None
     cache: dict = {}
@@ -243,16 +297,26 @@ def solve(
             h = np.minimum(h, np.quantile(h, 0.99))
             metric = _Metric(weighted_gram(z, h) / n)
             cache = {}
-            theta, s_prev, d_prev, t = 1.0, s_cur, d_cur, 0.5
+            t_ref = t_model if it > 1 or not t0 or not np.isfinite(t0) else float(t0)
+            theta, s_prev, d_prev, t = 1.0, s_cur, d_cur, t_ref
         theta_next = (1.0 + np.sqrt(1.0 + 4.0 * theta * theta)) / 2.0
         mom = (theta - 1.0) / theta_next
         s_y = s_cur + mom * (s_cur - s_prev)
         d_y = d_cur + mom * (d_cur - d_prev)
         ll_y, slope = blocks.loglik_and_slope(d_y)
         f_y = -ll_y
-        g_m = metric.grad_to_m(-weighted_gram(z, slope, blocks) / n)
+        grad = -weighted_gram(z, slope, blocks) / n
+        if alpha > 0.0:
+            f_y += alpha * float(np.mean(d_y))
+            grad += alpha * second
+        if ridge > 0.0:
+            rv, rg = ridge_terms(s_y)
+            f_y += rv
+            grad += rg
+        g_m = metric.grad_to_m(grad)
         m_y = metric.to_m(s_y)
-        trial = _TrialPoints(z, metric, m_y, d_y, _precondition(g_m), cache, cap)
+        trial = _TrialPoints(z, metric, m_y, d_y, _precondition(g_m, tw), cache, cap)
+        trial.tw = tw
         t_start = t
         t *= 1.25
         trials = 0
@@ -260,15 +324,15 @@ def solve(
             trials += 1
             m_new, d_new = trial(t)
             delta = m_new - m_y
-            f_new = -blocks.loglik(d_new)
-            bound = f_y + float(np.sum(g_m * delta)) + _h_norm2(delta) / (2.0 * t)
+            f_new = objective(d_new, metric.to_sigma(m_new) if ridge > 0.0 else None)
+            bound = f_y + float(np.sum(g_m * delta)) + _h_norm2(delta, tw) / (2.0 * t)
             if f_new <= bound + 1e-12 * max(1.0, abs(f_y)) or t < 1e-14:
                 break
             if mom > 0.0 and trials >= 6:  # the extrapolated point is a poor base: restart
                 f_new = np.inf
                 break
             t *= 0.5
-        pgn = np.sqrt(_h_norm2(delta)) / t if np.isfinite(f_new) else pgn
+        pgn = np.sqrt(_h_norm2(delta, tw)) / t if np.isfinite(f_new) else pgn
         if callback is not None:
             callback(it, f_new, trials, t)
         if f_new > f_cur:  # function-value restart: reject, reset momentum and step
@@ -279,14 +343,14 @@ def solve(
             continue
         decrease = f_cur - f_new
         # Next step: grow by 1.25, or up to 10× when the local curvature along this step allows.
-        curv = 2.0 * (f_new - f_y - float(np.sum(g_m * delta))) / max(_h_norm2(delta), 1e-300)
+        curv = 2.0 * (f_new - f_y - float(np.sum(g_m * delta))) / max(_h_norm2(delta, tw), 1e-300)
         t_fit = 0.9 / curv if curv > 0 else 10.0 * t
         t = max(t, min(10.0 * t, t_fit)) / 1.25  # the loop multiplies by 1.25 first
         s_prev, d_prev = s_cur, d_cur
         s_cur, d_cur, f_cur = metric.to_sigma(m_new), d_new, f_new
         theta = theta_next
         small_steps = small_steps + 1 if decrease <= tol else 0
-        if small_steps >= 2 and max(t, 0.5) * pgn * pgn / 2.0 <= tol:
+        if small_steps >= 2 and max(t, t_model) * pgn * pgn / 2.0 <= tol:
             converged = True
             break
     return SolverResult(
@@ -295,4 +359,5 @@ def solve(
         n_iter=it,
         converged=converged,
         projected_gradient_norm=float(pgn),
+        step=float(t),
     )

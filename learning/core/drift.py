@@ -6,7 +6,14 @@
   (the directions the metric ignores). ``k`` is ``sensitive_dim`` when given; otherwise it is
   inferred per matrix: for an orthogonal projector (eigenvalues ≈ 0 or 1, as FACE's ``I - QQᵀ``)
   it is the number of eigenvalues below ½; else the position of the largest relative gap of the
-  ascending spectrum, ``argmax_i (μ_{i+1} + ε) / (μ_i + ε)`` with ``ε = 1e-6 · μ_max``.
+  ascending spectrum, ``k = argmax_i (μ_{i+1} + ε) / (μ_i + ε)`` with ``ε = 1e-2 · mean μ``,
+  accepted only when that ratio is at least ``GAP_MIN = 10`` (else ``k = 0``: no sensitive
+  subspace is detectable). The floor ``ε`` makes the rule ignore eigenvalues at (or near)
+  numerical zero: ratios among eigenvalues far below the typical one (estimation noise, PSD
+  clipping) are damped to about 1, so two fits of one truth pick the same gap — the one between
+  the ignored directions and the rest. For comparing versions of one study, pass an explicit
+  ``sensitive_dim`` (e.g. the published version's) and both sides use it. ``dim_rules`` says
+  which rule gave each side's dimension ("given", "projector", "gap" or "none").
 * ``principal_angles``: between the two sensitive subspaces (``scipy.linalg.subspace_angles``,
   radians, descending), and ``subspace_distance = ‖P₁ - P₂‖_op`` of their orthogonal
   projectors, which is the sine of the largest principal angle when the dimensions agree (1
@@ -23,7 +30,7 @@ from scipy.linalg import subspace_angles
 
 from .psd import symmetrize, validate_sigma
 
-__all__ = ["DriftResult", "drift", "sensitive_subspace"]
+__all__ = ["DriftResult", "drift", "infer_sensitive_dim", "sensitive_subspace"]
 
 
 @dataclass(frozen=True)
@@ -35,31 +42,47 @@ class DriftResult:
     subspace_distance: float
     sensitive_dims: tuple[int, int]
     projectors: bool
+    dim_rules: tuple[str, str] = ("gap", "gap")
 
 
 def _is_projector(w: np.ndarray, atol: float = 1e-6) -> bool:
     return bool(np.all(np.minimum(np.abs(w), np.abs(w - 1.0)) <= atol))
 
 
-def _infer_dim(w: np.ndarray) -> int:
-    """Number of "ignored" directions of a spectrum sorted ascending (module docstring rule)."""
+GAP_FLOOR = 1e-2  # ε = GAP_FLOOR · mean eigenvalue
+GAP_MIN = 10.0  # a gap must be at least this ratio to define the sensitive dimension
+
+
+def infer_sensitive_dim(w: ArrayLike) -> tuple[int, str]:
+    """``(k, rule)`` for a spectrum (any order): the module docstring's dimension rule."""
+    w = np.sort(np.clip(np.asarray(w, dtype=np.float64), 0.0, None))
     if w.size <= 1:
-        return 0
+        return 0, "none"
     if _is_projector(w):
-        return int(np.sum(w < 0.5))
-    eps = 1e-6 * max(float(w[-1]), np.finfo(float).tiny)
-    ratios = (w[1:] + eps) / (np.clip(w[:-1], 0.0, None) + eps)
-    return int(np.argmax(ratios)) + 1
+        return int(np.sum(w < 0.5)), "projector"
+    eps = GAP_FLOOR * max(float(w.mean()), np.finfo(float).tiny)
+    ratios = (w[1:] + eps) / (w[:-1] + eps)
+    k = int(np.argmax(ratios))
+    if ratios[k] < GAP_MIN:
+        return 0, "none"
+    return k + 1, "gap"
+
+
+def _infer_dim(w: np.ndarray) -> int:
+    return infer_sensitive_dim(w)[0]
+
+
+def _subspace(s: np.ndarray, dim: int | None) -> tuple[np.ndarray, str]:
+    w, v = np.linalg.eigh(s)
+    k, rule = infer_sensitive_dim(w) if dim is None else (int(dim), "given")
+    if not 0 <= k <= s.shape[0]:
+        raise ValueError(f"sensitive_dim must lie in [0, {s.shape[0]}], got {dim}")
+    return v[:, :k], rule
 
 
 def sensitive_subspace(sigma: ArrayLike, dim: int | None = None) -> np.ndarray:
     """Orthonormal basis (d × k columns) of the span of the k smallest-eigenvalue eigenvectors."""
-    s = validate_sigma(sigma)
-    w, v = np.linalg.eigh(s)
-    k = _infer_dim(w) if dim is None else int(dim)
-    if not 0 <= k <= s.shape[0]:
-        raise ValueError(f"sensitive_dim must lie in [0, {s.shape[0]}], got {dim}")
-    return v[:, :k]
+    return _subspace(validate_sigma(sigma), dim)[0]
 
 
 def drift(
@@ -77,7 +100,7 @@ def drift(
     fro = float(np.linalg.norm(diff))
     top = float(np.abs(np.linalg.eigvalsh(s1)).max(initial=0.0))
     w1, w2 = np.linalg.eigvalsh(s1), np.linalg.eigvalsh(s2)
-    u1, u2 = sensitive_subspace(s1, sensitive_dim), sensitive_subspace(s2, sensitive_dim)
+    (u1, rule1), (u2, rule2) = _subspace(s1, sensitive_dim), _subspace(s2, sensitive_dim)
     if u1.shape[1] and u2.shape[1]:
         angles = np.clip(subspace_angles(u1, u2), 0.0, np.pi / 2)
     else:
@@ -94,4 +117,5 @@ def drift(
         subspace_distance=min(dist, 1.0),
         sensitive_dims=(int(u1.shape[1]), int(u2.shape[1])),
         projectors=_is_projector(w1) and _is_projector(w2),
+        dim_rules=(rule1, rule2),
     )

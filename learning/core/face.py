@@ -23,10 +23,17 @@ factors. Groups that are homogeneous in the relevant attributes leave only noise
 bias term of the paper's Theorems 1-2 grows with it.
 
 Signs are deterministic: each component's entry of largest absolute value is positive.
+
+Refusals and warnings: ``n_components = d`` is refused (``Σ = 0``: what remains is rounding
+noise, which WEAT would read as a metric); ``X`` must be finite in every row, grouped or not;
+when ``k`` exceeds the rank ``r`` of the within-group scatter (eigenvalues above
+``1e-10·λ₁``) the last ``k - r`` components are arbitrary: a ``UserWarning`` is raised and the
+message is kept in ``warnings_`` (``scatter_rank_ = r``).
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import Literal
 
@@ -39,6 +46,7 @@ from .psd import canonical_signs, symmetrize
 __all__ = ["FACE", "auto_n_components"]
 
 _CHUNK_ROWS = 65536
+RANK_RTOL = 1e-10  # scatter eigenvalues ≤ RANK_RTOL · λ₁ count as zero
 
 
 def auto_n_components(eigenvalues: ArrayLike, rtol: float = 1e-10) -> int:
@@ -46,7 +54,7 @@ def auto_n_components(eigenvalues: ArrayLike, rtol: float = 1e-10) -> int:
     lam = np.sort(np.clip(np.asarray(eigenvalues, dtype=np.float64), 0.0, None))[::-1]
     if lam.size == 0 or lam[0] <= 0:
         return 1
-    r = int(np.sum(lam > rtol * lam[0]))
+    r = int(np.sum(lam > rtol * lam[0]))  # rtol defaults to RANK_RTOL
     if r <= 1:
         return 1
     ratios = lam[: r - 1] / lam[1:r]
@@ -179,7 +187,7 @@ class FACE:
     explained_variance_ratio_ (k,) (share of the within-group scatter per component),
     spectrum_ (d,) all eigenvalues of the scatter (descending), heterogeneity_,
     n_components_ (resolved k), n_features_in_, n_groups_, n_rows_ (rows in groups, with
-    repetition).
+    repetition), scatter_rank_ (rank of the within-group scatter), warnings_ (readable strings).
     """
 
     def __init__(self, n_components: int | Literal["auto"] = 1) -> None:
@@ -199,6 +207,13 @@ class FACE:
             raise ValueError(f"n_components must be an integer or 'auto', got {k!r}")
         if k != "auto" and not 1 <= int(k) <= d:
             raise ValueError(f"n_components must satisfy 1 ≤ k ≤ d = {d}, got {k}")
+        if k != "auto" and int(k) == d:
+            raise ValueError(
+                f"n_components = d = {d} removes every direction (Sigma = 0, its entries are "
+                "rounding noise); choose k < d"
+            )
+        if not np.all(np.isfinite(x)):
+            raise ValueError("X contains NaN or inf (every row is checked, grouped or not)")
         rows, sizes = _as_groups(groups, n)
         _validate(rows, sizes, n)
         scatter = within_group_scatter(x, rows, sizes)
@@ -211,6 +226,16 @@ class FACE:
                 "the sensitive subspace is not identifiable"
             )
         k_ = auto_n_components(lam) if k == "auto" else int(k)
+        rank = int(np.sum(lam > RANK_RTOL * lam[0]))
+        self.warnings_: list[str] = []
+        if k_ > rank:
+            msg = (
+                f"n_components = {k_} exceeds the rank {rank} of the within-group scatter: "
+                f"{k_ - rank} component(s) are arbitrary directions the groups do not vary in"
+            )
+            self.warnings_.append(msg)
+            warnings.warn(msg, UserWarning, stacklevel=2)
+        self.scatter_rank_ = rank
         comps = canonical_signs(vec[:, :k_].T)
         self.components_ = comps
         self.sigma_ = symmetrize(np.eye(d) - comps.T @ comps)

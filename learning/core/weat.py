@@ -16,8 +16,9 @@ p-value (two-sided): the share of re-partitions of ``X ∪ Y`` into sets of size
 enumerated (``exact=True``, ``n_partitions = C(|X|+|Y|, |X|)``, the observed one included);
 otherwise ``n_permutations`` partitions are sampled independently, each a uniformly random
 ``|X|``-subset drawn without replacement (the ``|X|`` smallest of ``|X|+|Y|`` iid uniform
-keys), and the p-value is the share among them (``exact=False``, ``n_partitions =
-n_permutations``). Everything is vectorised in chunks: ``s`` is computed once, partition sums
+keys), and the p-value is ``(b + 1) / (m + 1)`` with ``b`` of the ``m = n_permutations`` sampled
+partitions at least as extreme (``exact=False``, ``n_partitions = n_permutations``): the +1
+counts the observed partition, which makes the sampled p-value valid and never exactly 0. Everything is vectorised in chunks: ``s`` is computed once, partition sums
 are 0/1-mask products, no Python loop over partitions or words.
 """
 
@@ -36,9 +37,9 @@ from .psd import sqrtm_psd, validate_sigma
 
 __all__ = [
     "BootstrapResult",
-    "WeatResult",
+    "WeatOutcome",
     "WeatRow",
-    "WeatTest",
+    "WeatSpec",
     "bootstrap_effect_size_ci",
     "weat",
     "weat_suite",
@@ -54,7 +55,7 @@ def _readonly(a: np.ndarray) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class WeatResult:
+class WeatOutcome:
     """Outcome of one WEAT (immutable; the score arrays are read-only)."""
 
     effect_size: float
@@ -78,7 +79,7 @@ class BootstrapResult:
     n_boot: int
 
 
-class WeatTest(NamedTuple):
+class WeatSpec(NamedTuple):
     name: str
     X: Any
     Y: Any
@@ -90,7 +91,7 @@ class WeatTest(NamedTuple):
 class WeatRow:
     test: str
     metric: str
-    result: WeatResult
+    result: WeatOutcome
     missing: tuple[str, ...] = ()
 
 
@@ -145,7 +146,7 @@ def _partition_sums(
 
 def _weat_from_scores(
     s_x: np.ndarray, s_y: np.ndarray, n_permutations: int, rng: np.random.Generator
-) -> WeatResult:
+) -> WeatOutcome:
     nx, ny = s_x.size, s_y.size
     w = np.concatenate([s_x, s_y])
     stat = float(s_x.mean() - s_y.mean())
@@ -154,8 +155,11 @@ def _weat_from_scores(
     sums, exact = _partition_sums(w, nx, n_permutations, rng)
     perm = sums / nx - (w.sum() - sums) / ny
     tol = 1e-10 * max(float(np.abs(w).max()), np.finfo(float).tiny)
-    p = float(np.mean(np.abs(perm) >= abs(stat) - tol))
-    return WeatResult(
+    hits = int(np.count_nonzero(np.abs(perm) >= abs(stat) - tol))
+    # Exact enumeration includes the observed partition, so hits ≥ 1 already; a sample of
+    # partitions does not, hence the +1 correction (b + 1) / (m + 1) that keeps it valid (> 0).
+    p = hits / sums.size if exact else (hits + 1) / (sums.size + 1)
+    return WeatOutcome(
         effect_size=effect,
         p_value=p,
         statistic=stat,
@@ -186,7 +190,7 @@ def weat(
     sigma: ArrayLike | None = None,
     n_permutations: int = 50_000,
     random_state: int | np.random.Generator | None = 0,
-) -> WeatResult:
+) -> WeatOutcome:
     """Word Embedding Association Test of targets X, Y against attributes A, B in metric Σ.
 
     See the module docstring for the definitions (effect size uses the sample SD, ddof=1;
@@ -257,7 +261,7 @@ def _lookup(
 
 
 def weat_suite(
-    tests: Sequence[WeatTest | tuple] | Mapping[str, tuple],
+    tests: Sequence[WeatSpec | tuple] | Mapping[str, tuple],
     metrics: Mapping[str, ArrayLike | None],
     *,
     embeddings: Callable[[str], Any] | Mapping[str, Any] | None = None,
@@ -266,7 +270,7 @@ def weat_suite(
 ) -> list[WeatRow]:
     """Run every test in every metric; rows ordered by test, then metric.
 
-    ``tests``: ``WeatTest(name, X, Y, A, B)`` tuples (or a mapping name → (X, Y, A, B)) whose
+    ``tests``: ``WeatSpec(name, X, Y, A, B)`` tuples (or a mapping name → (X, Y, A, B)) whose
     sets are (n, d) arrays, or word lists resolved through ``embeddings`` (words it lacks are
     dropped and reported in ``WeatRow.missing``). ``metrics``: name → Σ (or None: Euclidean).
     ``Σ^{1/2}`` is computed once per metric. Each test uses its own random stream spawned from

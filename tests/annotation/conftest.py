@@ -9,7 +9,7 @@ from rest_framework.test import APIClient
 from annotation.models import Membership
 from annotation.selectors import pool_cache_clear
 
-from .factories import make_space, make_study, make_user, media_dir
+from .factories import make_space, make_study, make_user
 
 Role = Membership.Role
 
@@ -21,12 +21,6 @@ def _fresh_caches():
     yield
     pool_cache_clear()
     cache.clear()
-
-
-@pytest.fixture
-def media_root(settings, tmp_path):
-    settings.MEDIA_ROOT = media_dir(tmp_path)
-    return settings.MEDIA_ROOT
 
 
 @pytest.fixture

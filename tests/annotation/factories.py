@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-from pathlib import Path
 
 import numpy as np
 from django.contrib.auth import get_user_model
@@ -86,9 +85,3 @@ def make_metric_version(*, study: Study, method: str, sigma: np.ndarray, **field
     version.sigma.save(f"sigma-{method}.npy", ContentFile(data), save=False)
     version.save()
     return version
-
-
-def media_dir(tmp_path: Path) -> Path:
-    path = tmp_path / "media"
-    path.mkdir(parents=True, exist_ok=True)
-    return path

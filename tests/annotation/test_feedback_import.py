@@ -30,8 +30,7 @@ WORDS = ["ann", "bob", "cid", "dee", "eve", "good", "bad"]
 
 
 @pytest.fixture
-def study(db, settings, tmp_path) -> Study:
-    settings.MEDIA_ROOT = tmp_path / "media"
+def study(db, media_root, tmp_path) -> Study:
     np.save(tmp_path / "m.npy", np.random.default_rng(0).normal(size=(len(WORDS), 3)))
     (tmp_path / "m.vocab").write_text("\n".join(WORDS) + "\n")
     space = space_import(path=tmp_path / "m.npy", name="words")

@@ -20,6 +20,7 @@ from django.urls import reverse
 from annotation.models import Label, Membership, PairJudgment, Study
 from learning.models import MetricVersion, WeatResult, WeatSuite, WeatTest
 from spaces.models import EmbeddingSpace, Item
+from tests.annotation.factories import npy_bytes
 
 PASSWORD = "a-browser-pw-1"
 DIM = 6
@@ -27,25 +28,18 @@ DIM = 6
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
-def _npy(array) -> bytes:
-    buffer = io.BytesIO()
-    np.save(buffer, np.asarray(array), allow_pickle=False)
-    return buffer.getvalue()
-
-
 @pytest.fixture
-def metric_study(settings, tmp_path):
+def metric_study(media_root):
     """A study with judgments by two annotators, three metric versions and WEAT results."""
-    settings.MEDIA_ROOT = tmp_path / "media"
     rng = np.random.default_rng(0)
     matrix = rng.normal(size=(80, DIM)).astype(np.float32)
     space = EmbeddingSpace(
         name="browser space",
         dimension=DIM,
         item_count=80,
-        sha256=hashlib.sha256(_npy(matrix)).hexdigest(),
+        sha256=hashlib.sha256(npy_bytes(matrix)).hexdigest(),
     )
-    space.matrix.save("browser.npy", ContentFile(_npy(matrix)), save=False)
+    space.matrix.save("browser.npy", ContentFile(npy_bytes(matrix)), save=False)
     space.save()
     Item.objects.bulk_create(Item(space=space, key=f"word{r}", row=r) for r in range(80))
     study = Study.objects.create(name="Browser study", space=space)
@@ -81,7 +75,7 @@ def metric_study(settings, tmp_path):
         else:
             root = rng.normal(size=(DIM, DIM))
             sigma = root @ root.T / DIM
-        content = _npy(sigma)
+        content = npy_bytes(sigma)
         version = MetricVersion(
             study=study,
             method=method,

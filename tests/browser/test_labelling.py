@@ -7,7 +7,7 @@ import re
 import pytest
 
 from annotation.models import ComparableGroup, Membership, PairJudgment
-from tests.annotation.factories import make_space, make_study, make_user, media_dir
+from tests.annotation.factories import make_space, make_study, make_user
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -16,8 +16,7 @@ LABEL_OF = {"1": "comparable", "2": "incomparable", "0": "unsure"}
 
 
 @pytest.fixture
-def labelling_study(settings, tmp_path):
-    settings.MEDIA_ROOT = media_dir(tmp_path)
+def labelling_study(media_root):
     space = make_space(name="browser-space")
     study = make_study(
         space=space,

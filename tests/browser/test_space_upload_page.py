@@ -11,7 +11,6 @@ from django.contrib.auth import get_user_model
 from spaces.models import EmbeddingImport, EmbeddingSpace
 from tests.annotation.factories import PASSWORD
 from tests.celery_support import app_pointed_at, worker_database_url
-from tests.spaces.test_space_upload import private_redis as private_redis  # a fixture
 
 pytestmark = [pytest.mark.browser, pytest.mark.services, pytest.mark.slow]
 
@@ -22,10 +21,8 @@ def admin(transactional_db):
 
 
 @pytest.fixture
-def media(settings, tmp_path):
-    settings.MEDIA_ROOT = tmp_path / "media"
-    settings.MEDIA_ROOT.mkdir()
-    return settings.MEDIA_ROOT
+def media(media_root):
+    return media_root
 
 
 def glove_file(path, n=5000, d=8):
@@ -43,7 +40,7 @@ def test_upload_page_shows_the_import_progress_until_done(
         queue="celery",
         DATABASE_URL=worker_database_url(),
         MEDIA_ROOT=str(media),
-        REDIS_URL=private_redis,
+        REDIS_URL=private_redis.url,
         CELERY_BROKER_URL=None,
         CELERY_RESULT_BACKEND=None,
     )
@@ -53,7 +50,7 @@ def test_upload_page_shows_the_import_progress_until_done(
     page.set_input_files("input[name=file]", str(glove_file(tmp_path / "vectors.txt")))
     page.fill("input[name=name]", "browser upload")
     page.fill("input[name=tags]", "uploaded")
-    with app_pointed_at(private_redis):
+    with app_pointed_at(private_redis.url):
         page.click("#upload-form button[type=submit]")
         page.wait_for_url(re.compile(r"/spaces/imports/\d+/$"))
     page.wait_for_function(

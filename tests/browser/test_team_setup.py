@@ -22,7 +22,6 @@ from tests.annotation.factories import PASSWORD
 from tests.browser.conftest import collect_errors
 from tests.browser.test_space_upload_page import glove_file
 from tests.celery_support import app_pointed_at, worker_database_url
-from tests.spaces.test_space_upload import private_redis as private_redis  # a fixture
 
 pytestmark = [pytest.mark.browser, pytest.mark.services, pytest.mark.slow]
 
@@ -39,10 +38,8 @@ def admin(transactional_db):
 
 
 @pytest.fixture
-def media(settings, tmp_path):
-    settings.MEDIA_ROOT = tmp_path / "media"
-    settings.MEDIA_ROOT.mkdir()
-    return settings.MEDIA_ROOT
+def media(media_root):
+    return media_root
 
 
 def invite(page, username: str, role: str, email: str = "") -> str:
@@ -113,12 +110,12 @@ def test_a_new_team_goes_from_an_empty_install_to_a_published_metric_in_the_brow
         queue="celery",
         DATABASE_URL=worker_database_url(),
         MEDIA_ROOT=str(media),
-        REDIS_URL=private_redis,
+        REDIS_URL=private_redis.url,
         CELERY_BROKER_URL=None,
         CELERY_RESULT_BACKEND=None,
         LEARNING_DEBOUNCE_SECONDS="1",
     )
-    with app_pointed_at(private_redis):
+    with app_pointed_at(private_redis.url):
         page = logged_in_page(admin)
         # 1. A small space.
         page.click("text=Spaces")

@@ -147,3 +147,30 @@ def test_nan_and_empty_x_raise():
         FACE().fit(np.zeros((0, 3)), [np.array([0, 1])])
     with pytest.raises(ValueError, match="constant"):
         FACE().fit(np.ones((4, 3)), [np.array([0, 1])])
+
+
+def test_k_equal_to_d_is_refused():
+    x = np.random.default_rng(3).standard_normal((20, 4))
+    with pytest.raises(ValueError, match="n_components = d"):
+        FACE(n_components=4).fit(x, [np.arange(10), np.arange(10, 20)])
+
+
+def test_nan_in_a_row_outside_every_group_is_rejected():
+    x = np.random.default_rng(4).standard_normal((10, 3))
+    x[9, 0] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        FACE(n_components=1).fit(x, [np.array([0, 1, 2]), np.array([3, 4])])
+    x[9, 0] = np.inf
+    with pytest.raises(ValueError, match="NaN or inf"):
+        FACE(n_components=1).fit(x, np.r_[0, 0, 0, 1, 1, -1, -1, -1, -1, -1])
+
+
+def test_k_above_the_scatter_rank_warns():
+    x = np.random.default_rng(5).standard_normal((6, 8))
+    groups = [np.array([0, 1]), np.array([2, 3])]  # scatter of rank 2 in d = 8
+    with pytest.warns(UserWarning, match="exceeds the rank 2"):
+        m = FACE(n_components=3).fit(x, groups)
+    assert m.scatter_rank_ == 2
+    assert len(m.warnings_) == 1
+    ok = FACE(n_components=2).fit(x, groups)
+    assert ok.warnings_ == []

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose
 
-from learning.core.weat import WeatTest, bootstrap_effect_size_ci, weat, weat_suite
+from learning.core.weat import WeatSpec, bootstrap_effect_size_ci, weat, weat_suite
 
 
 def _slow_weat(X, Y, A, B, sigma):
@@ -170,8 +170,8 @@ def test_suite_runs_word_lists_against_metrics_and_reports_missing_words():
     rng = np.random.default_rng(4)
     vocab = {w: rng.standard_normal(5) for w in "abcdefghijklmnop"}
     tests = [
-        WeatTest("t1", list("abcd"), list("efgh"), list("ijk"), list("lmnz")),
-        WeatTest("t2", list("abc"), list("def"), list("ghi"), list("jkl")),
+        WeatSpec("t1", list("abcd"), list("efgh"), list("ijk"), list("lmnz")),
+        WeatSpec("t2", list("abc"), list("def"), list("ghi"), list("jkl")),
     ]
     sigma = _random_psd(rng, 5)
     rows = weat_suite(tests, {"euclid": None, "learned": sigma}, embeddings=vocab)
@@ -203,3 +203,16 @@ def test_bad_input_raises_value_error(kwargs, message):
     args.update(kwargs)
     with pytest.raises(ValueError, match=message):
         weat(**args)
+
+
+def test_sampled_p_value_is_never_zero_and_uses_the_plus_one_correction():
+    rng = np.random.default_rng(21)
+    a, b = rng.standard_normal((8, 10)), rng.standard_normal((8, 10))
+    x = rng.standard_normal((15, 10)) + 3.0 * a.mean(0)  # X strongly associated with A
+    y = rng.standard_normal((15, 10)) + 3.0 * b.mean(0)
+    r = weat(x, y, a, b, n_permutations=999, random_state=0)
+    assert not r.exact
+    assert r.p_value == 1.0 / 1000.0  # no sampled partition is as extreme: (0 + 1) / (999 + 1)
+    exact = weat(x[:5], y[:5], a, b, n_permutations=1000)  # C(10, 5) = 252 ≤ 1000: enumerated
+    assert exact.exact
+    assert exact.p_value == 2.0 / 252.0  # observed partition and its mirror, no correction

@@ -7,26 +7,19 @@ member per role, metric versions with real Sigma files, and WEAT results.
 from __future__ import annotations
 
 import hashlib
-import io
 from collections.abc import Callable
 
 import numpy as np
 import pytest
-from django.contrib.auth import get_user_model
 from django.core.files.base import ContentFile
 
 from annotation.models import Membership, Study
 from learning.models import MetricVersion, WeatResult, WeatSuite, WeatTest
 from spaces.models import EmbeddingSpace, Item
+from tests.annotation.factories import make_user, npy_bytes
 
 N_WORDS = 60
 DIM = 5
-
-
-def npy_bytes(array: np.ndarray) -> bytes:
-    buffer = io.BytesIO()
-    np.save(buffer, array, allow_pickle=False)
-    return buffer.getvalue()
 
 
 @pytest.fixture(autouse=True)
@@ -42,12 +35,6 @@ def empty_cache():
     cache.clear()
     yield
     cache.clear()
-
-
-@pytest.fixture
-def media_root(settings, tmp_path):
-    settings.MEDIA_ROOT = tmp_path / "media"
-    return settings.MEDIA_ROOT
 
 
 @pytest.fixture
@@ -77,15 +64,10 @@ def other_study(space) -> Study:
     return Study.objects.create(name="Other study", space=space)
 
 
-@pytest.fixture
-def make_user(db) -> Callable:
-    def make(username: str, *, study: Study | None = None, role: str | None = None, **extra):
-        user = get_user_model().objects.create_user(username, password="pw-123456", **extra)
-        if study is not None and role is not None:
-            Membership.objects.create(user=user, study=study, role=role)
-        return user
-
-    return make
+@pytest.fixture(name="make_user")
+def make_user_fixture(db) -> Callable:
+    """``make_user(username, *, study=None, role=None, **flags)`` (tests.annotation.factories)."""
+    return make_user
 
 
 @pytest.fixture

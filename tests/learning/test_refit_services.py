@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import hashlib
+from datetime import timedelta
 
 import numpy as np
 import pytest
 from django.contrib.auth import get_user_model
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+from django.utils import timezone
 
 from annotation.models import Membership, PairJudgment
 from common.errors import Conflict, NotAllowed
@@ -19,17 +22,12 @@ from .synthetic import SIGMA0, judgments_create, simulate, space_create, study_c
 
 
 @pytest.fixture
-def media_root(settings, tmp_path):
-    settings.MEDIA_ROOT = tmp_path / "media"
-    return settings.MEDIA_ROOT
-
-
-@pytest.fixture
 def world(db, media_root):
     space, items = space_create(media_root)
     study, users = study_create(space)
     learning = selectors.learning_settings_get(study_id=study.pk)
     learning.face_components = 4
+    learning.version_min_new_answers = 1  # every change is worth a version, unless a test says
     learning.save()
     return space, items, study, users
 
@@ -228,7 +226,7 @@ def test_one_class_only_fails_readably_and_the_published_version_stays(world):
     services.refit_study(study_id=study.pk)
 
     failed = MetricVersion.objects.get(study=study, method="explore", status="failed")
-    assert "only comparable pairs" in failed.error
+    assert "still missing: 1 incomparable" in failed.error
     assert failed.transient is False
     assert not failed.sigma
     published.refresh_from_db()
@@ -461,3 +459,106 @@ def test_the_learning_admin_pages_render(world, client):
         "/admin/learning/refitstate/",
     ):
         assert client.get(url).status_code == 200, url
+
+
+def test_a_few_new_answers_wait_for_the_churn_threshold_or_the_time_limit(world):
+    _, _, study, _ = world
+    learning = selectors.learning_settings_get(study_id=study.pk)
+    learning.version_min_new_answers, learning.version_min_minutes = 10, 5
+    learning.save()
+    add_simulated(world, 300)
+    services.refit_study(study_id=study.pk)
+    first = {v.method: v.pk for v in versions(study)}
+    assert sorted(first) == ["explore", "face"]
+
+    add_simulated(world, 4, seed=2)  # 4 < 10 new answers, 0 < 5 minutes
+    report = services.refit_study(study_id=study.pk)
+    assert report.outcome == "waiting"
+    assert report.ready == []
+    assert any("explore: 4 new answers since version" in reason for reason in report.waiting)
+    assert len(versions(study)) == 2
+    assert study.refit_state.last_outcome.startswith("waiting: ")
+    # The sweep keeps the study due, so the answers are fitted once the wait is over.
+    assert study.pk in selectors.study_ids_with_newer_data()
+
+    add_simulated(world, 6, seed=3)  # 10 new answers: worth a version
+    assert services.refit_study(study_id=study.pk).outcome == "fitted"
+    assert len(versions(study, method="explore")) == 2
+
+    add_simulated(world, 1, seed=4)
+    assert services.refit_study(study_id=study.pk).outcome == "waiting"
+    MetricVersion.objects.filter(study=study).update(
+        created_at=timezone.now() - timedelta(minutes=6)
+    )  # the time limit passed: one new answer is enough
+    assert services.refit_study(study_id=study.pk).outcome == "fitted"
+    assert len(versions(study, method="explore")) == 3
+
+
+def test_the_drift_page_says_which_sensitive_dimension_it_compared(world, client):
+    _, _, study, _ = world
+    add_simulated(world, 400)
+    services.refit_study(study_id=study.pk)
+    add_simulated(world, 400, seed=5)
+    services.refit_study(study_id=study.pk)
+    client.force_login(get_user_model().objects.create_user("staff-dim", is_staff=True))
+    page = client.get(reverse("study-drift", args=[study.pk])).content.decode()
+    cell = page[page.index('data-testid="sensitive-dim-face"') :].split("</td>")[0]
+    # FACE-4 is a projector: 4 directions on either side, found by the projector rule.
+    assert "4 → 4" in cell, cell
+    assert "projector rule" in cell, cell
+
+
+def test_changed_settings_refit_at_once_whatever_the_churn_threshold(world):
+    _, _, study, _ = world
+    add_simulated(world, 300)
+    services.refit_study(study_id=study.pk)
+    learning = selectors.learning_settings_get(study_id=study.pk)
+    learning.version_min_new_answers, learning.version_min_minutes = 1000, 600
+    learning.face_components = 2
+    learning.save()
+    report = services.refit_study(study_id=study.pk)
+    assert report.outcome == "fitted"
+    assert [v.parameters["n_components"] for v in versions(study, method="face")] == [4, 2]
+    assert len(versions(study, method="explore")) == 1  # its settings did not change
+
+
+def test_a_failed_refit_shows_on_the_dashboard_and_drift_page_with_the_last_good_version(
+    world, client
+):
+    space, items, study, users = world
+    add_simulated(world, 300, annotator=users[0])
+    services.refit_study(study_id=study.pk)
+    good = versions(study, method="explore")[0]
+    # Only "comparable" answers are left once users[0] is excluded: EXPLORE cannot fit that.
+    a, b, _ = simulate(space.load_matrix(), 40, seed=9)
+    judgments_create(study, items, a, b, np.ones(len(a), dtype=int), annotator=users[1])
+    learning = selectors.learning_settings_get(study_id=study.pk)
+    learning.excluded_annotators.add(users[0])
+    services.refit_study(study_id=study.pk)
+    failed = versions(study, method="explore", status="failed")[0]
+    assert "still missing: 1 incomparable" in failed.error
+
+    reviewer = get_user_model().objects.create_user("rev-status")
+    Membership.objects.create(user=reviewer, study=study, role=Membership.Role.REVIEWER)
+    client.force_login(reviewer)
+    for name in ("study-dashboard", "study-drift"):
+        page = client.get(reverse(name, args=[study.pk])).content.decode()
+        section = page[page.index('data-testid="refit-status"') :]
+        explore = section[section.index('data-method="explore"') :].split("</li>")[0]
+        assert "the latest refit failed" in explore, name
+        assert "still missing: 1 incomparable" in explore, name
+        assert f"#{good.pk} explore" in explore, name  # the last good version, linked
+        assert f"#{failed.pk}" in explore, name
+
+
+def test_face_k_not_below_the_dimension_fails_readably_instead_of_rounding_noise(world):
+    _, _, study, _ = world
+    learning = selectors.learning_settings_get(study_id=study.pk)
+    learning.face_components = 6  # = d
+    learning.save()
+    add_simulated(world, 300)
+    services.refit_study(study_id=study.pk)
+    (face,) = versions(study, method="face")
+    assert face.status == "failed"
+    assert "must be smaller than the space's dimension 6" in face.error
+    assert versions(study, method="explore")[0].status == "ready"

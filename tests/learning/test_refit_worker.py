@@ -9,14 +9,11 @@ re-pointed at that Redis for the duration of the test.
 from __future__ import annotations
 
 import os
-import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -29,82 +26,11 @@ from annotation.models import PairJudgment, Study
 from learning.models import MetricVersion, StudyLearningSettings
 from learning.scheduling import refit_clear_due, refit_request
 from learning.services import metric_version_publish
-from tests.celery_support import app_pointed_at, worker_database_url
+from tests.celery_support import app_pointed_at, wait_for, worker_database_url
 
-from ..conftest import require
 from .synthetic import judgments_create, simulate, space_create, study_create
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-class ThrowawayRedis:
-    """A private redis-server on a free port that a test may stop and start again."""
-
-    def __init__(self, workdir: Path) -> None:
-        self.port = free_port()
-        self.url = f"redis://127.0.0.1:{self.port}/0"
-        self.workdir = workdir
-        self.proc: subprocess.Popen | None = None
-
-    def start(self) -> None:
-        self.proc = subprocess.Popen(
-            [
-                "redis-server",
-                "--port",
-                str(self.port),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-                "--daemonize",
-                "no",
-                "--dir",
-                str(self.workdir),
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        wait_for(self.answers, 10, "the throwaway Redis to answer")
-
-    def answers(self) -> bool:
-        import redis
-
-        try:
-            return bool(redis.Redis.from_url(self.url, socket_connect_timeout=0.5).ping())
-        except redis.RedisError:
-            return False
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(timeout=10)
-
-
-def wait_for(predicate: Callable[[], object], timeout: float, what: str, *, interval: float = 0.1):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}")
-
-
-@pytest.fixture
-def private_redis(tmp_path):
-    require(shutil.which("redis-server") is not None, "redis-server is not installed")
-    server = ThrowawayRedis(tmp_path)
-    server.start()
-    yield server
-    server.stop()
 
 
 @pytest.fixture
@@ -298,7 +224,7 @@ def test_a_one_class_fit_fails_readably_in_the_worker_and_the_published_version_
         60,
         "the failed version",
     )
-    assert "only comparable pairs" in failed.error
+    assert "still missing: 1 incomparable" in failed.error
     first.refresh_from_db()
     assert first.is_published
     assert MetricVersion.objects.filter(study=study, is_published=True).count() == 1

@@ -47,8 +47,7 @@ def synthetic_vectors(rng) -> dict[str, np.ndarray]:
 
 
 @pytest.fixture
-def synthetic_study(db, settings, tmp_path) -> Study:
-    settings.MEDIA_ROOT = tmp_path / "media"
+def synthetic_study(db, media_root, tmp_path) -> Study:
     words = synthetic_vectors(np.random.default_rng(7))
     keys = list(words)
     np.save(tmp_path / "s.npy", np.stack([words[k] for k in keys]).astype(np.float32))

@@ -22,9 +22,8 @@ KEYS = [f"w{i}" for i in range(12)] + ["Alice", "bob"]
 
 
 @pytest.fixture
-def setup(db, settings, tmp_path):
+def setup(db, media_root, tmp_path):
     """A 14-word space in R^4, a study on it and a suite of one test."""
-    settings.MEDIA_ROOT = tmp_path / "media"
     matrix = np.random.default_rng(3).normal(size=(len(KEYS), D)).astype(np.float32)
     np.save(tmp_path / "m.npy", matrix)
     (tmp_path / "m.vocab").write_text("\n".join(k.lower() for k in KEYS) + "\n")

@@ -14,9 +14,8 @@ from tests.annotation.factories import make_space, make_study, make_user
 
 
 def test_answer_replay_and_next_pair_stay_within_their_query_budgets(
-    db, settings, tmp_path, django_assert_max_num_queries
+    db, settings, media_root, django_assert_max_num_queries
 ):
-    settings.MEDIA_ROOT = str(tmp_path / "media")
     settings.JUDGMENT_RATE = 0  # the throttle's cache is not a database query anyway
     study = make_study(space=make_space())
     user = make_user("ann", study=study, role="annotator")

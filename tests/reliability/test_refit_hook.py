@@ -15,9 +15,8 @@ from tests.celery_support import app_pointed_at
 
 
 def test_a_queued_refit_costs_one_read_and_a_lost_one_is_resent(
-    db, settings, tmp_path, redis_url, django_assert_num_queries
+    db, settings, media_root, redis_url, django_assert_num_queries
 ):
-    settings.MEDIA_ROOT = str(tmp_path / "media")
     queue = f"hook-{uuid.uuid4().hex[:8]}"
     settings.CELERY_TASK_DEFAULT_QUEUE = queue
     settings.LEARNING_LOST_AFTER_SECONDS = 5

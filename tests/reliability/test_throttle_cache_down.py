@@ -20,8 +20,7 @@ def _closed_port() -> int:
         return sock.getsockname()[1]  # nothing listens there once the socket is closed
 
 
-def test_judgment_post_is_stored_while_the_cache_is_down(db, settings, tmp_path, caplog):
-    settings.MEDIA_ROOT = str(tmp_path / "media")
+def test_judgment_post_is_stored_while_the_cache_is_down(db, settings, media_root, caplog):
     settings.JUDGMENT_RATE, settings.JUDGMENT_BURST = 1, 1
     settings.CACHES = {
         "default": {

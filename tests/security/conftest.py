@@ -65,13 +65,6 @@ def _fast_passwords_and_fresh_pools(settings):
 
 
 @pytest.fixture
-def media_root(settings, tmp_path):
-    settings.MEDIA_ROOT = tmp_path / "media"
-    settings.MEDIA_ROOT.mkdir()
-    return settings.MEDIA_ROOT
-
-
-@pytest.fixture
 def world(db, media_root) -> World:
     space = make_space()
     items = list(space.items.order_by("row"))

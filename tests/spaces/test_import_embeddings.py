@@ -27,9 +27,8 @@ MATRIX = np.arange(20, dtype=np.float32).reshape(5, 4) / 8 - 1
 
 
 @pytest.fixture
-def media(settings, tmp_path) -> Path:
-    settings.MEDIA_ROOT = tmp_path / "media"
-    return settings.MEDIA_ROOT
+def media(media_root) -> Path:
+    return media_root
 
 
 def text_lines(keys=KEYS, matrix=MATRIX) -> list[str]:

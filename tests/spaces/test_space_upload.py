@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
-import socket
-import subprocess
 import time
 from pathlib import Path
 
@@ -18,7 +15,6 @@ from spaces.models import EmbeddingImport, EmbeddingSpace, Item, Tag
 from spaces.uploads import embedding_import_run
 
 from ..celery_support import app_pointed_at, worker_database_url
-from ..conftest import require
 
 URLS = ["spaces:list", "spaces:upload"]
 
@@ -33,9 +29,8 @@ def glove_text(n: int = 6, d: int = 3, duplicate_at: int | None = None) -> bytes
 
 
 @pytest.fixture
-def media(settings, tmp_path) -> Path:
-    settings.MEDIA_ROOT = tmp_path / "media"
-    return settings.MEDIA_ROOT
+def media(media_root) -> Path:
+    return media_root
 
 
 @pytest.fixture
@@ -224,52 +219,6 @@ def test_npy_upload_with_its_vocabulary(staff_client, media, tmp_path):
 # --- a real worker ----------------------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@pytest.fixture
-def private_redis(tmp_path):
-    """A redis-server of this test's own, so the default queue is not shared with anyone."""
-    require(shutil.which("redis-server") is not None, "redis-server is not installed")
-    port = free_port()
-    proc = subprocess.Popen(
-        [
-            "redis-server",
-            "--port",
-            str(port),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--dir",
-            str(tmp_path),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"redis://127.0.0.1:{port}/0"
-    import redis
-
-    deadline = time.monotonic() + 10
-    while True:
-        try:
-            redis.Redis.from_url(url, socket_connect_timeout=0.5).ping()
-            break
-        except redis.RedisError:
-            if time.monotonic() > deadline:
-                proc.kill()
-                pytest.fail("the private redis-server did not start")
-            time.sleep(0.1)
-    yield url
-    proc.kill()
-    proc.wait(timeout=10)
-
-
 @pytest.mark.services
 @pytest.mark.slow
 def test_a_real_worker_imports_the_upload_and_the_page_shows_progress(
@@ -282,11 +231,11 @@ def test_a_real_worker_imports_the_upload_and_the_page_shows_progress(
         queue="celery",
         DATABASE_URL=worker_database_url(),
         MEDIA_ROOT=str(media),
-        REDIS_URL=private_redis,
+        REDIS_URL=private_redis.url,
         CELERY_BROKER_URL=None,
         CELERY_RESULT_BACKEND=None,
     )
-    with app_pointed_at(private_redis):
+    with app_pointed_at(private_redis.url):
         response = upload(client, glove_text(n=20_000, d=10), tags="worker")
     assert response.status_code == 302
     job = EmbeddingImport.objects.get()

@@ -1,0 +1,173 @@
+"""EXPLORE on hard data: rank-deficient differences, null directions, anisotropy, separation,
+few answers, the shortfall rule, penalised fits beating the MLE held out; drift stability."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.special import expit
+
+from learning.core._pairloss import pair_loglik, quad_forms
+from learning.core.drift import drift
+from learning.core.explore import EXPLORE, explore_shortfall
+
+
+def _labels(z, sigma0, rng):
+    return (rng.uniform(size=z.shape[0]) < 2.0 * expit(-quad_forms(z, sigma0))).astype(float)
+
+
+def test_fewer_pairs_than_dimensions_fits_finite_and_psd():
+    rng = np.random.default_rng(0)
+    d = 200
+    sigma0 = np.eye(d) * 0.5
+    z = 0.1 * rng.standard_normal((55, d))
+    y = _labels(z, sigma0, rng)
+    m = EXPLORE().fit_differences(z, y)
+    assert np.all(np.isfinite(m.sigma_))
+    assert np.linalg.eigvalsh(m.sigma_)[0] >= -1e-10
+    assert m.n_constrained_ == 55
+    assert np.isfinite(m.heldout_loglik_)
+    lo, hi = m.heldout_loglik_ci_
+    assert lo <= m.heldout_loglik_ <= hi
+
+
+def test_rank_deficient_differences_and_constant_coordinate_converge():
+    rng = np.random.default_rng(1)
+    d, r = 50, 49
+    basis = np.linalg.qr(rng.standard_normal((d, r)))[0]
+    sigma0 = basis @ np.diag(rng.uniform(0.5, 2.0, r)) @ basis.T
+    z = (0.2 * rng.standard_normal((20000, r))) @ basis.T
+    z[:, 7] = 0.0  # a coordinate that never varies (after the subspace projection)
+    y = _labels(z, sigma0, rng)
+    m = EXPLORE(alpha=0.0).fit_differences(z, y)
+    ref = EXPLORE(alpha=0.0, precision="double", tol=1e-12, max_iter=5000).fit_differences(z, y)
+    assert m.converged_
+    assert m.n_constrained_ == 49  # zeroing x_7 maps the 49-d span onto another 49-d one
+    assert ref.loglik_ - m.loglik_ < 1e-4
+
+
+def test_null_directions_get_the_prior_not_a_cap():
+    rng = np.random.default_rng(2)
+    d = 20
+    sigma0 = np.diag(np.linspace(0.5, 1.5, d))
+    z = 0.4 * rng.standard_normal((3000, d))
+    z[:, -1] = 0.0  # direction e_20 is never explored
+    y = _labels(z, sigma0, rng)
+    m = EXPLORE().fit_differences(z, y)
+    e = np.eye(d)[-1]
+    assert m.n_constrained_ == d - 1
+    assert np.isclose(e @ m.sigma_ @ e, m.prior_scale_, rtol=1e-9)  # the stated prior scale …
+    assert np.allclose(m.sigma_[-1, :-1], 0.0, atol=1e-10)
+    seen = np.diag(m.sigma_)[:-1]
+    assert m.prior_scale_ < 3 * seen.max()  # … of the order of the explored eigenvalues
+    assert any("span 19 of 20" in w for w in m.warnings_)
+    prior = np.diag(np.r_[np.ones(d - 1), 0.0])  # a caller's prior that ignores e_20
+    m2 = EXPLORE(prior=prior).fit_differences(z, y)
+    assert abs(e @ m2.sigma_ @ e) < 1e-12
+
+
+def test_anisotropic_truth_recovered_without_cap_bias():
+    # The unpenalised fit: no cap any more, so the error shrinks like 1/√n (the old default cap
+    # 100·d/mean‖z‖² = 111 held this eigenvalue of 400 at a relative error of 0.72).
+    rng = np.random.default_rng(3)
+    spread = np.r_[0.05, np.ones(9)]
+    sigma0 = np.diag(np.r_[400.0, np.full(9, 0.6)])
+    errors = []
+    for n in (2000, 8000, 32000):
+        z = spread * rng.standard_normal((n, 10))
+        y = _labels(z, sigma0, rng)
+        m = EXPLORE(alpha=0.0).fit_differences(z, y)
+        errors.append(abs(m.sigma_[0, 0] - 400.0) / 400.0)
+        assert not m.bound_active_
+    assert errors[-1] < 0.05
+    assert errors[2] < errors[1] < errors[0]
+    default = EXPLORE().fit_differences(z, y)  # the penalised default, n = 32000: no bias either
+    assert abs(default.sigma_[0, 0] - 400.0) / 400.0 < 0.05
+    assert not default.bound_active_
+
+
+def test_separable_data_give_a_finite_answer_and_say_so():
+    rng = np.random.default_rng(8)
+    z = rng.standard_normal((4000, 3))
+    y = np.ones(4000)
+    z[:2000, 2] = 0.0  # comparable pairs never differ along e3 …
+    y[2000:] = 0.0
+    z[2000:, 2] = np.sign(z[2000:, 2]) * (1.0 + np.abs(z[2000:, 2]))  # … incomparable ones do
+    m = EXPLORE().fit_differences(z, y)
+    assert np.all(np.isfinite(m.sigma_))
+    assert m.bound_active_
+    assert any("separate" in w for w in m.warnings_)
+
+
+def test_twenty_answers_give_a_finite_fit_and_fewer_raise():
+    rng = np.random.default_rng(4)
+    z = 0.5 * rng.standard_normal((20, 50))
+    y = np.r_[np.ones(8), np.zeros(12)]
+    m = EXPLORE().fit_differences(z, y)
+    assert np.all(np.isfinite(m.sigma_))
+    assert np.isfinite(m.heldout_loglik_)
+    with pytest.raises(ValueError, match="at least 20 answers"):
+        EXPLORE().fit_differences(z[:19], y[:19])
+
+
+def test_shortfall_function():
+    assert explore_shortfall(np.ones(5)).need_incomparable == 1
+    s = explore_shortfall(np.r_[np.ones(5), np.zeros(3)])
+    assert (s.need_comparable, s.need_incomparable, s.need_any) == (0, 0, 12)
+    assert not s.ok
+    assert explore_shortfall(np.r_[np.ones(10), np.zeros(10)]).ok
+    assert explore_shortfall(np.full(25, 0.5)).need_comparable == 1
+
+
+def test_penalised_fit_beats_the_mle_held_out_on_a_low_rank_truth():
+    rng = np.random.default_rng(5)
+    d, rank = 60, 30
+    g = rng.standard_normal((d, rank))
+    sigma0 = 1.36 * g @ g.T / d
+    z = 0.11 * rng.standard_normal((8000, d))
+    y = _labels(z, sigma0, rng)
+    zt = 0.11 * rng.standard_normal((40000, d))
+    yt = _labels(zt, sigma0, rng)
+
+    def heldout(s):
+        return float(np.mean(pair_loglik(quad_forms(zt, s), yt)))
+
+    mle = EXPLORE(alpha=0.0).fit_differences(z, y)
+    pen = EXPLORE().fit_differences(z, y)
+    assert pen.alpha_ > 0
+    assert len(pen.alpha_path_) >= 2
+    assert heldout(pen.sigma_) > heldout(mle.sigma_) + 0.002
+    assert heldout(pen.sigma_) > heldout(sigma0) - 0.02
+
+
+def test_drift_between_two_independent_fits_of_one_truth_is_small():
+    rng = np.random.default_rng(6)
+    d = 8
+    u = np.linalg.qr(rng.standard_normal((d, 2)))[0]
+    sigma0 = np.eye(d) - u @ u.T + 0.01 * u @ u.T  # two ignored (sensitive) directions
+    fits = []
+    for _ in range(2):
+        z = 0.6 * rng.standard_normal((20000, d))
+        fits.append(EXPLORE().fit_differences(z, _labels(z, sigma0, rng)).sigma_)
+    r = drift(fits[0], fits[1])
+    assert r.sensitive_dims == (2, 2)
+    assert r.dim_rules == ("gap", "gap")
+    assert r.subspace_distance < 0.2
+    assert drift(fits[0], fits[1], sensitive_dim=2).dim_rules == ("given", "given")
+
+
+def test_heldout_interval_for_a_fixed_alpha_on_request_and_covers_fresh_pairs():
+    rng = np.random.default_rng(7)
+    sigma0 = np.diag([0.2, 0.5, 1.0, 2.0])
+    z = 0.6 * rng.standard_normal((4000, 4))
+    y = _labels(z, sigma0, rng)
+    zt = 0.6 * rng.standard_normal((50000, 4))
+    yt = _labels(zt, sigma0, rng)
+    plain = EXPLORE(alpha=0.0).fit_differences(z, y)
+    assert np.isnan(plain.heldout_loglik_)
+    m = EXPLORE(alpha=0.0, validate=True).fit_differences(z, y)
+    lo, hi = m.heldout_loglik_ci_
+    assert 790 <= m.heldout_n_ <= 810  # a stratified fifth of the pairs
+    fresh = float(np.mean(pair_loglik(quad_forms(zt, m.sigma_), yt)))
+    assert lo - 0.01 <= fresh <= hi + 0.01  # the interval is about the fit's generalisation
+    assert hi - lo < 0.1
