@@ -2,6 +2,7 @@ from django import forms
 from django.contrib import admin
 
 from .models import (
+    CandidatePair,
     ComparableGroup,
     GoldPair,
     GroupEdit,
@@ -25,6 +26,7 @@ class StudyAdmin(admin.ModelAdmin):
     search_fields = ["name"]
     inlines = [MembershipInline]
     filter_horizontal = ["pool_tags"]
+    raw_id_fields = ["pool_keys"]
 
 
 @admin.register(Membership)
@@ -46,7 +48,8 @@ class PairJudgmentAdmin(admin.ModelAdmin):
 
 
 class GoldPairForm(forms.ModelForm):
-    """Accepts the two items in any order and stores the pair canonically (a < b)."""
+    """Accepts the two items in any order and stores the pair canonically (a < b); the model's
+    ``clean`` refuses items outside the study's pool (another space included)."""
 
     class Meta:
         model = GoldPair
@@ -66,6 +69,20 @@ class GoldPairAdmin(admin.ModelAdmin):
     list_filter = ["study", "label"]
     raw_id_fields = ["item_a", "item_b"]
     form = GoldPairForm
+
+
+class CandidatePairForm(GoldPairForm):
+    class Meta:
+        model = CandidatePair
+        fields = ["study", "item_a", "item_b"]
+
+
+@admin.register(CandidatePair)
+class CandidatePairAdmin(admin.ModelAdmin):
+    list_display = ["study", "item_a", "item_b"]
+    list_filter = ["study"]
+    raw_id_fields = ["item_a", "item_b"]
+    form = CandidatePairForm
 
 
 @admin.register(ComparableGroup)

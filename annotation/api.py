@@ -110,12 +110,15 @@ def _next_pair_data(request, study: Study, held_pairs=None) -> dict:
     if held_pairs is None:
         held_pairs = _held_pairs(request)
     pair = None
+    if study.stop_at_target and selectors.progress_for(study=study, user=request.user).complete:
+        return {"done": True, "complete": True, "left": None, "right": None}
     if study.is_active and study.mode != Study.Mode.GROUPS:  # else it takes no pairs
         pair = next_pair(study=study, user=request.user, exclude=held_pairs)
     if pair is None:
-        return {"done": True, "left": None, "right": None}
+        return {"done": True, "complete": False, "left": None, "right": None}
     return {
         "done": False,
+        "complete": False,
         "left": ItemSerializer(pair.left).data,
         "right": ItemSerializer(pair.right).data,
     }

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from django import forms
 
-from .models import Label, Source
+from spaces.models import EmbeddingSpace, Tag
+
+from .models import Label, Membership, Source, Study
 
 
 class ReviewFilterForm(forms.Form):
@@ -14,3 +16,122 @@ class ReviewFilterForm(forms.Form):
     label = forms.ChoiceField(required=False, choices=[("", "any label"), *Label.choices])
     source = forms.ChoiceField(required=False, choices=[("", "any source"), *Source.choices])
     before = forms.IntegerField(required=False, min_value=1, widget=forms.HiddenInput)
+
+
+# --- Study set-up ---------------------------------------------------------------------------------
+
+
+class StudyForm(forms.ModelForm):
+    """New study / edit study: the settings; the service checks the rules again."""
+
+    tags = forms.ModelMultipleChoiceField(
+        queryset=Tag.objects.all(),
+        required=False,
+        help_text="For a pool of items with given tags.",
+        widget=forms.SelectMultiple(attrs={"size": 6}),
+    )
+
+    class Meta:
+        model = Study
+        fields = [
+            "name",
+            "instructions",
+            "mode",
+            "space",
+            "pool",
+            "strategy",
+            "overlap",
+            "gold_rate",
+            "target_per_annotator",
+            "stop_at_target",
+            "is_active",
+        ]
+        labels = {
+            "overlap": "Overlap k",
+            "target_per_annotator": "Target answers per annotator",
+            "stop_at_target": "Stop annotators at the target (completion screen)",
+            "is_active": "Open (takes answers)",
+            "pool": "Item pool",
+        }
+        widgets = {"instructions": forms.Textarea(attrs={"rows": 10, "data-preview": "1"})}
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["space"].queryset = EmbeddingSpace.objects.order_by("name")
+        self.fields["overlap"].min_value = 1
+        self.fields["overlap"].widget.attrs["min"] = 1
+        self.fields["target_per_annotator"].widget.attrs["min"] = 1
+        self.fields["gold_rate"].widget.attrs.update(min=0, max=1, step="0.01")
+        if self.instance.pk:
+            self.initial.setdefault("tags", list(self.instance.pool_tags.all()))
+
+    def clean_gold_rate(self):
+        value = self.cleaned_data["gold_rate"]
+        if value is not None and not 0 <= value <= 1:
+            raise forms.ValidationError("The gold rate is between 0 and 1.")
+        return value
+
+    def clean_overlap(self):
+        value = self.cleaned_data["overlap"]
+        if value is not None and value < 1:
+            raise forms.ValidationError("Overlap k is at least 1.")
+        return value
+
+    def clean_target_per_annotator(self):
+        value = self.cleaned_data["target_per_annotator"]
+        if value is not None and value < 1:
+            raise forms.ValidationError("The target is at least 1 answer.")
+        return value
+
+    def clean(self):
+        data = super().clean()
+        if data.get("pool") == Study.Pool.TAGS and not data.get("tags"):
+            self.add_error("tags", "Choose at least one tag for a pool of items with given tags.")
+        return data
+
+    def validate_unique(self):
+        pass  # the service answers a taken name (Conflict), in the form's error list
+
+    def _post_clean(self):
+        # Validate the fields only: the service creates or changes the study.
+        pass
+
+
+class UploadForm(forms.Form):
+    """A file (CSV, TSV, JSONL) or pasted text: the set-up uploads."""
+
+    file = forms.FileField(required=False)
+    text = forms.CharField(
+        required=False, widget=forms.Textarea(attrs={"rows": 6}), label="or paste here"
+    )
+    replace = forms.BooleanField(required=False, label="Replace instead of adding")
+
+    def clean(self):
+        data = super().clean()
+        if not data.get("file") and not (data.get("text") or "").strip():
+            raise forms.ValidationError("Choose a file or paste some lines.")
+        if data.get("file") and (data.get("text") or "").strip():
+            raise forms.ValidationError("Either a file or pasted lines, not both.")
+        return data
+
+
+class DuplicateForm(forms.Form):
+    name = forms.CharField(max_length=200)
+
+
+class MemberAddForm(forms.Form):
+    who = forms.CharField(max_length=254, label="Username or e-mail")
+    role = forms.ChoiceField(choices=Membership.Role.choices)
+    target = forms.IntegerField(required=False, min_value=1, label="Own target (optional)")
+
+
+class InviteForm(forms.Form):
+    username = forms.CharField(max_length=150)
+    email = forms.EmailField(required=False, label="E-mail (optional)")
+    role = forms.ChoiceField(choices=Membership.Role.choices)
+    target = forms.IntegerField(required=False, min_value=1, label="Own target (optional)")
+
+
+class MemberChangeForm(forms.Form):
+    role = forms.ChoiceField(choices=Membership.Role.choices)
+    target = forms.IntegerField(required=False, min_value=1)

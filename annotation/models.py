@@ -6,8 +6,11 @@ import enum
 import uuid
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import models
-from django.db.models import F, Q
+from django.db.models import F, Q, QuerySet
+
+from spaces.models import Item
 
 
 class Study(models.Model):
@@ -15,6 +18,11 @@ class Study(models.Model):
         PAIRS = "pairs", "pairs"
         GROUPS = "groups", "groups"
         BOTH = "both", "pairs and groups"
+
+    class Pool(models.TextChoices):
+        ALL = "all", "all items of the space"
+        TAGS = "tags", "items with given tags"
+        KEYS = "keys", "an uploaded list of item keys"
 
     class Strategy(models.TextChoices):
         RANDOM = "random", "random"
@@ -31,6 +39,18 @@ class Study(models.Model):
         related_name="studies",
         help_text="Item pool; empty means all items.",
     )
+    pool = models.CharField(
+        max_length=4,
+        choices=Pool.choices,
+        default=Pool.TAGS,
+        help_text="all: every item; tags: items with a pool tag (none: all); keys: pool_keys.",
+    )
+    pool_keys = models.ManyToManyField(
+        "spaces.Item", blank=True, related_name="+", help_text="The pool when pool is 'keys'."
+    )
+    pool_revision = models.PositiveIntegerField(
+        default=0, help_text="Bumped on every change of the pool (the pool cache's key)."
+    )
     mode = models.CharField(max_length=10, choices=Mode.choices, default=Mode.BOTH)
     strategy = models.CharField(max_length=12, choices=Strategy.choices, default=Strategy.RANDOM)
     overlap = models.PositiveSmallIntegerField(
@@ -39,7 +59,11 @@ class Study(models.Model):
     gold_rate = models.FloatField(default=0.0, help_text="Share of gold pairs shown (0 to 1).")
     instructions = models.TextField(blank=True, help_text="Markdown.")
     target_per_annotator = models.PositiveIntegerField(default=200)
-    is_active = models.BooleanField(default=True)
+    stop_at_target = models.BooleanField(
+        default=False, help_text="An annotator who reaches the target sees the completion page."
+    )
+    is_active = models.BooleanField(default=True, help_text="Open: takes answers.")
+    archived_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     members = models.ManyToManyField(
         settings.AUTH_USER_MODEL, through="Membership", related_name="studies"
@@ -69,6 +93,9 @@ class Membership(models.Model):
     )
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="memberships")
     role = models.CharField(max_length=10, choices=Role.choices, default=Role.ANNOTATOR)
+    target = models.PositiveIntegerField(
+        null=True, blank=True, help_text="This annotator's target; empty: the study's."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -154,7 +181,72 @@ class PairJudgment(models.Model):
         return f"{self.item_a_id}-{self.item_b_id}: {self.label}"
 
 
-class GoldPair(models.Model):
+def pair_check(study: Study, item_a, item_b) -> None:
+    """The model-level rule of gold and candidate pairs: two different items of the study's
+    space (the full pool check, which needs queries, is in :meth:`GoldPair.clean`)."""
+    if item_a is None or item_b is None:
+        return
+    if item_a.pk == item_b.pk:
+        raise ValidationError("A pair needs two different items.")
+    for item in (item_a, item_b):
+        if item.space_id != study.space_id:
+            raise ValidationError(
+                f"Item {item.key!r} belongs to another embedding space than the study's."
+            )
+
+
+def pool_queryset(study: Study, tag_ids: list[int] | None = None) -> QuerySet[Item]:
+    """The items of a study's pool: the one definition (``study.pool``).
+
+    ``all``: every item of the space; ``tags``: items with any of the pool tags (no tags: all);
+    ``keys``: the uploaded ``pool_keys``. ``tag_ids`` saves the query for the tags.
+    """
+    qs = Item.objects.filter(space_id=study.space_id)
+    if study.pool == Study.Pool.KEYS:
+        chosen = Study.pool_keys.through.objects.filter(study_id=study.pk)
+        return qs.filter(pk__in=chosen.values("item_id"))
+    if study.pool == Study.Pool.TAGS:
+        if tag_ids is None:
+            tag_ids = list(study.pool_tags.values_list("pk", flat=True))
+        if tag_ids:
+            qs = qs.filter(tags__in=tag_ids).distinct()
+    return qs
+
+
+def pool_check(study: Study, item_a, item_b) -> None:
+    """Both items in the study's pool (ValidationError naming the first that is not)."""
+    pair_check(study, item_a, item_b)
+    pool = pool_queryset(study)
+    found = set(pool.filter(pk__in=[item_a.pk, item_b.pk]).values_list("pk", flat=True))
+    for item in (item_a, item_b):
+        if item.pk not in found:
+            raise ValidationError(f"Item {item.key!r} is not in this study's item pool.")
+
+
+class PoolPair(models.Model):
+    """Shared by gold and candidate pairs: canonical, of the study's pool, checked on save."""
+
+    class Meta:
+        abstract = True
+
+    def save(self, *args, **kwargs) -> None:
+        # Saved from anywhere (services, admin, shell): never a pair of another space.
+        self._canonical()
+        pair_check(self.study, self.item_a, self.item_b)
+        super().save(*args, **kwargs)
+
+    def clean(self) -> None:
+        super().clean()
+        if self.study_id and self.item_a_id and self.item_b_id:
+            self._canonical()
+            pool_check(self.study, self.item_a, self.item_b)
+
+    def _canonical(self) -> None:
+        if self.item_a_id and self.item_b_id and self.item_a_id > self.item_b_id:
+            self.item_a, self.item_b = self.item_b, self.item_a
+
+
+class GoldPair(PoolPair):
     """A pair with a known answer, set by an admin, shown at the study's gold rate."""
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="gold_pairs")
@@ -172,6 +264,27 @@ class GoldPair(models.Model):
 
     def __str__(self) -> str:
         return f"gold {self.item_a_id}-{self.item_b_id}: {self.label}"
+
+
+class CandidatePair(PoolPair):
+    """A pair uploaded by an admin; the sampler offers these before its own strategy."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="candidate_pairs")
+    item_a = models.ForeignKey("spaces.Item", on_delete=models.CASCADE, related_name="+")
+    item_b = models.ForeignKey("spaces.Item", on_delete=models.CASCADE, related_name="+")
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(item_a__lt=F("item_b")), name="candidate_canonical_pair"
+            ),
+            models.UniqueConstraint(
+                fields=["study", "item_a", "item_b"], name="candidate_unique_pair"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"candidate {self.item_a_id}-{self.item_b_id}"
 
 
 class ComparableGroup(models.Model):

@@ -9,7 +9,9 @@ In order:
    back too. Pairs answered by other people there (imports do not count) are counted exactly
    in one query; the fullest open pair goes first.
 2. **Gold** — with probability ``study.gold_rate``, a gold pair the annotator has not answered.
-3. **The study's strategy** over ``CANDIDATES`` random pairs of the item pool (ids cached per
+3. **Candidate pairs** — an uploaded candidate pair (``CandidatePair``) the annotator has not
+   answered, at random.
+4. **The study's strategy** over ``CANDIDATES`` random pairs of the item pool (ids cached per
    process), minus those already answered (one query):
    * ``random`` — any of them;
    * ``stratified`` — the candidates' distances under the current metric (the published or the
@@ -33,7 +35,7 @@ from django.db.models import Exists, OuterRef
 from spaces.models import Item
 
 from .hooks import current_metric
-from .models import GoldPair, PairJudgment, Source, Study, canonical_pair
+from .models import CandidatePair, GoldPair, PairJudgment, Source, Study, canonical_pair
 from .selectors import answered_pairs, judged_pairs, newest_first, study_pool
 
 CANDIDATES = 256
@@ -48,7 +50,7 @@ _first_id_cache: dict[int, int] = {}
 class NextPair:
     left: Item
     right: Item
-    reason: str  # overlap | gold | random | stratified | uncertainty
+    reason: str  # overlap | gold | candidate | random | stratified | uncertainty
     p_comparable: float | None = None
     distance: float | None = None
     metric_version_id: int | None = None
@@ -75,6 +77,9 @@ def next_pair(
         pair = _gold_pair(study, user, excluded)
         if pair is not None:
             return _present(pair, "gold", rng)
+    pair = _listed_pair(CandidatePair, study, user, excluded)
+    if pair is not None:
+        return _present(pair, "candidate", rng)
     return _strategy_pair(study, user, excluded, pool, rng)
 
 
@@ -159,20 +164,25 @@ def _overlap_pair(study, user, excluded, pool, rng) -> tuple[int, int] | None:
     return top[int(rng.integers(len(top)))]
 
 
-def _gold_pair(study, user, excluded) -> tuple[int, int] | None:
+def _listed_pair(model, study, user, excluded) -> tuple[int, int] | None:
+    """A random gold or candidate pair of the study the annotator has not answered."""
     mine = PairJudgment.objects.filter(
         study=study, annotator=user, item_a=OuterRef("item_a"), item_b=OuterRef("item_b")
     )
-    golds = (
-        GoldPair.objects.filter(study=study)
+    pairs = (
+        model.objects.filter(study=study)
         .exclude(Exists(mine))
         .order_by("?")
         .values_list("item_a_id", "item_b_id")[: len(excluded) + 1]
     )
-    for pair in golds:
+    for pair in pairs:
         if pair not in excluded:
             return pair
     return None
+
+
+def _gold_pair(study, user, excluded) -> tuple[int, int] | None:
+    return _listed_pair(GoldPair, study, user, excluded)
 
 
 def _candidate_pairs(study, user, excluded, pool, rng) -> np.ndarray:

@@ -9,13 +9,23 @@ from dataclasses import dataclass
 import numpy as np
 from django.core.cache import cache
 from django.db import connection
-from django.db.models import Count, QuerySet, prefetch_related_objects
+from django.db.models import Count, Q, QuerySet, prefetch_related_objects
 from django.db.models.functions import Lower
 
 from spaces.models import Item
 
 from .access import Action, Role, may
-from .models import ComparableGroup, GoldPair, GroupEdit, Membership, PairJudgment, Source, Study
+from .models import (
+    CandidatePair,
+    ComparableGroup,
+    GoldPair,
+    GroupEdit,
+    Membership,
+    PairJudgment,
+    Source,
+    Study,
+    pool_queryset,
+)
 
 POOL_CACHE_SECONDS = 300
 _pool_cache: dict[int, tuple[tuple, float, StudyPool]] = {}
@@ -26,16 +36,56 @@ _pool_lock = threading.Lock()
 
 
 def studies_for_user(*, user) -> list[tuple[Study, str]]:
-    """Active studies the user can open, with the user's role (staff: every study, as admin)."""
+    """Studies the user can open, with the user's role (staff: every study, as admin).
+
+    Archived studies are left out; closed ones are listed for their admins (and staff) only.
+    """
     if user.is_staff or user.is_superuser:
-        studies = Study.objects.filter(is_active=True).select_related("space")
+        studies = Study.objects.filter(archived_at__isnull=True).select_related("space")
         return [(study, Role.ADMIN) for study in studies]
     memberships = (
-        Membership.objects.filter(user=user, study__is_active=True)
+        Membership.objects.filter(user=user, study__archived_at__isnull=True)
+        .filter(Q(study__is_active=True) | Q(role=Role.ADMIN))
         .select_related("study", "study__space")
         .order_by("study__name")
     )
     return [(m.study, m.role) for m in memberships]
+
+
+def studies_archived(*, user) -> list[Study]:
+    """Archived studies the user administers (staff: all)."""
+    qs = Study.objects.filter(archived_at__isnull=False).select_related("space")
+    if not (user.is_staff or user.is_superuser):
+        qs = qs.filter(memberships__user=user, memberships__role=Role.ADMIN)
+    return list(qs.order_by("name"))
+
+
+def members_of(*, study: Study) -> list[Membership]:
+    """The study's memberships with users and each one's answer count, by role then name."""
+    counts = dict(
+        PairJudgment.objects.filter(study=study, annotator__isnull=False)
+        .values_list("annotator_id")
+        .annotate(n=Count("id"))
+        .values_list("annotator_id", "n")
+    )
+    members = list(
+        Membership.objects.filter(study=study)
+        .select_related("user")
+        .order_by("role", "user__username")
+    )
+    for member in members:
+        member.answers = counts.get(member.user_id, 0)
+    return members
+
+
+def setup_counts(*, study: Study) -> dict:
+    """What the set-up pages show: pool size, candidate and gold pairs."""
+    return {
+        "pool": pool_items(study=study).count(),
+        "candidates": CandidatePair.objects.filter(study=study).count(),
+        "gold": GoldPair.objects.filter(study=study).count(),
+        "members": Membership.objects.filter(study=study).count(),
+    }
 
 
 def study_get(*, study_id: int) -> Study | None:
@@ -44,17 +94,48 @@ def study_get(*, study_id: int) -> Study | None:
 
 @dataclass(frozen=True)
 class Progress:
+    """An annotator's answers against the target. Shown as ``shown / target`` (never more
+    than the target) plus ``extra`` answers beyond it."""
+
     answered: int
     target: int
+    stops: bool = False  # the study stops the annotator at the target
 
     @property
     def percent(self) -> int:
         return min(100, round(100 * self.answered / self.target)) if self.target else 100
 
+    @property
+    def shown(self) -> int:
+        return min(self.answered, self.target)
+
+    @property
+    def extra(self) -> int:
+        return max(0, self.answered - self.target)
+
+    @property
+    def reached(self) -> bool:
+        return self.answered >= self.target
+
+    @property
+    def complete(self) -> bool:
+        """Reached, and the study says that is the end."""
+        return self.stops and self.reached
+
+
+def target_for(*, study: Study, user) -> int:
+    """The annotator's target: their membership's override, else the study's."""
+    override = (
+        Membership.objects.filter(study=study, user=user).values_list("target", flat=True).first()
+    )
+    return study.target_per_annotator if override is None else override
+
 
 def progress_for(*, study: Study, user) -> Progress:
     answered = PairJudgment.objects.filter(study=study, annotator=user).count()
-    return Progress(answered=answered, target=study.target_per_annotator)
+    return Progress(
+        answered=answered, target=target_for(study=study, user=user), stops=study.stop_at_target
+    )
 
 
 COUNTS_CACHE_SECONDS = 60
@@ -190,25 +271,19 @@ def pool_tag_ids(*, study: Study) -> list[int]:
 
 
 def pool_items(*, study: Study) -> QuerySet[Item]:
-    qs = Item.objects.filter(space_id=study.space_id)
-    tag_ids = pool_tag_ids(study=study)
-    if tag_ids:
-        qs = qs.filter(tags__in=tag_ids).distinct()
-    return qs
+    return pool_queryset(study, pool_tag_ids(study=study))
 
 
 def study_pool(*, study: Study) -> StudyPool:
     """The pool as arrays, cached for a few minutes per process (400k items load once)."""
     tag_ids = tuple(pool_tag_ids(study=study))
-    signature = (study.space_id, study.space.item_count, tag_ids)
+    signature = (study.space_id, study.space.item_count, study.pool, study.pool_revision, tag_ids)
     now = time.monotonic()
     with _pool_lock:
         hit = _pool_cache.get(study.pk)
     if hit and hit[0] == signature and hit[1] > now:
         return hit[2]
-    qs = Item.objects.filter(space_id=study.space_id)
-    if tag_ids:
-        qs = qs.filter(tags__in=tag_ids).distinct()
+    qs = pool_queryset(study, list(tag_ids))
     pairs = np.array(list(qs.order_by("id").values_list("id", "row")), dtype=np.int64)
     pairs = pairs.reshape(-1, 2)
     pool = StudyPool(ids=pairs[:, 0].copy(), rows=pairs[:, 1].copy())
@@ -247,8 +322,10 @@ def item_search(*, space_id: int, query: str, study: Study | None = None, limit:
     if not prefix:
         return []
     qs = item_prefix_queryset(space_id=space_id, prefix=prefix)
-    if study is not None and study.pool_tags.exists():
-        qs = qs.filter(tags__in=study.pool_tags.all()).distinct()
+    if study is not None and study.pool == Study.Pool.KEYS:
+        qs = qs.filter(pk__in=pool_items(study=study).values("pk"))
+    elif study is not None and study.pool == Study.Pool.TAGS and pool_tag_ids(study=study):
+        qs = qs.filter(tags__in=pool_tag_ids(study=study)).distinct()
     # Fetch a bounded window in index order, then rank short (exact) matches first.
     window = list(qs.order_by("key_lower")[: max(limit * 5, 100)])
     window.sort(key=lambda item: (len(item.key), item.key.lower()))
@@ -334,3 +411,32 @@ def answered_pairs(*, study: Study, user, pairs: list[tuple[int, int]]) -> set[t
 
 def gold_pair_exists(*, study: Study, item_a_id: int, item_b_id: int) -> bool:
     return GoldPair.objects.filter(study=study, item_a_id=item_a_id, item_b_id=item_b_id).exists()
+
+
+# --- Study set-up -------------------------------------------------------------------------------
+
+SETUP_LIST = 200
+
+
+def may_manage(*, user, study: Study) -> bool:
+    return may(user, study, Action.MANAGE)
+
+
+def pool_sample(*, study: Study, limit: int = 50) -> list[Item]:
+    return list(pool_items(study=study).order_by("key")[:limit])
+
+
+def candidate_pairs(*, study: Study, limit: int = SETUP_LIST) -> list[CandidatePair]:
+    return list(
+        CandidatePair.objects.filter(study=study)
+        .select_related("item_a", "item_b")
+        .order_by("-id")[:limit]
+    )
+
+
+def gold_pairs(*, study: Study, limit: int = SETUP_LIST) -> list[GoldPair]:
+    return list(
+        GoldPair.objects.filter(study=study)
+        .select_related("item_a", "item_b")
+        .order_by("-id")[:limit]
+    )

@@ -78,6 +78,9 @@ class StudySerializer(serializers.ModelSerializer):
 
 class NextPairSerializer(serializers.Serializer):
     done = serializers.BooleanField()
+    complete = serializers.BooleanField(
+        help_text="The annotator reached the target of a study that stops there."
+    )
     left = ItemSerializer(allow_null=True)
     right = ItemSerializer(allow_null=True)
 

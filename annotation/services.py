@@ -27,7 +27,7 @@ from .models import (
     StudyCounter,
     canonical_pair,
 )
-from .selectors import gold_pair_exists, items_in_pool
+from .selectors import gold_pair_exists, items_in_pool, progress_for
 
 MAX_ELAPSED_MS = 24 * 3600 * 1000
 MAX_GROUP_NAME = 200
@@ -104,6 +104,8 @@ def judgment_create(
         raise InvalidInput("This study is closed; it takes no more answers.")
     if study.mode == Study.Mode.GROUPS:
         raise InvalidInput("This study collects groups only, not pairs.")
+    if study.stop_at_target and progress_for(study=study, user=annotator).complete:
+        raise InvalidInput("You reached your target in this study; no more answers are needed.")
     valid_elapsed = isinstance(elapsed_ms, int) and 0 <= elapsed_ms <= MAX_ELAPSED_MS
     if elapsed_ms is not None and not valid_elapsed:
         raise InvalidInput(f"elapsed_ms must be an integer between 0 and {MAX_ELAPSED_MS}.")

@@ -15,7 +15,9 @@ from .models import Membership
 def _remember_role(sender, instance: Membership, **kwargs) -> None:
     if instance.pk is not None:
         instance._audit_old = (
-            Membership.objects.filter(pk=instance.pk).values("role", "user_id", "study_id").first()
+            Membership.objects.filter(pk=instance.pk)
+            .values("role", "user_id", "study_id", "target")
+            .first()
         )
 
 
@@ -38,7 +40,12 @@ def _membership_saved(sender, instance: Membership, created: bool, raw: bool = F
     old = getattr(instance, "_audit_old", None) or {}
     changes = {
         field: [old.get(key), getattr(instance, key)]
-        for field, key in (("role", "role"), ("user_id", "user_id"), ("study_id", "study_id"))
+        for field, key in (
+            ("role", "role"),
+            ("user_id", "user_id"),
+            ("study_id", "study_id"),
+            ("target", "target"),
+        )
         if old.get(key) != getattr(instance, key)
     }
     if changes:

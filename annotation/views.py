@@ -8,7 +8,7 @@ from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.shortcuts import redirect, render
 from django.views.decorators.http import require_safe
 
 from . import selectors
@@ -36,7 +36,8 @@ def _study(
 @require_safe
 def study_list(request: HttpRequest) -> HttpResponse:
     studies = selectors.studies_for_user(user=request.user)
-    return render(request, "annotation/study_list.html", {"studies": studies})
+    archived = selectors.studies_archived(user=request.user)
+    return render(request, "annotation/study_list.html", {"studies": studies, "archived": archived})
 
 
 @login_required
@@ -51,6 +52,7 @@ def study_detail(request: HttpRequest, study_id: int) -> HttpResponse:
         "instructions_html": render_instructions(study.instructions),
         "pairs_mode": study.mode != Study.Mode.GROUPS,
         "groups_mode": study.mode != Study.Mode.PAIRS,
+        "can_manage": selectors.may_manage(user=request.user, study=study),
     }
     return render(request, "annotation/study_detail.html", context)
 
@@ -72,6 +74,9 @@ def _work_page(request, study_id: int, *, unless: str, template: str, refusal: s
 @login_required
 @require_safe
 def label_pairs(request: HttpRequest, study_id: int) -> HttpResponse:
+    study = study_get(request.user, study_id, Action.VIEW)
+    if study.stop_at_target and selectors.progress_for(study=study, user=request.user).complete:
+        return redirect("annotation:study-done", study.pk)
     return _work_page(
         request,
         study_id,

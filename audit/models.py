@@ -17,6 +17,13 @@ class AuditEvent(models.Model):
         EXPORT_GROUPS = "export.groups", "groups exported"
         TOKEN_CREATE = "token.create", "API token created"
         TOKEN_REVOKE = "token.revoke", "API token revoked"
+        STUDY_CREATE = "study.create", "study created"
+        STUDY_CHANGE = "study.change", "study settings changed"
+        STUDY_ARCHIVE = "study.archive", "study archived or restored"
+        STUDY_POOL = "study.pool", "study item pool uploaded"
+        STUDY_PAIRS = "study.pairs", "candidate pairs uploaded"
+        STUDY_GOLD = "study.gold", "gold pairs uploaded"
+        MEMBERSHIP_INVITE = "membership.invite", "person invited"
 
     actor = models.ForeignKey(
         settings.AUTH_USER_MODEL,

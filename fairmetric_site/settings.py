@@ -247,6 +247,23 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
 
+# --- E-mail (invitations) and study set-up uploads ---------------------------------------------
+
+# Invitations are e-mailed through this backend; the console backend (the default) prints them.
+EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
+EMAIL_HOST = env_str("EMAIL_HOST", "localhost")
+EMAIL_PORT = env_int("EMAIL_PORT", 25, minimum=1)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER")
+EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "fairmetric@localhost")
+# An invitation link (Django's password-reset token) stays valid this many days.
+INVITATION_DAYS = env_int("INVITATION_DAYS", 7, minimum=1)
+PASSWORD_RESET_TIMEOUT = INVITATION_DAYS * 24 * 3600
+# Item-key, candidate-pair and gold-pair files: at most this many megabytes and rows.
+SETUP_UPLOAD_MAX_MB = env_int("SETUP_UPLOAD_MAX_MB", 20, minimum=1)
+SETUP_UPLOAD_MAX_ROWS = env_int("SETUP_UPLOAD_MAX_ROWS", 200_000, minimum=1)
+
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
 USE_I18N = True

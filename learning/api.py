@@ -33,7 +33,11 @@ SIGMA_FORMATS = {
     "json": ("application/json", exports.sigma_json),
     "csv": ("text/csv; charset=utf-8", exports.sigma_csv),
 }
-TABLE_FORMATS = {"csv": "text/csv; charset=utf-8", "jsonl": "application/x-ndjson"}
+TABLE_FORMATS = {
+    "csv": "text/csv; charset=utf-8",
+    "jsonl": "application/x-ndjson",
+    "parquet": "application/vnd.apache.parquet",
+}
 
 
 EXPORT_REFUSED = "Only reviewers and admins of this study can export its data."
@@ -168,8 +172,13 @@ class PublishedSigma(ExportView):
 
 def _table_response(rows, fields, fmt: str, filename: str) -> StreamingHttpResponse:
     if fmt not in TABLE_FORMATS:
-        raise NotFound(f"Unknown format {fmt!r}; use csv or jsonl.")
-    stream = exports.stream_csv(rows, fields) if fmt == "csv" else exports.stream_jsonl(rows)
+        raise NotFound(f"Unknown format {fmt!r}; use csv, jsonl or parquet.")
+    if fmt == "csv":
+        stream = exports.stream_csv(rows, fields)
+    elif fmt == "parquet":
+        stream = exports.stream_parquet(rows, fields)
+    else:
+        stream = exports.stream_jsonl(rows)
     response = StreamingHttpResponse(stream, content_type=TABLE_FORMATS[fmt])
     response["Content-Disposition"] = f'attachment; filename="{filename}.{fmt}"'
     response["Cache-Control"] = "private, no-store"
@@ -185,7 +194,9 @@ def _audited_export(request, study, rows, fields, fmt: str, name: str, action: s
 
 
 class JudgmentExport(ExportView):
-    @extend_schema(summary="All judgments of a study (csv or jsonl, streamed)", responses=bytes)
+    @extend_schema(
+        summary="All judgments of a study (csv, jsonl or parquet, streamed)", responses=bytes
+    )
     def get(self, request, study_id: int, fmt: str):
         rows = exports.judgment_rows(study=self.study)
         return _audited_export(
@@ -201,10 +212,11 @@ class JudgmentExport(ExportView):
 
 class GroupExport(ExportView):
     @extend_schema(
-        summary="All comparable groups of a study (csv or jsonl, streamed)", responses=bytes
+        summary="All comparable groups of a study (csv, jsonl or parquet, streamed)",
+        responses=bytes,
     )
     def get(self, request, study_id: int, fmt: str):
-        if fmt == "csv":
+        if fmt in ("csv", "parquet"):  # flat: one row per (group, member)
             rows = exports.group_member_rows(study=self.study)
         else:
             rows = exports.group_rows(study=self.study)

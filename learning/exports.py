@@ -1,4 +1,5 @@
-"""Export formats: Sigma as .npy / JSON / CSV, judgments and groups as streamed CSV / JSONL.
+"""Export formats: Sigma as .npy / JSON / CSV, judgments and groups as streamed CSV / JSONL /
+Parquet.
 
 Every function here is a read. The judgment and group exports are generators over
 ``iterator(chunk_size=…)`` querysets, so a study with a million judgments streams in constant
@@ -13,6 +14,8 @@ import json
 from collections.abc import Iterable, Iterator
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from annotation.models import ComparableGroup, PairJudgment, Study
 from learning.models import MetricVersion
@@ -190,3 +193,66 @@ def stream_csv(rows: Iterable[dict], fields: list[str]) -> Iterator[str]:
 def stream_jsonl(rows: Iterable[dict]) -> Iterator[str]:
     for row in rows:
         yield json.dumps(row, ensure_ascii=False) + "\n"
+
+
+# --- Parquet ------------------------------------------------------------------------------------
+
+PARQUET_ROWS = 20_000  # rows per row group: the stream yields one row group at a time
+
+
+def _parquet_schema(fields: list[str]):
+    types = {
+        "id": pa.int64(),
+        "study_id": pa.int64(),
+        "item_a_id": pa.int64(),
+        "item_b_id": pa.int64(),
+        "annotator_id": pa.int64(),
+        "elapsed_ms": pa.int64(),
+        "is_gold": pa.bool_(),
+        "group_id": pa.int64(),
+        "created_by_id": pa.int64(),
+        "revision": pa.int64(),
+        "item_id": pa.int64(),
+    }
+    return pa.schema([(name, types.get(name, pa.string())) for name in fields])
+
+
+class _Sink(io.RawIOBase):
+    """A write-only buffer the Parquet writer fills and the stream drains."""
+
+    def __init__(self) -> None:
+        self.chunks: list[bytes] = []
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data) -> int:
+        self.chunks.append(bytes(data))
+        return len(data)
+
+    def drain(self) -> bytes:
+        out, self.chunks = b"".join(self.chunks), []
+        return out
+
+
+def stream_parquet(rows: Iterable[dict], fields: list[str]) -> Iterator[bytes]:
+    """The same columns as the CSV, as a Parquet file written one row group at a time."""
+    schema = _parquet_schema(fields)
+    sink = _Sink()
+    writer = pq.ParquetWriter(sink, schema)
+    batch: list[dict] = []
+
+    def flush() -> None:
+        columns = {f: [row[f] for row in batch] for f in fields}
+        writer.write_table(pa.table(columns, schema=schema))
+        batch.clear()
+
+    for row in rows:
+        batch.append(row)
+        if len(batch) >= PARQUET_ROWS:
+            flush()
+            yield sink.drain()
+    if batch:
+        flush()
+    writer.close()
+    yield sink.drain()

@@ -35,6 +35,10 @@
 
   let answered = Number(app.dataset.answered) || 0;
   const target = Number(app.dataset.target) || 0;
+  // The study stops annotators at the target: then the completion page follows the last save.
+  const stops = app.dataset.stops === "1";
+  const doneUrl = app.dataset.doneUrl;
+  let complete = false;
   let current = null; // {left, right}
   let shownAt = 0;
   let queue = []; // prefetched pairs, next first
@@ -194,7 +198,9 @@
   }
 
   function renderProgress() {
-    el("answered").textContent = answered;
+    // Never "32 / 20": the count stops at the target, answers beyond it are said apart.
+    el("answered").textContent = Math.min(answered, target);
+    el("extra").textContent = answered > target ? ` (+${answered - target} beyond the target)` : "";
     el("progress-bar").value = Math.min(answered, target);
   }
 
@@ -253,6 +259,18 @@
   // was new to this page (queued or shown).
   function offer(data) {
     let accepted = false;
+    if (data.complete) {
+      // The study stops this annotator at the target: no more pairs; the completion page
+      // follows once every answer is saved.
+      complete = true;
+      done = true;
+      queue = [];
+      current = null;
+      show(null);
+      refuseWaiting();
+      if (!outbox.length && !flushing) window.location.assign(doneUrl);
+      return false;
+    }
     if (data.done) {
       done = true; // none left but those this page holds
     } else {
@@ -324,7 +342,14 @@
     if (problem && (problem.transient || problem.refusal)) problem = null;
     if (current) {
       record(label);
-      show(queue.shift() || null);
+      if (stops && answered >= target) {
+        // The target: no more pairs; the answer's response (complete) leads to the done page.
+        queue = [];
+        done = true;
+        show(null);
+      } else {
+        show(queue.shift() || null);
+      }
     } else if (done) {
       refuse(`Key “${label}” not used: there is no pair left to answer.`);
       return;
@@ -460,6 +485,7 @@
       }
     }
     flushing = false;
+    if (complete) window.location.assign(doneUrl);
   }
 
   // --- Keyboard help ------------------------------------------------------------------------------

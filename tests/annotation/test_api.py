@@ -86,6 +86,7 @@ def test_next_pair_says_done_when_everything_is_answered(study, annotator, items
     client.post(url(study, "judgments/"), judgment_body(items[0], items[1]), format="json")
     assert client.get(url(study, "next-pair/")).json() == {
         "done": True,
+        "complete": False,
         "left": None,
         "right": None,
     }
@@ -128,7 +129,12 @@ def test_post_with_next_answers_the_next_pair_never_the_stored_or_held_ones(
     last = client.post(
         f"{url(study, 'judgments/')}?next=1", judgment_body(items[1], items[2]), format="json"
     )
-    assert last.json()["next_pair"] == {"done": True, "left": None, "right": None}
+    assert last.json()["next_pair"] == {
+        "done": True,
+        "complete": False,
+        "left": None,
+        "right": None,
+    }
 
 
 def test_post_with_next_and_a_malformed_exclude_is_400_and_stores_nothing(

@@ -77,6 +77,8 @@ def world(db, media_root) -> World:
         "adm_a": make_user("adm_a", study=study_a, role=Role.ADMIN),
         "su": make_user("su", is_staff=True, is_superuser=True),
     }
+    # A second reviewer of A, for the member-removal rows (not one of ROLES).
+    users["extra"] = make_user("extra", study=study_a, role=Role.REVIEWER)
     judgment = PairJudgment.objects.create(
         study=study_a,
         item_a=items[0],

@@ -17,6 +17,8 @@ import pytest
 from django.contrib import admin
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
+from annotation.models import Membership
+
 from .conftest import ROLES, World
 
 METHODS = ["get", "post", "put", "patch", "delete"]
@@ -67,6 +69,30 @@ def judgment_body(world: World, role: str) -> dict:
         "label": "comparable",
         "client_id": str(uuid.uuid4()),
     }
+
+
+def extra_membership(world: World) -> int:
+    """The second reviewer of A, for the removal row: made a member again after a removal."""
+    user = world.users["extra"]
+    return Membership.objects.get_or_create(study=world.study_a, user=user, role="reviewer")[0].pk
+
+
+def ann_a_membership(world: World) -> int:
+    return Membership.objects.get(study=world.study_a, user=world.users["ann_a"]).pk
+
+
+# Set-up pages: reviewers read, admins of the study (and staff) write; annotators see none.
+SETUP_PAGE = REVIEWER_PAGE
+SETUP_POST_EMPTY = statuses(302, 403, 404, 403, 400, 400)  # an empty form: 400 with errors
+SETUP_POST_DONE = statuses(302, 403, 404, 403, 302, 302)
+
+
+def setup_row(name: str) -> Row:
+    return Row(
+        lambda w: reverse(name, args=[A(w)]),
+        {"get": SETUP_PAGE, "post": SETUP_POST_EMPTY},
+        PAGE_GATE,
+    )
 
 
 MATRIX: dict[str, Row] = {
@@ -137,6 +163,53 @@ MATRIX: dict[str, Row] = {
     ),
     "annotation:review": Row(
         lambda w: reverse("annotation:review", args=[A(w)]), {"get": REVIEWER_PAGE}, PAGE_GATE
+    ),
+    "annotation:study-done": Row(
+        lambda w: reverse("annotation:study-done", args=[A(w)]), {"get": MEMBER_PAGE}, PAGE_GATE
+    ),
+    # --- study set-up
+    "annotation:study-new": Row(
+        lambda w: reverse("annotation:study-new"),
+        {"get": STAFF_PAGE, "post": statuses(302, 403, 403, 403, 403, 400)},
+        PAGE_GATE,  # the method is checked before the staff rule
+    ),
+    "annotation:markdown-preview": Row(
+        lambda w: reverse("annotation:markdown-preview"),
+        {"post": LOGGED_IN},
+        PAGE_GATE,
+        body=lambda w, r: {"text": "*hi*"},
+    ),
+    "annotation:study-settings": setup_row("annotation:study-settings"),
+    "annotation:study-items": setup_row("annotation:study-items"),
+    "annotation:study-pairs": setup_row("annotation:study-pairs"),
+    "annotation:study-gold": setup_row("annotation:study-gold"),
+    "annotation:study-members": setup_row("annotation:study-members"),
+    "annotation:study-duplicate": Row(
+        lambda w: reverse("annotation:study-duplicate", args=[A(w)]),
+        {"post": SETUP_POST_DONE},
+        PAGE_GATE,
+        body=lambda w, r: {"name": f"copy by {r}"},
+    ),
+    "annotation:study-archive": Row(
+        lambda w: reverse("annotation:study-archive", args=[A(w)]),
+        {"post": SETUP_POST_DONE},
+        PAGE_GATE,
+        body=lambda w, r: {"archive": "0"},
+    ),
+    "annotation:study-member": Row(
+        lambda w: reverse("annotation:study-member", args=[A(w), ann_a_membership(w)]),
+        {"post": SETUP_POST_DONE},
+        PAGE_GATE,
+        body=lambda w, r: {"role": "annotator", "target": "7"},
+    ),
+    "annotation:study-member-remove": Row(
+        lambda w: reverse("annotation:study-member-remove", args=[A(w), extra_membership(w)]),
+        {"post": SETUP_POST_DONE},
+        PAGE_GATE,
+    ),
+    "invitation": Row(  # an invalid link: the page that says so, to everyone
+        lambda w: reverse("invitation", args=["MQ", "set-password"]),
+        {"get": PUBLIC, "post": PUBLIC},
     ),
     # --- embedding spaces (Django staff only)
     "spaces:list": Row(lambda w: reverse("spaces:list"), {"get": STAFF_PAGE}, STAFF_GATE),
