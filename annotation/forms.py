@@ -7,6 +7,7 @@ from django import forms
 from spaces.models import EmbeddingSpace, Tag
 
 from .models import Label, Membership, Source, Study
+from .setup import STUDY_FIELDS
 
 
 class ReviewFilterForm(forms.Form):
@@ -33,19 +34,7 @@ class StudyForm(forms.ModelForm):
 
     class Meta:
         model = Study
-        fields = [
-            "name",
-            "instructions",
-            "mode",
-            "space",
-            "pool",
-            "strategy",
-            "overlap",
-            "gold_rate",
-            "target_per_annotator",
-            "stop_at_target",
-            "is_active",
-        ]
+        fields = STUDY_FIELDS
         labels = {
             "overlap": "Overlap k",
             "target_per_annotator": "Target answers per annotator",

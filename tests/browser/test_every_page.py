@@ -53,6 +53,15 @@ def page_urls(world) -> dict[str, tuple[str, str]]:
         "spaces:list": ("staff", reverse("spaces:list")),
         "spaces:upload": ("staff", reverse("spaces:upload")),
         "spaces:import": ("staff", reverse("spaces:import", args=[world["import"].pk])),
+        # Study set-up (staff creates, the study's admins manage) and the annotator's last page.
+        "annotation:study-new": ("staff", reverse("annotation:study-new")),
+        "annotation:study-settings": ("adm", reverse("annotation:study-settings", args=[s])),
+        "annotation:study-items": ("adm", reverse("annotation:study-items", args=[s])),
+        "annotation:study-pairs": ("adm", reverse("annotation:study-pairs", args=[s])),
+        "annotation:study-gold": ("adm", reverse("annotation:study-gold", args=[s])),
+        "annotation:study-members": ("adm", reverse("annotation:study-members", args=[s])),
+        "annotation:study-done": ("ann1", reverse("annotation:study-done", args=[s])),
+        "invitation": ("anon", reverse("invitation", args=["MQ", "set-password"])),
     }
 
 
@@ -66,6 +75,11 @@ NOT_PAGES = {
     "spaces:import-status",
     "version-publish",
     "account-token-revoke",
+    "annotation:markdown-preview",  # POST: the live preview's fragment
+    "annotation:study-duplicate",
+    "annotation:study-archive",
+    "annotation:study-member",
+    "annotation:study-member-remove",
 }
 
 

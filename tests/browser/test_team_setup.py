@@ -19,7 +19,7 @@ from django.urls import reverse
 from annotation.models import GoldPair, Membership, PairJudgment, Study
 from learning.models import MetricVersion, StudyLearningSettings
 from tests.annotation.factories import PASSWORD
-from tests.browser.conftest import collect_errors
+from tests.browser.conftest import collect_errors, wait_until
 from tests.browser.test_space_upload_page import glove_file
 from tests.celery_support import app_pointed_at, worker_database_url
 
@@ -77,7 +77,8 @@ def label_until_done(page, study_name: str) -> int:
         if answered == TARGET:
             page.wait_for_url(re.compile(r"/done/$"))
             break
-        page.wait_for_function(
+        wait_until(
+            page,
             "([a, b]) => { const l = document.getElementById('card-left').dataset.itemId;"
             " const r = document.getElementById('card-right').dataset.itemId;"
             " return l && r && (l !== a || r !== b); }",
@@ -123,8 +124,10 @@ def test_a_new_team_goes_from_an_empty_install_to_a_published_metric_in_the_brow
         page.set_input_files("input[name=file]", str(glove_file(tmp_path / "v.txt", n=80)))
         page.fill("input[name=name]", "team space")
         page.click("#upload-form button[type=submit]")
-        page.wait_for_function(
-            "document.getElementById('import-status').dataset.status === 'done'", timeout=60_000
+        wait_until(
+            page,
+            "document.getElementById('import-status').dataset.status === 'done'",
+            timeout=60_000,
         )
 
         # 2. A study on it.
@@ -132,8 +135,9 @@ def test_a_new_team_goes_from_an_empty_install_to_a_published_metric_in_the_brow
         page.click("#new-study")
         page.fill("#id_name", "Team study")
         page.fill("#id_instructions", "Are these **alike**?")
-        page.wait_for_function(
-            "document.getElementById('instructions-preview').innerHTML.includes('<strong>alike')"
+        wait_until(
+            page,
+            "document.getElementById('instructions-preview').innerHTML.includes('<strong>alike')",
         )
         page.select_option("#id_mode", "pairs")
         page.select_option("#id_space", label="team space")
@@ -211,6 +215,7 @@ def test_a_new_team_goes_from_an_empty_install_to_a_published_metric_in_the_brow
         )
         page.goto(f"{live_server.url}{reverse('version-detail', args=[version.pk])}")
         if page.locator("#publish").count():
+            page.click("#publish-open")  # Publish asks first, saying what users receive
             page.click("#publish")
             page.wait_for_selector("text=is now the published")
         version.refresh_from_db()
