@@ -19,6 +19,7 @@ from .access import Action, StudyAccess, can_edit_group, require_space_reader, s
 from .models import ComparableGroup, Study
 from .sampling import next_pair
 from .serializers import (
+    CommentCreateSerializer,
     GroupCreateSerializer,
     GroupDetailSerializer,
     GroupSerializer,
@@ -27,6 +28,7 @@ from .serializers import (
     JudgmentCreateSerializer,
     JudgmentSerializer,
     NextPairSerializer,
+    PairSerializer,
     StudySerializer,
     SuggestionsSerializer,
 )
@@ -219,6 +221,47 @@ class JudgmentUndo(AnnotationAPIView):
                 raise ValidationError({"ref": "must be a judgment id or a client_id."}) from None
             services.judgment_undo(user=request.user, study=study, client_id=client_id)
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class PairSkipCreate(AnnotationAPIView):
+    @extend_schema(request=PairSerializer, responses={201: OpenApiTypes.OBJECT})
+    def post(self, request, study_id: int):
+        """Pass on a pair (the labelling page's S key): not an answer, and not offered to this
+        annotator again. Idempotent: skipping a pair twice answers 200."""
+        body = PairSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        skip, created = services.pair_skip(
+            study=self.study,
+            user=request.user,
+            item_a_id=body.validated_data["item_a"],
+            item_b_id=body.validated_data["item_b"],
+        )
+        data = {"item_a": skip.item_a_id, "item_b": skip.item_b_id, "skipped": True}
+        return Response(data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+
+
+class PairCommentCreate(AnnotationAPIView):
+    @extend_schema(request=CommentCreateSerializer, responses={201: OpenApiTypes.OBJECT})
+    def post(self, request, study_id: int):
+        """A short note on a pair for the study's reviewers (the labelling page's C key);
+        idempotent on ``client_id``."""
+        body = CommentCreateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        comment, created = services.pair_comment(
+            study=self.study,
+            user=request.user,
+            item_a_id=body.validated_data["item_a"],
+            item_b_id=body.validated_data["item_b"],
+            text=body.validated_data["text"],
+            client_id=body.validated_data["client_id"],
+        )
+        data = {
+            "id": comment.pk,
+            "item_a": comment.item_a_id,
+            "item_b": comment.item_b_id,
+            "text": comment.text,
+        }
+        return Response(data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 
 
 class GroupListCreate(AnnotationAPIView):

@@ -366,3 +366,51 @@ class StudyCounter(models.Model):
         cls.objects.get_or_create(study=study)
         cls.objects.filter(study=study).update(group_revision=F("group_revision") + 1)
         return cls.objects.values_list("group_revision", flat=True).get(study=study)
+
+
+class PairSkip(models.Model):
+    """An annotator passed on a pair (key S): not an answer, and not offered to them again."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="skips")
+    annotator = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+"
+    )
+    item_a = models.ForeignKey("spaces.Item", on_delete=models.CASCADE, related_name="+")
+    item_b = models.ForeignKey("spaces.Item", on_delete=models.CASCADE, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(condition=Q(item_a__lt=F("item_b")), name="skip_canonical_pair"),
+            models.UniqueConstraint(
+                fields=["study", "annotator", "item_a", "item_b"], name="skip_once_per_annotator"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"skip {self.item_a_id}-{self.item_b_id} by {self.annotator_id}"
+
+
+class PairComment(models.Model):
+    """A short note on a pair by an annotator (key C), for the study's reviewers."""
+
+    MAX_LENGTH = 500
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="pair_comments")
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    item_a = models.ForeignKey("spaces.Item", on_delete=models.CASCADE, related_name="+")
+    item_b = models.ForeignKey("spaces.Item", on_delete=models.CASCADE, related_name="+")
+    text = models.CharField(max_length=MAX_LENGTH)
+    client_id = models.UUIDField(unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(item_a__lt=F("item_b")), name="comment_canonical_pair"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"comment on {self.item_a_id}-{self.item_b_id} by {self.author_id}"

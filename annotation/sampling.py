@@ -36,7 +36,7 @@ from spaces.models import Item
 
 from .hooks import current_metric
 from .models import CandidatePair, GoldPair, PairJudgment, Source, Study, canonical_pair
-from .selectors import answered_pairs, judged_pairs, newest_first, study_pool
+from .selectors import answered_pairs, judged_pairs, newest_first, skipped_pairs, study_pool
 
 CANDIDATES = 256
 SCAN_ROWS = 300  # judgments per overlap window (newest, and a random earlier stretch)
@@ -66,6 +66,7 @@ def next_pair(
     """The next pair for ``user``; ``exclude`` lists pairs the client holds but has not sent."""
     rng = rng or np.random.default_rng()
     excluded = {canonical_pair(int(a), int(b)) for a, b in exclude}
+    excluded |= skipped_pairs(study=study, user=user)  # passed on: never offered again
     pool = study_pool(study=study)
     if len(pool) < 2:
         return None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import threading
 import time
 from dataclasses import dataclass
@@ -21,12 +23,15 @@ from .models import (
     GoldPair,
     GroupEdit,
     Membership,
+    PairComment,
     PairJudgment,
+    PairSkip,
     Source,
     Study,
     pool_queryset,
 )
 
+logger = logging.getLogger(__name__)
 POOL_CACHE_SECONDS = 300
 _pool_cache: dict[int, tuple[tuple, float, StudyPool]] = {}
 _pool_lock = threading.Lock()
@@ -438,5 +443,45 @@ def gold_pairs(*, study: Study, limit: int = SETUP_LIST) -> list[GoldPair]:
     return list(
         GoldPair.objects.filter(study=study)
         .select_related("item_a", "item_b")
+        .order_by("-id")[:limit]
+    )
+
+
+# --- Skipped pairs ----------------------------------------------------------------------------
+
+SKIPS_CACHED = 3600  # seconds; a new skip forgets the user's entry at once
+
+
+def _skips_key(study_id: int, user_id: int) -> str:
+    return f"annotation:skips:{study_id}:{user_id}"
+
+
+def skipped_pairs(*, study: Study, user) -> set[tuple[int, int]]:
+    """The canonical pairs ``user`` skipped in ``study`` (cached: the sampler asks per pair)."""
+    key = _skips_key(study.pk, user.pk)
+    try:
+        found = cache.get(key)
+    except Exception:  # noqa: BLE001 - a down cache costs a query, never an answer
+        found = None
+    if found is None:
+        rows = PairSkip.objects.filter(study=study, annotator=user)
+        found = set(rows.values_list("item_a_id", "item_b_id"))
+        with contextlib.suppress(Exception):
+            cache.set(key, found, SKIPS_CACHED)
+    return found
+
+
+def skipped_pairs_forget(*, study: Study, user) -> None:
+    try:
+        cache.delete(_skips_key(study.pk, user.pk))
+    except Exception:  # noqa: BLE001 - the entry then expires after SKIPS_CACHED
+        logger.warning("cache unreachable: skips of user %s may be offered again", user.pk)
+
+
+def pair_comments(*, study: Study, limit: int = 200) -> list[PairComment]:
+    """The newest comments on pairs, for reviewers."""
+    return list(
+        PairComment.objects.filter(study=study)
+        .select_related("author", "item_a", "item_b")
         .order_by("-id")[:limit]
     )

@@ -6,7 +6,7 @@ from rest_framework import serializers
 
 from spaces.models import Item
 
-from .models import ComparableGroup, GroupEdit, Label, PairJudgment, Study
+from .models import ComparableGroup, GroupEdit, Label, PairComment, PairJudgment, Study
 from .services import MAX_ELAPSED_MS, MAX_GROUP_NAME, MAX_GROUP_SIZE
 
 MAX_ID = 2**63 - 1  # a database bigint; larger ids are refused (400), not an overflow (500)
@@ -98,6 +98,21 @@ class JudgmentCreateSerializer(serializers.Serializer):
         if attrs["item_a"] == attrs["item_b"]:
             raise serializers.ValidationError("item_a and item_b must be two different items.")
         return attrs
+
+
+class PairSerializer(serializers.Serializer):
+    item_a = item_id_field()
+    item_b = item_id_field()
+
+    def validate(self, attrs):
+        if attrs["item_a"] == attrs["item_b"]:
+            raise serializers.ValidationError("item_a and item_b must be two different items.")
+        return attrs
+
+
+class CommentCreateSerializer(PairSerializer):
+    text = serializers.CharField(max_length=PairComment.MAX_LENGTH)
+    client_id = StrictUUIDField()
 
 
 class JudgmentSerializer(serializers.ModelSerializer):

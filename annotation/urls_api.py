@@ -18,6 +18,8 @@ urlpatterns = [
         api.JudgmentUndo.as_view(),
         name="api-judgment",
     ),
+    path("studies/<int:study_id>/skips/", api.PairSkipCreate.as_view(), name="api-skips"),
+    path("studies/<int:study_id>/comments/", api.PairCommentCreate.as_view(), name="api-comments"),
     path("studies/<int:study_id>/groups/", api.GroupListCreate.as_view(), name="api-groups"),
     path(
         "studies/<int:study_id>/groups/<int:group_id>/",

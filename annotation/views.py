@@ -149,6 +149,7 @@ def review(request: HttpRequest, study_id: int) -> HttpResponse:
         "annotators": counts["per_annotator"],
         "counts": counts,
         "groups": selectors.groups_visible(study=study, user=request.user)[:200],
+        "comments": selectors.pair_comments(study=study),
     }
     status = 400 if form.is_bound and not form.is_valid() else 200
     return render(request, "annotation/review.html", context, status=status)

@@ -20,6 +20,8 @@
   const csrf = () => (document.cookie.match(/(?:^|; )csrftoken=([^;]+)/) || [])[1] || csrfMeta;
   const nextUrl = app.dataset.nextUrl;
   const judgmentsUrl = app.dataset.judgmentsUrl;
+  const skipsUrl = app.dataset.skipsUrl;
+  const commentsUrl = app.dataset.commentsUrl;
   const storeKey = `${app.dataset.study}:${app.dataset.user}`;
   const outboxKey = `fairmetric:outbox:${storeKey}`;
   const recentKey = `fairmetric:recent:${storeKey}`;
@@ -249,7 +251,9 @@
     const held = [];
     if (current) held.push(pairKey(current.left.id, current.right.id));
     for (const p of queue) held.push(pairKey(p.left.id, p.right.id));
-    for (const op of outbox) if (op.op === "post") held.push(pairKey(op.body.item_a, op.body.item_b));
+    for (const op of outbox) {
+      if (op.op === "post" || op.op === "skip") held.push(pairKey(op.body.item_a, op.body.item_b));
+    }
     return [...new Set(held)];
   }
   // The server is told the pairs on screen and in the queue first, then the unsent answers.
@@ -400,6 +404,13 @@
   }
 
   async function send(op) {
+    if (op.op === "skip" || op.op === "comment") {
+      const r = await api(op.op === "skip" ? skipsUrl : commentsUrl, {
+        method: "POST", body: JSON.stringify(op.body),
+      });
+      if (r.status === 200 || r.status === 201) return { ok: true };
+      return { ok: false, status: r.status, detail: await detail(r) };
+    }
     if (op.op === "post") {
       const r = await api(`${judgmentsUrl}?next=1&exclude=${excludeParam()}`, {
         method: "POST", body: JSON.stringify(op.body),
@@ -488,6 +499,53 @@
     if (complete) window.location.assign(doneUrl);
   }
 
+  // --- Skip and comment (S, C) -------------------------------------------------------------------
+
+  // Pass on the pair on screen: queued like an answer (in order, retried), but not one.
+  function skip() {
+    if (!current) {
+      refuse("Nothing on screen to skip.");
+      return;
+    }
+    outbox.push({ op: "skip", body: { item_a: current.left.id, item_b: current.right.id } });
+    saveOutbox();
+    problem = { text: `Skipped: ${shown(current.left)} · ${shown(current.right)} (not an answer; not shown to you again).`, kind: "", transient: true };
+    show(queue.shift() || null);
+    renderStatus();
+    refill();
+    flush();
+  }
+
+  const commentDialog = el("comment-dialog");
+  let commentPair = null;
+  function openComment() {
+    if (!current) {
+      refuse("Nothing on screen to comment on.");
+      return;
+    }
+    commentPair = current;
+    el("comment-pair").textContent = `${shown(current.left)} · ${shown(current.right)}`;
+    el("comment-text").value = "";
+    commentDialog.showModal();
+    el("comment-text").focus();
+  }
+  function saveComment() {
+    const text = el("comment-text").value.trim();
+    if (!text) {
+      el("comment-text").focus();
+      return;
+    }
+    outbox.push({
+      op: "comment",
+      body: { item_a: commentPair.left.id, item_b: commentPair.right.id, text, client_id: uuid4() },
+    });
+    saveOutbox();
+    commentDialog.close();
+    problem = { text: "Comment saved for the reviewers (sent in the background).", kind: "", transient: true };
+    renderStatus();
+    flush();
+  }
+
   // --- Keyboard help ------------------------------------------------------------------------------
 
   const help = el("key-help");
@@ -502,6 +560,7 @@
   document.addEventListener("keydown", (e) => {
     if (e.target.closest && e.target.closest("input, textarea, select, [contenteditable]")) return;
     if (e.ctrlKey || e.metaKey || e.altKey || e.repeat) return;
+    if (commentDialog && commentDialog.open) return; // typing a comment; Esc closes it
     if (help && help.open) {
       if (e.key === "?") {
         e.preventDefault();
@@ -515,6 +574,12 @@
     } else if (e.key === "Backspace") {
       e.preventDefault();
       undo();
+    } else if (e.key === "s" || e.key === "S") {
+      e.preventDefault();
+      skip();
+    } else if (e.key === "c" || e.key === "C") {
+      e.preventDefault();
+      openComment();
     } else if (e.key === "?") {
       e.preventDefault();
       toggleHelp();
@@ -524,6 +589,10 @@
     button.addEventListener("click", () => press(button.dataset.label));
   }
   el("undo").addEventListener("click", undo);
+  el("skip").addEventListener("click", skip);
+  el("comment-open").addEventListener("click", openComment);
+  el("comment-save").addEventListener("click", saveComment);
+  el("comment-cancel").addEventListener("click", () => commentDialog.close());
   const helpButton = el("help-open");
   if (helpButton) helpButton.addEventListener("click", toggleHelp);
   const helpClose = el("help-close");

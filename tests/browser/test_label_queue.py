@@ -10,7 +10,7 @@ import time
 import pytest
 
 from annotation import api as annotation_api
-from annotation.models import Membership, PairJudgment
+from annotation.models import Membership, PairComment, PairJudgment, PairSkip
 from tests.annotation.factories import make_space, make_study, make_user
 from tests.browser.conftest import wait_until
 
@@ -174,3 +174,37 @@ def test_keys_beyond_the_last_pair_are_refused_in_the_status_line(
     assert page.inner_text("#answered") == "15"
     assert "not used: there is no pair left" in page.inner_text("#status")
     assert page.console_errors == []
+
+
+def test_s_skips_the_pair_and_c_leaves_a_comment_for_the_reviewers(
+    study_and_annotator, logged_in_page, live_server
+):
+    study, annotator = study_and_annotator
+    page = logged_in_page(annotator)
+    page.goto(f"{live_server.url}/studies/{study.pk}/label/")
+    page.wait_for_selector("#card-left[data-item-id]")
+    skipped = sorted(
+        int(page.get_attribute(f"#card-{side}", "data-item-id")) for side in ("left", "right")
+    )
+    page.keyboard.press("s")
+    wait_until(page, f"{UNSENT} === 0")
+    assert "Skipped" in page.inner_text("#status")
+    shown_now = sorted(
+        int(page.get_attribute(f"#card-{side}", "data-item-id")) for side in ("left", "right")
+    )
+    assert shown_now != skipped  # the next pair is on screen at once
+    assert list(PairSkip.objects.values_list("item_a_id", "item_b_id")) == [tuple(skipped)]
+    assert PairJudgment.objects.count() == 0  # a skip is not an answer
+
+    page.keyboard.press("c")
+    page.wait_for_selector("#comment-dialog[open]")
+    page.keyboard.type("1 and 2 mean: a typo in one?")  # typing in the box answers nothing
+    page.click("#comment-save")
+    wait_until(page, f"{UNSENT} === 0")
+    (comment,) = PairComment.objects.all()
+    assert comment.text == "1 and 2 mean: a typo in one?"
+    assert sorted((comment.item_a_id, comment.item_b_id)) == shown_now
+    assert PairJudgment.objects.count() == 0
+    page.keyboard.press("1")  # back on the page: keys answer again
+    wait_until(page, f"{UNSENT} === 0")
+    assert PairJudgment.objects.count() == 1

@@ -123,6 +123,25 @@ MATRIX: dict[str, Row] = {
         body=judgment_body,
         fmt="json",
     ),
+    "api-skips": Row(
+        lambda w: reverse("api-skips", args=[A(w)]),
+        {"post": statuses(401, 201, 404, 201, 201, 201)},
+        STUDY_API_GATE,
+        body=lambda w, r: {"item_a": w.items[7].pk, "item_b": w.items[8].pk},
+        fmt="json",
+    ),
+    "api-comments": Row(
+        lambda w: reverse("api-comments", args=[A(w)]),
+        {"post": statuses(401, 201, 404, 201, 201, 201)},
+        STUDY_API_GATE,
+        body=lambda w, r: {
+            "item_a": w.items[7].pk,
+            "item_b": w.items[8].pk,
+            "text": f"note by {r}",
+            "client_id": str(uuid.uuid4()),
+        },
+        fmt="json",
+    ),
     "api-judgment": Row(  # undo: only one's own answer
         lambda w: reverse("api-judgment", args=[A(w), w.judgment.pk]),
         {"delete": statuses(401, 204, 404, 403, 403, 403)},
