@@ -7,7 +7,9 @@ from .models import (
     GoldPair,
     GroupEdit,
     Membership,
+    PairComment,
     PairJudgment,
+    PairSkip,
     Study,
     StudyCounter,
 )
@@ -110,3 +112,19 @@ class StudyCounterAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request):
         return False
+
+
+@admin.register(PairSkip)
+class PairSkipAdmin(admin.ModelAdmin):
+    list_display = ["study", "annotator", "item_a", "item_b", "created_at"]
+    list_filter = ["study"]
+    search_fields = ["annotator__username", "item_a__key", "item_b__key"]
+    raw_id_fields = ["annotator", "item_a", "item_b"]
+
+
+@admin.register(PairComment)
+class PairCommentAdmin(admin.ModelAdmin):
+    list_display = ["study", "author", "item_a", "item_b", "text", "created_at"]
+    list_filter = ["study"]
+    search_fields = ["text", "author__username", "item_a__key", "item_b__key"]
+    raw_id_fields = ["author", "item_a", "item_b"]
