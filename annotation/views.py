@@ -12,7 +12,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_safe
 
 from . import selectors
-from .access import SEES_ALL, Action, require, study_get
+from .access import SEES_ALL, Action, study_get, study_role
 from .forms import ReviewFilterForm
 from .models import Study
 
@@ -29,7 +29,7 @@ def _study(
 ) -> tuple[Study, str]:
     """The study and the user's role, if the role allows ``action`` (``annotation.access``)."""
     study = study_get(request.user, study_id, action, message=message)
-    return study, require(request.user, study, action)
+    return study, study_role(request.user, study)  # checked just above, memoised
 
 
 @login_required
