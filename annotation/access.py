@@ -20,6 +20,7 @@ from common.access import is_staff
 from common.errors import NotAllowed, NotFound
 from spaces.models import EmbeddingSpace
 
+from .facts import member_role, study_facts
 from .models import Membership, Study
 
 Role = Membership.Role
@@ -47,7 +48,8 @@ SEES_ALL = ALLOWED[Action.REVIEW]
 def study_role(user, study: Study | int) -> str | None:
     """The user's role in the study (a ``Membership.Role`` value), or None for outsiders.
 
-    Memoised on the user object for the request (one query per study and request).
+    Memoised on the user object for the request, and across requests in the cache
+    (``annotation.facts.member_role``, forgotten when the membership changes).
     """
     if user is None or not user.is_authenticated:
         return None
@@ -56,11 +58,7 @@ def study_role(user, study: Study | int) -> str | None:
     study_id = study if isinstance(study, int) else study.pk
     cache = user.__dict__.setdefault("_study_roles", {})
     if study_id not in cache:
-        cache[study_id] = (
-            Membership.objects.filter(user=user, study_id=study_id)
-            .values_list("role", flat=True)
-            .first()
-        )
+        cache[study_id] = member_role(study_id, user.pk)
     return cache[study_id]
 
 
@@ -96,10 +94,18 @@ def require(user, study: Study | int, action: Action, message: str | None = None
     return role
 
 
-def study_get(user, study_id, action: Action, *, queryset=None, message=None) -> Study:
-    """The study ``study_id`` if ``user`` may do ``action`` in it (see :func:`require`)."""
-    queryset = Study.objects.select_related("space") if queryset is None else queryset
-    study = queryset.filter(pk=study_id).first()
+def study_get(
+    user, study_id, action: Action, *, queryset=None, message=None, cached: bool = False
+) -> Study:
+    """The study ``study_id`` if ``user`` may do ``action`` in it (see :func:`require`).
+
+    ``cached``: the read-only copy of ``annotation.facts`` (the answer path; never save it)."""
+    if cached and queryset is None:
+        facts = study_facts(int(study_id))
+        study = facts.study if facts is not None else None
+    else:
+        queryset = Study.objects.select_related("space") if queryset is None else queryset
+        study = queryset.filter(pk=study_id).first()
     if study is None:
         raise NotFound("No such study.")
     require(user, study, action, message)
@@ -126,7 +132,8 @@ def can_edit_group(user, group) -> bool:
 class StudyAccess(BasePermission):
     """DRF: the view's ``study_action`` (default VIEW) in the study of the URL's ``study_id``.
 
-    The study is left on ``view.study``; ``view.study_refused`` may word the 403. Anonymous
+    The study is left on ``view.study`` (the cached read-only copy when ``view.study_cached``);
+    ``view.study_refused`` may word the 403. Anonymous
     requests get DRF's 401.
     """
 
@@ -137,6 +144,10 @@ class StudyAccess(BasePermission):
         if study_id is not None:
             action = getattr(view, "study_action", Action.VIEW)
             view.study = study_get(
-                request.user, study_id, action, message=getattr(view, "study_refused", None)
+                request.user,
+                study_id,
+                action,
+                message=getattr(view, "study_refused", None),
+                cached=getattr(view, "study_cached", False),
             )
         return True

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 
+from django.conf import settings
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -14,10 +15,9 @@ from rest_framework.views import APIView
 
 from common.errors import NotAllowed, PayloadTooLarge
 
-from . import selectors, services
+from . import pair_queue, selectors, services
 from .access import Action, StudyAccess, can_edit_group, require_space_reader, study_get, study_role
 from .models import ComparableGroup, Study
-from .sampling import next_pair
 from .serializers import (
     CommentCreateSerializer,
     GroupCreateSerializer,
@@ -25,12 +25,16 @@ from .serializers import (
     GroupSerializer,
     GroupUpdateSerializer,
     ItemSerializer,
+    JudgmentBatchResponseSerializer,
+    JudgmentBatchSerializer,
     JudgmentCreateSerializer,
     JudgmentSerializer,
     NextPairSerializer,
     PairSerializer,
     StudySerializer,
     SuggestionsSerializer,
+    error_text,
+    judgment_data,
 )
 from .suggestions import group_suggestions
 from .throttles import JudgmentRateThrottle
@@ -50,6 +54,9 @@ class AnnotationAPIView(APIView):
 
     def initial(self, request, *args, **kwargs):
         super().initial(request, *args, **kwargs)
+        self.refuse_oversized(request)
+
+    def refuse_oversized(self, request) -> None:
         if request.method in {"POST", "PUT", "PATCH"}:
             try:
                 length = int(request.META.get("CONTENT_LENGTH") or 0)
@@ -107,26 +114,26 @@ def _held_pairs(request) -> list[tuple[int, int]]:
     return list(zip(held[::2], held[1::2], strict=True))
 
 
-def _next_pair_data(request, study: Study, held_pairs=None) -> dict:
-    """The next-pair answer (``done``, ``left``, ``right``) for the requesting annotator."""
+def _next_pair_data(request, study: Study, held_pairs=None, answered=()) -> dict:
+    """The next-pair answer (``done``, ``left``, ``right``) for the requesting annotator, from
+    the annotator's queue (``annotation/pair_queue.py``); ``answered``: pairs just stored."""
     if held_pairs is None:
         held_pairs = _held_pairs(request)
     pair = None
     if study.stop_at_target and selectors.progress_for(study=study, user=request.user).complete:
         return {"done": True, "complete": True, "left": None, "right": None}
     if study.is_active and study.mode != Study.Mode.GROUPS:  # else it takes no pairs
-        pair = next_pair(study=study, user=request.user, exclude=held_pairs)
+        pair = pair_queue.pair_take(
+            study=study, user=request.user, exclude=[*held_pairs, *answered]
+        )
     if pair is None:
         return {"done": True, "complete": False, "left": None, "right": None}
-    return {
-        "done": False,
-        "complete": False,
-        "left": ItemSerializer(pair.left).data,
-        "right": ItemSerializer(pair.right).data,
-    }
+    return {"done": False, "complete": False, "left": pair.left, "right": pair.right}
 
 
 class NextPairView(AnnotationAPIView):
+    study_cached = True
+
     @extend_schema(
         parameters=[
             OpenApiParameter(
@@ -141,6 +148,8 @@ class NextPairView(AnnotationAPIView):
 
 
 class JudgmentListCreate(AnnotationAPIView):
+    study_cached = True
+
     def get_throttles(self):
         return [JudgmentRateThrottle()] if self.request.method == "POST" else []
 
@@ -183,19 +192,139 @@ class JudgmentListCreate(AnnotationAPIView):
         held_pairs = _held_pairs(request) if want_next else None  # bad exclude: 400, no write
         body = JudgmentCreateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
+        pair = (body.validated_data["item_a"], body.validated_data["item_b"])
+        served = pair_queue.served_items(study=study, user=request.user, pair=pair)
         judgment, created = services.judgment_create(
             study=study,
             annotator=request.user,
-            item_a_id=body.validated_data["item_a"],
-            item_b_id=body.validated_data["item_b"],
+            item_a_id=pair[0],
+            item_b_id=pair[1],
             label=body.validated_data["label"],
             client_id=body.validated_data["client_id"],
             elapsed_ms=body.validated_data.get("elapsed_ms"),
+            served=served,
         )
-        data = JudgmentSerializer(judgment).data
+        data = judgment_data(judgment, served if created else None)
+        answered = [(judgment.item_a_id, judgment.item_b_id)]
         if want_next:  # after the commit: the stored answer's pair is never offered again
-            data["next_pair"] = _next_pair_data(request, study, held_pairs)
+            data["next_pair"] = _next_pair_data(request, study, held_pairs, answered)
+        elif created:
+            pair_queue.answered(study_id=study.pk, user_id=request.user.pk, pairs=answered)
         return Response(data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+
+
+class JudgmentBatch(AnnotationAPIView):
+    """Many answers in one request (the labelling page sends its outbox this way when it is
+    behind); each answer stands on its own."""
+
+    study_cached = True
+    max_body_bytes = 256 * 1024
+
+    def get_throttles(self):
+        return [JudgmentRateThrottle()]
+
+    def answer_count(self, request) -> int:
+        """Tokens this request asks of the limit: one per answer (read by the throttle)."""
+        answers = self._answers(request)
+        return len(answers)
+
+    def _answers(self, request) -> list:
+        if not hasattr(self, "_parsed_answers"):
+            self.refuse_oversized(request)  # the throttle reads the body before initial's check
+            body = request.data
+            if not isinstance(body, dict) or set(body) != {"answers"}:
+                raise ValidationError({"answers": 'give {"answers": [ … ]} and nothing else.'})
+            answers = body["answers"]
+            limit = int(settings.JUDGMENT_BATCH_MAX)
+            if not isinstance(answers, list) or not answers:
+                raise ValidationError({"answers": "must be a non-empty list of answers."})
+            if len(answers) > limit:
+                raise ValidationError({"answers": f"at most {limit} answers per request."})
+            self._parsed_answers = answers
+        return self._parsed_answers
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "next",
+                int,
+                description="1: also answer the annotator's next pair (`next_pair`), chosen "
+                "after the answers are stored; n > 1 (at most JUDGMENT_BATCH_MAX): also the next "
+                "n distinct pairs (`next_pairs`, the first of them is `next_pair`), for clients "
+                "that answer in batches.",
+            ),
+            OpenApiParameter(
+                "exclude", str, description="With next=1: pairs the client holds unsent."
+            ),
+        ],
+        request=JudgmentBatchSerializer,
+        responses=JudgmentBatchResponseSerializer,
+        description="Store up to JUDGMENT_BATCH_MAX answers, each with its own client_id, in "
+        "one request. Each answer is all-or-nothing on its own and idempotent on its client_id "
+        "as with single POSTs; the batch never fails as a whole for one answer. The rate limit "
+        "counts answers: answers beyond the tokens left come back 'throttled' (send them "
+        "again after retry_after seconds); with no token left the request gets 429. Results "
+        "come in the request's order. 200 whatever the answers' outcomes.",
+    )
+    def post(self, request, study_id: int):
+        study = self.study
+        raw_next = request.query_params.get("next", "")
+        limit = int(settings.JUDGMENT_BATCH_MAX)
+        wanted = (
+            1 if raw_next in {"true", "yes"} else _int_param(request, "next", 0, lo=0, hi=limit)
+        )
+        held_pairs = _held_pairs(request) if wanted else None
+        answers = self._answers(request)
+        granted = getattr(self, "answers_granted", len(answers))
+        checked, results = [], [None] * len(answers)
+        for n, answer in enumerate(answers[:granted]):
+            body = JudgmentCreateSerializer(data=answer) if isinstance(answer, dict) else None
+            if body is None or not body.is_valid():
+                client_id = answer.get("client_id") if isinstance(answer, dict) else None
+                detail = error_text(body.errors) if body is not None else "must be an object."
+                results[n] = {
+                    "client_id": str(client_id or ""),
+                    "status": "error",
+                    "judgment": None,
+                    "detail": detail,
+                }
+            else:
+                checked.append((n, body.validated_data))
+        stored = services.judgments_create_batch(
+            study=study,
+            annotator=request.user,
+            answers=[v for _, v in checked],
+        )
+        for (n, _), result in zip(checked, stored, strict=True):
+            results[n] = {
+                "client_id": result.client_id,
+                "status": result.status,
+                "judgment": judgment_data(result.judgment) if result.judgment else None,
+                "detail": result.detail,
+            }
+        wait = round(float(getattr(self, "answers_retry_after", 0.0)), 3)
+        for n in range(granted, len(answers)):
+            client_id = answers[n].get("client_id") if isinstance(answers[n], dict) else None
+            results[n] = {
+                "client_id": str(client_id or ""),
+                "status": "throttled",
+                "judgment": None,
+                "detail": "Too many answers at once; send this one again later.",
+                "retry_after": wait,
+            }
+        pairs = [(r.judgment.item_a_id, r.judgment.item_b_id) for r in stored if r.judgment]
+        data = {"results": results}
+        if wanted:
+            data["next_pair"] = _next_pair_data(request, study, held_pairs, pairs)
+        if wanted > 1:
+            more, held = [data["next_pair"]], list(held_pairs)
+            while len(more) < wanted and not more[-1]["done"]:
+                held.append((more[-1]["left"]["id"], more[-1]["right"]["id"]))
+                more.append(_next_pair_data(request, study, held, pairs))
+            data["next_pairs"] = [p for p in more if not p["done"]]
+        elif not wanted and any(r.status == "created" for r in stored):
+            pair_queue.answered(study_id=study.pk, user_id=request.user.pk, pairs=pairs)
+        return Response(data)
 
 
 class JudgmentUndo(AnnotationAPIView):
@@ -353,7 +482,12 @@ class SuggestionsView(AnnotationAPIView):
 class ItemSearch(AnnotationAPIView):
     @extend_schema(
         parameters=[
-            OpenApiParameter("q", str, description="Key prefix (case-insensitive)."),
+            OpenApiParameter(
+                "q",
+                str,
+                description="Key prefix (case-insensitive); in record and text spaces, text "
+                "found in the key, the text or any field (`field:value` for one field).",
+            ),
             OpenApiParameter("space", int, description="Embedding space id."),
             OpenApiParameter("study", int, description="Restrict to a study's item pool."),
             OpenApiParameter("limit", int, description="At most 50 (default 20)."),

@@ -7,4 +7,4 @@ class AnnotationConfig(AppConfig):
     verbose_name = "Annotation"
 
     def ready(self) -> None:
-        from . import signals  # noqa: F401 - connect the membership audit receivers
+        from . import facts, signals  # noqa: F401 - connect the audit and cache receivers

@@ -12,6 +12,11 @@ from django.db.models import F, Q, QuerySet
 
 from spaces.models import Item
 
+# Bounds of what one request may carry (the API's serializers and the services both check them).
+MAX_ELAPSED_MS = 24 * 3600 * 1000
+MAX_GROUP_NAME = 200
+MAX_GROUP_SIZE = 5000
+
 
 class Study(models.Model):
     class Mode(models.TextChoices):
@@ -28,6 +33,8 @@ class Study(models.Model):
         RANDOM = "random", "random"
         STRATIFIED = "stratified", "stratified by distance"
         UNCERTAINTY = "uncertainty", "uncertainty (active learning)"
+        INFORMATION = "information", "expected information, batch D-optimal (active learning)"
+        TARGETED = "targeted", "targeted P(comparable) 0.65 + exploration (active learning)"
 
     name = models.CharField(max_length=200, unique=True)
     space = models.ForeignKey(

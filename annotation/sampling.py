@@ -19,15 +19,28 @@ In order:
      log(1 + d); a non-empty bin uniformly at random, then a pair in it. Close pairs are rare
      among random pairs, so this over-samples them;
    * ``uncertainty`` — the pair whose ``P(comparable) = 2 sigmoid(-z^T Sigma z)`` under the
-     latest ready EXPLORE version is closest to 0.5 (random when there is no such version).
+     latest ready EXPLORE version is closest to 0.5 (random when there is no such version);
+   * ``targeted`` — the pair whose P(comparable) under the latest ready EXPLORE version is
+     nearest 0.65, with a share of uniform picks (``annotation/strategies.py``; random when there
+     is no such version): the strategy the label-efficiency benchmark found to pay;
+   * ``information`` — the pair with the largest expected information gain about Sigma under
+     the latest ready EXPLORE version given the study's newest answers (batch D-optimal,
+     ``annotation/strategies.py``; a share of uniform picks; random when there is no version).
 
 Left and right are shuffled per presentation.
+
+:func:`next_pairs` gives ``k`` distinct pairs at once, as ``k`` successive calls of
+:func:`next_pair` would (each one excluding the pairs before it), sharing the reads of the
+refill: the overlap windows, the gold and candidate pairs and the annotator's answered pairs are
+read once, the items in one query. The per-annotator queue (``annotation/pair_queue.py``) refills
+itself with it.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 
 import numpy as np
 from django.db.models import Exists, OuterRef
@@ -37,20 +50,37 @@ from spaces.models import Item
 from .hooks import current_metric
 from .models import CandidatePair, GoldPair, PairJudgment, Source, Study, canonical_pair
 from .selectors import answered_pairs, judged_pairs, newest_first, skipped_pairs, study_pool
+from .strategies import information_pick, targeted_pick
 
 CANDIDATES = 256
 SCAN_ROWS = 300  # judgments per overlap window (newest, and a random earlier stretch)
 OVERLAP_CANDIDATES = 200
 STRATA = 5
 ATTEMPTS = 4
+ANSWERED_MAX = 20_000  # a refill loads the annotator's answered pairs once, up to this many
 _first_id_cache: dict[int, int] = {}
+
+
+@dataclass
+class _Refill:
+    """What one :func:`next_pairs` call reads once and its ``k`` choices share."""
+
+    user_id: int
+    answered: set | None = None  # the annotator's answered pairs (None: not loaded / too many)
+    answered_loaded: bool = False
+    overlap: list | None = None  # open overlap pairs, fullest first
+    listed: dict = field(default_factory=dict)  # model -> random unanswered pairs
+    skipped: set | None = None
+
+
+_refill: ContextVar[_Refill | None] = ContextVar("sampling_refill", default=None)
 
 
 @dataclass(frozen=True)
 class NextPair:
     left: Item
     right: Item
-    reason: str  # overlap | gold | candidate | random | stratified | uncertainty
+    reason: str  # overlap | gold | candidate | random | stratified | uncertainty | information | targeted
     p_comparable: float | None = None
     distance: float | None = None
     metric_version_id: int | None = None
@@ -66,7 +96,11 @@ def next_pair(
     """The next pair for ``user``; ``exclude`` lists pairs the client holds but has not sent."""
     rng = rng or np.random.default_rng()
     excluded = {canonical_pair(int(a), int(b)) for a, b in exclude}
-    excluded |= skipped_pairs(study=study, user=user)  # passed on: never offered again
+    refill = _refill.get()
+    if refill is not None and refill.skipped is None:
+        refill.skipped = skipped_pairs(study=study, user=user)
+    skipped = refill.skipped if refill is not None else skipped_pairs(study=study, user=user)
+    excluded |= skipped  # passed on: never offered again
     pool = study_pool(study=study)
     if len(pool) < 2:
         return None
@@ -84,7 +118,51 @@ def next_pair(
     return _strategy_pair(study, user, excluded, pool, rng)
 
 
+def next_pairs(
+    *,
+    study: Study,
+    user,
+    k: int,
+    exclude: tuple[tuple[int, int], ...] | list = (),
+    rng: np.random.Generator | None = None,
+) -> list[NextPair]:
+    """Up to ``k`` distinct pairs for ``user``, in order: what ``k`` calls of :func:`next_pair`
+    would give, each excluding those before it (and ``exclude``). Fewer when the study runs out.
+    """
+    rng = rng or np.random.default_rng()
+    held = {canonical_pair(int(a), int(b)) for a, b in exclude}
+    chosen: list[NextPair] = []
+    token = _refill.set(_Refill(user_id=user.pk))
+    try:
+        for _ in range(k):
+            pair = next_pair(study=study, user=user, exclude=held, rng=rng)
+            if pair is None:
+                break
+            chosen.append(pair)
+            held.add(canonical_pair(pair.left.pk, pair.right.pk))
+    finally:
+        _refill.reset(token)
+    items = Item.objects.in_bulk({i for p in chosen for i in (p.left.pk, p.right.pk)})
+    return [
+        NextPair(
+            left=items[p.left.pk],
+            right=items[p.right.pk],
+            reason=p.reason,
+            p_comparable=p.p_comparable,
+            distance=p.distance,
+            metric_version_id=p.metric_version_id,
+        )
+        for p in chosen
+        if p.left.pk in items and p.right.pk in items
+    ]
+
+
 def _present(pair, reason: str, rng, **scores) -> NextPair | None:
+    if _refill.get() is not None:  # next_pairs reads the items of all its pairs at once
+        first, second = Item(pk=pair[0]), Item(pk=pair[1])
+        if rng.random() < 0.5:
+            first, second = second, first
+        return NextPair(left=first, right=second, reason=reason, **scores)
     items = Item.objects.in_bulk(list(pair))
     if len(items) < 2:
         return None
@@ -119,9 +197,21 @@ def _scan_rows(study, before_id: int | None = None) -> list[tuple]:
 
 
 def _overlap_pair(study, user, excluded, pool, rng) -> tuple[int, int] | None:
-    """An open pair among two bounded windows of the study's judgments (never a full scan)."""
+    """An open pair among two bounded windows of the study's judgments (never a full scan):
+    one of the fullest, at random."""
     if study.overlap < 2:
         return None
+    refill = _refill.get()
+    if refill is not None:  # read once per refill, then taken in order
+        if refill.overlap is None:
+            refill.overlap = _overlap_open(study, user, excluded, pool, rng)
+        return next((p for p in refill.overlap if p not in excluded), None)
+    found = _overlap_open(study, user, excluded, pool, rng)
+    return found[0] if found else None
+
+
+def _overlap_open(study, user, excluded, pool, rng) -> list[tuple[int, int]]:
+    """The open pairs of the two windows, fullest first, ties in random order."""
     rows = _scan_rows(study)
     if len(rows) == SCAN_ROWS:  # older history exists: also look at a random earlier stretch
         low, oldest_seen = _study_first_id(study), rows[-1][0]
@@ -142,7 +232,7 @@ def _overlap_pair(study, user, excluded, pool, rng) -> tuple[int, int] | None:
         if n < study.overlap and p not in seen_mine and p not in excluded
     ]
     if not candidates:
-        return None
+        return []
     if len(candidates) > OVERLAP_CANDIDATES:  # the fullest first, ties at random
         order = np.lexsort((rng.random(len(candidates)), [-in_window[p] for p in candidates]))
         candidates = [candidates[i] for i in order[:OVERLAP_CANDIDATES]]
@@ -158,11 +248,8 @@ def _overlap_pair(study, user, excluded, pool, rng) -> tuple[int, int] | None:
         for p, ok in zip(candidates, in_pool, strict=True)
         if ok and counts[p] < study.overlap and p not in mine
     ]
-    if not open_pairs:
-        return None
-    fullest = max(counts[p] for p in open_pairs)
-    top = [p for p in open_pairs if counts[p] == fullest]
-    return top[int(rng.integers(len(top)))]
+    order = np.lexsort((rng.random(len(open_pairs)), [-counts[p] for p in open_pairs]))
+    return [open_pairs[i] for i in order]
 
 
 def _listed_pair(model, study, user, excluded) -> tuple[int, int] | None:
@@ -170,12 +257,20 @@ def _listed_pair(model, study, user, excluded) -> tuple[int, int] | None:
     mine = PairJudgment.objects.filter(
         study=study, annotator=user, item_a=OuterRef("item_a"), item_b=OuterRef("item_b")
     )
-    pairs = (
-        model.objects.filter(study=study)
-        .exclude(Exists(mine))
-        .order_by("?")
-        .values_list("item_a_id", "item_b_id")[: len(excluded) + 1]
-    )
+    refill = _refill.get()
+    # A refill reads enough for all of its choices at once (its later choices exclude more).
+    extra = OVERLAP_CANDIDATES if refill is not None else 0
+    if refill is not None and model in refill.listed:
+        pairs = refill.listed[model]
+    else:
+        pairs = list(
+            model.objects.filter(study=study)
+            .exclude(Exists(mine))
+            .order_by("?")
+            .values_list("item_a_id", "item_b_id")[: len(excluded) + 1 + extra]
+        )
+        if refill is not None:
+            refill.listed[model] = pairs
     for pair in pairs:
         if pair not in excluded:
             return pair
@@ -198,11 +293,40 @@ def _candidate_pairs(study, user, excluded, pool, rng) -> np.ndarray:
         ids = pool.ids[idx]
         # pool.ids is sorted ascending, so lo < hi gives canonical (smaller id first) pairs.
         pairs = [tuple(p) for p in ids.tolist()]
-        answered = answered_pairs(study=study, user=user, pairs=pairs) | excluded
+        answered = _answered(study, user, pairs) | excluded
         keep = np.array([p not in answered for p in pairs], dtype=bool)
         if keep.any():
             return idx[keep]
     return np.empty((0, 2), dtype=np.int64)
+
+
+def _answered(study, user, pairs) -> set[tuple[int, int]]:
+    """Which of ``pairs`` the user answered: in a refill, from the user's answered pairs read
+    once (up to ``ANSWERED_MAX``), else one query."""
+    refill = _refill.get()
+    if refill is not None and not refill.answered_loaded:
+        refill.answered_loaded = True
+        rows = list(
+            PairJudgment.objects.filter(study=study, annotator=user).values_list(
+                "item_a_id", "item_b_id"
+            )[: ANSWERED_MAX + 1]
+        )
+        refill.answered = set(rows) if len(rows) <= ANSWERED_MAX else None
+    if refill is not None and refill.answered is not None:
+        return {p for p in pairs if p in refill.answered}
+    return answered_pairs(study=study, user=user, pairs=pairs)
+
+
+def _recent_rows(study, pool) -> np.ndarray:
+    """Matrix rows (shape (k, 2)) of the pairs in the study's newest judgments (any annotator,
+    any source) whose items are in the pool: what the crowd was asked just now."""
+    rows = _scan_rows(study)
+    if not rows:
+        return np.empty((0, 2), dtype=np.int64)
+    pairs = np.array([(a, b) for _, a, b, _, _ in rows], dtype=np.int64)
+    where = np.searchsorted(pool.ids, pairs).clip(0, len(pool.ids) - 1)
+    known = (pool.ids[where] == pairs).all(axis=1)
+    return pool.rows[where[known]].reshape(-1, 2)
 
 
 def _strategy_pair(study, user, excluded, pool, rng) -> NextPair | None:
@@ -211,7 +335,11 @@ def _strategy_pair(study, user, excluded, pool, rng) -> NextPair | None:
         return None
     strategy = study.strategy
     metric = None
-    if strategy == Study.Strategy.UNCERTAINTY:
+    if strategy in (
+        Study.Strategy.UNCERTAINTY,
+        Study.Strategy.INFORMATION,
+        Study.Strategy.TARGETED,
+    ):
         metric = current_metric(study_id=study.pk, method="explore")
         if metric is None:
             strategy = Study.Strategy.RANDOM
@@ -224,12 +352,25 @@ def _strategy_pair(study, user, excluded, pool, rng) -> NextPair | None:
         return _present(pair, "random", rng)
 
     rows_a, rows_b = pool.rows[idx[:, 0]], pool.rows[idx[:, 1]]
-    unique_rows, inverse = np.unique(np.concatenate([rows_a, rows_b]), return_inverse=True)
+    recent = _recent_rows(study, pool) if strategy == Study.Strategy.INFORMATION else None
+    n_recent = 0 if recent is None else len(recent)
+    extra = [] if recent is None else [recent[:, 0], recent[:, 1]]
+    unique_rows, inverse = np.unique(np.concatenate([rows_a, rows_b, *extra]), return_inverse=True)
     vectors = study.space.vectors(unique_rows)  # one read of the rows involved
-    z = vectors[inverse[: len(idx)]] - vectors[inverse[len(idx) :]]
+    m = len(idx)
+    z = vectors[inverse[:m]] - vectors[inverse[m : 2 * m]]
     squared = np.einsum("ij,ij->i", z, z) if metric is None else metric.squared_distances(z)
 
-    if strategy == Study.Strategy.UNCERTAINTY:
+    if strategy == Study.Strategy.TARGETED:
+        pick, _ = targeted_pick(squared, rng)
+        scores = {"p_comparable": float(metric.p_comparable(z[pick : pick + 1])[0])}
+    elif strategy == Study.Strategy.INFORMATION:
+        recent_z = vectors[inverse[2 * m : 2 * m + n_recent]] - vectors[inverse[2 * m + n_recent :]]
+        pick, _ = information_pick(
+            z, squared, recent_z, metric.squared_distances(recent_z), metric.factor, rng
+        )
+        scores = {"p_comparable": float(metric.p_comparable(z[pick : pick + 1])[0])}
+    elif strategy == Study.Strategy.UNCERTAINTY:
         probability = metric.p_comparable(z)
         gap = np.abs(probability - 0.5)
         best = np.flatnonzero(gap <= gap.min() + 1e-12)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import threading
 import time
@@ -11,10 +12,10 @@ from dataclasses import dataclass
 import numpy as np
 from django.core.cache import cache
 from django.db import connection
-from django.db.models import Count, Q, QuerySet, prefetch_related_objects
-from django.db.models.functions import Lower
+from django.db.models import Count, Q, QuerySet, TextField, prefetch_related_objects
+from django.db.models.functions import Cast, Lower
 
-from spaces.models import Item
+from spaces.models import EmbeddingSpace, Item
 
 from .access import Action, Role, may
 from .models import (
@@ -316,21 +317,50 @@ def item_prefix_queryset(*, space_id: int, prefix: str) -> QuerySet[Item]:
     return qs.filter(key_lower__startswith=prefix)
 
 
-def item_search(*, space_id: int, query: str, study: Study | None = None, limit: int = 20):
-    """Items of a space whose key starts with ``query``, ignoring case, shortest keys first.
+def item_field_queryset(*, space_id: int, query: str) -> QuerySet[Item]:
+    """Records and texts: items whose key, text or any record field contains ``query``.
 
-    Indexed on both databases (migration 0002): PostgreSQL matches ``lower(key) LIKE 'q%'``
-    with a text_pattern_ops index; SQLite gets the equivalent range on ``lower(key)``, which
-    its plain expression index answers (SQLite's LIKE cannot use it).
+    ``field:value`` looks in one field of the record (``sex:female``); otherwise the query is
+    looked for, ignoring case, in the key, the text and the record's JSON as stored (the
+    JSON-escaped form too, as SQLite stores non-ASCII characters escaped). Not indexed: a scan
+    of one space's rows, bounded by the caller's limit.
+    """
+    qs = Item.objects.filter(space_id=space_id)
+    field, sep, value = query.partition(":")
+    field, value = field.strip(), value.strip()
+    if sep and field and value and field.isidentifier():
+        return qs.filter(**{f"payload__{field}__icontains": value})
+    escaped = json.dumps(query)[1:-1]
+    match = Q(key__icontains=query) | Q(text__icontains=query) | Q(payload_text__icontains=query)
+    if escaped != query:
+        match |= Q(payload_text__icontains=escaped)
+    return qs.annotate(payload_text=Cast("payload", TextField())).filter(match)
+
+
+def item_search(*, space_id: int, query: str, study: Study | None = None, limit: int = 20):
+    """Items of a space matching ``query``, at most ``limit``.
+
+    Word spaces: keys that start with ``query``, ignoring case, shortest keys first. Indexed on
+    both databases (migration 0002): PostgreSQL matches ``lower(key) LIKE 'q%'`` with a
+    text_pattern_ops index; SQLite gets the equivalent range on ``lower(key)``, which its plain
+    expression index answers (SQLite's LIKE cannot use it). Record and text spaces: any
+    displayed field (:func:`item_field_queryset`), in row order.
     """
     prefix = query.strip().lower()
     if not prefix:
         return []
-    qs = item_prefix_queryset(space_id=space_id, prefix=prefix)
+    kind = EmbeddingSpace.objects.filter(pk=space_id).values_list("kind", flat=True).first()
+    by_field = kind in (EmbeddingSpace.Kind.RECORDS, EmbeddingSpace.Kind.TEXTS)
+    if by_field:
+        qs = item_field_queryset(space_id=space_id, query=query.strip())
+    else:
+        qs = item_prefix_queryset(space_id=space_id, prefix=prefix)
     if study is not None and study.pool == Study.Pool.KEYS:
         qs = qs.filter(pk__in=pool_items(study=study).values("pk"))
     elif study is not None and study.pool == Study.Pool.TAGS and pool_tag_ids(study=study):
         qs = qs.filter(tags__in=pool_tag_ids(study=study)).distinct()
+    if by_field:
+        return list(qs.order_by("row")[:limit])
     # Fetch a bounded window in index order, then rank short (exact) matches first.
     window = list(qs.order_by("key_lower")[: max(limit * 5, 100)])
     window.sort(key=lambda item: (len(item.key), item.key.lower()))

@@ -6,8 +6,17 @@ from rest_framework import serializers
 
 from spaces.models import Item
 
-from .models import ComparableGroup, GroupEdit, Label, PairComment, PairJudgment, Study
-from .services import MAX_ELAPSED_MS, MAX_GROUP_NAME, MAX_GROUP_SIZE
+from .models import (
+    MAX_ELAPSED_MS,
+    MAX_GROUP_NAME,
+    MAX_GROUP_SIZE,
+    ComparableGroup,
+    GroupEdit,
+    Label,
+    PairComment,
+    PairJudgment,
+    Study,
+)
 
 MAX_ID = 2**63 - 1  # a database bigint; larger ids are refused (400), not an overflow (500)
 
@@ -43,6 +52,42 @@ class ItemSerializer(serializers.ModelSerializer):
     class Meta:
         model = Item
         fields = ["id", "key", "display", "kind", "payload"]
+
+
+_DATETIME = serializers.DateTimeField()
+
+
+def item_data(item: Item) -> dict:
+    """``ItemSerializer(item).data`` without building a serializer (the answer path's items;
+    tests/annotation/test_batch.py checks they stay equal)."""
+    return {
+        "id": item.pk,
+        "key": item.key,
+        "display": item.display,
+        "kind": item.kind,
+        "payload": item.payload,
+    }
+
+
+def judgment_data(judgment: PairJudgment, items: dict[int, dict] | None = None) -> dict:
+    """``JudgmentSerializer(judgment).data`` without building three serializers per answer
+    (DRF's ModelSerializer builds its fields on every instantiation: ~1 ms per answer);
+    ``items``: the two items' data by id when the judgment carries ids only."""
+    if items is None:
+        item_a, item_b = item_data(judgment.item_a), item_data(judgment.item_b)
+    else:
+        item_a, item_b = items[judgment.item_a_id], items[judgment.item_b_id]
+    return {
+        "id": judgment.pk,
+        "client_id": str(judgment.client_id),
+        "item_a": item_a,
+        "item_b": item_b,
+        "label": judgment.label,
+        "elapsed_ms": judgment.elapsed_ms,
+        "annotator": judgment.annotator.username if judgment.annotator_id else None,
+        "source": judgment.source,
+        "created_at": _DATETIME.to_representation(judgment.created_at),
+    }
 
 
 class ItemBriefSerializer(serializers.ModelSerializer):
@@ -133,6 +178,45 @@ class JudgmentSerializer(serializers.ModelSerializer):
             "source",
             "created_at",
         ]
+
+
+def error_text(errors) -> str:
+    """A serializer's errors as one readable line ("label: … ; client_id: …")."""
+    if isinstance(errors, dict):
+        return "; ".join(
+            f"{error_text(v)}" if k == "non_field_errors" else f"{k}: {error_text(v)}"
+            for k, v in errors.items()
+        )
+    if isinstance(errors, list):
+        return " ".join(error_text(e) for e in errors)
+    return str(errors)
+
+
+class JudgmentBatchSerializer(serializers.Serializer):
+    """The request of the batch endpoint (documentation; each answer is checked on its own)."""
+
+    answers = JudgmentCreateSerializer(many=True, help_text="At most JUDGMENT_BATCH_MAX (50).")
+
+
+class BatchResultSerializer(serializers.Serializer):
+    client_id = serializers.CharField()
+    status = serializers.ChoiceField(
+        choices=["created", "duplicate", "error", "throttled"],
+        help_text="created (201 alone), duplicate (a retry: the stored answer, 200 alone), "
+        "error (nothing stored; see detail), throttled (nothing stored: send it again after "
+        "retry_after seconds).",
+    )
+    judgment = JudgmentSerializer(allow_null=True)
+    detail = serializers.CharField(allow_blank=True)
+    retry_after = serializers.FloatField(required=False)
+
+
+class JudgmentBatchResponseSerializer(serializers.Serializer):
+    results = BatchResultSerializer(many=True, help_text="One per answer, in the request's order.")
+    next_pair = NextPairSerializer(required=False, help_text="With next=1 (or more).")
+    next_pairs = NextPairSerializer(
+        many=True, required=False, help_text="With next=n > 1: up to n distinct next pairs."
+    )
 
 
 class GroupEditSerializer(serializers.ModelSerializer):

@@ -8,15 +8,21 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from django.db import IntegrityError, transaction
 
 from common.errors import Conflict, InvalidInput, NotAllowed, NotFound
 from common.text import invisible
 
+from . import pair_queue
 from .access import Action, can_edit_group, require
+from .facts import facts_for
 from .hooks import feedback_changed
 from .models import (
+    MAX_ELAPSED_MS,
+    MAX_GROUP_NAME,
+    MAX_GROUP_SIZE,
     ComparableGroup,
     GoldPair,
     GroupEdit,
@@ -30,10 +36,6 @@ from .models import (
     canonical_pair,
 )
 from .selectors import gold_pair_exists, items_in_pool, progress_for, skipped_pairs_forget
-
-MAX_ELAPSED_MS = 24 * 3600 * 1000
-MAX_GROUP_NAME = 200
-MAX_GROUP_SIZE = 5000
 
 
 def _parse_uuid(value) -> uuid.UUID:
@@ -54,14 +56,66 @@ def _same_content(judgment: PairJudgment, *, study, annotator, pair, label) -> b
     )
 
 
+def _conflict_reuse() -> Conflict:
+    return Conflict(
+        "This client_id was already used for a different answer; generate a new client_id "
+        "for every new answer."
+    )
+
+
 def _replay(existing: PairJudgment, *, study, annotator, pair, label) -> PairJudgment:
     """A retry of an earlier request answers with the stored judgment; anything else conflicts."""
     if _same_content(existing, study=study, annotator=annotator, pair=pair, label=label):
         return existing
-    raise Conflict(
-        "This client_id was already used for a different answer; generate a new client_id "
-        "for every new answer."
-    )
+    raise _conflict_reuse()
+
+
+def _two_items(item_a_id, item_b_id) -> tuple[int, int]:
+    """Two different item ids, as their canonical pair (no query)."""
+    try:
+        item_a_id, item_b_id = int(item_a_id), int(item_b_id)
+    except (TypeError, ValueError):
+        raise InvalidInput("item_a and item_b must be item ids.") from None
+    if item_a_id == item_b_id:
+        raise InvalidInput("item_a and item_b must be two different items.")
+    return canonical_pair(item_a_id, item_b_id)
+
+
+def _answer_parse(*, label, item_a_id, item_b_id, elapsed_ms) -> tuple[int, int]:
+    """One answer's own checks (no query); its canonical pair."""
+    if label not in Label.values:
+        raise InvalidInput(f"label must be one of {', '.join(Label.values)}.")
+    pair = _two_items(item_a_id, item_b_id)
+    valid_elapsed = isinstance(elapsed_ms, int) and 0 <= elapsed_ms <= MAX_ELAPSED_MS
+    if elapsed_ms is not None and not valid_elapsed:
+        raise InvalidInput(f"elapsed_ms must be an integer between 0 and {MAX_ELAPSED_MS}.")
+    return pair
+
+
+def _study_takes_answers(study: Study, annotator) -> None:
+    require(annotator, study, Action.VIEW)
+    if not study.is_active:
+        raise InvalidInput("This study is closed; it takes no more answers.")
+    if study.mode == Study.Mode.GROUPS:
+        raise InvalidInput("This study collects groups only, not pairs.")
+
+
+TARGET_REACHED = "You reached your target in this study; no more answers are needed."
+ALREADY_ANSWERED = "You already answered this pair; undo that answer first to change it."
+
+
+def _not_in_pool(pair, found) -> str | None:
+    missing = [i for i in pair if i not in found]
+    if missing:
+        return f"Item {missing[0]} does not exist or is not in this study's pool."
+    return None
+
+
+def _is_gold(study: Study, pair) -> bool:
+    facts = facts_for(study)
+    if facts is None:
+        return gold_pair_exists(study=study, item_a_id=pair[0], item_b_id=pair[1])
+    return pair in facts.gold
 
 
 def judgment_create(
@@ -73,73 +127,170 @@ def judgment_create(
     label: str,
     client_id,
     elapsed_ms: int | None = None,
+    served: dict[int, dict] | None = None,
 ) -> tuple[PairJudgment, bool]:
     """Store one answer about a pair; returns ``(judgment, created)``.
+
+    ``served``: the pair's two items as the annotator's pair queue served them
+    (``pair_queue.served_items``): chosen from the study's pool as it is now, so they are not
+    read again (the created judgment then carries item ids only).
 
     Idempotent on ``client_id``: a retry with the same content returns the stored judgment
     with ``created=False``; the same ``client_id`` with other content (another user, pair or
     label) raises :class:`Conflict`. The pair is stored canonically (``item_a_id <
-    item_b_id``). Concurrent retries are settled by the unique constraint: the insert and the
-    refit hook run in one transaction (a savepoint when the caller already holds one); a
-    duplicate rolls it back and is answered from the stored row. The checks before it only
-    read, so they need no transaction of their own (one BEGIN/COMMIT per answer, no savepoint).
+    item_b_id``). The insert comes first: a retry (rare) hits the unique constraint, which
+    rolls back the insert and the refit hook (one transaction, a savepoint when the caller
+    already holds one), and is answered from the stored row. So a new answer costs the pool
+    check of its items, the insert and the hook's read; the study, the role and the gold pairs
+    come from the cache (``annotation/facts.py``).
     """
     client_id = _parse_uuid(client_id)
-    if label not in Label.values:
-        raise InvalidInput(f"label must be one of {', '.join(Label.values)}.")
-    try:
-        item_a_id, item_b_id = int(item_a_id), int(item_b_id)
-    except (TypeError, ValueError):
-        raise InvalidInput("item_a and item_b must be item ids.") from None
-    if item_a_id == item_b_id:
-        raise InvalidInput("item_a and item_b must be two different items.")
-    pair = canonical_pair(item_a_id, item_b_id)
-
-    # A replay answers with the stored row and its items: one query, joined.
+    pair = _answer_parse(
+        label=label, item_a_id=item_a_id, item_b_id=item_b_id, elapsed_ms=elapsed_ms
+    )
     stored = PairJudgment.objects.select_related("item_a", "item_b", "annotator")
-    existing = stored.filter(client_id=client_id).first()
-    if existing is not None:
-        return _replay(existing, study=study, annotator=annotator, pair=pair, label=label), False
-
-    require(annotator, study, Action.VIEW)
-    if not study.is_active:
-        raise InvalidInput("This study is closed; it takes no more answers.")
-    if study.mode == Study.Mode.GROUPS:
-        raise InvalidInput("This study collects groups only, not pairs.")
-    if study.stop_at_target and progress_for(study=study, user=annotator).complete:
-        raise InvalidInput("You reached your target in this study; no more answers are needed.")
-    valid_elapsed = isinstance(elapsed_ms, int) and 0 <= elapsed_ms <= MAX_ELAPSED_MS
-    if elapsed_ms is not None and not valid_elapsed:
-        raise InvalidInput(f"elapsed_ms must be an integer between 0 and {MAX_ELAPSED_MS}.")
-    found = items_in_pool(study=study, item_ids=pair)
-    missing = [i for i in pair if i not in found]
-    if missing:
-        raise InvalidInput(f"Item {missing[0]} does not exist or is not in this study's pool.")
+    try:
+        _study_takes_answers(study, annotator)
+        if study.stop_at_target and progress_for(study=study, user=annotator).complete:
+            raise InvalidInput(TARGET_REACHED)
+    except InvalidInput:
+        existing = stored.filter(client_id=client_id).first()  # a retry of an earlier answer
+        if existing is not None:
+            return _replay(
+                existing, study=study, annotator=annotator, pair=pair, label=label
+            ), False
+        raise
+    if served is not None and set(served) == set(pair):
+        items = {"item_a_id": pair[0], "item_b_id": pair[1]}
+    else:
+        found = items_in_pool(study=study, item_ids=pair)
+        refused = _not_in_pool(pair, found)
+        if refused:
+            raise InvalidInput(refused)
+        items = {"item_a": found[pair[0]], "item_b": found[pair[1]]}  # the response: no query
 
     try:
         with transaction.atomic():  # a caller's outer transaction survives a duplicate
             judgment = PairJudgment.objects.create(
                 study=study,
-                item_a=found[pair[0]],  # the loaded items: the response needs no query
-                item_b=found[pair[1]],
+                **items,
                 label=label,
                 annotator=annotator,
                 source=Source.ANNOTATED,
                 client_id=client_id,
                 elapsed_ms=elapsed_ms,
-                is_gold=gold_pair_exists(study=study, item_a_id=pair[0], item_b_id=pair[1]),
+                is_gold=_is_gold(study, pair),
             )
             feedback_changed(study_id=study.pk)  # runs once the insert has committed
     except IntegrityError:
         existing = stored.filter(client_id=client_id).first()
-        if existing is not None:  # a concurrent retry of the same request won the race
+        if existing is not None:  # a retry, or a concurrent retry that won the race
             return _replay(
                 existing, study=study, annotator=annotator, pair=pair, label=label
             ), False
-        raise Conflict(
-            "You already answered this pair; undo that answer first to change it."
-        ) from None
+        raise Conflict(ALREADY_ANSWERED) from None
     return judgment, True
+
+
+@dataclass
+class BatchResult:
+    """One answer of a batch: ``created``, ``duplicate`` (a retry: the stored answer), or
+    ``error`` with the reason (nothing stored for it)."""
+
+    client_id: str
+    status: str
+    judgment: PairJudgment | None = None
+    detail: str = ""
+
+
+def judgments_create_batch(*, study: Study, annotator, answers: list[dict]) -> list[BatchResult]:
+    """Store many answers at once, each on its own: one answer's error never stops another.
+
+    Each answer is what :func:`judgment_create` takes (``item_a``, ``item_b``, ``label``,
+    ``client_id``, optional ``elapsed_ms``) and is idempotent on its ``client_id`` as there. The
+    whole batch costs the replay lookup, the pool check of all items, one ``INSERT … ON
+    CONFLICT DO NOTHING`` of the new rows, the read-back of the stored rows and the refit
+    hook, whatever its size. An answer whose insert conflicts (the same pair answered before,
+    or a concurrent retry) is settled from the stored rows like a single answer.
+    """
+    try:
+        _study_takes_answers(study, annotator)
+        closed = None
+    except InvalidInput as error:  # only retries of stored answers are answered
+        closed = error.message
+    results: list[BatchResult | None] = [None] * len(answers)
+    parsed: dict[int, tuple[uuid.UUID, tuple[int, int]]] = {}
+    for n, answer in enumerate(answers):
+        raw_id = str(answer.get("client_id", ""))
+        try:
+            client_id = _parse_uuid(answer.get("client_id"))
+            pair = _answer_parse(
+                label=answer.get("label"),
+                item_a_id=answer.get("item_a"),
+                item_b_id=answer.get("item_b"),
+                elapsed_ms=answer.get("elapsed_ms"),
+            )
+        except InvalidInput as error:
+            results[n] = BatchResult(raw_id, "error", detail=error.message)
+            continue
+        parsed[n] = (client_id, pair)
+
+    stored = PairJudgment.objects.select_related("item_a", "item_b", "annotator")
+    client_ids = {cid for cid, _ in parsed.values()}
+    before = {j.client_id: j for j in stored.filter(client_id__in=client_ids)}
+    found = items_in_pool(study=study, item_ids={i for _, p in parsed.values() for i in p})
+    room = None
+    if study.stop_at_target and closed is None:
+        progress = progress_for(study=study, user=annotator)
+        room = max(0, progress.target - progress.answered)
+
+    new: dict[uuid.UUID, PairJudgment] = {}
+    first_of: dict[uuid.UUID, int] = {}
+    for n, (client_id, pair) in parsed.items():
+        answer = answers[n]
+        if client_id in before or client_id in first_of:
+            continue  # settled below from the stored row
+        refused = closed or _not_in_pool(pair, found)
+        if refused is None and room is not None:
+            refused = TARGET_REACHED if room <= 0 else None
+            room -= 1
+        if refused:
+            results[n] = BatchResult(str(client_id), "error", detail=refused)
+            continue
+        first_of[client_id] = n
+        new[client_id] = PairJudgment(
+            study=study,
+            item_a=found[pair[0]],
+            item_b=found[pair[1]],
+            label=answer["label"],
+            annotator=annotator,
+            source=Source.ANNOTATED,
+            client_id=client_id,
+            elapsed_ms=answer.get("elapsed_ms"),
+            is_gold=_is_gold(study, pair),
+        )
+    after = dict(before)
+    if new:
+        with transaction.atomic():
+            PairJudgment.objects.bulk_create(list(new.values()), ignore_conflicts=True)
+            after.update({j.client_id: j for j in stored.filter(client_id__in=list(new))})
+            if any(cid not in before for cid in after):
+                feedback_changed(study_id=study.pk)
+    for n, (client_id, pair) in parsed.items():
+        if results[n] is not None:
+            continue
+        row = after.get(client_id)
+        mine_now = client_id in new and first_of[client_id] == n
+        if row is None:  # the pair was answered before under another client_id
+            results[n] = BatchResult(str(client_id), "error", detail=ALREADY_ANSWERED)
+            continue
+        label = answers[n]["label"]
+        if not _same_content(row, study=study, annotator=annotator, pair=pair, label=label):
+            results[n] = BatchResult(str(client_id), "error", detail=_conflict_reuse().message)
+            continue
+        status = "created" if mine_now and client_id not in before else "duplicate"
+        results[n] = BatchResult(str(client_id), status, judgment=row)
+    return [r for r in results if r is not None]
 
 
 @transaction.atomic
@@ -355,13 +506,7 @@ def _pair_on_the_page(study: Study, user, item_a_id, item_b_id) -> tuple[int, in
     require(user, study, Action.VIEW)
     if study.mode == Study.Mode.GROUPS:
         raise InvalidInput("This study collects groups only, not pairs.")
-    try:
-        item_a_id, item_b_id = int(item_a_id), int(item_b_id)
-    except (TypeError, ValueError):
-        raise InvalidInput("item_a and item_b must be item ids.") from None
-    if item_a_id == item_b_id:
-        raise InvalidInput("item_a and item_b must be two different items.")
-    pair = canonical_pair(item_a_id, item_b_id)
+    pair = _two_items(item_a_id, item_b_id)
     found = items_in_pool(study=study, item_ids=pair)
     missing = [i for i in pair if i not in found]
     if missing:
@@ -381,6 +526,7 @@ def pair_skip(*, study: Study, user, item_a_id: int, item_b_id: int) -> tuple[Pa
         skip, created = PairSkip.objects.get(**fields), False
     if created:
         skipped_pairs_forget(study=study, user=user)
+        pair_queue.forget(study_id=study.pk, user_id=user.pk)
     return skip, created
 
 

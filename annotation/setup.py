@@ -27,6 +27,7 @@ from common.iterables import batched
 from spaces.models import Item
 
 from .access import Action, require
+from .facts import study_changed
 from .models import CandidatePair, GoldPair, Membership, PairJudgment, Study
 from .selectors import pool_items
 from .setup_files import PairRow
@@ -334,6 +335,7 @@ def candidate_pairs_upload(
         [CandidatePair(study=study, item_a=p.item_a, item_b=p.item_b) for p in new],
         batch_size=1000,
     )
+    study_changed(study.pk)  # bulk writes send no signals: the pair queues choose again
     total = CandidatePair.objects.filter(study=study).count()
     audit_record(
         action=AuditAction.STUDY_PAIRS,
@@ -366,6 +368,7 @@ def gold_pairs_upload(*, user, study: Study, rows: list[PairRow]) -> dict:
         GoldPair.objects.filter(study=study, item_a=pair.item_a, item_b=pair.item_b).update(
             label=pair.label
         )
+    study_changed(study.pk)  # bulk writes send no signals: the cached gold pairs
     audit_record(
         action=AuditAction.STUDY_GOLD,
         actor=user,

@@ -14,6 +14,11 @@ urlpatterns = [
         name="api-judgments",
     ),
     path(
+        "studies/<int:study_id>/judgments/batch/",
+        api.JudgmentBatch.as_view(),
+        name="api-judgments-batch",
+    ),
+    path(
         "studies/<int:study_id>/judgments/<str:ref>/",
         api.JudgmentUndo.as_view(),
         name="api-judgment",

@@ -11,9 +11,11 @@ restart neither loses nor opens a limit) and works on both databases.
 * :func:`window_take` — a fixed window counter: the n-th attempt within ``window`` seconds of
   the first gets ``n``; the caller refuses when ``n`` exceeds its limit.
 * :func:`bucket_take` — a token bucket of ``burst`` refilled at ``rate`` per second, written as
-  GCRA (one timestamp, the "theoretical arrival time"): a request is granted when the bucket
-  would still hold a token, and never more than ``burst + rate · t`` requests in any ``t``
-  seconds, whatever the concurrency.
+  GCRA (one timestamp, the "theoretical arrival time"): a request takes up to ``cost`` tokens
+  (a batch of answers counts each answer) while the bucket holds them, and never more than
+  ``burst + rate · t`` tokens go in any ``t`` seconds, whatever the concurrency. On the answer
+  path it runs as one Lua script in Redis when the cache is Redis (no database statement per
+  answer), and falls back to the database statement when Redis does not answer.
 
 Expired rows are deleted now and then by the writers (:func:`expired_delete`).
 """
@@ -63,32 +65,97 @@ def forget(key: str) -> None:
     RateLimit.objects.filter(key=key).delete()
 
 
+_BUCKET_LUA = """
+local tat = tonumber(redis.call('GET', KEYS[1]) or '0')
+local now = tonumber(ARGV[1])
+if now == nil then  -- Redis's own clock: the order of the takes is the order of their times
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+end
+local interval, span, want = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+if tat < now then tat = now end
+local granted = math.floor((now + span - tat) / interval + 1e-9)
+if granted > want then granted = want end
+if granted < 0 then granted = 0 end
+if granted > 0 then
+  tat = tat + granted * interval
+  redis.call('SET', KEYS[1], string.format('%.6f', tat), 'PX', math.ceil(span * 1000) + 1000)
+end
+return {granted, string.format('%.6f', tat), string.format('%.6f', now)}
+"""
+
+
+def _redis_client(key: str):
+    """The raw client of Django's Redis cache (None for any other cache backend)."""
+    from django.core.cache import caches
+    from django.core.cache.backends.redis import RedisCache
+
+    cache = caches["default"]
+    if not isinstance(cache, RedisCache):
+        return None, None
+    full_key = cache.make_and_validate_key(f"limits:{key}")
+    return cache._cache.get_client(full_key, write=True), full_key
+
+
 def bucket_take(
-    key: str, *, rate: float, burst: float, now: float | None = None
-) -> tuple[bool, float]:
-    """Take one token from ``key``'s bucket; (granted, seconds until one is available)."""
-    now = time.time() if now is None else now
+    key: str, *, rate: float, burst: float, cost: int = 1, now: float | None = None
+) -> tuple[int, float]:
+    """Take up to ``cost`` tokens from ``key``'s bucket: (tokens granted, seconds until the
+    next one is available when fewer than ``cost`` were granted, else 0).
+
+    In Redis when Django's cache is Redis (one Lua script: atomic, no database statement);
+    in the database otherwise, and whenever Redis does not answer (a Redis restart then
+    falls back to the database's own bucket rather than refusing answers or lifting the limit).
+    """
     interval = 1.0 / rate
     span = burst * interval  # a full bucket: the TAT may run this far ahead of now
+    granted = stamp = None
+    try:
+        client, full_key = _redis_client(key)
+        if client is not None:
+            # Without a given time the script reads Redis's clock: times taken by the callers
+            # before their turn would not be in the order the takes run, and a take that ran
+            # later with an earlier time would find the bucket emptier than it is.
+            granted, stamp, clock = client.eval(
+                _BUCKET_LUA, 1, full_key, "" if now is None else now, interval, span, cost
+            )
+            now = float(clock)
+    except Exception:  # noqa: BLE001 - Redis down: the database's bucket decides
+        granted = None
+    if granted is None:
+        now = time.time() if now is None else now
+        granted, stamp = _bucket_take_db(key, now=now, interval=interval, span=span, cost=cost)
+    granted = int(granted)
+    if granted >= cost:
+        return granted, 0.0
+    return granted, max(0.0, float(stamp) + interval - now - span)
+
+
+def _bucket_take_db(key: str, *, now: float, interval: float, span: float, cost: int):
+    """One ``INSERT … ON CONFLICT … RETURNING``; ``count`` holds the tokens granted."""
     tat = f"(CASE WHEN {TABLE}.stamp > %s THEN {TABLE}.stamp ELSE %s END)"
-    fits = f"({tat} + %s <= %s)"
+    if connection.vendor == "postgresql":
+        free = f"FLOOR((%s - {tat}) / %s + 1e-9)::integer"
+    else:  # SQLite: CAST truncates, and the value is >= 0 where it is used
+        free = f"CAST((%s - {tat}) / %s + 1e-9 AS INTEGER)"
+    free_params = [now + span, now, now, interval]
+    grant = f"(CASE WHEN {tat} + %s > %s THEN 0 WHEN {free} > %s THEN %s ELSE {free} END)"
+    grant_params = [now, now, interval, now + span, *free_params, cost, cost, *free_params]
+    first = min(cost, int(span / interval + 1e-9))
     sql = (
-        f"INSERT INTO {TABLE} (key, count, stamp, expires) VALUES (%s, 1, %s, %s) "
+        f"INSERT INTO {TABLE} (key, count, stamp, expires) VALUES (%s, %s, %s, %s) "
         f"ON CONFLICT (key) DO UPDATE SET "
-        f"count = CASE WHEN {fits} THEN 1 ELSE 0 END, "
-        f"stamp = CASE WHEN {fits} THEN {tat} + %s ELSE {TABLE}.stamp END, "
+        f"count = {grant}, "
+        f"stamp = {tat} + {grant} * %s, "
         f"expires = %s "
         f"RETURNING count, stamp"
     )
-    fits_params = [now, now, interval, now + span]
-    params = [key, now + interval, now + span, *fits_params, *fits_params, now, now, interval]
-    params.append(now + span)
+    params = [key, first, now + first * interval, now + span, *grant_params]
+    params += [now, now, *grant_params, interval, now + span]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         granted, stamp = cursor.fetchone()
-    if granted:
-        return True, 0.0
-    return False, max(0.0, float(stamp) + interval - now - span)
+    return granted, stamp
 
 
 def expired_delete(now: float | None = None) -> int:

@@ -8,8 +8,8 @@ CELERY_BROKER_URL, CELERY_RESULT_BACKEND, MEDIA_ROOT, STATIC_ROOT, VAR_DIR, EMBE
 CELERY_TASK_ALWAYS_EAGER (tests only), CELERY_TASK_DEFAULT_QUEUE, LEARNING_LEASE_SECONDS,
 LEARNING_SWEEP_SECONDS, LEARNING_LOST_AFTER_SECONDS, LEARNING_BLAS_THREADS,
 LEARNING_DEBOUNCE_SECONDS, DASHBOARD_INLINE_MAX_JUDGMENTS, DASHBOARD_REFRESH_SECONDS, LOG_LEVEL,
-SECURE_SSL_REDIRECT, MAX_UPLOAD_MB, MAX_DECOMPRESSED_MB, MAX_LINE_KB, PREFLIGHT_KB,
-JUDGMENT_RATE, JUDGMENT_BURST, WORKER_SWEEP.
+SECURE_SSL_REDIRECT, MAX_UPLOAD_MB, MAX_DECOMPRESSED_MB, MAX_LINE_KB, PREFLIGHT_KB, MAX_TABLE_MB,
+JUDGMENT_RATE, JUDGMENT_BURST, JUDGMENT_BATCH_MAX, PAIR_QUEUE_SIZE, WORKER_SWEEP.
 """
 
 from __future__ import annotations
@@ -124,6 +124,8 @@ MAX_UPLOAD_MB = env_int("MAX_UPLOAD_MB", 512, minimum=1)
 MAX_DECOMPRESSED_MB = env_int("MAX_DECOMPRESSED_MB", 8192, minimum=1)
 MAX_LINE_KB = env_int("MAX_LINE_KB", 1024, minimum=1)
 PREFLIGHT_KB = env_int("PREFLIGHT_KB", 4096, minimum=64)
+# Record and text uploads (CSV, Parquet, JSONL) are read whole in the web request: at most this.
+MAX_TABLE_MB = env_int("MAX_TABLE_MB", 64, minimum=1)
 FILE_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024  # request bodies other than file uploads
 
@@ -211,7 +213,7 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 if env_url("REDIS_URL", {"redis", "rediss"}):
     CACHES = {
         "default": {
-            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "BACKEND": "common.redis_cache.RedisCache",  # keeps its client objects
             "LOCATION": env_str("REDIS_URL"),
             "KEY_PREFIX": "fm",
         }
@@ -231,6 +233,10 @@ LOGIN_FAILURE_WINDOW = env_int("LOGIN_FAILURE_WINDOW", 900, minimum=1)
 # JUDGMENT_BURST; JUDGMENT_RATE=0 turns the limit off (load tests).
 JUDGMENT_RATE = env_int("JUDGMENT_RATE", 5, minimum=0)
 JUDGMENT_BURST = env_int("JUDGMENT_BURST", 60, minimum=1)
+# Answers one POST /api/studies/{id}/judgments/batch/ may carry (each counts for the limit).
+JUDGMENT_BATCH_MAX = env_int("JUDGMENT_BATCH_MAX", 50, minimum=1)
+# Pairs the sampler chooses at once for an annotator's queue (annotation/pair_queue.py).
+PAIR_QUEUE_SIZE = env_int("PAIR_QUEUE_SIZE", 16, minimum=1)
 
 # --- Auth -------------------------------------------------------------------------------------
 
@@ -280,6 +286,9 @@ if not DEBUG:
     SECURE_HSTS_PRELOAD = True
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SESSION_COOKIE_HTTPONLY = True
+# Sessions read from the cache (written through to the database): the labelling page's answers
+# cost no session query.
+SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
 X_FRAME_OPTIONS = "DENY"
 # Every asset is served by the app itself (no CDN) and no template has inline script, so scripts
 # come only from 'self'; inline styles stay allowed (plotly and the error pages use them).

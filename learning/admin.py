@@ -69,6 +69,7 @@ class StudyLearningSettingsAdmin(admin.ModelAdmin):
         "debounce_seconds",
         "fit_explore",
         "fit_face",
+        "weight_by_reliability",
         "auto_publish",
     ]
     raw_id_fields = ["study"]

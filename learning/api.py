@@ -9,6 +9,9 @@ browser session. Sigma downloads carry ``ETag: "<sha256 of the .npy file>"`` and
 
 from __future__ import annotations
 
+import hashlib
+import json
+
 from django.http import HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
@@ -62,6 +65,9 @@ def version_metadata(version: MetricVersion, request) -> dict:
         for fmt in SIGMA_FORMATS:
             url = reverse("api-version-sigma", args=[version.pk, fmt])
             links[f"sigma_{fmt}"] = request.build_absolute_uri(url)
+    if space.feature_map:
+        url = reverse("api-feature-map", args=[version.study_id])
+        links["feature_map"] = request.build_absolute_uri(url)
     return {
         "id": version.pk,
         "study": {"id": version.study_id, "name": version.study.name},
@@ -71,6 +77,7 @@ def version_metadata(version: MetricVersion, request) -> dict:
         "dimension": version.dimension,
         "embedding_space": {
             "name": space.name,
+            "kind": space.kind,
             "sha256": space.sha256,
             "dimension": space.dimension,
             "item_count": space.item_count,
@@ -229,3 +236,28 @@ class GroupExport(ExportView):
             "groups",
             AuditAction.EXPORT_GROUPS,
         )
+
+
+def feature_map_json(space) -> bytes:
+    """The space's feature map as stable JSON bytes (sorted keys: the same map, the same bytes)."""
+    return json.dumps(space.feature_map, sort_keys=True, ensure_ascii=False).encode("utf-8")
+
+
+class FeatureMap(ExportView):
+    @extend_schema(
+        summary="The feature map φ of a study's record space (plain JSON; apply_feature_map)",
+        responses=OpenApiTypes.OBJECT,
+    )
+    def get(self, request, study_id: int):
+        space = self.study.space
+        if not space.feature_map:
+            raise NotFound(
+                f"Space {space.name!r} is a {space.kind} space; only record spaces have a feature map."
+            )
+        body = feature_map_json(space)
+        etag = f'"{hashlib.sha256(body).hexdigest()}"'
+        headers = {"ETag": etag, "Cache-Control": "private, no-cache"}
+        if etag_matches(request, etag):
+            return HttpResponse(status=304, headers=headers)
+        headers["Content-Disposition"] = f'attachment; filename="feature-map-{study_id}.json"'
+        return HttpResponse(body, content_type="application/json", headers=headers)

@@ -11,7 +11,7 @@ class LearningConfig(AppConfig):
         for its sampler (``annotation.hooks``)."""
         from annotation import hooks
 
-        from . import scheduling, sigmas
+        from . import scheduling, sigmas, tokens  # noqa: F401 - tokens: its cache receivers
 
         hooks.on_feedback_changed(scheduling.refit_request)
         hooks.provide_metric(sigmas.study_metric)

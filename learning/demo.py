@@ -266,6 +266,31 @@ def _weat_suite(study: Study, created: list[str]) -> WeatSuite:
     return suite
 
 
+def demo_study(
+    *,
+    name: str,
+    space: EmbeddingSpace,
+    mode: str,
+    instructions: str,
+    users: dict[str, object] | None,
+    created: list[str],
+) -> Study:
+    """The demo study ``name`` on ``space`` (created when missing); ``users`` maps a role
+    (admin, reviewer, annotator) to the user who gets it. What is made goes into ``created``."""
+    study, made = Study.objects.get_or_create(
+        name=name, defaults={"space": space, "mode": mode, "instructions": instructions}
+    )
+    if made:
+        created.append(f"study {name!r}")
+    elif study.space_id != space.pk:
+        raise RuntimeError(f"a study named {name!r} exists on another space")
+    for role, user in (users or {}).items():
+        _, made = study.memberships.get_or_create(user=user, defaults={"role": role})
+        if made:
+            created.append(f"membership {user} as {role}")
+    return study
+
+
 def demo_load(
     *, users: dict[str, object] | None = None, log: Callable[[str], None] = lambda _: None
 ) -> DemoSummary:
@@ -278,19 +303,15 @@ def demo_load(
     log(f"selected {len(selection.keys):,} GloVe words, {len(selection.names):,} names")
     space = _demo_space(selection, created)
     with transaction.atomic():
-        study, made = Study.objects.get_or_create(
+        study = demo_study(
             name=STUDY_NAME,
-            defaults={"space": space, "mode": Study.Mode.BOTH, "instructions": INSTRUCTIONS},
+            space=space,
+            mode=Study.Mode.BOTH,
+            instructions=INSTRUCTIONS,
+            users=users,
+            created=created,
         )
-        if made:
-            created.append(f"study {STUDY_NAME!r}")
-        elif study.space_id != space.pk:
-            raise RuntimeError(f"a study named {STUDY_NAME!r} exists on another space")
         study.pool_tags.add(Tag.objects.get(name="name"))
-        for role, user in (users or {}).items():
-            _, made = study.memberships.get_or_create(user=user, defaults={"role": role})
-            if made:
-                created.append(f"membership {user} as {role}")
         ids = dict(
             Item.objects.filter(space=space, tags__name__in=["name", "positive", "negative"])
             .values_list("key", "id")

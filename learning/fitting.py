@@ -13,11 +13,11 @@ FACE uses the study's comparable groups and, when ``face_pairs_as_groups`` is on
 the policy resolves as comparable as a group of two (the paper's pairs-as-groups reading; under
 ``all`` an unsure answer is not a comparable pair for FACE).
 
-Diagnostics use a fixed validation split by a hash of the *pair* (not of the judgment), so every
-answer to a pair falls on the same side and held-out pairs are truly unseen. The stored Sigma is
-fitted on all observations; a second fit on the training side gives the train and held-out
-log-likelihood and the held-out AUC of ``predict_proba``. Storing the Sigma is
-:mod:`learning.versions`' job.
+Diagnostics use validation folds by a hash of the *pair* (not of the judgment), so every answer
+to a pair falls on the same side and held-out pairs are truly unseen: EXPLORE chooses its penalty
+on those folds and its fold fits give the held-out log-likelihood (with its interval) and AUC,
+so a refit costs the penalty choice plus one fit (``explore_folds``). The stored Sigma is
+fitted on all observations. Storing the Sigma is :mod:`learning.versions`' job.
 """
 
 from __future__ import annotations
@@ -28,9 +28,17 @@ import numpy as np
 from sklearn.metrics import roc_auc_score
 
 from annotation.models import LabelCode
-from learning.core.explore import EXPLORE, ExploreShortfall, explore_shortfall
+from learning.core.explore import (
+    EXPLORE,
+    KFOLD_BELOW,
+    MIN_ANSWERS,
+    N_FOLDS,
+    ExploreShortfall,
+    explore_shortfall,
+)
 from learning.core.face import FACE
 from learning.core.psd import eigh_descending
+from learning.core.reliability import ReliableEXPLORE
 from learning.selectors import GroupSnapshot, JudgmentSnapshot
 
 UNSURE = LabelCode.UNSURE
@@ -44,6 +52,13 @@ class PairData:
     row_b: np.ndarray
     y: np.ndarray  # float: 1 comparable, 0 incomparable, 0.5 unsure under "all"
     held_out: np.ndarray  # bool, fixed by the pair's hash
+    hash: np.ndarray  # the pair's hash in [0, 1) (validation folds)
+    # Per observation when each is one answer (not under "majority"): who gave it (-1:
+    # imported), the pair (an index shared by the answers to one pair) and the gold truth
+    # (1/0; NaN when the pair is not gold). None under "majority".
+    annotator: np.ndarray | None = None
+    pair: np.ndarray | None = None
+    gold: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.y.size)
@@ -86,13 +101,31 @@ def pair_data(snapshot: JudgmentSnapshot, *, policy: str, validation_share: floa
         item_a, item_b = unique[decided, 0], unique[decided, 1]
         row_a, row_b = ra[first][decided], rb[first][decided]
         y = (yes[decided] > no[decided]).astype(np.float64)
+        unit = pair_hash_unit(item_a, item_b)
+        return PairData(row_a=row_a, row_b=row_b, y=y, held_out=unit < validation_share, hash=unit)
+    keep = label != UNSURE if policy == "drop_unsure" else np.ones(label.size, dtype=bool)
+    item_a, item_b = snapshot.item_a[keep], snapshot.item_b[keep]
+    row_a, row_b = snapshot.row_a[keep], snapshot.row_b[keep]
+    y = np.where(label[keep] == UNSURE, 0.5, label[keep].astype(np.float64))
+    unit = pair_hash_unit(item_a, item_b)
+    gold = np.full(y.size, np.nan)
+    if snapshot.gold is not None:
+        code = snapshot.gold[keep]
+        gold[(code == 0) | (code == 1)] = code[(code == 0) | (code == 1)]
+    if y.size:
+        pair = np.unique(np.stack([item_a, item_b], axis=1), axis=0, return_inverse=True)[1]
     else:
-        keep = label != UNSURE if policy == "drop_unsure" else np.ones(label.size, dtype=bool)
-        item_a, item_b = snapshot.item_a[keep], snapshot.item_b[keep]
-        row_a, row_b = snapshot.row_a[keep], snapshot.row_b[keep]
-        y = np.where(label[keep] == UNSURE, 0.5, label[keep].astype(np.float64))
-    held_out = pair_hash_unit(item_a, item_b) < validation_share
-    return PairData(row_a=row_a, row_b=row_b, y=y, held_out=held_out)
+        pair = np.empty(0, dtype=np.int64)
+    return PairData(
+        row_a=row_a,
+        row_b=row_b,
+        y=y,
+        held_out=unit < validation_share,
+        hash=unit,
+        annotator=snapshot.annotator[keep],
+        pair=pair.ravel(),
+        gold=gold,
+    )
 
 
 def counts_of(snapshot: JudgmentSnapshot, groups: GroupSnapshot, pairs: PairData) -> dict:
@@ -146,13 +179,19 @@ def explore_shortfall_of(labels: np.ndarray) -> ExploreShortfall:
     return explore_shortfall(labels[(labels == 0) | (labels == 1)])
 
 
-def _mean_interval(values: np.ndarray) -> list[float | None]:
-    """95 % normal interval of a mean (per-pair values; None with fewer than two)."""
-    if values.size < 2:
-        return [None, None]
-    half = 1.96 * float(np.std(values, ddof=1)) / np.sqrt(values.size)
-    mean = float(np.mean(values))
-    return [finite(mean - half), finite(mean + half)]
+def explore_folds(pairs: PairData) -> np.ndarray | None:
+    """Validation folds for EXPLORE by the pair's hash, so every answer to a pair falls in one
+    fold: ``N_FOLDS`` folds below ``KFOLD_BELOW`` observations (EXPLORE's own rule), else the
+    study's held-out share as one split (fold 0; -1 never held out). None when some training
+    side would lack a label (EXPLORE then uses its own stratified folds)."""
+    if len(pairs) < KFOLD_BELOW:
+        fold = np.minimum((pairs.hash * N_FOLDS).astype(np.int64), N_FOLDS - 1)
+    else:
+        fold = np.where(pairs.held_out, 0, -1)
+    for f in np.unique(fold[fold >= 0]):
+        if not explore_shortfall_of(pairs.y[fold != f]).ok:
+            return None
+    return fold if np.any(fold >= 0) else None
 
 
 def fit_explore(
@@ -162,12 +201,20 @@ def fit_explore(
     max_eigenvalue: float | None,
     prior: np.ndarray | None = None,
     prior_name: str = "identity",
+    weight_by_reliability: bool = False,
 ) -> FitOutcome:
-    """EXPLORE on all observations, plus a train-side fit (at the chosen penalty) for held-out
-    diagnostics: log-likelihood with its 95 % interval and AUC on the pairs held out by hash.
+    """EXPLORE on all observations, with held-out diagnostics from the fits it makes anyway to
+    choose its penalty (folds by pair hash, ``explore_folds``): log-likelihood with its 95 %
+    interval and AUC of the held-out pairs, each scored by a fit that did not see it.
 
     ``prior``: the metric outside the span of the observed differences (the study's FACE Sigma
     when it has one, else a scaled identity; docs/core.md).
+
+    ``weight_by_reliability``: answers weighted by their annotator's estimated reliability
+    (``learning.core.reliability``: flip rates by EM jointly with Sigma, EXPLORE on the soft
+    labels) when every observation is one answer (not under the "majority" policy) and at least
+    two annotators answered; imported answers count as one more annotator. The diagnostics say
+    which weighting was used (``weighting``) and list each annotator's flip rate.
     """
     shortfall = explore_shortfall_of(pairs.y)
     if not shortfall.ok:
@@ -179,7 +226,15 @@ def fit_explore(
         "max_eigenvalue": None if max_eigenvalue is None else float(max_eigenvalue),
         "random_state": 0,
     }
-    model = EXPLORE(**params, prior=prior).fit(x1, x2, pairs.y)
+    folds = explore_folds(pairs)
+    plain = EXPLORE(**params, prior=prior).fit(x1, x2, pairs.y, validation=folds)
+    weighting = _weighting(pairs, weight_by_reliability)
+    model = plain
+    if weighting == "reliability":  # the EM reuses the plain fit and its penalty
+        reliable = ReliableEXPLORE(explore_params=params | {"prior": prior}).fit_differences(
+            x1 - x2, pairs.y, pairs.annotator, pair=pairs.pair, gold=pairs.gold, plain=plain
+        )
+        model = reliable.explore_
     diagnostics = {
         "loglik": finite(model.loglik_),
         "iterations": int(model.n_iter_),
@@ -191,26 +246,52 @@ def fit_explore(
         "prior": prior_name,
         "prior_scale": finite(model.prior_scale_),
         "penalty": finite(model.alpha_),
-        "penalty_path": [[finite(a), finite(b)] for a, b in model.alpha_path_],
+        "penalty_path": [[finite(a), finite(b)] for a, b in plain.alpha_path_],
         "bound_active": bool(model.bound_active_),
         "warnings": list(model.warnings_),
+        "weighting": weighting,
     }
-    train = ~pairs.held_out
-    held = pairs.held_out
-    if train.any() and held.any() and explore_shortfall_of(pairs.y[train]).ok:
-        check = EXPLORE(**params, prior=prior, alpha=model.alpha_).fit(
-            x1[train], x2[train], pairs.y[train]
-        )
-        per_pair = check.score_samples(x1[held], x2[held], pairs.y[held])
+    if weighting == "reliability":
+        rel = reliable.reliability_
+        diagnostics["reliability"] = [
+            {
+                "annotator": int(a),
+                "answers": int(n),
+                "flip_rate": finite(e),
+                "interval": [finite(lo), finite(hi)],
+            }
+            for a, n, e, (lo, hi) in zip(
+                rel.annotator, rel.n_answers, rel.flip_rate, rel.interval, strict=True
+            )
+        ]
+        diagnostics["reliability_iterations"] = int(reliable.n_iter_)
+    held = np.isfinite(plain.heldout_distances_)
+    if held.any():
+        distance = plain.heldout_distances_[held]
         diagnostics |= {
-            "train_loglik": finite(check.score(x1[train], x2[train], pairs.y[train])),
-            "heldout_loglik": finite(per_pair.mean()),
-            "heldout_loglik_ci": _mean_interval(per_pair),
-            "heldout_pairs": int(per_pair.size),
-            "heldout_auc": _auc(pairs.y[held], check.predict_proba(x1[held], x2[held])),
+            "heldout_loglik": finite(plain.heldout_loglik_),
+            "heldout_loglik_ci": [finite(v) for v in plain.heldout_loglik_ci_],
+            "heldout_pairs": int(plain.heldout_n_),
+            "heldout_folds": "pair hash" if folds is not None else "stratified",
+            # The folds are the penalty choice's, fitted without weighting.
+            "heldout_fit": "unweighted",
+            "heldout_auc": _auc(pairs.y[held], -distance),
         }
     params["prior"] = prior_name
     return FitOutcome(sigma=model.sigma_, parameters=params, diagnostics=diagnostics)
+
+
+def _weighting(pairs: PairData, wanted: bool) -> str:
+    """ "reliability" when answers can be weighted, else why not (stored on the version)."""
+    if not wanted:
+        return "none"
+    if pairs.annotator is None:
+        return "none (majority policy: one observation per pair)"
+    if np.unique(pairs.annotator).size < 2:
+        return "none (one annotator)"
+    if np.unique(pairs.pair).size < MIN_ANSWERS:  # the EM fits one observation per pair
+        return f"none (fewer than {MIN_ANSWERS} distinct pairs)"
+    return "reliability"
 
 
 def face_groups(

@@ -230,6 +230,11 @@ class StudyLearningSettings(models.Model):
         help_text="Bound on Sigma's spectrum; empty: none (EXPLORE's penalty keeps separable "
         "data finite, docs/core.md).",
     )
+    weight_by_reliability = models.BooleanField(
+        default=True,
+        help_text="Weight answers by annotator reliability: EXPLORE jointly estimates each "
+        "annotator's flip rate (EM, using overlap and gold pairs) and discounts noisy answers.",
+    )
     validation_share = models.FloatField(
         default=0.2,
         validators=[MinValueValidator(0.0), MaxValueValidator(0.5)],

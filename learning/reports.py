@@ -338,6 +338,40 @@ class MethodStatus:
     needs: str = ""
 
 
+@dataclass(frozen=True)
+class AnnotatorReliability:
+    """An annotator's flip rate as estimated by the latest EXPLORE version, and its interval."""
+
+    version_id: int
+    answers: int
+    flip_rate: float | None
+    low: float | None
+    high: float | None
+
+    @property
+    def reliability(self) -> float | None:  # share of answers reported as they are
+        return None if self.flip_rate is None else 1.0 - self.flip_rate
+
+    @property
+    def interval(self) -> tuple[float, float] | None:  # of the reliability
+        return None if self.low is None or self.high is None else (1 - self.high, 1 - self.low)
+
+
+def annotator_reliability(study: Study) -> dict[int, AnnotatorReliability]:
+    """Per annotator id, the reliability the study's latest ready EXPLORE version estimated
+    (empty when that version was not weighted); imported answers are under -1."""
+    from learning.selectors import version_latest_ready
+
+    version = version_latest_ready(study_id=study.pk, method=MetricVersion.Method.EXPLORE)
+    rows = (version.diagnostics or {}).get("reliability") or [] if version else []
+    return {
+        int(row["annotator"]): AnnotatorReliability(
+            version.pk, int(row["answers"]), row["flip_rate"], *row["interval"]
+        )
+        for row in rows
+    }
+
+
 def refit_status(study: Study) -> list[MethodStatus]:
     """One status per method that has versions or waits (two queries)."""
     newest = {}

@@ -9,9 +9,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from django.db.models import Count, Max, QuerySet
+from django.db.models import Case, Count, Max, OuterRef, QuerySet, Subquery, When
 
-from annotation.models import ComparableGroup, Label, LabelCode, PairJudgment, StudyCounter
+from annotation.models import (
+    ComparableGroup,
+    GoldPair,
+    Label,
+    LabelCode,
+    PairJudgment,
+    StudyCounter,
+)
 from learning.models import MetricVersion, StudyLearningSettings
 
 LABEL_CODES = {label.value: LabelCode.of(label) for label in Label}
@@ -37,6 +44,7 @@ class JudgmentSnapshot:
     row_b: np.ndarray
     label: np.ndarray  # annotation.models.LabelCode
     annotator: np.ndarray  # user id, -1 for imported answers
+    gold: np.ndarray | None = None  # LabelCode of the gold pair's answer, -1 when not gold
 
     def __len__(self) -> int:
         return int(self.ids.size)
@@ -76,19 +84,32 @@ def study_data_marks(*, study_id: int) -> DataMarks:
 def judgment_snapshot(
     *, study_id: int, watermark: int, excluded_annotators: list[int]
 ) -> JudgmentSnapshot:
-    """All judgments of the study with id <= watermark (one query)."""
-    queryset = PairJudgment.objects.filter(study_id=study_id, id__lte=watermark)
+    """All judgments of the study with id <= watermark (one query), with the gold label of
+    answers to gold pairs that still exist."""
+    gold_label = GoldPair.objects.filter(
+        study_id=study_id, item_a=OuterRef("item_a"), item_b=OuterRef("item_b")
+    ).values("label")[:1]
+    queryset = PairJudgment.objects.filter(study_id=study_id, id__lte=watermark).annotate(
+        gold=Case(When(is_gold=True, then=Subquery(gold_label)))
+    )
     if excluded_annotators:
         queryset = queryset.exclude(annotator_id__in=excluded_annotators)
     rows = list(
         queryset.order_by("id").values_list(
-            "id", "item_a_id", "item_b_id", "item_a__row", "item_b__row", "label", "annotator_id"
+            "id",
+            "item_a_id",
+            "item_b_id",
+            "item_a__row",
+            "item_b__row",
+            "label",
+            "annotator_id",
+            "gold",
         )
     )
     if not rows:
         empty = np.empty(0, dtype=np.int64)
-        return JudgmentSnapshot(empty, empty, empty, empty, empty, empty, empty)
-    ids, item_a, item_b, row_a, row_b, labels, annotators = zip(*rows, strict=True)
+        return JudgmentSnapshot(empty, empty, empty, empty, empty, empty, empty, empty)
+    ids, item_a, item_b, row_a, row_b, labels, annotators, gold = zip(*rows, strict=True)
     codes = np.fromiter((LABEL_CODES[x] for x in labels), dtype=np.int8, count=len(labels))
     return JudgmentSnapshot(
         ids=np.asarray(ids, dtype=np.int64),
@@ -98,6 +119,7 @@ def judgment_snapshot(
         row_b=np.asarray(row_b, dtype=np.int64),
         label=codes,
         annotator=np.asarray([-1 if a is None else a for a in annotators], dtype=np.int64),
+        gold=np.fromiter((LABEL_CODES.get(g, -1) for g in gold), dtype=np.int8, count=len(gold)),
     )
 
 

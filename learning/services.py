@@ -163,6 +163,8 @@ def _method_plans(
         plans[Method.FACE] = _plan(Method.FACE, label, params, marks, marks.group_watermark)
     if learning.fit_explore and marks.judgment_count:
         params = common | {"max_eigenvalue": learning.explore_max_eigenvalue}
+        if learning.weight_by_reliability:  # (absent when off: older fingerprints still hold)
+            params["weight_by_reliability"] = True
         plans[Method.EXPLORE] = _plan(Method.EXPLORE, "explore", params, marks, None)
     return plans
 
@@ -277,6 +279,7 @@ def _version_fit(version, study, learning, pairs, groups, snapshot_seconds) -> b
                 max_eigenvalue=learning.explore_max_eigenvalue,
                 prior=prior,
                 prior_name=prior_name,
+                weight_by_reliability=learning.weight_by_reliability,
             )
         else:
             outcome = fitting.fit_face(

@@ -5,16 +5,25 @@ does not leak usable tokens; the plaintext is returned once by :func:`api_token_
 Clients send it as ``Authorization: Bearer fm_…`` (or ``Token fm_…``). Headers whose token
 does not start with ``fm_`` are left to the other authentication classes (e.g. DRF's own
 ``TokenAuthentication``), so both kinds can be configured side by side.
+
+A token's user is cached for ``TOKEN_CACHE_SECONDS`` under ``fm:token:<sha256>`` (the answer
+path then needs no query to authenticate); revoking or deleting the token, and saving or
+deleting its user (``is_active``, ``is_staff``…), forget the entry at once. A cache that does not
+answer costs the query, never a request.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import secrets
 from datetime import timedelta
 
 from django.contrib.auth import get_user_model
+from django.core.cache import cache
 from django.db import transaction
+from django.db.models.signals import post_delete, post_save
+from django.dispatch import receiver
 from django.utils import timezone
 from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
@@ -29,6 +38,7 @@ TOKEN_PREFIX = "fm_"
 MAX_ACTIVE_TOKENS = 20
 # last_used_at is refreshed at most this often, so a job polling every second costs no writes.
 LAST_USED_RESOLUTION = timedelta(minutes=1)
+TOKEN_CACHE_SECONDS = 60
 
 
 class TokenError(Exception):
@@ -37,6 +47,24 @@ class TokenError(Exception):
 
 def _hash(key: str) -> str:
     return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+def _cache_key(key_hash: str) -> str:
+    return f"fm:token:{key_hash}"
+
+
+def _forget(*key_hashes: str) -> None:
+    keys = [_cache_key(h) for h in key_hashes]
+    if not keys:
+        return
+    with contextlib.suppress(Exception):  # a down cache: the entries expire after 60 s
+        cache.delete_many(keys)
+    transaction.on_commit(lambda: _forget_now(keys))
+
+
+def _forget_now(keys: list[str]) -> None:
+    with contextlib.suppress(Exception):
+        cache.delete_many(keys)
 
 
 @transaction.atomic
@@ -84,6 +112,7 @@ def token_revoke(*, token: ApiToken, actor) -> bool:
         return False
     token.revoked_at = timezone.now()
     token.save(update_fields=["revoked_at"])
+    _forget(token.key_hash)
     audit_record(
         action=AuditAction.TOKEN_REVOKE,
         target=token,
@@ -97,17 +126,49 @@ def api_token_user(*, key: str):
     """The active user a plaintext token belongs to, or None."""
     if not key.startswith(TOKEN_PREFIX):
         return None
-    token = (
-        ApiToken.objects.select_related("user")
-        .filter(key_hash=_hash(key), revoked_at__isnull=True)
-        .first()
-    )
-    if token is None or not token.user.is_active:
-        return None
+    key_hash = _hash(key)
+    try:
+        cached = cache.get(_cache_key(key_hash))
+    except Exception:  # noqa: BLE001 - a down cache costs the query
+        cached = None
     now = timezone.now()
-    if token.last_used_at is None or token.last_used_at < now - LAST_USED_RESOLUTION:
-        ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
-    return token.user
+    if cached is not None:
+        token_pk, user, last_used_at = cached
+    else:
+        token = (
+            ApiToken.objects.select_related("user")
+            .filter(key_hash=key_hash, revoked_at__isnull=True)
+            .first()
+        )
+        if token is None or not token.user.is_active:
+            return None
+        token_pk, user, last_used_at = token.pk, token.user, token.last_used_at
+    if last_used_at is None or last_used_at < now - LAST_USED_RESOLUTION:
+        ApiToken.objects.filter(pk=token_pk).update(last_used_at=now)
+        last_used_at = now
+        cached = None
+    if cached is None:
+        with contextlib.suppress(Exception):
+            cache.set(_cache_key(key_hash), (token_pk, user, last_used_at), TOKEN_CACHE_SECONDS)
+    return user
+
+
+@receiver([post_save, post_delete], sender=ApiToken)
+def _token_changed(sender, instance: ApiToken, **kwargs) -> None:
+    if kwargs.get("update_fields") == frozenset({"last_used_at"}):
+        return
+    _forget(instance.key_hash)
+
+
+def _user_changed(sender, instance, **kwargs) -> None:
+    """A user's activity or rights changed: forget their tokens' cached copies of them."""
+    if kwargs.get("update_fields") == frozenset({"last_login"}):
+        return
+    _forget(*ApiToken.objects.filter(user_id=instance.pk).values_list("key_hash", flat=True))
+
+
+post_save.connect(_user_changed, sender=get_user_model(), dispatch_uid="tokens-user-saved")
+post_delete.connect(_user_changed, sender=get_user_model(), dispatch_uid="tokens-user-deleted")
 
 
 class ApiTokenAuthentication(BaseAuthentication):

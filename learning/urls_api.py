@@ -21,6 +21,7 @@ urlpatterns = [
         api.PublishedSigma.as_view(),
         name="api-published-sigma",
     ),
+    path("studies/<int:study_id>/feature-map/", api.FeatureMap.as_view(), name="api-feature-map"),
     path(
         "studies/<int:study_id>/export/judgments.<str:fmt>",
         api.JudgmentExport.as_view(),

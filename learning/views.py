@@ -127,6 +127,9 @@ def study_dashboard(request: HttpRequest, study_id: int) -> HttpResponse:
     if state.board is None:
         return render(request, "learning/study_dashboard_computing.html", context)
     board = state.board
+    reliability = reports.annotator_reliability(study)
+    context["annotator_rows"] = [(q, reliability.get(q.user_id)) for q in board.annotators]
+    context["reliability_version"] = next(iter(reliability.values()), None)
     context["charts"] = {
         "days": board.days,
         "per_day": board.per_day,

@@ -8,6 +8,11 @@ thrown away and the POST is sent again with the same ``client_id`` (the server m
 with the same judgment). Like the labelling page, a connection error, a 5xx or a 429 is retried
 with growing back-off and the same ``client_id`` — only a response the client actually read
 counts as an acknowledgement. Every request is recorded (endpoint, status, latency).
+
+With ``batch`` > 1 an annotator answers in batches, as a client that is behind does: it holds
+``batch`` pairs, answers them all in one ``POST judgments/batch/?next=<batch>`` whose answer
+carries the next ``batch`` pairs; a lost response re-sends the whole batch (every result must
+then be ``duplicate`` with the same judgment ids).
 """
 
 from __future__ import annotations
@@ -176,6 +181,8 @@ class LoadConfig:
     timeout: float = 15.0  # per request
     give_up_after: float = 90.0  # stop retrying one request after this long
     next_in_answer: bool = True  # POST ?next=1 (False: GET next-pair before every POST)
+    batch: int = 1  # answers per request (> 1: the batch endpoint)
+    ports: tuple[int, ...] = ()  # more web "machines": annotator i talks to ports[i % n]
     seed: int = 0
 
 
@@ -183,8 +190,9 @@ async def run_annotators(config: LoadConfig, tokens: list[str]) -> Record:
     record = Record()
     record.started = time.perf_counter() + config.warmup
     deadline = record.started + config.seconds
+    run = _batch_annotator if config.batch > 1 else _annotator
     await asyncio.gather(
-        *(_annotator(config, token, i, deadline, record) for i, token in enumerate(tokens))
+        *(run(config, token, i, deadline, record) for i, token in enumerate(tokens))
     )
     record.finished = time.perf_counter()
     return record
@@ -212,9 +220,16 @@ async def _call(conn, record, endpoint, method, path, headers, body=b"", *, give
         delay = min(2.0, delay * 2)
 
 
+async def _next_pair(conn, record, base: str, auth: dict, config: LoadConfig):
+    give_up_at = time.perf_counter() + config.give_up_after
+    return await _call(
+        conn, record, "GET next-pair", "GET", f"{base}/next-pair/", auth, give_up_at=give_up_at
+    )
+
+
 async def _annotator(config: LoadConfig, token: str, index: int, deadline: float, record: Record):
     rng = random.Random(config.seed * 1000 + index)
-    conn = HttpConnection(config.host, config.port, config.timeout)
+    conn = HttpConnection(config.host, _port(config, index), config.timeout)
     auth = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
     post_headers = {**auth, "Content-Type": "application/json"}
     base = f"/api/studies/{config.study_id}"
@@ -234,15 +249,7 @@ async def _annotator(config: LoadConfig, token: str, index: int, deadline: float
         pair = None
         while time.perf_counter() < deadline:
             if pair is None:
-                status, payload = await _call(
-                    conn,
-                    record,
-                    "GET next-pair",
-                    "GET",
-                    f"{base}/next-pair/",
-                    auth,
-                    give_up_at=time.perf_counter() + config.give_up_after,
-                )
+                status, payload = await _next_pair(conn, record, base, auth, config)
                 if status != 200:
                     record.problems.append(
                         f"annotator {index}: next-pair {status} {payload[:200]!r}"
@@ -319,3 +326,100 @@ async def _answer(conn, record, path, headers, body, client_id, lose_first, conf
         )
     record.acknowledged[client_id] = judgment_id
     return data.get("next_pair")
+
+
+def _port(config: LoadConfig, index: int) -> int:
+    return config.ports[index % len(config.ports)] if config.ports else config.port
+
+
+def _new_answer(rng, pair) -> dict:
+    return {
+        "item_a": pair["left"]["id"],
+        "item_b": pair["right"]["id"],
+        "label": rng.choices(LABELS, LABEL_WEIGHTS)[0],
+        "client_id": str(uuid.UUID(int=rng.getrandbits(128), version=4)),
+        "elapsed_ms": rng.randint(300, 4000),
+    }
+
+
+async def _batch_annotator(
+    config: LoadConfig, token: str, index: int, deadline: float, record: Record
+):
+    rng = random.Random(config.seed * 1000 + index)
+    conn = HttpConnection(config.host, _port(config, index), config.timeout)
+    auth = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
+    post_headers = {**auth, "Content-Type": "application/json"}
+    base = f"/api/studies/{config.study_id}"
+    path = f"{base}/judgments/batch/?next={config.batch}"
+    try:
+        pairs: list[dict] = []
+        while time.perf_counter() < deadline:
+            while len(pairs) < config.batch:  # the first pairs (or after a short answer)
+                status, payload = await _next_pair(conn, record, base, auth, config)
+                pair = json.loads(payload) if status == 200 else None
+                if pair is None or pair["done"]:
+                    record.done_answers += pair is not None
+                    if pair is None:
+                        record.problems.append(f"annotator {index}: next-pair {status}")
+                    return
+                if all(
+                    {p["left"]["id"], p["right"]["id"]} != {pair["left"]["id"], pair["right"]["id"]}
+                    for p in pairs
+                ):
+                    pairs.append(pair)
+            if config.think:
+                await asyncio.sleep(config.think * config.batch * rng.uniform(0.5, 1.5))
+            answers = [_new_answer(rng, p) for p in pairs]
+            pairs = await _send_batch(
+                conn, record, path, post_headers, answers, rng.random() < config.lost_share, index
+            )
+    finally:
+        conn.close()
+
+
+async def _send_batch(conn, record, path, headers, answers, lose_first, index) -> list[dict]:
+    """One batch (and its simulated re-send); returns the next pairs it carried."""
+    give_up_at = time.perf_counter() + 90.0
+    body = json.dumps({"answers": answers}).encode()
+    record.sent.update(a["client_id"] for a in answers)
+    status, payload = await _call(
+        conn, record, "POST batch", "POST", path, headers, body, give_up_at=give_up_at
+    )
+    first = None
+    if status == 200:
+        first = json.loads(payload)
+        if record.measuring():
+            record.judgments_created += sum(r["status"] == "created" for r in first["results"])
+        if lose_first:
+            record.lost_simulated += 1
+            status, payload = await _call(
+                conn,
+                record,
+                "POST batch (retry)",
+                "POST",
+                path,
+                headers,
+                body,
+                give_up_at=give_up_at,
+            )
+    if status != 200:
+        record.unacknowledged.update(a["client_id"] for a in answers)
+        if status is not None:
+            record.problems.append(f"annotator {index}: batch {status} {payload[:200]!r}")
+        return []
+    data = json.loads(payload) if lose_first else first
+    for n, (answer, result) in enumerate(zip(answers, data["results"], strict=True)):
+        if result["status"] not in ("created", "duplicate"):
+            record.unacknowledged.add(answer["client_id"])
+            if result["status"] != "throttled":
+                record.problems.append(f"annotator {index}: answer {result}")
+            continue
+        judgment_id = result["judgment"]["id"]
+        earlier = first["results"][n] if lose_first and first is not None else None
+        if earlier is not None and earlier["status"] in ("created", "duplicate"):  # noqa: SIM102
+            if result["status"] != "duplicate" or earlier["judgment"]["id"] != judgment_id:
+                record.problems.append(
+                    f"annotator {index}: re-sent {answer['client_id']} got {result['status']}"
+                )
+        record.acknowledged[answer["client_id"]] = judgment_id
+    return data.get("next_pairs") or []

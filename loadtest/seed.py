@@ -32,6 +32,7 @@ def seed(*, annotators: int, items: int, dim: int, history: int, rng_seed: int =
     from django.db import transaction
 
     from annotation.models import Membership, PairJudgment, Study
+    from learning.models import StudyLearningSettings
     from learning.tokens import api_token_create
     from spaces.models import EmbeddingSpace, Item
 
@@ -58,6 +59,12 @@ def seed(*, annotators: int, items: int, dim: int, history: int, rng_seed: int =
             Item.objects.filter(space=space).order_by("row").values_list("id", flat=True)
         )
         study = Study.objects.create(name="load study", space=space, target_per_annotator=10**6)
+        # Every refit that finds new answers makes a version (no churn wait): the heaviest
+        # refit load, and the run's end check (a version covers the last answer) holds at once
+        # instead of after the default 10 answers / 5 minutes.
+        StudyLearningSettings.objects.create(
+            study=study, version_min_new_answers=1, version_min_minutes=0
+        )
         seeders = [User.objects.create_user(f"load-seed-{i}") for i in range(SEED_USERS)]
         users = [User.objects.create_user(f"{LOAD_USER_PREFIX}{i}") for i in range(annotators)]
         Membership.objects.bulk_create(Membership(user=u, study=study) for u in seeders + users)

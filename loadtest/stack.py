@@ -83,6 +83,8 @@ class Stack:
     scratch: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="fm-load-")))
     redis_port: int = field(default_factory=free_port)
     web_port: int = field(default_factory=free_port)
+    web_hosts: int = 1  # gunicorn masters ("machines") sharing the database and Redis
+    extra_web_ports: list[int] = field(default_factory=list)
     procs: dict[str, subprocess.Popen] = field(default_factory=dict)
     _db_created: bool = False
     _worker_starts: int = 0
@@ -239,16 +241,26 @@ class Stack:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=10)
 
+    @property
+    def web_ports(self) -> list[int]:
+        return [self.web_port, *self.extra_web_ports]
+
     def start_web(self) -> None:
+        while len(self.extra_web_ports) < self.web_hosts - 1:
+            self.extra_web_ports.append(free_port())
+        for n, port in enumerate(self.web_ports):
+            self._start_gunicorn("web" if n == 0 else f"web{n + 1}", port)
+
+    def _start_gunicorn(self, name: str, port: int) -> None:
         self._spawn(
-            "web",
+            name,
             [
                 sys.executable,
                 "-m",
                 "gunicorn",
                 "fairmetric_site.wsgi:application",
                 "--bind",
-                f"127.0.0.1:{self.web_port}",
+                f"127.0.0.1:{port}",
                 "--workers",
                 str(self.web_workers),
                 "--worker-class",
@@ -267,7 +279,7 @@ class Stack:
                 "warning",
             ],
         )
-        _wait_for(lambda: _http_up(self.web_port), 60, "gunicorn")
+        _wait_for(lambda: _http_up(port), 60, "gunicorn")
 
     def cpu_by_process(self) -> dict[int, tuple[str, float]]:
         """CPU seconds so far of every process of the stack: pid -> (component, seconds).

@@ -5,9 +5,10 @@ from .models import EmbeddingImport, EmbeddingSpace, Item, Tag
 
 @admin.register(EmbeddingSpace)
 class EmbeddingSpaceAdmin(admin.ModelAdmin):
-    list_display = ["name", "dimension", "item_count", "sha256", "created_at"]
+    list_display = ["name", "kind", "dimension", "item_count", "sha256", "created_at"]
+    list_filter = ["kind"]
     search_fields = ["name", "source"]
-    readonly_fields = ["sha256", "item_count", "created_at"]
+    readonly_fields = ["sha256", "item_count", "created_at", "feature_map"]
 
 
 @admin.register(Tag)

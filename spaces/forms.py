@@ -43,3 +43,57 @@ class EmbeddingUploadForm(forms.Form):
     def tag_list(self) -> list[str]:
         raw = self.cleaned_data.get("tags") or ""
         return [t.strip()[:100] for t in raw.split(",") if t.strip()]
+
+
+class TableUploadForm(forms.Form):
+    """Records (CSV or Parquet) or texts (CSV with a text column, or JSONL)."""
+
+    file = forms.FileField()
+    name = forms.CharField(max_length=200, help_text="Name of the new space (unique).")
+
+    def clean_file(self):
+        upload = self.cleaned_data["file"]
+        if upload.size > settings.MAX_TABLE_MB * 1024 * 1024:
+            raise forms.ValidationError(f"The file is larger than {settings.MAX_TABLE_MB} MB.")
+        return upload
+
+
+class TextUploadForm(TableUploadForm):
+    text_column = forms.CharField(
+        max_length=200, initial="text", help_text="The field that holds each text."
+    )
+    key_column = forms.CharField(
+        max_length=200,
+        required=False,
+        help_text="Optional: a field with a unique key per text (else text 1, text 2, …).",
+    )
+
+
+ROLE_CHOICES = [("numeric", "numeric"), ("categorical", "categorical"), ("excluded", "excluded")]
+
+
+class ColumnsForm(forms.Form):
+    """One role per column of the uploaded table, the label column and the key column."""
+
+    def __init__(self, *args, columns: list[str], initial_roles: dict, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.columns = columns
+        either = [("", "— none —")] + [(c, c) for c in columns]
+        self.fields["label_column"] = forms.ChoiceField(
+            choices=either, required=False, help_text="Never part of φ (e.g. the outcome)."
+        )
+        self.fields["key_column"] = forms.ChoiceField(
+            choices=either,
+            required=False,
+            help_text="Unique per record; without one, items are row 1, row 2, …",
+        )
+        for i, column in enumerate(columns):
+            self.fields[f"role_{i}"] = forms.ChoiceField(
+                choices=ROLE_CHOICES, label=column, initial=initial_roles.get(column, "excluded")
+            )
+
+    def role_fields(self):
+        return [self[f"role_{i}"] for i in range(len(self.columns))]
+
+    def roles(self) -> dict[str, str]:
+        return {c: self.cleaned_data[f"role_{i}"] for i, c in enumerate(self.columns)}

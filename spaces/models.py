@@ -18,12 +18,26 @@ class EmbeddingSpace(models.Model):
     one per row. Read the vectors of many items with :meth:`vectors` (one indexed read).
     """
 
+    class Kind(models.TextChoices):
+        VECTORS = "vectors", "vectors"  # an uploaded embedding matrix
+        RECORDS = "records", "records"  # a table; the matrix is φ(records), see feature_map
+        TEXTS = "texts", "texts"  # short texts embedded by a sentence model
+
     name = models.CharField(max_length=200, unique=True)
+    kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.VECTORS)
     dimension = models.PositiveIntegerField()
     source = models.TextField(blank=True, help_text="Where the vectors come from.")
     matrix = models.FileField(upload_to="spaces/", max_length=500)
     sha256 = models.CharField(max_length=64)
     item_count = models.PositiveIntegerField(default=0)
+    feature_map = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="Records: the feature map φ as a plain JSON specification (spaces/featuremap.py).",
+    )
+    label_column = models.CharField(
+        max_length=200, blank=True, help_text="Records: the column kept out of φ as the label."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -72,7 +86,9 @@ class Item(models.Model):
     key = models.CharField(max_length=255)
     text = models.TextField(blank=True, help_text="Display text; the key when empty.")
     kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.WORD)
-    payload = models.JSONField(null=True, blank=True, help_text="A record's fields, shown.")
+    payload = models.JSONField(
+        null=True, blank=True, help_text="A record's original field values (JSON), shown."
+    )
     row = models.PositiveIntegerField(help_text="Row index into the space's matrix.")
     tags = models.ManyToManyField(
         Tag, blank=True, related_name="items", db_table="annotation_item_tags"
@@ -116,6 +132,9 @@ class EmbeddingImport(models.Model):
     kind = models.CharField(max_length=10, blank=True)
     tags = models.JSONField(default=list, blank=True)
     limit = models.PositiveIntegerField(null=True, blank=True)
+    options = models.JSONField(
+        default=dict, blank=True, help_text="Records and texts: the columns chosen, the key column."
+    )
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
     stage = models.CharField(max_length=20, blank=True, help_text="reading or storing")
     progress_rows = models.PositiveBigIntegerField(default=0)

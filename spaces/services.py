@@ -9,6 +9,7 @@ removed.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import uuid
@@ -40,6 +41,22 @@ class _Rows:
     lines: list[int]
     payloads: list[dict | None]
     dimension: int
+
+
+@contextlib.contextmanager
+def _matrix_file(name: str):
+    """(relative name, final path, ``.part`` path) of a new matrix in media storage; on any
+    error inside the block both files are removed."""
+    relative = f"spaces/{slugify(name)[:60] or 'space'}-{uuid.uuid4().hex[:8]}.npy"
+    target = Path(default_storage.path(relative))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(target.name + ".part")
+    try:
+        yield relative, target, partial
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        target.unlink(missing_ok=True)
+        raise
 
 
 def _npy_header(shape: tuple[int, int]) -> bytes:
@@ -85,6 +102,27 @@ def _write_matrix(reader: EmbeddingReader, target: Path, progress: Progress | No
         f.seek(0)
         f.write(_npy_header((len(keys), reader.dimension)))
     return _Rows(keys, lines, payloads, reader.dimension)
+
+
+def space_name_check(name: str) -> str:
+    """The stripped name of a new space; ``EmbeddingFormatError`` if empty, long or taken."""
+    name = (name or "").strip()
+    if not name:
+        raise EmbeddingFormatError("the space needs a name")
+    if len(name) > 200:
+        raise EmbeddingFormatError("the space name is longer than 200 characters")
+    if EmbeddingSpace.objects.filter(name=name).exists():
+        raise EmbeddingFormatError(f"a space named {name!r} already exists")
+    return name
+
+
+def _space_row_create(**fields) -> EmbeddingSpace:
+    """The space's row, in a savepoint: a name taken meanwhile is a clear error."""
+    try:
+        with transaction.atomic():
+            return EmbeddingSpace.objects.create(**fields)
+    except IntegrityError:  # a concurrent import took the name since the first check
+        raise EmbeddingFormatError(f"a space named {fields['name']!r} already exists") from None
 
 
 def _tag_ids(names: Iterable[str]) -> dict[str, int]:
@@ -152,18 +190,12 @@ def space_import(
     ``word``); ``item_kinds`` overrides it per key. ``tags`` go on every item, ``item_tags``
     maps a tag to the keys that get it. Raises :class:`EmbeddingFormatError` on bad input.
     """
-    name = (name or "").strip()
-    if not name:
-        raise EmbeddingFormatError("the space needs a name")
-    if len(name) > 200:
-        raise EmbeddingFormatError("the space name is longer than 200 characters")
+    name = space_name_check(name)
     if kind is not None and kind not in Item.Kind.values:
         raise EmbeddingFormatError(f"unknown kind {kind!r}; choose one of {Item.Kind.values}")
     bad_kinds = set((item_kinds or {}).values()) - set(Item.Kind.values)
     if bad_kinds:
         raise EmbeddingFormatError(f"unknown kind {sorted(bad_kinds)[0]!r}")
-    if EmbeddingSpace.objects.filter(name=name).exists():
-        raise EmbeddingFormatError(f"a space named {name!r} already exists")
     reader = EmbeddingReader(
         path,
         fmt=fmt,
@@ -173,11 +205,7 @@ def space_import(
         key_column=key_column,
         fields=list(fields or []),
     )
-    relative = f"spaces/{slugify(name)[:60] or 'space'}-{uuid.uuid4().hex[:8]}.npy"
-    target = Path(default_storage.path(relative))
-    target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_name(target.name + ".part")
-    try:
+    with _matrix_file(name) as (relative, target, partial):
         rows = _write_matrix(reader, partial, progress)
         os.replace(partial, target)
         if progress:
@@ -194,10 +222,6 @@ def space_import(
             item_tags=item_tags or {},
             progress=progress,
         )
-    except BaseException:
-        partial.unlink(missing_ok=True)
-        target.unlink(missing_ok=True)
-        raise
     return space
 
 
@@ -215,18 +239,14 @@ def _space_store(
     item_tags: Mapping[str, Collection[str]],
     progress: Progress | None,
 ) -> EmbeddingSpace:
-    try:
-        with transaction.atomic():
-            space = EmbeddingSpace.objects.create(
-                name=name,
-                dimension=rows.dimension,
-                source=source,
-                matrix=relative,
-                sha256=sha256,
-                item_count=len(rows.keys),
-            )
-    except IntegrityError:  # a concurrent import took the name since the first check
-        raise EmbeddingFormatError(f"a space named {name!r} already exists") from None
+    space = _space_row_create(
+        name=name,
+        dimension=rows.dimension,
+        source=source,
+        matrix=relative,
+        sha256=sha256,
+        item_count=len(rows.keys),
+    )
     has_payload = any(p is not None for p in rows.payloads)
     default_kind = kind or (Item.Kind.RECORD if has_payload else Item.Kind.WORD)
     items = (
@@ -258,3 +278,101 @@ def items_vectors(items: Sequence[Item]) -> np.ndarray:
         raise ValueError("items_vectors needs items of one space")
     space = items[0].space
     return space.vectors([item.row for item in items])
+
+
+def space_from_matrix(
+    *,
+    name: str,
+    matrix: np.ndarray,
+    keys: Sequence[str],
+    space_kind: str,
+    item_kind: str,
+    source: str,
+    texts: Sequence[str] | None = None,
+    payloads: Sequence[dict | None] | None = None,
+    feature_map: dict | None = None,
+    label_column: str = "",
+    progress: Progress | None = None,
+) -> EmbeddingSpace:
+    """A new space from an in-memory matrix (records, texts); atomic like :func:`space_import`.
+
+    The matrix is written to media storage first (a ``.part`` file renamed when whole), then
+    the space and its items are created in one transaction; on any error the file is removed
+    and no row is left. Raises :class:`EmbeddingFormatError` for a bad name or duplicate keys.
+    """
+    name = space_name_check(name)
+    matrix = np.ascontiguousarray(matrix, dtype="<f4")
+    if matrix.ndim != 2 or matrix.shape[0] != len(keys) or matrix.shape[0] == 0:
+        raise EmbeddingFormatError(f"need one vector per item; got {matrix.shape} for {len(keys)}")
+    if not np.isfinite(matrix).all():
+        raise EmbeddingFormatError("the vectors contain NaN or infinite values")
+    seen: set[str] = set()
+    for i, key in enumerate(keys):
+        if key in seen:
+            raise EmbeddingFormatError(f"row {i + 1}: the key {key!r} appears twice")
+        seen.add(key)
+    with _matrix_file(name) as (relative, target, partial):
+        with open(partial, "wb") as f:
+            f.write(_npy_header(matrix.shape))
+            f.write(matrix.tobytes())
+        os.replace(partial, target)
+        space = _matrix_space_store(
+            name=name,
+            relative=relative,
+            sha256=sha256_file(target),
+            shape=matrix.shape,
+            keys=keys,
+            texts=texts,
+            payloads=payloads,
+            space_kind=space_kind,
+            item_kind=item_kind,
+            source=source,
+            feature_map=feature_map,
+            label_column=label_column,
+            progress=progress,
+        )
+    return space
+
+
+@transaction.atomic
+def _matrix_space_store(
+    *,
+    name,
+    relative,
+    sha256,
+    shape,
+    keys,
+    texts,
+    payloads,
+    space_kind,
+    item_kind,
+    source,
+    feature_map,
+    label_column,
+    progress,
+) -> EmbeddingSpace:
+    space = _space_row_create(
+        name=name,
+        kind=space_kind,
+        dimension=shape[1],
+        source=source,
+        matrix=relative,
+        sha256=sha256,
+        item_count=shape[0],
+        feature_map=feature_map,
+        label_column=label_column,
+    )
+    n = len(keys)
+    texts = texts if texts is not None else [""] * n
+    payloads = payloads if payloads is not None else [None] * n
+    items = (
+        Item(space=space, key=key, text=text, kind=item_kind, payload=payload, row=i)
+        for i, (key, text, payload) in enumerate(zip(keys, texts, payloads, strict=True))
+    )
+    done = 0
+    for batch in batched(items, BATCH_SIZE):
+        Item.objects.bulk_create(batch)
+        done += len(batch)
+        if progress:
+            progress("storing", done, n)
+    return space

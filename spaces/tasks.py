@@ -1,9 +1,10 @@
-"""Celery tasks of the spaces app: importing uploaded embedding files."""
+"""Celery tasks of the spaces app: importing uploaded embedding files, embedding texts."""
 
 from __future__ import annotations
 
 from celery import shared_task
 
+from .texts import EMBED_TASK, LEASE, text_embed_enqueue, text_embed_step
 from .uploads import IMPORT_TASK, TIME_LIMIT, embedding_import_run
 
 
@@ -18,3 +19,22 @@ from .uploads import IMPORT_TASK, TIME_LIMIT, embedding_import_run
 def import_embeddings_task(import_id: int) -> str:
     """Import the uploaded file of ``EmbeddingImport`` ``import_id`` as a new space."""
     return embedding_import_run(import_id=import_id)
+
+
+@shared_task(
+    bind=True,
+    name=EMBED_TASK,
+    acks_late=True,  # resumable: a redelivered slice continues from the stored progress
+    reject_on_worker_lost=True,
+    max_retries=30,
+    soft_time_limit=TIME_LIMIT - 300,
+    time_limit=TIME_LIMIT,
+)
+def embed_texts_task(self, import_id: int) -> str:
+    """Embed one slice of a text upload; queue the next slice, or wait out a live lease."""
+    result = text_embed_step(import_id=import_id)
+    if result == "more":
+        text_embed_enqueue(import_id)
+    elif result == "busy":  # another worker holds it, or one died: look again after the lease
+        raise self.retry(countdown=LEASE.total_seconds())
+    return result

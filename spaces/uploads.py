@@ -91,6 +91,21 @@ def _remove_files(job: EmbeddingImport) -> None:
             folder.rmdir()
 
 
+def import_name_check(name: str) -> str:
+    """The stripped name of an upload's space: not empty, not taken, not being imported."""
+    name = (name or "").strip()
+    if not name:
+        raise EmbeddingFormatError("the space needs a name")
+    if (
+        EmbeddingSpace.objects.filter(name=name).exists()
+        or EmbeddingImport.objects.filter(
+            name=name, status__in=[Status.PENDING, Status.RUNNING]
+        ).exists()
+    ):
+        raise EmbeddingFormatError(f"a space named {name!r} exists or is being imported")
+    return name
+
+
 def embedding_import_create(
     *,
     user,
@@ -103,14 +118,7 @@ def embedding_import_create(
     limit: int | None = None,
 ) -> EmbeddingImport:
     """Store an upload and queue its import; raises ``EmbeddingFormatError`` on bad input."""
-    name = name.strip()
-    if (
-        EmbeddingSpace.objects.filter(name=name).exists()
-        or EmbeddingImport.objects.filter(
-            name=name, status__in=[Status.PENDING, Status.RUNNING]
-        ).exists()
-    ):
-        raise EmbeddingFormatError(f"a space named {name!r} exists or is being imported")
+    name = import_name_check(name)
     for part in (upload, extra):
         if part is not None and part.size > max_upload_bytes():
             raise EmbeddingFormatError(
@@ -140,13 +148,12 @@ def embedding_import_create(
     return job
 
 
-def _enqueue(import_id: int) -> None:
+def _enqueue(import_id: int, task: str = IMPORT_TASK) -> None:
+    """Queue ``task`` for an import; a broker that is down marks the import failed, saying so."""
     try:  # by name (spaces.tasks imports this module): the task is spaces.tasks.import_embeddings
-        current_app.send_task(
-            IMPORT_TASK, args=[import_id], queue=settings.CELERY_TASK_DEFAULT_QUEUE
-        )
+        current_app.send_task(task, args=[import_id], queue=settings.CELERY_TASK_DEFAULT_QUEUE)
     except Exception as exc:  # noqa: BLE001 - a down broker: say so on the page
-        logger.warning("could not queue embedding import %s: %s", import_id, exc)
+        logger.warning("could not queue %s for import %s: %s", task, import_id, exc)
         EmbeddingImport.objects.filter(pk=import_id, status=Status.PENDING).update(
             status=Status.FAILED,
             error="could not queue the import (the task broker is unreachable); upload again",

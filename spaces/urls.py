@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from . import views
+from . import views, views_tables
 
 app_name = "spaces"
 
@@ -11,4 +11,7 @@ urlpatterns = [
     path("upload/", views.space_upload, name="upload"),
     path("imports/<int:import_id>/", views.import_detail, name="import"),
     path("imports/<int:import_id>/status.json", views.import_status, name="import-status"),
+    path("records/upload/", views_tables.records_upload, name="records-upload"),
+    path("records/<int:import_id>/columns/", views_tables.records_columns, name="records-columns"),
+    path("texts/upload/", views_tables.texts_upload, name="texts-upload"),
 ]

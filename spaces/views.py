@@ -116,6 +116,8 @@ def _status(job: EmbeddingImport) -> dict:
 @require_GET
 def import_detail(request: HttpRequest, import_id: int) -> HttpResponse:
     job = get_object_or_404(EmbeddingImport.objects.select_related("space"), pk=import_id)
+    if job.format.startswith("records-") and job.status == EmbeddingImport.Status.PENDING:
+        return redirect("spaces:records-columns", import_id=job.pk)  # waits for its columns
     status_url = reverse("spaces:import-status", kwargs={"import_id": job.pk})
     return render(
         request,

@@ -33,7 +33,8 @@ Penalties (used by ``explore``): ``solve(..., ridge=β, second=W, target=Π)`` m
 ``‖Δ‖² + tw·tr(Δ)²`` with ``tw = 1/(2 + β)`` and the model step ``t = tw`` (the whitened Hessian
 is about ``(2 + β)Δ + tr(Δ)I``); without this, large ``β`` made steps along ``I`` ~d/2 times too
 short. ``alpha`` adds the linear ``α·mean_i d_i = α·tr(CΣ)`` (kept for experiments; EXPLORE uses
-the ridge). ``t0`` starts from a neighbouring problem's step size; the result carries ``step``.
+the ridge). ``t0`` starts from a neighbouring problem's step size; the result carries ``step``; ``d0``
+(optional) are the start's distances, when the caller has them.
 
 Stopping rule: two consecutive accepted steps each decrease ``F`` by at most ``tol`` and
 ``max(t, ½)·‖G_t‖²_H / 2 ≤ tol``, where ``G_t = (Y - M⁺)/t`` is the gradient mapping (projected
@@ -48,7 +49,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._pairloss import PairBlocks, curvature, quad_forms, weighted_gram
+from ._pairloss import PairBlocks, quad_forms, weighted_gram
 
 _TRACE_WEIGHT = 0.5
 METRIC_RTOL = 1e-8
@@ -207,9 +208,9 @@ class _TrialPoints:
             return np.zeros(self.z.shape[0])
         u = (self.metric.linv.T @ vecs).astype(self.z.dtype)
         out = np.empty(self.z.shape[0])
-        for start in range(0, self.z.shape[0], 32768):
-            zu = self.z[start : start + 32768] @ u
-            out[start : start + 32768] = (zu * zu) @ vals.astype(self.z.dtype)
+        for start in range(0, self.z.shape[0], 8192):  # 8,192 rows: temporaries stay in cache
+            zu = self.z[start : start + 8192] @ u
+            out[start : start + 8192] = (zu * zu) @ vals.astype(self.z.dtype)
         return out
 
     def __call__(self, t: float) -> tuple[np.ndarray, np.ndarray]:
@@ -227,7 +228,9 @@ class _TrialPoints:
             return m_new, self._factor_distances(v2[:, pos], w2[pos])
         dim = w.size
         n_kept, n_clip = int(kept.sum()), int((~kept).sum())
-        cost_corr = n_clip + dim * (self.d_step is None) + dim * ("q" not in self.cache)
+        # one-off products (d(P) per iteration, q per preconditioner) are shared by the
+        # iteration's trial steps (about two) and the refresh period: count them amortised
+        cost_corr = n_clip + 0.5 * dim * (self.d_step is None) + 0.1 * dim * ("q" not in self.cache)
         if n_kept <= cost_corr:
             return m_new, self._factor_distances(v[:, kept], w[kept] - tau)
         if self.d_step is None:
@@ -252,6 +255,7 @@ def solve(
     target: np.ndarray | None = None,
     t0: float | None = None,
     callback=None,
+    d0: np.ndarray | None = None,
 ) -> SolverResult:
     """Minimise ``F + α·mean_i d_i`` from the feasible start ``sigma0``; ``z`` rows sorted as
     ``blocks``; ``second = ZᵀZ/n`` (needed when ``α > 0``: the penalty's gradient is ``α·second``).
@@ -283,7 +287,7 @@ def solve(
         return f
 
     s_cur = sigma0
-    d_cur = quad_forms(z, s_cur)
+    d_cur = quad_forms(z, s_cur) if d0 is None else d0
     f_cur = objective(d_cur, s_cur)
     s_prev, d_prev = s_cur, d_cur
     theta, t = 1.0, t_model
@@ -293,7 +297,7 @@ def solve(
     small_steps, pgn, converged, it = 0, np.inf, False, 0
     for it in range(1, max_iter + 1):
         if (it - 1) in refresh:
-            h = curvature(d_cur, blocks.y)
+            h = blocks.curvature(d_cur)
             h = np.minimum(h, np.quantile(h, 0.99))
             metric = _Metric(weighted_gram(z, h) / n)
             cache = {}

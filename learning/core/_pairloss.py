@@ -21,6 +21,7 @@ import numpy as np
 from scipy.special import expit
 
 D_FLOOR = 1e-8
+GRAM_CHUNK = 16384  # rows per SYRK in ``weighted_gram``
 LOG2 = float(np.log(2.0))
 
 
@@ -62,6 +63,11 @@ def curvature(d: np.ndarray, y: np.ndarray) -> np.ndarray:
     return y * h1 + (1.0 - y) * h0
 
 
+def pair_slope(d: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Per-pair ``∂ℓ/∂d`` (``-σ(d)`` for y = 1, ``1/sinh(d)`` for y = 0, mixed for soft y)."""
+    return y * log_two_sigmoid_neg(d)[1] + (1.0 - y) * log_tanh_half(d)[1]
+
+
 def pair_loglik(d: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Per-pair log-likelihood ``ℓ(d, y)`` (finite for every ``d`` and ``y ∈ [0, 1]``)."""
     d = np.asarray(d, dtype=np.float64)
@@ -76,6 +82,7 @@ class PairBlocks:
     y: np.ndarray  # sorted labels, float64
     n1: int
     n0: int
+    w: np.ndarray | None = None  # sorted pair weights (mean 1), None: all 1
 
     @property
     def n(self) -> int:
@@ -100,17 +107,24 @@ class PairBlocks:
         return np.argsort(key, kind="stable")
 
     @classmethod
-    def from_sorted(cls, y_sorted: np.ndarray) -> PairBlocks:
-        return cls(y=y_sorted, n1=int(np.sum(y_sorted == 1.0)), n0=int(np.sum(y_sorted == 0.0)))
+    def from_sorted(cls, y_sorted: np.ndarray, w_sorted: np.ndarray | None = None) -> PairBlocks:
+        n1, n0 = int(np.sum(y_sorted == 1.0)), int(np.sum(y_sorted == 0.0))
+        return cls(y=y_sorted, n1=n1, n0=n0, w=w_sorted)
+
+    def curvature(self, d: np.ndarray) -> np.ndarray:
+        """Per-pair ``-∂²(wℓ)/∂d²`` for sorted distances ``d``."""
+        h = curvature(d, self.y)
+        return h if self.w is None else h * self.w
 
     def loglik_and_slope(
         self, d: np.ndarray, slope: bool = True
     ) -> tuple[float, np.ndarray | None]:
         """Mean log-likelihood and per-pair ``∂ℓ/∂d`` for sorted distances ``d``."""
         o, z, s = self.ones, self.zeros, self.soft
+        w = self.w
         l1, g1 = log_two_sigmoid_neg(d[o], slope)
         l0, g0 = log_tanh_half(d[z], slope)
-        total = float(l1.sum() + l0.sum())
+        total = float(l1.sum() + l0.sum()) if w is None else float(l1 @ w[o] + l0 @ w[z])
         g = np.empty_like(d) if slope else None
         if slope:
             g[o], g[z] = g1, g0
@@ -118,9 +132,12 @@ class PairBlocks:
             ys = self.y[s]
             l1, g1 = log_two_sigmoid_neg(d[s], slope)
             l0, g0 = log_tanh_half(d[s], slope)
-            total += float(np.sum(ys * l1 + (1.0 - ys) * l0))
+            ls = ys * l1 + (1.0 - ys) * l0
+            total += float(np.sum(ls if w is None else ls * w[s]))
             if slope:
                 g[s] = ys * g1 + (1.0 - ys) * g0
+        if slope and w is not None:
+            g *= w
         return total / self.n, g
 
     def loglik(self, d: np.ndarray) -> float:
@@ -137,10 +154,11 @@ def weighted_gram(z: np.ndarray, w: np.ndarray, blocks: PairBlocks | None = None
 
     def add(rows: np.ndarray | slice, sign: float) -> None:
         zr, wr = z[rows], w[rows]
-        if zr.shape[0] == 0:
-            return
-        a = zr * np.sqrt(np.abs(wr)).astype(z.dtype, copy=False)[:, None]
-        out.__iadd__(sign * (a.T @ a).astype(np.float64))
+        root = np.sqrt(np.abs(wr)).astype(z.dtype, copy=False)
+        # one SYRK per GRAM_CHUNK rows, summed in float64 (small temporaries stay in cache)
+        for start in range(0, zr.shape[0], GRAM_CHUNK):
+            a = zr[start : start + GRAM_CHUNK] * root[start : start + GRAM_CHUNK, None]
+            out.__iadd__(sign * (a.T @ a).astype(np.float64))
 
     if blocks is None:
         add(np.flatnonzero(w > 0), 1.0)
@@ -155,7 +173,7 @@ def weighted_gram(z: np.ndarray, w: np.ndarray, blocks: PairBlocks | None = None
     return out
 
 
-def quad_forms(z: np.ndarray, sigma: np.ndarray, chunk: int = 32768) -> np.ndarray:
+def quad_forms(z: np.ndarray, sigma: np.ndarray, chunk: int = 8192) -> np.ndarray:
     """``d_i = z_iᵀ Σ z_i`` for every row, in float64 (products in ``z.dtype``, chunked)."""
     s = np.asarray(sigma, dtype=z.dtype)
     out = np.empty(z.shape[0])

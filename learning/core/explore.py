@@ -10,7 +10,11 @@ fitted by maximising the concave mean log-likelihood
          = (1/n) Σ_i [ y_i (log 2 - softplus(d_i)) + (1 - y_i) log tanh(d_i / 2) ]
 
 over PSD matrices, with the safeguards below. Labels may be soft (``y ∈ [0, 1]``, e.g. 0.5 for
-"unsure"): the objective is then the expected log-likelihood, still concave.
+"unsure"): the objective is then the expected log-likelihood, still concave. Pairs may carry
+weights (``sample_weight ≥ 0``, scaled to mean 1): every mean over pairs — the objective, the
+penalty metric ``W`` (its curvature cap is the weighted 99th percentile), the prior's scale,
+``loglik_`` and the held-out figures with their interval — is then the weighted mean, so an
+integer weight k is the pair repeated k times and a weight 0 drops it.
 
 Null space and prior. The likelihood depends on Σ only through ``UᵀΣU``, ``U`` an orthonormal
 basis of the span of the differences (eigenvectors of ``C = ZᵀZ/n`` with eigenvalue above
@@ -27,19 +31,38 @@ z_iᵀ``, ``h = -∂²ℓ/∂d²`` at ``d = zᵀΠz``): a quadratic approximatio
 divergence between the pair models of Σ and of the prior, invariant to linear changes of the
 embedding coordinates. It shrinks toward the prior, keeps every answer finite (strongly concave
 objective, so separable data no longer need a cap) and is the solver's own geometry (fast).
-``alpha="auto"`` (default) chooses ``β`` by held-out log-likelihood: stratified validation
-(5 folds below 2,000 pairs, else one 80/20 split, deterministic), a path ``β₀·10^{±k}`` from a
-James–Stein-type estimate ``β₀ = 10 · 2·noise / (signal - noise)`` (``signal``: the Newton
-decrement of the likelihood at the prior; ``noise = p/(2·n_train)``, ``p = r(r+1)/2``; see
-``_start_strength``), each fit warm-started from the previous one (or the prior when the penalty
-grows, whichever is better; tol 1e-3, at most 60 iterations), walking in the improving direction until the held-out gain falls below 1e-5,
-never below the floor ``β = 1/n``. When ``n_train ≥ 50 · r(r+1)/2`` (n ≫ d²) the path is skipped
-and ``β = 1/n`` (≈ the MLE). The final fit uses all pairs at the chosen ``β`` (``alpha_``;
-``alpha_path_`` lists (β, held-out loglik) tried). A float ``alpha`` fixes ``β`` (0: plain MLE).
+``alpha="auto"`` (default) chooses ``β`` by held-out log-likelihood on stratified, deterministic
+validation folds (5 below 2,000 pairs, else one 80/20 split; or the caller's ``validation``),
+starting from a James–Stein-type estimate ``β₀ = 10 · 2·noise / (signal - noise)``
+(``signal``: the Newton decrement of the likelihood at the prior; ``noise = p/(2·n_train)``,
+``p = r(r+1)/2``; see ``_start_strength``), never below the floor ``β = 1/n``; path fits use
+tol 1e-3 and at most 60 iterations (a fold fit of the one-split ray at most ``RAY_MAX_ITER``:
+it only places the ray, and the ray's first-order condition holds for any base point).
+
+* Several folds (small data, fits are cheap): a path ``β₀·10^{±k}``, each fit warm-started from
+  the previous one (or the prior when the penalty grows, whichever is better), walking in the
+  improving direction until the held-out gain falls below 1e-5.
+* One split (large data): a fit ``S₀`` at ``β₀`` on the training part, then the *ray*
+  ``Π + s·(S₀ - Π)``: distances are linear in ``s``, so the validation log-likelihood along it
+  is concave in one variable and its maximiser ``s_v`` is found by bisection (O(n) per step);
+  ``β̂`` is the penalty whose training optimum restricted to the ray lies at ``s_v`` (the ray's
+  first-order condition ``ℓ_T'(s_v) = β̂·s_v·tr(WΔ₀WΔ₀)``, ``Δ₀ = S₀ - Π``: closed form). For a
+  quadratic likelihood with the whitened Hessian the penalised path *is* this ray (shrinkage
+  toward Π by ``(2+β₀)/(2+β)``), so one fit replaces a decade path. When ``β̂`` lands more than
+  3× from the fitted penalty the training part is refitted at ``β̂`` (from the ray's point) and
+  the ray read again (at most 4 fits). The held-out figures are those of the ray's point
+  ``Π + s_v·Δ₀`` (fitted on the training part; one scalar tuned on the validation pairs).
+
+When ``n_train ≥ 50 · r(r+1)/2`` (n ≫ d²) the search is skipped and ``β = 1/n`` (≈ the MLE).
+The final fit uses all pairs at the chosen ``β`` (``alpha_``; ``alpha_path_`` lists (β,
+held-out loglik) tried), started from the validation fit or the prior, whichever has the better
+objective. A float ``alpha`` fixes ``β`` (0: plain MLE).
 
 Held-out likelihood. ``heldout_loglik_`` is the mean per-pair log-likelihood of the validation
 pairs under the fits that did not see them, at the chosen ``β``; ``heldout_loglik_ci_`` a 95 %
-interval (± 1.96 per-pair standard errors); ``heldout_n_`` the number of validation pairs. It
+interval (± 1.96 per-pair standard errors); ``heldout_n_`` the number of validation pairs;
+``heldout_distances_`` each validation pair's distance under that fit (NaN for pairs never
+held out: AUCs and other held-out scores need no second fit). It
 estimates how a fit on ~80 % of the data generalises (slightly pessimistic for the final fit).
 Two versions differ beyond noise when their intervals do not overlap (conservative).
 
@@ -73,7 +96,7 @@ from numpy.typing import ArrayLike
 from scipy.special import expit
 
 from . import _explore_solver
-from ._pairloss import PairBlocks, curvature, pair_loglik, quad_forms, weighted_gram
+from ._pairloss import PairBlocks, curvature, pair_loglik, pair_slope, quad_forms, weighted_gram
 from .psd import projector, sqrtm_psd, symmetrize, validate_sigma
 
 __all__ = ["EXPLORE", "ExploreShortfall", "explore_shortfall", "pair_loglik"]
@@ -92,6 +115,10 @@ PATH_TOL = 1e-3  # solver tolerance on the path (the final fit uses ``tol``)
 PATH_MAX_ITER = 60  # iteration limit of each path fit (model selection only; final fit: max_iter)
 SEPARATION_LEVEL = 10.0  # whitened eigenvalue read as "data separate" for a fixed alpha
 FLOOR_GROWTH = 0.05  # whitened top eigenvalue growth at the path's floor that flags separation
+RAY_S_MAX = 100.0  # furthest point tried on the ray, in multiples of the first fit's departure
+RAY_RATIO = 3.0  # the ray's penalty within this factor of the fitted one: accepted
+RAY_ROUNDS = 4  # at most this many fold fits on the one-split ray search
+RAY_MAX_ITER = 4  # iteration limit of a fold fit on the ray search (it only places the ray)
 
 
 def _second_moment(z: np.ndarray, chunk: int = 65536) -> np.ndarray:
@@ -101,6 +128,22 @@ def _second_moment(z: np.ndarray, chunk: int = 65536) -> np.ndarray:
         zc = z[start : start + chunk]
         out += zc.T @ zc
     return symmetrize(out / z.shape[0])
+
+
+def _psd_quad_forms(z: np.ndarray, sigma: np.ndarray, chunk: int = 16384) -> np.ndarray:
+    """``z_iᵀΣz_i`` in ``z``'s precision for PSD ``Σ``, as ``‖z_i V_K diag(√λ_K)‖²`` over the
+    positive eigenvalues: n·d·rank work instead of n·d² when Σ is low-rank (a fit whose
+    eigenvalues the PSD projection clipped)."""
+    w, v = np.linalg.eigh(symmetrize(sigma))
+    pos = w > 0.0
+    if np.sum(pos) > 0.8 * w.size:
+        return np.maximum(quad_forms(z, sigma), 0.0)
+    f = (v[:, pos] * np.sqrt(w[pos])).astype(z.dtype)
+    out = np.empty(z.shape[0])
+    for start in range(0, z.shape[0], chunk):
+        zf = z[start : start + chunk] @ f
+        out[start : start + chunk] = np.einsum("ij,ij->i", zf, zf)
+    return out
 
 
 def _clip(s: np.ndarray, cap: float) -> np.ndarray:
@@ -128,16 +171,28 @@ def _start_strength(prob) -> float:
     return PATH_START * 2.0 * noise / max(signal - noise, noise / 100.0)
 
 
-def _better_start(prob, beta: float, starts: list) -> np.ndarray:
-    """The start with the smaller penalised objective ``-ℓ + (β/2) tr(CΔCΔ)`` on ``prob``."""
+def _better_start(prob, beta: float, starts: list) -> tuple[np.ndarray, np.ndarray]:
+    """The start with the smaller penalised objective ``-ℓ + (β/2) tr(CΔCΔ)`` on ``prob``, and
+    its distances (the prior's are known: ``prob.d_prior``; a start given as ``(S, d)`` brings
+    its own, in ``prob``'s row order)."""
+    scale = float(np.max(np.abs(prob.target))) if prob.target.size else 0.0
 
-    def objective(s: np.ndarray) -> float:
+    def distances(s: np.ndarray) -> np.ndarray:
+        if np.max(np.abs(s - prob.target)) <= 1e-12 * max(scale, np.finfo(float).tiny):
+            return prob.d_prior
+        return quad_forms(prob.zw, s)
+
+    best = None
+    for start in starts:
+        s, d = start if isinstance(start, tuple) else (start, None)
         delta = s - prob.target
-        ll = prob.blocks.loglik(quad_forms(prob.zw, s))
-        return -ll + 0.5 * beta * float(np.sum((prob.weight @ delta @ prob.weight) * delta))
-
-    vals = [objective(s) for s in starts]
-    return starts[int(np.argmin(vals))]
+        d = distances(s) if d is None else d
+        val = -prob.blocks.loglik(d) + 0.5 * beta * float(
+            np.sum((prob.weight @ delta @ prob.weight) * delta)
+        )
+        if best is None or val < best[0]:
+            best = (val, s, d)
+    return best[1], best[2]
 
 
 def _white_top(prob, s: np.ndarray) -> float:
@@ -157,6 +212,83 @@ def _growth(scores: dict, probs: list, best: float, floor: float) -> float:
     return (a - b) / max(b, np.finfo(float).tiny)
 
 
+def _ray_best(dp: np.ndarray, dd: np.ndarray, y: np.ndarray, w: np.ndarray, hi: float) -> float:
+    """``argmax_{0 ≤ s ≤ hi} Σ w·ℓ(dp + s·dd, y)`` (concave in s): bisection on the slope."""
+
+    def slope(s: float) -> float:
+        return float(np.dot(pair_slope(np.maximum(dp + s * dd, 0.0), y) * dd, w))
+
+    lo = 0.0
+    if slope(hi) >= 0.0:
+        return hi
+    if slope(lo) <= 0.0:
+        return lo
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        if slope(mid) > 0.0:
+            lo = mid
+        else:
+            hi = mid
+    return 0.5 * (lo + hi)
+
+
+def _ray_limit(sol: np.ndarray, delta: np.ndarray) -> float:
+    """Largest ``s ≤ RAY_S_MAX`` with ``sol + (s - 1)·delta ≽ 0`` (``sol`` PSD; s ≤ 1 is safe)."""
+    w, v = np.linalg.eigh(symmetrize(sol))
+    top = max(float(w[-1]), np.finfo(float).tiny)
+    inv = v / np.sqrt(np.maximum(w, 1e-12 * top))
+    low = float(np.linalg.eigvalsh(symmetrize(inv.T @ delta @ inv))[0])
+    u = RAY_S_MAX - 1.0 if low >= 0.0 else min(RAY_S_MAX - 1.0, -1.0 / low)
+    for _ in range(40):  # the floored inverse can overstate u: check, and halve until PSD
+        if np.linalg.eigvalsh(symmetrize(sol + u * delta))[0] >= -1e-10 * top:
+            return 1.0 + u
+        u *= 0.5
+    return 1.0
+
+
+def _ray_choice(prob, zv, yv, wv, beta0: float, sol: np.ndarray, floor: float) -> dict:
+    """Strength from one fold fit (module docstring, "regularisation", one split).
+
+    The fit ``S₀`` at ``β₀`` defines the ray ``S(s) = Π + s·(S₀ - Π)`` (s = 0 the prior, s = 1
+    the fit). Distances are linear in ``s``, so the validation pairs' log-likelihood along it
+    is a concave function of one variable: ``s_v`` maximises it. The penalty that puts the
+    training optimum on the ray at ``s_v`` solves the ray's first-order condition
+    ``ℓ_T'(s_v) = β·s_v·tr(WΔ₀WΔ₀)``, ``Δ₀ = S₀ - Π``: that is ``β̂``.
+    """
+    delta = symmetrize(sol - prob.target)
+    q0 = float(np.sum((prob.weight @ delta @ prob.weight) * delta))
+    hi = _ray_limit(sol, delta)
+    full_delta = delta if prob.u is None else prob.u @ delta @ prob.u.T
+    dp_v = quad_forms(zv, prob.full(prob.target))
+    dd_v = quad_forms(zv, full_delta)
+    s_v = _ray_best(dp_v, dd_v, yv, wv, hi)
+    dp_t = prob.d_prior
+    dd_t = quad_forms(prob.zw, delta)
+    slope = float(
+        np.dot(pair_slope(np.maximum(dp_t + s_v * dd_t, 0.0), prob.blocks.y) * dd_t, prob.w)
+    )
+    slope /= dd_t.size
+    if q0 <= 0.0:
+        beta = beta0
+    elif s_v <= 1e-12:
+        beta = PATH_MAX
+    elif slope <= 0.0:
+        beta = floor
+    else:
+        beta = float(np.clip(slope / (s_v * q0), floor, PATH_MAX))
+    d_v = np.maximum(dp_v + s_v * dd_v, 0.0)
+    return {
+        "d_train": np.maximum(dp_t + s_v * dd_t, 0.0),  # in ``prob``'s row order
+        "beta": beta,
+        "s": s_v,
+        "limit": hi,
+        "distances": d_v,
+        "per_pair": pair_loglik(d_v, yv),
+        "at_fit": _wmean(pair_loglik(np.maximum(dp_v + dd_v, 0.0), yv), wv),
+        "sigma": symmetrize(prob.target + s_v * delta),
+    }
+
+
 def _check_matrix(x: ArrayLike, name: str) -> np.ndarray:
     a = np.asarray(x)
     if a.ndim != 2:
@@ -169,6 +301,70 @@ def _check_matrix(x: ArrayLike, name: str) -> np.ndarray:
     if not np.all(np.isfinite(a)):
         raise ValueError(f"{name} contains NaN or inf")
     return a
+
+
+def _weighted_quantile(values: np.ndarray, w: np.ndarray, q: float) -> float:
+    """The q-quantile of ``values`` counting each with weight ``w`` (equal weights: the lower
+    of numpy's two nearest order statistics, close to ``np.quantile``)."""
+    order = np.argsort(values)
+    cum = np.cumsum(w[order])
+    k = int(np.searchsorted(cum, q * cum[-1]))
+    return float(values[order[min(k, values.size - 1)]])
+
+
+def _wmean(values: np.ndarray, w: np.ndarray) -> float:
+    return float(np.dot(values, w) / np.sum(w))
+
+
+def _wmean_ci(values: np.ndarray, w: np.ndarray) -> tuple[float, tuple[float, float]]:
+    """Weighted mean and its 95 % interval (± 1.96 standard errors; equal weights: the usual)."""
+    mean = _wmean(values, w)
+    m = values.size
+    if m < 2:
+        return mean, (-np.inf, np.inf)
+    total = float(np.sum(w))
+    var = float(np.dot(w, (values - mean) ** 2)) / total * m / (m - 1)
+    se = np.sqrt(var * float(np.dot(w, w))) / total
+    return mean, (mean - 1.96 * se, mean + 1.96 * se)
+
+
+def _check_weights(sample_weight: ArrayLike | None, n: int) -> np.ndarray:
+    """Pair weights scaled to mean 1 (all 1 when None)."""
+    if sample_weight is None:
+        return np.ones(n)
+    w = np.asarray(sample_weight)
+    if w.shape != (n,) or not (np.issubdtype(w.dtype, np.number) or w.dtype == bool):
+        raise ValueError(f"sample_weight must be a 1-D numeric array of length {n}")
+    w = w.astype(np.float64)
+    if not np.all(np.isfinite(w)) or np.any(w < 0) or not np.any(w > 0):
+        raise ValueError("sample_weight must be finite and ≥ 0, with at least one weight > 0")
+    return w * (n / float(np.sum(w)))
+
+
+def _check_validation(validation: ArrayLike, y: np.ndarray, w: np.ndarray) -> list:
+    """The caller's validation folds as (train rows, validation rows) pairs.
+
+    A boolean mask holds out its True pairs (one split); an integer array gives each pair's
+    fold (``-1``: never held out), as scikit-learn's ``PredefinedSplit``.
+    """
+    a = np.asarray(validation)
+    if a.shape != y.shape or not (a.dtype == bool or np.issubdtype(a.dtype, np.integer)):
+        raise ValueError(
+            f"validation must be a boolean mask or an integer fold array of length {y.size}"
+        )
+    fold = np.where(a, 0, -1) if a.dtype == bool else a.astype(np.int64)
+    if np.any(fold < -1):
+        raise ValueError("validation folds must be ≥ 0, or -1 for pairs never held out")
+    out = []
+    for f in np.unique(fold[fold >= 0]):
+        held = fold == f
+        short = explore_shortfall(y[~held & (w > 0)])
+        if not short.ok:
+            raise ValueError(f"the pairs outside validation fold {f} are too few: {short.message}")
+        out.append((np.flatnonzero(~held), np.flatnonzero(held)))
+    if not out:
+        raise ValueError("validation holds out no pair")
+    return out
 
 
 def _check_labels(y: ArrayLike, n: int) -> np.ndarray:
@@ -186,11 +382,11 @@ def _check_labels(y: ArrayLike, n: int) -> np.ndarray:
     return lab
 
 
-def _best_scale(q: np.ndarray, y: np.ndarray, hi: float) -> tuple[float, float]:
-    """``argmax_{0 < c ≤ hi} mean ℓ(c·q, y)`` (concave in c): log grid, then golden section."""
+def _best_scale(q: np.ndarray, y: np.ndarray, hi: float, w: np.ndarray) -> tuple[float, float]:
+    """``argmax_{0 < c ≤ hi} mean w·ℓ(c·q, y)`` (concave in c): log grid, then golden section."""
 
     def loglik(c: float) -> float:
-        return float(np.mean(pair_loglik(c * q, y)))
+        return _wmean(pair_loglik(c * q, y), w)
 
     grid = hi * np.logspace(-8, 0, 13)
     vals = [loglik(c) for c in grid]
@@ -306,7 +502,19 @@ class _Problem:
         prior: np.ndarray,
         second: np.ndarray,
         precision: str,
+        rows: np.ndarray | None = None,
+        weights: np.ndarray | None = None,
+        parent: _Problem | None = None,
+        sq: np.ndarray | None = None,
     ) -> None:
+        """``rows``: the pairs of ``z`` (``y``, ``weights``) this problem uses (default: all).
+
+        ``parent``: the problem on all pairs, when this one is a subset of it (a training part):
+        when both live on all ``d`` coordinates, the rows, the prior's distances and the penalty
+        metric are taken from it (exactly the same numbers, no n×d² product and no gather from
+        the float64 differences). ``sq``: the squared norms ``‖z_i‖²`` (optional): with a scaled
+        identity prior they are its distances (no n×d² product).
+        """
         d = z.shape[1]
         w, v = np.linalg.eigh(second)
         top = max(float(w[-1]), np.finfo(float).tiny)
@@ -314,24 +522,82 @@ class _Problem:
         self.d, self.r = d, r
         if r == d:
             self.u = None
-            zr, self.second = z, second
+            self.second = second
         else:
             self.u = v[:, d - r :]
-            zr, self.second = z @ self.u, np.diag(w[d - r :])
+            self.second = np.diag(w[d - r :])
         self.prior = prior
         self.target = prior if self.u is None else self.u.T @ prior @ self.u
+        y = y if rows is None else y[rows]
+        w = np.ones(y.size) if weights is None else (weights if rows is None else weights[rows])
+        w = w * (y.size / float(np.sum(w)))  # mean 1 on this problem's pairs
         order = PairBlocks.order(y)
-        self.blocks = PairBlocks.from_sorted(y[order])
+        self.w = w[order]
+        self.blocks = PairBlocks.from_sorted(y[order], None if weights is None else self.w)
         work = np.float32 if precision == "mixed" else np.float64
-        self.zw = np.ascontiguousarray(zr[order], dtype=work)
+        idx = order if rows is None else rows[order]
+        self.rows = idx  # the pair (row of ``z``) behind each row of ``zw``
         self.y = y
+        if (
+            parent is not None
+            and rows is not None
+            and self.u is None
+            and parent.u is None
+            and parent.zw.dtype == work
+            and np.array_equal(parent.target, self.target)
+        ):
+            self._from_parent(parent, idx)
+            return
+        # gathered, projected and cast chunk by chunk: 4,096 rows (10 MB) at a time, which stay in
+        # cache; 65,536-row float64 temporaries (157 MB each, fresh pages) cost 8× more here
+        self.zw = np.empty((idx.size, r), dtype=work)
+        for start in range(0, idx.size, 4096):
+            block = z[idx[start : start + 4096]]
+            self.zw[start : start + 4096] = block if self.u is None else block @ self.u
         # Penalty metric: the curvature-weighted second moment at the prior (the Fisher weights
         # of the pair model there), so that (β/2)·tr(WΔWΔ) approximates β × the KL divergence
         # from the prior's response model, and equals the solver's first preconditioner.
-        self.d_prior = quad_forms(self.zw, self.target)
-        h = curvature(self.d_prior, self.blocks.y)
-        h = np.minimum(h, np.quantile(h, 0.99))
-        self.weight = symmetrize(weighted_gram(self.zw, h) / self.zw.shape[0])
+        c = float(self.target[0, 0])
+        if sq is not None and self.u is None and np.array_equal(self.target, c * np.eye(d)):
+            self.d_prior = c * sq[idx]
+        else:
+            self.d_prior = quad_forms(self.zw, self.target)
+        # (curvature capped at its pair-weighted 99th percentile, then weighted)
+        self.h = curvature(self.d_prior, self.blocks.y)
+        self.h_cap = _weighted_quantile(self.h, self.w, 0.99)
+        self._gram_h = weighted_gram(self.zw, np.minimum(self.h, self.h_cap) * self.w)
+        self.weight = symmetrize(self._gram_h / self.zw.shape[0])
+
+    def _from_parent(self, parent: _Problem, idx: np.ndarray) -> None:
+        """Rows, prior distances and penalty metric of a subset of ``parent``'s pairs.
+
+        ``n_t·W_t = Σ_train min(h, q_t)·w_t·zzᵀ`` is the parent's ``Σ_all min(h, q)·w·zzᵀ``
+        minus its held-out rows, plus the few rows whose cap differs (h above min(q, q_t)),
+        times the weights' rescaling ``w_t = c·w``.
+        """
+        where = np.empty(parent.rows.size, dtype=np.int64)
+        where[parent.rows] = np.arange(parent.rows.size)
+        pos = where[idx]  # rows of parent.zw, in this problem's order
+        self.zw = parent.zw[pos]
+        self.d_prior = parent.d_prior[pos]
+        self.h = parent.h[pos]
+        self.h_cap = _weighted_quantile(self.h, self.w, 0.99)
+        out = np.ones(parent.rows.size, dtype=bool)
+        out[pos] = False
+        held = np.flatnonzero(out)
+        pw = parent.w
+        gram = parent._gram_h - weighted_gram(
+            parent.zw[held], np.minimum(parent.h[held], parent.h_cap) * pw[held]
+        )
+        wp = pw[pos]
+        differ = np.flatnonzero(self.h > min(parent.h_cap, self.h_cap))
+        if differ.size:
+            change = np.minimum(self.h[differ], self.h_cap) - np.minimum(
+                self.h[differ], parent.h_cap
+            )
+            gram += weighted_gram(self.zw[differ], change * wp[differ])
+        self._gram_h = gram * (float(np.sum(self.w)) / float(np.sum(wp)))  # w_t = c·w
+        self.weight = symmetrize(self._gram_h / self.zw.shape[0])
 
     def to_span(self, sigma: np.ndarray) -> np.ndarray:
         return sigma if self.u is None else self.u.T @ sigma @ self.u
@@ -352,6 +618,7 @@ class _Problem:
         tol: float,
         max_iter: int,
         t0: float | None = None,
+        d0: np.ndarray | None = None,
     ):
         return _explore_solver.solve(
             self.zw,
@@ -364,6 +631,7 @@ class _Problem:
             second=self.weight,
             target=self.target,
             t0=t0,
+            d0=d0,
         )
 
 
@@ -392,8 +660,9 @@ class EXPLORE:
         ``c·prior`` on the data; a float uses that multiplier.
     alpha : "auto" or float
         Strength ``β`` of the shrinkage penalty ``(β/2)·tr(WΔWΔ)``, ``Δ = Σ - prior``, ``W`` the
-        curvature-weighted second moment at the prior. "auto": chosen on a path by held-out
-        likelihood; a float fixes it (0: the plain MLE).
+        curvature-weighted second moment at the prior. "auto": chosen by held-out likelihood
+        (a path over folds, or rays through fold fits on one split; module docstring); a float
+        fixes it (0: the plain MLE).
     validate : bool
         With a fixed ``alpha``, also fit it on the validation folds to report
         ``heldout_loglik_`` (else NaN). Always done with ``alpha="auto"``.
@@ -403,7 +672,8 @@ class EXPLORE:
     sigma_, loglik_ (mean log-likelihood of ``sigma_`` on all pairs), n_iter_, converged_,
     projected_gradient_norm_, max_eigenvalue_, n_features_in_; and ``alpha_``, ``alpha_path_``
     (tuple of (alpha, held-out loglik) tried), ``heldout_loglik_``, ``heldout_loglik_ci_``
-    (95 % interval), ``heldout_n_``, ``n_constrained_`` (dimension of the span of the
+    (95 % interval), ``heldout_n_``, ``heldout_distances_`` (per pair: distance under the fit
+    that did not see it, NaN if never held out), ``n_constrained_`` (dimension of the span of the
     differences), ``prior_`` (resolved prior), ``prior_scale_``, ``bound_active_``,
     ``warnings_`` (readable strings).
     """
@@ -436,52 +706,91 @@ class EXPLORE:
         self.validate = validate
 
     # -- fitting -------------------------------------------------------------------------------
-    def fit(self, X1: ArrayLike, X2: ArrayLike, y: ArrayLike) -> EXPLORE:
-        """Fit on pairs ``(X1[i], X2[i])`` with labels ``y[i]`` (1 comparable, 0 incomparable)."""
-        return self.fit_differences(_differences(X1, X2), y)
+    def fit(
+        self,
+        X1: ArrayLike,
+        X2: ArrayLike,
+        y: ArrayLike,
+        *,
+        sample_weight: ArrayLike | None = None,
+        validation: ArrayLike | None = None,
+    ) -> EXPLORE:
+        """Fit on pairs ``(X1[i], X2[i])`` with labels ``y[i]`` (1 comparable, 0 incomparable).
 
-    def fit_differences(self, Z: ArrayLike, y: ArrayLike) -> EXPLORE:
-        """Fit on difference vectors ``Z[i] = φ(x_i1) - φ(x_i2)``."""
+        ``sample_weight``: optional weight ≥ 0 per pair; the objective is the weighted mean
+        log-likelihood (weights scaled to mean 1), and the held-out figures are weighted too.
+
+        ``validation``: optional pairs to hold out for choosing the penalty and for the held-out
+        figures: a boolean mask (one split) or an integer fold per pair (``-1``: never held out),
+        e.g. to keep repeated answers to one pair in one fold. Default: EXPLORE's own stratified
+        folds (module docstring).
+        """
+        return self.fit_differences(
+            _differences(X1, X2), y, sample_weight=sample_weight, validation=validation
+        )
+
+    def fit_differences(
+        self,
+        Z: ArrayLike,
+        y: ArrayLike,
+        *,
+        sample_weight: ArrayLike | None = None,
+        validation: ArrayLike | None = None,
+    ) -> EXPLORE:
+        """Fit on difference vectors ``Z[i] = φ(x_i1) - φ(x_i2)`` (keywords: see ``fit``)."""
         z = _check_matrix(Z, "Z")
         lab = _check_labels(y, z.shape[0])
         self._check_params()
+        wts = _check_weights(sample_weight, z.shape[0])
+        self._weights = wts
+        held = None if validation is None else _check_validation(validation, lab, wts)
         n, d = z.shape
         sq = np.einsum("ij,ij->i", z, z)
         if not np.any(sq > 0):
             raise ValueError("all difference vectors are zero; Sigma is not identifiable")
-        short = explore_shortfall(lab)
+        short = explore_shortfall(lab[wts > 0])
         if not short.ok:
-            raise ValueError(short.message)
+            raise ValueError(
+                short.message + " (among pairs of weight > 0)" * (sample_weight is not None)
+            )
         notes: list[str] = []
         cap = self._resolve_cap(sq, d)
         second = _second_moment(z)
-        prior, scale = self._resolve_prior(z, lab, d, notes)
-        full = _Problem(z, lab, prior, second, self.precision)
+        prior, scale = self._resolve_prior(z, lab, d, notes, sq)
+        full = _Problem(z, lab, prior, second, self.precision, weights=wts, sq=sq)
         tol, max_iter = float(self.tol), int(self.max_iter)
         path: list[tuple[float, float]] = []
         heldout = (np.nan, (np.nan, np.nan), 0)
+        self._heldout_distances = np.full(n, np.nan)
+        self._warm_distances = None
         if self.alpha == "auto":
-            beta, start, path, heldout = self._choose_alpha(z, lab, second, prior, full, cap)
-        elif self.validate:
+            beta, start, path, heldout = self._choose_alpha(
+                z, lab, second, prior, full, cap, validation=held
+            )
+        elif self.validate or held is not None:
             beta = float(self.alpha)
             _, start, path, heldout = self._choose_alpha(
-                z, lab, second, prior, full, cap, fixed=beta
+                z, lab, second, prior, full, cap, fixed=beta, validation=held
             )
         else:
             beta = float(self.alpha)
             start = None
+        d0 = None
         if start is not None and beta > 0.0:
             # warm start or the prior, whichever the penalised objective prefers (the fold's
             # optimum is noisy in many directions; near the prior the problem is well conditioned)
-            start = _better_start(full, beta, [start, _clip(full.target, cap)])
+            known = getattr(self, "_warm_distances", None)
+            warm = start if known is None else (start, known)
+            start, d0 = _better_start(full, beta, [warm, _clip(full.target, cap)])
         if start is None:
             start = (
                 self._initial_sigma(full.zw, full.blocks, full.r, cap)
                 if beta == 0.0
                 else _clip(full.target, cap)
             )
-        t0 = getattr(self, "_path_step", None) if (self.alpha == "auto" or self.validate) else None
-        res = full.solve(beta, start, cap, tol, max_iter, t0=t0)
+        validated = self.alpha == "auto" or self.validate or held is not None
+        t0 = getattr(self, "_path_step", None) if validated else None
+        res = full.solve(beta, start, cap, tol, max_iter, t0=t0, d0=d0)
         w, v = np.linalg.eigh(symmetrize(res.sigma))
         s_span = symmetrize((v * np.clip(w, 0.0, cap)) @ v.T)
         sigma = full.full(s_span)
@@ -489,7 +798,7 @@ class EXPLORE:
             keep = np.eye(d) - projector(self.sensitive_directions, d)
             sigma = symmetrize(keep @ sigma @ keep)
         self.sigma_ = sigma
-        self.loglik_ = float(np.mean(pair_loglik(quad_forms(z, sigma), lab)))
+        self.loglik_ = _wmean(pair_loglik(_psd_quad_forms(z, sigma), lab), wts)
         self.n_iter_ = res.n_iter
         self.converged_ = res.converged
         self.projected_gradient_norm_ = res.projected_gradient_norm
@@ -503,6 +812,7 @@ class EXPLORE:
         self.heldout_loglik_ = heldout[0]
         self.heldout_loglik_ci_ = heldout[1]
         self.heldout_n_ = heldout[2]
+        self.heldout_distances_ = self._heldout_distances
         self._diagnose(full, s_span, w, cap, beta, path, n, notes)
         self.warnings_ = notes
         return self
@@ -570,9 +880,10 @@ class EXPLORE:
         ``c`` maximising the likelihood (1-D concave search on a deterministic pair subsample).
         """
         stride = max(1, blocks.n // 10000)
-        sub_z, sub_y = z[::stride].astype(np.float64), blocks.y[::stride]
-        if not (np.any(sub_y > 0) and np.any(sub_y < 1)):
-            sub_z, sub_y = z.astype(np.float64), blocks.y
+        wts = np.ones(blocks.n) if blocks.w is None else blocks.w
+        sub_z, sub_y, sub_w = z[::stride].astype(np.float64), blocks.y[::stride], wts[::stride]
+        if not (np.any(sub_y > 0) and np.any(sub_y < 1)) or not np.any(sub_w > 0):
+            sub_z, sub_y, sub_w = z.astype(np.float64), blocks.y, wts
         second = sub_z.T @ sub_z / sub_z.shape[0]
         w, v = np.linalg.eigh(second)
         floor = 1e-6 * max(float(w[-1]), np.finfo(float).tiny)
@@ -582,7 +893,7 @@ class EXPLORE:
             q = quad_forms(sub_z, shape)
             top = float(np.linalg.eigvalsh(shape)[-1])
             hi = min(cap / top, 1e6 / max(float(np.mean(q)), np.finfo(float).tiny))
-            c, ll = _best_scale(q, sub_y, hi)
+            c, ll = _best_scale(q, sub_y, hi, sub_w)
             if ll > best_ll:
                 best_ll, best = ll, c * shape
         if self.init == "identity":
@@ -594,71 +905,88 @@ class EXPLORE:
         return symmetrize((v * np.clip(w, 0.0, cap)) @ v.T)
 
     def _resolve_prior(
-        self, z: np.ndarray, lab: np.ndarray, d: int, notes: list[str]
+        self, z: np.ndarray, lab: np.ndarray, d: int, notes: list[str], sq: np.ndarray
     ) -> tuple[np.ndarray, float]:
+        """``sq``: the squared norms ``‖z_i‖²`` (the identity prior's distances)."""
         shape = np.eye(d) if self.prior is None else validate_sigma(self.prior, name="prior")
         if shape.shape != (d, d):
             raise ValueError(f"prior must be a ({d}, {d}) matrix, got {shape.shape}")
         if self.prior_scale != "auto":
             return shape * float(self.prior_scale), float(self.prior_scale)
         stride = max(1, z.shape[0] // 20000)
-        sub_z, sub_y = z[::stride], lab[::stride]
-        if not (np.any(sub_y > 0) and np.any(sub_y < 1)):
-            sub_z, sub_y = z, lab
-        q = quad_forms(sub_z, shape)
+        wts = self._weights
+        sub_z, sub_y, sub_w = z[::stride], lab[::stride], wts[::stride]
+        if not (np.any(sub_y > 0) and np.any(sub_y < 1)) or not np.any(sub_w > 0):
+            sub_z, sub_y, sub_w = z, lab, wts
+        if self.prior is None:  # the identity's distances are the squared norms
+            q = sq if sub_z.shape[0] == z.shape[0] else sq[::stride]
+        else:
+            q = quad_forms(sub_z, shape)
         if not np.any(q > 0):
             notes.append("the prior gives every pair distance 0; its scale is left at 1")
             return shape, 1.0
-        c, _ = _best_scale(q, sub_y, 1e6 / max(float(np.mean(q)), np.finfo(float).tiny))
+        c, _ = _best_scale(q, sub_y, 1e6 / max(float(np.mean(q)), np.finfo(float).tiny), sub_w)
         return shape * c, c
 
-    def _choose_alpha(self, z, lab, second, prior, full, cap, fixed: float | None = None):
+    def _choose_alpha(self, z, lab, second, prior, full, cap, fixed=None, validation=None):
         """Penalty path on validation folds (module docstring, "regularisation"); with ``fixed``
-        only that penalty is fitted on the folds (for its held-out figure)."""
+        only that penalty is fitted on the folds (for its held-out figure). ``validation``: a
+        boolean mask of the pairs to hold out (one split) instead of the default folds."""
         n = lab.size
+        wts = self._weights
         tol, max_iter = max(float(self.tol), PATH_TOL), min(int(self.max_iter), PATH_MAX_ITER)
+        folds = _folds(lab) if validation is None else validation
         probs = []
-        for tr, va in _folds(lab):
+        for tr, va in folds:
             zv = z[va]
             c_tr = (n * second - zv.T @ zv) / tr.size
-            prob = _Problem(z[tr], lab[tr], prior, symmetrize(c_tr), self.precision)
-            probs.append({"p": prob, "zv": zv, "yv": lab[va], "s": _clip(prob.target, cap)})
+            prob = _Problem(
+                z, lab, prior, symmetrize(c_tr), self.precision, rows=tr, weights=wts, parent=full
+            )
+            probs.append(
+                {"p": prob, "zv": zv, "yv": lab[va], "wv": wts[va], "s": _clip(prob.target, cap)}
+            )
+        val_index = np.concatenate([va for _, va in folds])
         r = max(pr["p"].r for pr in probs)
         n_tr = min(pr["p"].zw.shape[0] for pr in probs)
         floor = 1.0 / n
         b0 = float(np.clip(_start_strength(probs[0]["p"]), floor, PATH_MAX))
-        scores: dict[float, tuple[float, np.ndarray, list]] = {}
+        scores: dict[float, tuple] = {}
 
         steps: dict[float, float] = {}
         last_step: list[float | None] = [None] * len(probs)
 
         def run(beta: float, starts: list) -> tuple[float, list]:
-            sols, vals = [], []
+            sols, vals, dists = [], [], []
             for i, (pr, st) in enumerate(zip(probs, starts, strict=True)):
                 cands = [st] if isinstance(st, np.ndarray) else list(st)
-                st = cands[0] if len(cands) == 1 else _better_start(pr["p"], beta, cands)
-                res = pr["p"].solve(beta, st, cap, tol, max_iter, t0=last_step[i])
+                st, d0 = (
+                    (cands[0], None) if len(cands) == 1 else _better_start(pr["p"], beta, cands)
+                )
+                res = pr["p"].solve(beta, st, cap, tol, max_iter, t0=last_step[i], d0=d0)
                 last_step[i] = res.step  # the next path fit starts from this step size
                 if i == 0:
                     steps[beta] = res.step
                 sols.append(res.sigma)
                 sig = pr["p"].full(symmetrize(res.sigma))
-                vals.append(pair_loglik(quad_forms(pr["zv"], sig), pr["yv"]))
+                dists.append(np.maximum(quad_forms(pr["zv"], sig), 0.0))
+                vals.append(pair_loglik(dists[-1], pr["yv"]))
             per_pair = np.concatenate(vals)
-            scores[beta] = (float(per_pair.mean()), per_pair, sols)
+            val_w = np.concatenate([pr["wv"] for pr in probs])
+            mean = _wmean(per_pair, val_w)
+            scores[beta] = (mean, per_pair, sols, np.concatenate(dists), val_w)
             return scores[beta][0], sols
 
-        if fixed is not None:
-            b0 = fixed
-            starts = [
-                _clip(
-                    pr["p"].target
-                    if fixed > 0.0
-                    else self._initial_sigma(pr["p"].zw, pr["p"].blocks, pr["p"].r, cap),
-                    cap,
-                )
+        def initial() -> list:
+            return [
+                _clip(self._initial_sigma(pr["p"].zw, pr["p"].blocks, pr["p"].r, cap), cap)
                 for pr in probs
             ]
+
+        ray = None
+        if fixed is not None:
+            b0 = fixed
+            starts = [pr["s"] for pr in probs] if fixed > 0.0 else initial()
             best_v, sols0 = run(b0, starts)
             best_b = b0
             directions = ()
@@ -666,11 +994,7 @@ class EXPLORE:
             # n ≫ d²: the penalty can only matter at the noise level; skip the path and fit at
             # the floor (≈ the MLE, still finite on separable data), one validation fit.
             b0 = floor
-            starts = [
-                _clip(self._initial_sigma(pr["p"].zw, pr["p"].blocks, pr["p"].r, cap), cap)
-                for pr in probs
-            ]
-            best_v, sols0 = run(b0, starts)
+            best_v, sols0 = run(b0, initial())
             best_b = b0
             directions = ()
             if _white_top(probs[0]["p"], sols0[0]) > 3.0:
@@ -679,13 +1003,28 @@ class EXPLORE:
                 if v > best_v:
                     best_v, best_b = v, 10.0 * floor
         else:
-            init = [
-                _clip(self._initial_sigma(pr["p"].zw, pr["p"].blocks, pr["p"].r, cap), cap)
-                for pr in probs
-            ]
+            if len(probs) == 1:  # the ray's fold fit only places the ray (module docstring)
+                max_iter = min(max_iter, RAY_MAX_ITER)
+            init = initial()
             best_v, sols0 = run(b0, [(pr["s"], i) for pr, i in zip(probs, init, strict=True)])
             best_b = b0
             directions = (0.1, 10.0)
+            if len(probs) == 1:  # one split (large n): fits and rays (``_ray_choice``)
+                pr, beta, sol, ray_path = probs[0], b0, sols0[0], {}
+                for _ in range(RAY_ROUNDS):
+                    ray = _ray_choice(
+                        pr["p"], pr["zv"], pr["yv"], pr["wv"], beta, symmetrize(sol), floor
+                    )
+                    ray_path[beta] = ray["at_fit"]
+                    ratio = ray["beta"] / beta
+                    if 1.0 / RAY_RATIO <= ratio <= RAY_RATIO:
+                        break
+                    # far from the fitted penalty: fit there (from the ray's point or the
+                    # prior, whichever is better) and read the ray from that fit
+                    beta = ray["beta"]
+                    _, (sol,) = run(beta, [(_clip(ray["sigma"], cap), pr["s"])])
+                ray_path[ray["beta"]] = _wmean(ray["per_pair"], pr["wv"])
+                directions = ()
         for direction in directions:
             beta, sols, moved = b0, sols0, False
             while True:
@@ -709,15 +1048,34 @@ class EXPLORE:
                 best_v, best_b, beta, moved = v, nxt, nxt, True
             if moved:
                 break
-        path = sorted((b, v[0]) for b, v in scores.items())
-        per_pair = scores[best_b][1]
-        m = per_pair.size
-        se = float(np.std(per_pair, ddof=1) / np.sqrt(m)) if m > 1 else np.inf
-        mean = float(per_pair.mean())
-        heldout = (mean, (mean - 1.96 * se, mean + 1.96 * se), m)
-        warm = full.to_span(probs[0]["p"].full(symmetrize(scores[best_b][2][0])))
-        self._path_top = _growth(scores, probs, best_b, floor)
-        self._path_step = steps.get(best_b)
+        if ray is not None:
+            best_b = ray["beta"]
+            per_pair, distances, span_fit = ray["per_pair"], ray["distances"], ray["sigma"]
+            val_w = probs[0]["wv"]
+            path = sorted(ray_path.items())
+            top = _white_top(probs[0]["p"], span_fit)
+            # held-out likelihood still rising at the end of the ray, beyond the PSD limit:
+            # the data (nearly) separate the labels
+            self._path_top = float(ray["s"] >= RAY_S_MAX * (1 - 1e-6) and top > SEPARATION_LEVEL)
+        else:
+            path = sorted((b, v[0]) for b, v in scores.items())
+            per_pair, distances, val_w = scores[best_b][1], scores[best_b][3], scores[best_b][4]
+            span_fit = symmetrize(scores[best_b][2][0])
+            self._path_top = _growth(scores, probs, best_b, floor)
+        mean, interval = _wmean_ci(per_pair, val_w)
+        heldout = (mean, interval, per_pair.size)
+        self._heldout_distances = np.full(n, np.nan)
+        self._heldout_distances[val_index] = distances
+        warm = full.to_span(probs[0]["p"].full(span_fit))
+        self._warm_distances = None
+        if ray is not None and not np.isfinite(cap):
+            # the ray point's distances are known on every pair (training part and validation
+            # pairs): the final fit's warm start needs no n×d² product
+            known = np.empty(n)
+            known[probs[0]["p"].rows] = ray["d_train"]
+            known[folds[0][1]] = ray["distances"]
+            self._warm_distances = known[full.rows]
+        self._path_step = steps.get(b0 if ray is not None else best_b)
         return best_b, _clip(warm, cap), path, heldout
 
     # -- using the fitted metric ---------------------------------------------------------------

@@ -12,6 +12,8 @@
   const groupsUrl = app.dataset.groupsUrl;
   const itemsUrl = app.dataset.itemsUrl;
   const suggestionsUrl = app.dataset.suggestionsUrl;
+  // Records and texts are searched by any field (server-side); words by the start of the key.
+  const byField = app.dataset.spaceKind === "records" || app.dataset.spaceKind === "texts";
   const el = (id) => document.getElementById(id);
 
   const state = { groupId: null, members: new Map(), original: new Set(), originalName: "" };
@@ -33,11 +35,33 @@
     el("status").className = `status ${kind || ""}`;
   }
 
+  // A word: its display text; a record: its key and fields; a text: the paragraph itself.
+  function itemLabel(item) {
+    if (item.kind === "record" && item.payload && typeof item.payload === "object") {
+      const span = document.createElement("span");
+      const key = document.createElement("strong");
+      key.textContent = item.key;
+      const fields = Object.entries(item.payload)
+        .map(([field, value]) => `${field}: ${value === null ? "" : value}`)
+        .join(" · ");
+      span.append(key, ` — ${fields}`);
+      return span;
+    }
+    if (item.kind === "text") {
+      const p = document.createElement("p");
+      p.className = "items-text";
+      p.textContent = item.display === item.key ? item.key : `${item.display} (${item.key})`;
+      return p;
+    }
+    const name = document.createElement("span");
+    name.textContent = item.display === item.key ? item.key : `${item.display} (${item.key})`;
+    return name;
+  }
+
   function itemButton(item, label, onClick) {
     const li = document.createElement("li");
     li.dataset.itemId = item.id;
-    const name = document.createElement("span");
-    name.textContent = item.display === item.key ? item.key : `${item.display} (${item.key})`;
+    const name = itemLabel(item);
     const button = document.createElement("button");
     button.type = "button";
     button.textContent = label;
@@ -153,7 +177,10 @@
     results = await r.json();
     highlighted = 0;
     renderResults();
-    if (!results.length) setStatus(`No item starts with “${query}”.`, "warn");
+    if (!results.length) {
+      const how = byField ? "matches" : "starts with";
+      setStatus(`No item ${how} “${query}”.`, "warn");
+    }
     else setStatus("", "");
   }
 

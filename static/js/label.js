@@ -10,7 +10,10 @@
 // * answers go through an outbox kept in localStorage, sent one at a time in order and retried
 //   with the same client_id (the server stores each client_id once), so nothing is lost or
 //   stored twice; the status line counts what is not yet stored, and closing the tab with
-//   unsent answers asks first.
+//   unsent answers asks first. When the page is behind (more than one answer waits at the head
+//   of the outbox) those answers go in one batch request (judgments/batch/, at most BATCH_MAX),
+//   still in order: each answer is settled on its own (created, duplicate, refused, or
+//   throttled and sent again), and a failed request is retried whole with the same client_ids.
 (() => {
   "use strict";
   const app = document.getElementById("label-app");
@@ -20,6 +23,7 @@
   const csrf = () => (document.cookie.match(/(?:^|; )csrftoken=([^;]+)/) || [])[1] || csrfMeta;
   const nextUrl = app.dataset.nextUrl;
   const judgmentsUrl = app.dataset.judgmentsUrl;
+  const batchUrl = `${judgmentsUrl}batch/`;
   const skipsUrl = app.dataset.skipsUrl;
   const commentsUrl = app.dataset.commentsUrl;
   const storeKey = `${app.dataset.study}:${app.dataset.user}`;
@@ -30,6 +34,7 @@
   const QUEUE_DEPTH = 5; // pairs prefetched behind the one on screen
   const MAX_WAITING = 30; // keys pressed ahead of the pairs
   const MAX_HELD = 20; // pairs the server can be told to leave out (exclude=, 40 ids)
+  const BATCH_MAX = 50; // answers per batch request (the server's JUDGMENT_BATCH_MAX)
 
   const el = (id) => document.getElementById(id);
   const cards = { left: el("card-left"), right: el("card-right") };
@@ -42,6 +47,7 @@
   const doneUrl = app.dataset.doneUrl;
   let complete = false;
   let current = null; // {left, right}
+  let shownLeft = null; // the item last drawn on the left card (for the record comparison)
   let shownAt = 0;
   let queue = []; // prefetched pairs, next first
   const waiting = []; // labels pressed while no pair was on screen
@@ -49,7 +55,7 @@
   let done = false;
   let recent = loadJSON(recentKey); // newest first: {client_id, left, right, label, refused}
   let outbox = loadJSON(outboxKey); // {op: "post", body} | {op: "delete", client_id}
-  let inFlight = null;
+  const inFlight = new Set(); // outbox entries being sent
   let flushing = false;
   let problem = null; // {text, kind}: the last refusal or failure, until the next success
 
@@ -130,19 +136,14 @@
     card.replaceChildren();
     card.className = `item-card kind-${item.kind}`;
     card.dataset.itemId = item.id;
-    if (item.kind === "record" && item.payload && typeof item.payload === "object") {
+    if (isRecord(item)) {
+      // The fields are in the side-by-side table under the pair (renderCompare).
       const title = document.createElement("h3");
       title.textContent = display;
-      const table = document.createElement("table");
-      table.className = "fields";
-      for (const [field, value] of Object.entries(item.payload)) {
-        const tr = table.insertRow();
-        const th = document.createElement("th");
-        th.textContent = field;
-        tr.appendChild(th);
-        tr.insertCell().textContent = value === null ? "" : String(value);
-      }
-      card.append(title, table);
+      const note = document.createElement("p");
+      note.className = "muted";
+      note.textContent = `${Object.keys(item.payload).length} fields — compared below`;
+      card.append(title, note);
     } else if (item.kind === "text") {
       for (const para of String(display).split(/\n\s*\n/)) {
         const p = document.createElement("p");
@@ -161,9 +162,61 @@
       key.textContent = item.key;
       card.appendChild(key);
     }
+    // The right card is drawn after the left: then the pair's records are compared.
+    if (card === cards.left) shownLeft = item;
+    else renderCompare(shownLeft, item);
+  }
+
+  function isRecord(item) {
+    return Boolean(item) && item.kind === "record" && item.payload && typeof item.payload === "object";
+  }
+
+  const fieldText = (value) => (value === null || value === undefined ? "" : String(value));
+
+  // Two records as one table, field by field; a differing field is marked with "≠" and the words
+  // "differs" (read by screen readers), not by colour alone.
+  function renderCompare(left, right) {
+    const box = el("record-compare");
+    if (!box) return;
+    box.replaceChildren();
+    box.hidden = !(isRecord(left) && isRecord(right));
+    if (box.hidden) return;
+    const fields = [...new Set([...Object.keys(left.payload), ...Object.keys(right.payload)])];
+    const table = document.createElement("table");
+    table.className = "compare";
+    const differing = fields.filter((f) => fieldText(left.payload[f]) !== fieldText(right.payload[f]));
+    table.createCaption().textContent =
+      `The two records, field by field: ${differing.length} of ${fields.length} differ (marked ≠).`;
+    const head = table.createTHead().insertRow();
+    for (const text of ["Field", shown(left), shown(right)]) {
+      const th = document.createElement("th");
+      th.scope = "col";
+      th.textContent = text;
+      head.appendChild(th);
+    }
+    const body = table.createTBody();
+    for (const field of fields) {
+      const tr = body.insertRow();
+      const th = document.createElement("th");
+      th.scope = "row";
+      th.textContent = field;
+      if (differing.includes(field)) {
+        tr.className = "differs";
+        tr.dataset.differs = "1";
+        const mark = document.createElement("span");
+        mark.className = "diff-mark";
+        mark.textContent = " ≠ differs";
+        th.appendChild(mark);
+      }
+      tr.appendChild(th);
+      tr.insertCell().textContent = fieldText(left.payload[field]);
+      tr.insertCell().textContent = fieldText(right.payload[field]);
+    }
+    box.appendChild(table);
   }
 
   function renderEmpty() {
+    renderCompare(null, null);
     for (const card of Object.values(cards)) {
       card.className = "item-card empty";
       delete card.dataset.itemId;
@@ -210,7 +263,7 @@
     if (r.refused) return "refused";
     const op = outbox.find((x) => x.op === "post" && x.body.client_id === r.client_id);
     if (!op) return "saved";
-    return op === inFlight ? "sending" : "unsent";
+    return inFlight.has(op) ? "sending" : "unsent";
   }
   const STATE_TEXT = { saved: "saved", sending: "sending…", unsent: "not sent yet", refused: "not saved" };
 
@@ -376,7 +429,7 @@
     if (index < 0) return;
     const r = recent[index];
     const queued = outbox.findIndex((op) => op.op === "post" && op.body.client_id === clientId);
-    if (queued >= 0 && outbox[queued] !== inFlight) {
+    if (queued >= 0 && !inFlight.has(outbox[queued])) {
       outbox.splice(queued, 1); // never sent: just forget it
     } else if (!r.refused) {
       outbox.push({ op: "delete", client_id: clientId });
@@ -431,6 +484,44 @@
     return { ok: false, status: r.status, detail: await detail(r) };
   }
 
+  // Several answers at the head of the outbox, in one request. Returns {ok: false, …} when the
+  // request as a whole failed (every answer is retried), else the per-answer outcomes.
+  async function sendBatch(ops) {
+    const r = await api(`${batchUrl}?next=1&exclude=${excludeParam()}`, {
+      method: "POST", body: JSON.stringify({ answers: ops.map((op) => op.body) }),
+    });
+    if (r.status !== 200) return { ok: false, status: r.status, detail: await detail(r) };
+    const data = await r.json();
+    return { ok: true, results: data.results, next: data.next_pair || null };
+  }
+
+  function leadingPosts() {
+    const run = [];
+    for (const op of outbox) {
+      if (op.op !== "post" || run.length >= BATCH_MAX) break;
+      run.push(op);
+    }
+    return run;
+  }
+
+  // An answer the server refused for good (e.g. the study closed): tell the annotator.
+  function refused(op, text) {
+    const r = recent.find((x) => x.client_id === op.body.client_id);
+    if (r) r.refused = true;
+    saveRecent();
+    answered = Math.max(0, answered - 1);
+    renderProgress();
+    problem = { text: `Not saved: ${text}`, kind: "error", refusal: true };
+    done = false; // its pair may be offered again
+  }
+
+  const isFinal = (result) => {
+    const authLost = result.status === 401
+      || (result.status === 403 && /CSRF|credentials/i.test(result.detail || ""));
+    if (authLost) result.detail = `${result.detail} — log in again (in another tab)`;
+    return result.status >= 400 && result.status < 500 && result.status !== 429 && !authLost;
+  };
+
   async function detail(r) {
     try {
       const data = await r.json();
@@ -445,8 +536,13 @@
     flushing = true;
     let delay = 1000;
     while (outbox.length) {
+      const run = leadingPosts();
+      if (run.length > 1) {
+        delay = await flushBatch(run, delay);
+        continue;
+      }
       const op = outbox[0];
-      inFlight = op;
+      inFlight.add(op);
       renderRecent();
       let result;
       try {
@@ -454,13 +550,10 @@
       } catch (e) {
         result = { ok: false, status: 0, detail: "network error" };
       }
-      inFlight = null;
+      inFlight.delete(op);
       // Retried: network errors, 5xx, 429, and a lost session or CSRF token (log in again in
       // another tab; the outbox keeps the answers). Other 4xx are final refusals.
-      const authLost = result.status === 401
-        || (result.status === 403 && /CSRF|credentials/i.test(result.detail || ""));
-      if (authLost) result.detail = `${result.detail} — log in again (in another tab)`;
-      const final = result.status >= 400 && result.status < 500 && result.status !== 429 && !authLost;
+      const final = isFinal(result);
       if (result.ok || final) {
         outbox = outbox.filter((x) => x !== op);
         saveOutbox();
@@ -468,35 +561,69 @@
         if (result.ok) {
           if (problem && problem.failure) problem = null; // the retry worked
           if (result.next) offer(result.next);
+        } else if (op.op === "post") {
+          refused(op, result.detail); // refused for good: tell the annotator, keep going
         } else {
-          // Refused for good (e.g. the study closed): tell the annotator, keep going.
-          if (op.op === "post") {
-            const r = recent.find((x) => x.client_id === op.body.client_id);
-            if (r) r.refused = true;
-            saveRecent();
-            answered = Math.max(0, answered - 1);
-            renderProgress();
-          }
           problem = { text: `Not saved: ${result.detail}`, kind: "error", refusal: true };
-          done = false; // its pair may be offered again
+          done = false;
         }
         renderRecent();
         renderStatus();
         refill();
       } else {
-        problem = {
-          text: `Saving failed (${result.detail}); retrying in ${delay / 1000}s — nothing is lost.`,
-          kind: "warn",
-          failure: true,
-        };
-        renderRecent();
-        renderStatus();
-        await new Promise((resolve) => setTimeout(resolve, delay));
-        delay = Math.min(delay * 2, 15000);
+        delay = await retryLater(result, delay);
       }
     }
     flushing = false;
     if (complete) window.location.assign(doneUrl);
+  }
+
+  // A failed send: say so, wait `delay`, and return the next (doubled) delay.
+  async function retryLater(result, delay) {
+    problem = {
+      text: `Saving failed (${result.detail}); retrying in ${delay / 1000}s — nothing is lost.`,
+      kind: "warn",
+      failure: true,
+    };
+    renderRecent();
+    renderStatus();
+    await new Promise((resolve) => setTimeout(resolve, delay));
+    return Math.min(delay * 2, 15000);
+  }
+
+  // One batch of the answers at the head of the outbox; returns the next retry delay.
+  async function flushBatch(run, delay) {
+    run.forEach((op) => inFlight.add(op));
+    renderRecent();
+    let result;
+    try {
+      result = await sendBatch(run);
+    } catch (e) {
+      result = { ok: false, status: 0, detail: "network error" };
+    }
+    run.forEach((op) => inFlight.delete(op));
+    if (!result.ok && !isFinal(result)) return retryLater(result, delay);
+    // Settled answers leave the outbox; throttled ones stay at its head, in order.
+    let wait = 0;
+    const settled = new Set();
+    run.forEach((op, i) => {
+      const outcome = result.ok ? result.results[i] : { status: "error", detail: result.detail };
+      if (outcome.status === "throttled") {
+        wait = Math.max(wait, outcome.retry_after || 1);
+        return;
+      }
+      settled.add(op);
+      if (outcome.status === "error") refused(op, outcome.detail);
+    });
+    outbox = outbox.filter((x) => !settled.has(x));
+    saveOutbox();
+    if (result.ok && problem && problem.failure) problem = null; // the retry worked
+    if (result.ok && result.next) offer(result.next);
+    renderRecent();
+    renderStatus();
+    refill();
+    if (wait) await new Promise((resolve) => setTimeout(resolve, wait * 1000));
+    return 1000;
   }
 
   // --- Skip and comment (S, C) -------------------------------------------------------------------

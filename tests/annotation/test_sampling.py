@@ -228,3 +228,49 @@ def test_older_open_pairs_are_found_beyond_the_newest_window(
         if pair.reason == "overlap":
             assert canonical(pair) == (items[40].pk, items[41].pk)
     assert reasons["overlap"] > 0
+
+
+@pytest.mark.parametrize("strategy", [Study.Strategy.TARGETED, Study.Strategy.INFORMATION])
+def test_active_strategies_fall_back_to_random_without_an_explore_version(
+    study, annotator, strategy
+):
+    study.strategy = strategy
+    assert next_pair(study=study, user=annotator).reason == "random"
+
+
+def small_pool_with_explore(study, items, strategy) -> dict:
+    """8 pool items (28 pairs: 256 candidates cover them all), an EXPLORE version, and every
+    pair's P(comparable) under it."""
+    study.strategy = strategy
+    pool = items[:8]
+    restrict_pool(study, pool)
+    sigma = np.diag(np.linspace(0.05, 0.6, study.space.dimension))
+    make_metric_version(study=study, method=MetricVersion.Method.EXPLORE, sigma=sigma)
+    return all_pairs_p(study, pool, sigma)
+
+
+def test_targeted_offers_pairs_near_the_target_probability(study, annotator, items):
+    from annotation.strategies import TARGET_P
+
+    expected = small_pool_with_explore(study, items, Study.Strategy.TARGETED)
+    nearest = min(expected, key=lambda pair: abs(expected[pair] - TARGET_P))
+    picks = [
+        next_pair(study=study, user=annotator, rng=np.random.default_rng(s)) for s in range(20)
+    ]
+    assert {pick.reason for pick in picks} == {"targeted"}
+    for pick in picks:
+        assert pick.p_comparable == pytest.approx(expected[canonical(pick)])
+    # One pick in twenty explores (uniform); the others are the pair nearest the target.
+    assert sum(canonical(pick) == nearest for pick in picks) >= 17
+
+
+def test_information_offers_a_scored_unanswered_pair(study, annotator, items):
+    expected = small_pool_with_explore(study, items, Study.Strategy.INFORMATION)
+    seen = set()
+    for seed in range(5):
+        pick = next_pair(study=study, user=annotator, rng=np.random.default_rng(seed))
+        assert pick.reason == "information"
+        assert pick.p_comparable == pytest.approx(expected[canonical(pick)])
+        assert canonical(pick) not in seen
+        seen.add(canonical(pick))
+        answer(study, annotator, *canonical(pick))

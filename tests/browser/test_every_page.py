@@ -53,6 +53,12 @@ def page_urls(world) -> dict[str, tuple[str, str]]:
         "spaces:list": ("staff", reverse("spaces:list")),
         "spaces:upload": ("staff", reverse("spaces:upload")),
         "spaces:import": ("staff", reverse("spaces:import", args=[world["import"].pk])),
+        "spaces:records-upload": ("staff", reverse("spaces:records-upload")),
+        "spaces:records-columns": (
+            "staff",
+            reverse("spaces:records-columns", args=[world["records_import"].pk]),
+        ),
+        "spaces:texts-upload": ("staff", reverse("spaces:texts-upload")),
         # Study set-up (staff creates, the study's admins manage) and the annotator's last page.
         "annotation:study-new": ("staff", reverse("annotation:study-new")),
         "annotation:study-settings": ("adm", reverse("annotation:study-settings", args=[s])),
@@ -91,6 +97,7 @@ def test_every_page_route_is_checked():
         "versions": [type("V", (), {"pk": 1})()] * 2,
         "test": type("T", (), {"pk": 1})(),
         "import": type("I", (), {"pk": 1})(),
+        "records_import": type("I", (), {"pk": 1})(),
     }
     checked = set(page_urls(fake))
     routes = {
@@ -111,8 +118,15 @@ def world(metric_study):  # noqa: F811
     job = EmbeddingImport(name="imported space", status="done", created_by=users["staff"])
     job.file.save("phone.npy", ContentFile(b"\x93NUMPY"), save=False)
     job.save()
+    records = EmbeddingImport(
+        name="records", format="records-csv", stage="columns", created_by=users["staff"]
+    )
+    columns = "id,age,workclass,education,marital_status,occupation,sex,hours_per_week,income"
+    row = "p1,39,State-gov,Bachelors,Never-married,Adm-clerical,Male,40,<=50K"
+    records.file.save("people.csv", ContentFile(f"{columns}\n{row}\n".encode()), save=False)
+    records.save()
     assert Membership.objects.filter(user=users["rev"], role="reviewer").exists()
-    return {**metric_study, "users": users, "import": job}
+    return {**metric_study, "users": users, "import": job, "records_import": records}
 
 
 def blocking_violations(page, live_server) -> list[str]:

@@ -34,6 +34,7 @@ def slow_api(monkeypatch):
     def slow(seconds: float) -> None:
         for view, method in [
             (annotation_api.JudgmentListCreate, "post"),
+            (annotation_api.JudgmentBatch, "post"),
             (annotation_api.NextPairView, "get"),
         ]:
             original = getattr(view, method)
@@ -64,6 +65,15 @@ def test_twenty_keys_25_ms_apart_store_exactly_twenty_answers(
 ):
     study, annotator = study_and_annotator
     page = logged_in_page(annotator)
+    batches: list[int] = []  # answers per batch request
+    page.on(
+        "request",
+        lambda r: (
+            batches.append(len(r.post_data_json["answers"]))
+            if r.method == "POST" and "/judgments/batch/" in r.url
+            else None
+        ),
+    )
     page.goto(f"{live_server.url}/studies/{study.pk}/label/")
     page.wait_for_selector("#card-left[data-item-id]")
     if delay:
@@ -83,6 +93,9 @@ def test_twenty_keys_25_ms_apart_store_exactly_twenty_answers(
     assert [j.label for j in mine] == [LABEL_OF[k] for k in keys]  # sent in order
     assert len({(j.item_a_id, j.item_b_id) for j in mine}) == 20  # twenty different pairs
     assert page.console_errors == []
+    if delay:  # behind a slow server the page sends its waiting answers in batches
+        assert batches, "no batch request"
+        assert max(batches) > 1
 
 
 def test_closing_the_tab_with_unsent_answers_warns(
@@ -208,3 +221,4 @@ def test_s_skips_the_pair_and_c_leaves_a_comment_for_the_reviewers(
     page.keyboard.press("1")  # back on the page: keys answer again
     wait_until(page, f"{UNSENT} === 0")
     assert PairJudgment.objects.count() == 1
+

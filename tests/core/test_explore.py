@@ -251,3 +251,43 @@ def test_mismatched_pairs_and_bad_parameters_raise():
             EXPLORE(**bad).fit_differences(z, y)
     with pytest.raises(ValueError, match="not fitted"):
         EXPLORE().score(z, z, y)
+
+
+def test_integer_weights_equal_repeated_pairs_and_zero_weights_equal_dropped_pairs():
+    rng = np.random.default_rng(21)
+    z, y = _response_data(3000, SIGMA0, 0.6, seed=21)
+    w = rng.integers(0, 4, size=3000).astype(float)  # 0 to 3 copies of each pair
+    rep = np.repeat(np.arange(3000), w.astype(int))
+    for alpha in (0.0, 0.5):  # a fixed prior scale: its 1-D search is only accurate to ~0.3 %
+        kw = {"alpha": alpha, "tol": 1e-10, "max_iter": 3000, "prior_scale": 0.6}
+        kw["precision"] = "double"
+        weighted = EXPLORE(**kw).fit_differences(z, y, sample_weight=w)
+        repeated = EXPLORE(**kw).fit_differences(z[rep], y[rep])
+        assert_allclose(weighted.loglik_, repeated.loglik_, rtol=1e-6)
+        assert_allclose(weighted.sigma_, repeated.sigma_, rtol=2e-3, atol=2e-3)
+    keep = w > 0
+    weighted = EXPLORE(**kw).fit_differences(z, y, sample_weight=keep.astype(float))
+    dropped = EXPLORE(**kw).fit_differences(z[keep], y[keep])
+    assert_allclose(weighted.sigma_, dropped.sigma_, rtol=2e-3, atol=2e-3)
+    # weights reach the held-out figures: the validation pairs' weighted mean
+    m = EXPLORE(alpha=0.5).fit_differences(
+        z, y, sample_weight=w, validation=np.arange(3000) % 5 == 0
+    )
+    held = np.arange(3000) % 5 == 0
+    expected = np.average(pair_loglik(m.heldout_distances_[held], y[held]), weights=w[held])
+    assert np.isclose(m.heldout_loglik_, expected)
+
+
+@pytest.mark.parametrize(
+    ("weights", "message"),
+    [
+        (np.ones(5), "length"),
+        (-np.ones(300), "≥ 0"),
+        (np.zeros(300), "at least one weight"),
+        (np.r_[np.nan, np.ones(299)], "finite"),
+    ],
+)
+def test_bad_sample_weights_raise(weights, message):
+    z, y = _response_data(300, SIGMA0, 0.6, seed=22)
+    with pytest.raises(ValueError, match=message):
+        EXPLORE().fit_differences(z, y, sample_weight=weights)

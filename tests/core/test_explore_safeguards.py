@@ -119,8 +119,10 @@ def test_shortfall_function():
     assert explore_shortfall(np.full(25, 0.5)).need_comparable == 1
 
 
-def test_penalised_fit_beats_the_mle_held_out_on_a_low_rank_truth():
-    rng = np.random.default_rng(5)
+def _low_rank_case(seed):
+    """Issue 13's case 4 at a small size: d=60, 8k pairs, a rank-30 truth; and a yardstick, the
+    log-likelihood of 40k fresh pairs drawn from Σ₀."""
+    rng = np.random.default_rng(seed)
     d, rank = 60, 30
     g = rng.standard_normal((d, rank))
     sigma0 = 1.36 * g @ g.T / d
@@ -129,9 +131,14 @@ def test_penalised_fit_beats_the_mle_held_out_on_a_low_rank_truth():
     zt = 0.11 * rng.standard_normal((40000, d))
     yt = _labels(zt, sigma0, rng)
 
-    def heldout(s):
+    def fresh(s):
         return float(np.mean(pair_loglik(quad_forms(zt, s), yt)))
 
+    return sigma0, z, y, fresh
+
+
+def test_penalised_fit_beats_the_mle_held_out_on_a_low_rank_truth():
+    sigma0, z, y, heldout = _low_rank_case(5)
     mle = EXPLORE(alpha=0.0).fit_differences(z, y)
     pen = EXPLORE().fit_differences(z, y)
     assert pen.alpha_ > 0
@@ -171,3 +178,79 @@ def test_heldout_interval_for_a_fixed_alpha_on_request_and_covers_fresh_pairs():
     fresh = float(np.mean(pair_loglik(quad_forms(zt, m.sigma_), yt)))
     assert lo - 0.01 <= fresh <= hi + 0.01  # the interval is about the fit's generalisation
     assert hi - lo < 0.1
+
+
+def test_caller_folds_give_the_heldout_figures_and_bad_folds_raise():
+    rng = np.random.default_rng(9)
+    sigma0 = np.diag([0.2, 0.5, 1.0, 2.0])
+    z = 0.6 * rng.standard_normal((3000, 4))
+    y = _labels(z, sigma0, rng)
+    mask = np.zeros(3000, dtype=bool)
+    mask[::4] = True  # one split: every fourth pair held out
+    m = EXPLORE().fit_differences(z, y, validation=mask)
+    d = m.heldout_distances_
+    assert np.all(np.isfinite(d[mask]))
+    assert np.all(np.isnan(d[~mask]))
+    assert m.heldout_n_ == mask.sum()
+    assert np.isclose(m.heldout_loglik_, np.mean(pair_loglik(d[mask], y[mask])))
+    # the held-out distances come from a fit that did not see those pairs: a fit on the
+    # training side at the chosen penalty scores them about the same
+    side = EXPLORE(alpha=m.alpha_).fit_differences(z[~mask], y[~mask])
+    independent = np.mean(pair_loglik(quad_forms(z[mask], side.sigma_), y[mask]))
+    assert abs(independent - m.heldout_loglik_) < 2e-3
+    folds = np.arange(3000) % 3  # three caller folds: every pair held out once
+    k = EXPLORE().fit_differences(z, y, validation=folds)
+    assert k.heldout_n_ == 3000
+    assert np.all(np.isfinite(k.heldout_distances_))
+    with pytest.raises(ValueError, match="boolean mask or an integer fold"):
+        EXPLORE().fit_differences(z, y, validation=np.ones(10, dtype=bool))
+    with pytest.raises(ValueError, match="holds out no pair"):
+        EXPLORE().fit_differences(z, y, validation=np.zeros(3000, dtype=bool))
+    with pytest.raises(ValueError, match="too few"):
+        EXPLORE().fit_differences(z, y, validation=y < 0.5)  # training side: one label only
+
+
+def test_one_split_penalty_is_as_good_as_the_best_of_a_grid_judged_by_the_truth():
+    # One validation split (≥ 2,000 pairs): the penalty chosen on the rays through fold fits
+    # (module docstring) against fixed penalties alpha_·10^k, all judged by fresh pairs from Σ₀.
+    sigma0, z, y, fresh = _low_rank_case(12)
+    chosen = EXPLORE().fit_differences(z, y)
+    assert len(chosen.alpha_path_) >= 2  # a fold fit and the ray's choice
+    grid = [
+        fresh(EXPLORE(alpha=chosen.alpha_ * 10.0**k).fit_differences(z, y).sigma_)
+        for k in range(-3, 3)
+    ]
+    mle = fresh(EXPLORE(alpha=0.0).fit_differences(z, y).sigma_)
+    assert fresh(chosen.sigma_) > max(grid) - 0.002
+    assert fresh(chosen.sigma_) > mle + 0.005
+    assert fresh(chosen.sigma_) > fresh(sigma0) - 0.015
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_training_part_built_from_the_full_problem_equals_one_built_from_scratch(weighted):
+    # the one-split search takes the training part's rows, prior distances and penalty metric
+    # from the problem on all pairs (held-out rows subtracted, capped curvatures corrected):
+    # the numbers must be those of a problem built directly on the training rows
+    from learning.core.explore import _folds, _Problem
+
+    rng = np.random.default_rng(3)
+    n, d = 3000, 12
+    z = rng.standard_normal((n, d)) * rng.uniform(0.2, 1.5, d)
+    y = (rng.uniform(size=n) < 2.0 * expit(-0.5 * np.sum(z * z, 1) / d)).astype(float)
+    w = rng.integers(0, 4, n).astype(float) if weighted else None
+    w = None if w is None else w * (n / w.sum())
+    prior = 0.3 * np.eye(d)
+    second = z.T @ z / n
+    sq = np.sum(z * z, 1)
+    full = _Problem(z, y, prior, second, "mixed", weights=w, sq=sq)
+    ((tr, va),) = _folds(y)
+    c_tr = (n * second - z[va].T @ z[va]) / tr.size
+    direct = _Problem(z, y, prior, c_tr, "mixed", rows=tr, weights=w)
+    derived = _Problem(z, y, prior, c_tr, "mixed", rows=tr, weights=w, parent=full)
+    assert derived.u is None
+    assert direct.u is None
+    np.testing.assert_array_equal(derived.rows, direct.rows)
+    np.testing.assert_array_equal(derived.zw, direct.zw)
+    np.testing.assert_allclose(derived.d_prior, direct.d_prior, rtol=1e-6)
+    np.testing.assert_allclose(derived.weight, direct.weight, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(full.d_prior, quad_forms(z[full.rows], prior), rtol=1e-6)

@@ -174,3 +174,35 @@ def test_k_above_the_scatter_rank_warns():
     assert len(m.warnings_) == 1
     ok = FACE(n_components=2).fit(x, groups)
     assert ok.warnings_ == []
+
+
+@pytest.mark.parametrize("offset", [0.0, 100.0])
+def test_float32_scatter_matches_float64_to_a_millionth(monkeypatch, offset):
+    # float32 rows far from the origin (offset 100, within-group spread ~1): a float32 Gram of
+    # the raw rows would lose ~(100)²·6e-8 ≈ 6e-4 of the scatter to cancellation; centring on
+    # the group means first keeps the error near float32 rounding of the centred values.
+    monkeypatch.setattr(face_module, "_CHUNK_ROWS", 1000)  # groups straddle chunk borders
+    monkeypatch.setattr(face_module, "_MIXED_CHUNK_ROWS", 300)
+    rng = np.random.default_rng(11)
+    x = (rng.standard_normal((6000, 40)) + offset).astype(np.float32)
+    x[:, :3] *= 3.0
+    sizes = rng.integers(2, 9, size=900)
+    rows = np.concatenate([rng.choice(6000, size=s, replace=False) for s in sizes])
+    groups = np.split(rows, np.cumsum(sizes)[:-1])
+    groups.append(np.arange(6000))  # and one big group
+    mixed = FACE(n_components=3).fit(x, groups)  # "auto": float32 input → mixed
+    double = FACE(n_components=3, precision="double").fit(x, groups)
+    assert mixed.precision_ == "mixed"
+    assert double.precision_ == "double"
+    flat, sz = face_module._as_groups(groups, 6000)
+    s32 = face_module.within_group_scatter(x, flat, sz, "mixed")
+    s64 = face_module.within_group_scatter(x.astype(np.float64), flat, sz, "double")
+    assert np.linalg.norm(s32 - s64) / np.linalg.norm(s64) < 1e-6
+    assert np.linalg.norm(mixed.sigma_ - double.sigma_, 2) < 1e-6
+    assert_allclose(mixed.singular_values_, double.singular_values_, rtol=1e-6)
+
+
+def test_unknown_precision_is_refused():
+    x = np.random.default_rng(0).standard_normal((10, 3))
+    with pytest.raises(ValueError, match="precision must be"):
+        FACE(n_components=1, precision="half").fit(x, [np.arange(5)])

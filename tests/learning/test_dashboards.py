@@ -139,6 +139,7 @@ def test_dashboard_page_queries_do_not_grow_with_data(
         answer(study, user, items, pair, C, ms=2000) for pair in range(10, 25) for user in more
     )
     cache.clear()  # compute again, with more data
+    client.force_login(users["reviewer"])  # the session back in the cache (cached_db), as before
     with django_assert_max_num_queries(len(small.captured_queries)):
         response = client.get(url)
     assert response.status_code == 200

@@ -102,6 +102,7 @@ def test_version_metadata_describes_the_fit(study, space, versions, reviewer_tok
     assert data["dimension"] == 5
     assert data["embedding_space"] == {
         "name": space.name,
+        "kind": "vectors",
         "sha256": space.sha256,
         "dimension": 5,
         "item_count": 60,
@@ -293,3 +294,34 @@ def test_annotators_cannot_export_judgments(client, study, users, judgments):
     client.force_login(users["annotator"])
     assert client.get(reverse("api-export-judgments", args=[study.pk, "csv"])).status_code == 403
     assert client.get(reverse("api-export-groups", args=[study.pk, "csv"])).status_code == 403
+
+
+def test_a_cached_token_stops_working_at_once_when_revoked_or_its_user_is_deactivated(
+    db, media_root, settings, redis_url
+):
+    """The token's user is cached (learning/tokens.py); revoking and deactivating forget it."""
+    import uuid as _uuid
+
+    from django.contrib.auth import get_user_model
+    from rest_framework.test import APIClient
+
+    settings.CACHES = {
+        "default": {
+            "BACKEND": "common.redis_cache.RedisCache",
+            "LOCATION": redis_url,
+            "KEY_PREFIX": f"tok-{_uuid.uuid4().hex[:8]}",
+        }
+    }
+    user = get_user_model().objects.create_user("tok", password="x-long-password-1")
+    client = APIClient()
+    for undo in ("revoke", "deactivate"):
+        token, key = api_token_create(user=user, name=undo)
+        client.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
+        assert client.get("/api/studies/").status_code == 200
+        assert client.get("/api/studies/").status_code == 200  # from the cache now
+        if undo == "revoke":
+            api_token_revoke(user=user, token_id=token.pk)
+        else:
+            user.is_active = False
+            user.save()
+        assert client.get("/api/studies/").status_code == 401

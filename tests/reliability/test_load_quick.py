@@ -25,3 +25,10 @@ def test_the_quick_load_run_stores_every_acknowledged_answer_once(run_module):
     assert max(statuses) < 500
     assert result["versions"]["duplicates_same_data"] == 0
     assert result["final_version_after_s"] is not None  # a version covers the last answer
+    # The in-process profile ran on the same stack: queries per answer, whatever the load.
+    profile = result["profile"]
+    # The answer's own statements (the refit marker's are the refit hook's: one read while a
+    # refit is queued, a few writes whenever the worker has just finished one).
+    own = profile["statements_per_answer"] - profile["refit_hook_statements_per_answer"]
+    assert own <= 3, profile["queries_per_answer_by_kind"]
+    assert set(profile["cpu_ms_by_component"]) >= {"next pair", "PostgreSQL (its backend process)"}

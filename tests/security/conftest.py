@@ -38,6 +38,7 @@ class World:
     embedding_import: EmbeddingImport
     group_b: ComparableGroup
     version_b: MetricVersion
+    records_import: EmbeddingImport  # a record upload waiting for its columns
     tokens: dict = field(default_factory=dict)  # role -> plaintext API token
     token_ids: dict = field(default_factory=dict)
 
@@ -114,6 +115,11 @@ def world(db, media_root) -> World:
     job = EmbeddingImport(name="imp", status=EmbeddingImport.Status.FAILED, error="bad file")
     job.file.save("imp.txt", ContentFile(b"x 1 2\n"), save=False)
     job.save()
+    records = EmbeddingImport(
+        name="records", format="records-csv", stage="columns", created_by=users["su"]
+    )
+    records.file.save("people.csv", ContentFile(b"age,sex\n30,F\n40,M\n"), save=False)
+    records.save()
     group_b = ComparableGroup.objects.create(study=study_b, name="g-b", created_by=users["ann_b"])
     version_b = make_metric_version(study=study_b, method="face", sigma=np.eye(dim), label="b1")
     world = World(
@@ -129,6 +135,7 @@ def world(db, media_root) -> World:
         embedding_import=job,
         group_b=group_b,
         version_b=version_b,
+        records_import=records,
     )
     for role, user in users.items():
         token, key = api_token_create(user=user, name=f"{role} job")

@@ -62,6 +62,21 @@ def A(world: World) -> int:
     return world.study_a.pk
 
 
+def record_study(world: World) -> int:
+    """Study A, its space given a feature map (as a record space has)."""
+    spec = {
+        "format": "fairmetric.featuremap",
+        "version": 1,
+        "excluded": [],
+        "features": [{"column": "age", "kind": "numeric", "mean": 40.0, "scale": 10.0}],
+        "feature_names": ["age"],
+    }
+    type(world.study_a.space).objects.filter(pk=world.study_a.space_id).update(
+        kind="records", feature_map=spec
+    )
+    return A(world)
+
+
 def judgment_body(world: World, role: str) -> dict:
     return {
         "item_a": world.items[2].pk,
@@ -121,6 +136,13 @@ MATRIX: dict[str, Row] = {
         {"get": MEMBER_API, "post": statuses(401, 201, 404, 201, 201, 201)},
         STUDY_API_GATE,
         body=judgment_body,
+        fmt="json",
+    ),
+    "api-judgments-batch": Row(  # 200 with one result per answer (each stored on its own)
+        lambda w: reverse("api-judgments-batch", args=[A(w)]),
+        {"post": statuses(401, 200, 404, 200, 200, 200)},
+        STUDY_API_GATE,
+        body=lambda w, r: {"answers": [judgment_body(w, r)]},
         fmt="json",
     ),
     "api-skips": Row(
@@ -247,7 +269,27 @@ MATRIX: dict[str, Row] = {
         {"get": STAFF_PAGE},
         STAFF_GATE,
     ),
+    "spaces:records-upload": Row(
+        lambda w: reverse("spaces:records-upload"),
+        {"get": STAFF_PAGE, "post": statuses(302, 403, 403, 403, 403, 400)},
+        STAFF_GATE,
+    ),
+    "spaces:records-columns": Row(
+        lambda w: reverse("spaces:records-columns", args=[w.records_import.pk]),
+        {"get": STAFF_PAGE, "post": statuses(302, 403, 403, 403, 403, 400)},
+        STAFF_GATE,
+    ),
+    "spaces:texts-upload": Row(
+        lambda w: reverse("spaces:texts-upload"),
+        {"get": STAFF_PAGE, "post": statuses(302, 403, 403, 403, 403, 400)},
+        STAFF_GATE,
+    ),
     # --- export API (reviewers and admins)
+    "api-feature-map": Row(
+        lambda w: reverse("api-feature-map", args=[record_study(w)]),
+        {"get": EXPORT_API},
+        EXPORT_STUDY_GATE,
+    ),
     "api-version": Row(
         lambda w: reverse("api-version", args=[w.version.pk]), {"get": EXPORT_API}, API_GATE
     ),

@@ -42,6 +42,10 @@ def judgments_url(w):
     return reverse("api-judgments", args=[A(w)])
 
 
+def batch_url(w):
+    return reverse("api-judgments-batch", args=[A(w)])
+
+
 def groups_url(w):
     return reverse("api-groups", args=[A(w)])
 
@@ -69,11 +73,76 @@ class Bad:
     role: str = "ann_a"
 
 
+def upload(name: str, content: bytes):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    return SimpleUploadedFile(name, content)
+
+
 def raw(text: str) -> bytes:
     return text.encode()
 
 
 CATALOG: list[Bad] = [
+    # --- POST /api/studies/<id>/judgments/batch/ (per-answer problems: COVERED_ELSEWHERE) ------
+    Bad(
+        "api-judgments-batch",
+        "oversized batch (51 answers; JUDGMENT_BATCH_MAX is 50)",
+        "post",
+        batch_url,
+        400,
+        "at most 50 answers per request",
+        lambda w: {
+            "answers": [
+                good_judgment(w, client_id=f"6f1c7a52-5a49-4a4e-9b8e-{n:012d}") for n in range(51)
+            ]
+        },
+    ),
+    Bad(
+        "api-judgments-batch",
+        "answers is not a list",
+        "post",
+        batch_url,
+        400,
+        "must be a non-empty list of answers",
+        lambda w: {"answers": good_judgment(w)},
+    ),
+    Bad(
+        "api-judgments-batch",
+        "no answers",
+        "post",
+        batch_url,
+        400,
+        "must be a non-empty list of answers",
+        lambda w: {"answers": []},
+    ),
+    Bad(
+        "api-judgments-batch",
+        "a single answer, not a batch",
+        "post",
+        batch_url,
+        400,
+        "nothing else",
+        lambda w: good_judgment(w),
+    ),
+    Bad(
+        "api-judgments-batch",
+        "body is a JSON array",
+        "post",
+        batch_url,
+        400,
+        "nothing else",
+        raw("[1, 2]"),
+    ),
+    Bad(
+        "api-judgments-batch",
+        "body over 256 KB",
+        "post",
+        batch_url,
+        413,
+        "Request body too large",
+        lambda w: {"answers": [good_judgment(w, label="x" * 300_000)]},
+    ),
     # --- POST /api/studies/<id>/judgments/ ---------------------------------------------------
     Bad(
         "api-judgments",
@@ -1075,6 +1144,99 @@ CATALOG: list[Bad] = [
         role="su",
     ),
     Bad(
+        "spaces:records-upload",
+        "malformed CSV row",
+        "post",
+        lambda w: reverse("spaces:records-upload"),
+        400,
+        "line 3: 3 fields where the header has 2",
+        lambda w: {"name": "r", "file": upload("t.csv", b"a,b\n1,2\n1,2,3\n")},
+        "multipart",
+        role="su",
+    ),
+    Bad(
+        "spaces:records-upload",
+        "empty file",
+        "post",
+        lambda w: reverse("spaces:records-upload"),
+        400,
+        "The submitted file is empty",
+        lambda w: {"name": "r", "file": upload("t.csv", b"")},
+        "multipart",
+        role="su",
+    ),
+    Bad(
+        "spaces:records-upload",
+        "not UTF-8",
+        "post",
+        lambda w: reverse("spaces:records-upload"),
+        400,
+        "line 2: the file is not UTF-8 text",
+        lambda w: {"name": "r", "file": upload("t.csv", b"a\ncaf\xe9\n")},
+        "multipart",
+        role="su",
+    ),
+    Bad(
+        "spaces:records-columns",
+        "unknown column for the label",
+        "post",
+        lambda w: reverse("spaces:records-columns", args=[w.records_import.pk]),
+        400,
+        "Select a valid choice",
+        {"role_0": "numeric", "role_1": "categorical", "label_column": "income"},
+        "multipart",
+        role="su",
+    ),
+    Bad(
+        "spaces:records-columns",
+        "a text column declared numeric",
+        "post",
+        lambda w: reverse("spaces:records-columns", args=[w.records_import.pk]),
+        400,
+        "column &#x27;sex&#x27;, row 1: &#x27;F&#x27; is not a number",
+        {"role_0": "numeric", "role_1": "numeric"},
+        "multipart",
+        role="su",
+    ),
+    Bad(
+        "spaces:records-columns",
+        "unknown upload",
+        "get",
+        lambda w: reverse("spaces:records-columns", args=[999_999]),
+        404,
+        "Not found",
+        role="su",
+    ),
+    Bad(
+        "spaces:texts-upload",
+        "no file",
+        "post",
+        lambda w: reverse("spaces:texts-upload"),
+        400,
+        "This field is required",
+        {"name": "t", "text_column": "text"},
+        "multipart",
+        role="su",
+    ),
+    Bad(
+        "api-feature-map",
+        "a space of vectors (no feature map)",
+        "get",
+        lambda w: reverse("api-feature-map", args=[A(w)]),
+        404,
+        "only record spaces have a feature map",
+        role="rev_a",
+    ),
+    Bad(
+        "api-feature-map",
+        "another study",
+        "get",
+        lambda w: reverse("api-feature-map", args=[B(w)]),
+        404,
+        "No such study",
+        role="rev_a",
+    ),
+    Bad(
         "spaces:import",
         "unknown import",
         "get",
@@ -1107,6 +1269,12 @@ CATALOG: list[Bad] = [
 
 # (endpoint or import path, bad input, the test that covers it)
 COVERED_ELSEWHERE = [
+    (
+        "api-judgments-batch",
+        "malformed answers (not an object, bad label, bad client_id, unknown item) next to good "
+        "ones: 200, an error result for each bad one, the good ones stored",
+        "tests.annotation.test_batch::test_mixed_good_and_bad_answers_are_settled_one_by_one",
+    ),
     (
         "api-judgments",
         "malformed JSON; body over 8 KB (413)",
@@ -1213,6 +1381,32 @@ COVERED_ELSEWHERE = [
         "spaces:upload",
         "a body over the limit, refused unread",
         "tests.spaces.test_space_upload::test_a_huge_body_is_refused_before_it_is_read",
+    ),
+    (
+        "spaces:records-upload",
+        "malformed CSV/Parquet, empty, header only, non-UTF-8, duplicate column, unknown format",
+        "tests.spaces.test_table_uploads::test_bad_record_files_are_form_errors_and_leave_nothing",
+    ),
+    (
+        "spaces:records-upload",
+        "a file over MAX_TABLE_MB (form error) and a body refused unread (413)",
+        "tests.spaces.test_table_uploads::test_too_large_table_is_refused_unread",
+    ),
+    (
+        "spaces:records-columns",
+        "unknown column, bad roles, label or key inside φ, nothing to embed",
+        "tests.spaces.test_table_uploads::"
+        "test_bad_column_choices_keep_the_upload_and_create_nothing",
+    ),
+    (
+        "spaces:texts-upload",
+        "JSONL with a bad line, not objects, blank text, unknown column, duplicate key, non-UTF-8",
+        "tests.spaces.test_table_uploads::test_bad_text_files_are_form_errors_and_leave_nothing",
+    ),
+    (
+        "spaces:texts-upload",
+        "the optional extra missing",
+        "tests.spaces.test_table_uploads::test_text_upload_says_plainly_when_the_extra_is_missing",
     ),
     (
         "spaces:upload",

@@ -1,0 +1,121 @@
+"""Browser uploads of record and text tables: store, read (all checks), then finish.
+
+A record upload is two steps: ``record_upload_create`` stores the file and reads it whole (a
+malformed, empty, too large or non-UTF-8 file is a form error and nothing is kept); the admin
+then chooses the columns' roles and ``record_upload_finish`` creates the space through
+:func:`spaces.records.record_space_create` (atomic) and removes the file. Until then the
+``EmbeddingImport`` row waits (status pending, stage ``columns``).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+
+import pandas as pd
+from django.core.files.uploadedfile import UploadedFile
+from django.db import transaction
+from django.utils import timezone
+
+from .exceptions import EmbeddingFormatError, InputFileError
+from .models import EmbeddingImport, EmbeddingSpace
+from .records import record_space_create
+from .tables import TABLE_FORMATS, guess_format, max_table_bytes, read_table
+from .uploads import _remove_files, _store, import_name_check
+
+Status = EmbeddingImport.Status
+RECORDS_PREFIX = "records-"
+ROLES = ("numeric", "categorical", "excluded")
+
+
+def table_upload_store(
+    *, user, upload: UploadedFile, name: str, prefix: str, formats: tuple[str, ...], **fields
+) -> tuple[EmbeddingImport, pd.DataFrame]:
+    """Store ``upload`` and read it whole; on any error remove it and raise (nothing saved).
+
+    Returns the unsaved import row and the table read.
+    """
+    name = import_name_check(name)
+    if upload.size > max_table_bytes():
+        raise InputFileError(f"{upload.name} is larger than {max_table_bytes() // 2**20} MB")
+    if upload.size == 0:
+        raise InputFileError("the file is empty")
+    fmt = guess_format(upload.name or "", formats)
+    job = EmbeddingImport(
+        name=name,
+        format=prefix + fmt,
+        created_by=user,
+        original_name=(upload.name or "")[:255],
+        **fields,
+    )
+    job.file.name = _store(upload, f"uploads/{uuid.uuid4().hex[:12]}")
+    try:
+        frame = read_table(job.file.path, fmt)
+    except BaseException:
+        _remove_files(job)
+        raise
+    return job, frame
+
+
+def record_upload_create(*, user, upload: UploadedFile, name: str) -> EmbeddingImport:
+    """Store a CSV/Parquet table for a record space; raises ``InputFileError`` on bad input."""
+    job, frame = table_upload_store(
+        user=user, upload=upload, name=name, prefix=RECORDS_PREFIX, formats=TABLE_FORMATS
+    )
+    job.stage = "columns"
+    job.total_rows = len(frame)
+    job.save()
+    return job
+
+
+def record_upload_table(job: EmbeddingImport) -> pd.DataFrame:
+    return read_table(job.file.path, job.format.removeprefix(RECORDS_PREFIX))
+
+
+def record_upload_finish(
+    *,
+    job: EmbeddingImport,
+    roles: Mapping[str, str],
+    label_column: str = "",
+    key_column: str = "",
+) -> EmbeddingSpace:
+    """Create the space with the chosen roles; on bad choices raise and keep the upload."""
+    if job.status != Status.PENDING or not job.format.startswith(RECORDS_PREFIX):
+        raise EmbeddingFormatError("this upload is not waiting for its columns")
+    frame = record_upload_table(job)
+    unknown = sorted(set(roles) - set(frame.columns))
+    if unknown:
+        raise EmbeddingFormatError(f"no column {unknown[0]!r} in the file")
+    bad = sorted(r for r in roles.values() if r not in ROLES)
+    if bad:
+        raise EmbeddingFormatError(f"unknown role {bad[0]!r}")
+    for chosen, what in ((label_column, "label"), (key_column, "key")):
+        if chosen and chosen not in frame.columns:
+            raise EmbeddingFormatError(f"no column {chosen!r} for the {what}")
+    pick = {role: [c for c in frame.columns if roles.get(c, "excluded") == role] for role in ROLES}
+    for special in (label_column, key_column):
+        if special and special in pick["numeric"] + pick["categorical"]:
+            raise EmbeddingFormatError(f"the column {special!r} is the label or key: exclude it")
+    with transaction.atomic():
+        space = record_space_create(
+            name=job.name,
+            frame=frame,
+            numeric=pick["numeric"],
+            categorical=pick["categorical"],
+            excluded=[c for c in pick["excluded"] if c != label_column],
+            label_column=label_column,
+            owner=job.created_by,
+            key_column=key_column or None,
+            source=f"uploaded {job.original_name} by {job.created_by or 'a deleted user'}",
+        )
+        EmbeddingImport.objects.filter(pk=job.pk).update(
+            status=Status.DONE,
+            stage="",
+            space=space,
+            progress_rows=space.item_count,
+            total_rows=space.item_count,
+            options={"roles": dict(roles), "label_column": label_column, "key_column": key_column},
+            finished_at=timezone.now(),
+        )
+    _remove_files(job)
+    return space

@@ -1,0 +1,185 @@
+"""Reading uploaded tables for record and text spaces: CSV (UTF-8), Parquet and JSONL.
+
+Every reader returns a :class:`pandas.DataFrame` or raises
+:class:`~spaces.exceptions.InputFileError` with one readable line (empty file, bytes that are
+not UTF-8, a malformed row or JSONL line with its number, a file above ``MAX_TABLE_MB``).
+CSV cells are read as text (``dtype=str``, empty cells stay ``""``) and numbers are recognised
+per column afterwards, so what a record displays is what the file said.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import pandas as pd
+from django.conf import settings
+
+from .exceptions import InputFileError
+
+TABLE_FORMATS = ("csv", "parquet")
+TEXT_FORMATS = ("csv", "jsonl")
+MAX_COLUMNS = 500
+MAX_COLUMN_NAME = 200
+
+
+def max_table_bytes() -> int:
+    return settings.MAX_TABLE_MB * 1024 * 1024
+
+
+def guess_format(name: str, allowed: tuple[str, ...]) -> str:
+    suffix = Path(name or "").suffix.lower().lstrip(".")
+    suffix = {"pq": "parquet", "ndjson": "jsonl", "tsv": "csv", "txt": "csv"}.get(suffix, suffix)
+    if suffix not in allowed:
+        raise InputFileError(
+            f"cannot tell the format of {name!r}: name it .{' or .'.join(allowed)}"
+        )
+    return suffix
+
+
+def _read_bytes(path: str | Path) -> bytes:
+    try:
+        size = Path(path).stat().st_size
+    except OSError:
+        raise InputFileError("the uploaded file is gone; upload it again") from None
+    if size > max_table_bytes():
+        raise InputFileError(f"the file is larger than {settings.MAX_TABLE_MB} MB")
+    data = Path(path).read_bytes()
+    if not data.strip():
+        raise InputFileError("the file is empty")
+    return data
+
+
+def _text(data: bytes) -> str:
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise InputFileError("the file is not UTF-8 text", line=line) from None
+
+
+def _checked(frame: pd.DataFrame) -> pd.DataFrame:
+    if frame.shape[1] == 0:
+        raise InputFileError("the file has no columns")
+    if frame.shape[1] > MAX_COLUMNS:
+        raise InputFileError(f"the file has {frame.shape[1]} columns; at most {MAX_COLUMNS}")
+    names = [str(c).strip() for c in frame.columns]
+    for name in names:
+        if not name or len(name) > MAX_COLUMN_NAME:
+            raise InputFileError(f"a column name is empty or longer than {MAX_COLUMN_NAME}")
+    if len(set(names)) != len(names):
+        twice = next(n for n in names if names.count(n) > 1)
+        raise InputFileError(f"the column {twice!r} appears twice")
+    if len(frame) == 0:
+        raise InputFileError("the file has a header but no rows")
+    frame.columns = names
+    frame.index = pd.RangeIndex(1, len(frame) + 1)  # errors name "row 1" for the first record
+    return frame
+
+
+def read_csv(path: str | Path) -> pd.DataFrame:
+    """A CSV (comma, or tab for .tsv-like content sniffed from the header) as text columns."""
+    text = _text(_read_bytes(path))
+    first = text.split("\n", 1)[0]
+    delimiter = "\t" if first.count("\t") > first.count(",") else ","
+    rows = csv.reader(
+        io.StringIO(text, newline=""), delimiter=delimiter, strict=True, skipinitialspace=True
+    )
+    try:
+        header = next(rows)
+        width = len(header)
+        body = []
+        for row in rows:
+            if not row:
+                continue  # blank line
+            if len(row) != width:
+                raise InputFileError(
+                    f"{len(row)} fields where the header has {width}", line=rows.line_num
+                )
+            body.append(row)
+    except csv.Error as exc:
+        raise InputFileError(f"malformed CSV ({exc})", line=rows.line_num) from None
+    return _checked(pd.DataFrame(body, columns=header, dtype=object))
+
+
+def read_parquet(path: str | Path) -> pd.DataFrame:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    _read_bytes(path)
+    try:
+        table = pq.read_table(path)
+    except (pa.ArrowException, OSError) as exc:
+        raise InputFileError(f"not a readable Parquet file ({str(exc)[:200]})") from None
+    return _checked(table.to_pandas())
+
+
+def read_jsonl(path: str | Path) -> pd.DataFrame:
+    """One JSON object per line; a line that is not one → error with its number."""
+    records = []
+    for number, line in enumerate(_text(_read_bytes(path)).splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputFileError(f"not JSON ({exc.msg})", line=number) from None
+        if not isinstance(value, dict):
+            raise InputFileError("each line must be a JSON object", line=number)
+        records.append(value)
+    if not records:
+        raise InputFileError("the file is empty")
+    return _checked(pd.DataFrame.from_records(records))
+
+
+def read_table(path: str | Path, fmt: str) -> pd.DataFrame:
+    readers = {"csv": read_csv, "parquet": read_parquet, "jsonl": read_jsonl}
+    return readers[fmt](path)
+
+
+def numeric_columns(frame: pd.DataFrame) -> list[str]:
+    """Columns whose every value reads as a finite number (text cells included), not booleans."""
+    found = []
+    for name in frame.columns:
+        column = frame[name]
+        if pd.api.types.is_bool_dtype(column):
+            continue
+        raw = column.map(lambda v: v.strip() if isinstance(v, str) else v)
+        values = pd.to_numeric(raw, errors="coerce")
+        if (
+            values.notna().all()
+            and len(values)
+            and bool(pd.Series(values).abs().lt(float("inf")).all())
+        ):
+            found.append(name)
+    return found
+
+
+LABEL_NAMES = {"label", "labels", "target", "class", "y", "income", "outcome"}
+KEY_NAMES = {"id", "key", "name", "uid", "record_id"}
+
+
+def guess_roles(frame: pd.DataFrame) -> dict:
+    """A default choice of columns: numbers → numeric, few distinct values → categorical, a
+    column named like a label → the label (excluded), a unique id-like column → the key,
+    anything else (free text, ids) → excluded."""
+    numeric = set(numeric_columns(frame))
+    label = next((c for c in frame.columns if c.lower() in LABEL_NAMES), "")
+    key = next(
+        (c for c in frame.columns if c.lower() in KEY_NAMES and frame[c].astype(str).is_unique),
+        "",
+    )
+    roles = {}
+    limit = max(20, min(100, len(frame) // 2))
+    for name in frame.columns:
+        if name in (label, key):
+            roles[name] = "excluded"
+        elif name in numeric:
+            roles[name] = "numeric"
+        elif frame[name].astype(str).nunique() <= limit:
+            roles[name] = "categorical"
+        else:
+            roles[name] = "excluded"
+    return {"roles": roles, "label_column": label, "key_column": key}

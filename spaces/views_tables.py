@@ -1,0 +1,140 @@
+"""Pages for record and text spaces (staff only): upload a table, choose its columns."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.csrf import csrf_exempt, csrf_protect
+from django.views.decorators.http import require_http_methods
+
+from . import sentence_model
+from .exceptions import InputFileError
+from .forms import ColumnsForm, TableUploadForm, TextUploadForm
+from .models import EmbeddingImport
+from .record_uploads import (
+    RECORDS_PREFIX,
+    record_upload_create,
+    record_upload_finish,
+    record_upload_table,
+)
+from .tables import guess_roles
+from .texts import text_upload_create
+from .views import staff_required
+
+PREVIEW_ROWS = 5
+
+
+def _too_large(request: HttpRequest) -> bool:
+    """A body above the table limit (plus 1 MB of fields) is refused before it is read."""
+    try:
+        length = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        return False
+    return length > (settings.MAX_TABLE_MB + 1) * 1024 * 1024
+
+
+def _upload_page(request, *, form_class, template, create, extra=None):
+    context = {"max_table_mb": settings.MAX_TABLE_MB, **(extra or {})}
+    if request.method == "POST" and _too_large(request):
+        context |= {
+            "form": form_class(),
+            "upload_error": f"The upload is larger than {settings.MAX_TABLE_MB} MB.",
+        }
+        return render(request, template, context, status=413)
+    return _upload_form(
+        request, form_class=form_class, template=template, create=create, context=context
+    )
+
+
+@csrf_protect  # after the size check (see spaces.views.space_upload)
+def _upload_form(request, *, form_class, template, create, context):
+    posted = request.method == "POST"
+    form = form_class(request.POST, request.FILES) if posted else form_class()
+    if posted and form.is_valid():
+        try:
+            return create(form.cleaned_data)
+        except InputFileError as exc:
+            form.add_error("file", str(exc))
+    context["form"] = form
+    return render(request, template, context, status=400 if posted else 200)
+
+
+@csrf_exempt
+@staff_required
+@require_http_methods(["GET", "POST"])
+def records_upload(request: HttpRequest) -> HttpResponse:
+    def create(data):
+        job = record_upload_create(user=request.user, upload=data["file"], name=data["name"])
+        return redirect("spaces:records-columns", import_id=job.pk)
+
+    return _upload_page(
+        request, form_class=TableUploadForm, template="spaces/records_upload.html", create=create
+    )
+
+
+@csrf_exempt
+@staff_required
+@require_http_methods(["GET", "POST"])
+def texts_upload(request: HttpRequest) -> HttpResponse:
+    def create(data):
+        job = text_upload_create(
+            user=request.user,
+            upload=data["file"],
+            name=data["name"],
+            text_column=data["text_column"],
+            key_column=data.get("key_column") or "",
+        )
+        return redirect("spaces:import", import_id=job.pk)
+
+    extra = {"text_available": sentence_model.available(), "text_missing": sentence_model.MISSING}
+    return _upload_page(
+        request,
+        form_class=TextUploadForm,
+        template="spaces/texts_upload.html",
+        create=create,
+        extra=extra,
+    )
+
+
+@staff_required
+@require_http_methods(["GET", "POST"])
+def records_columns(request: HttpRequest, import_id: int) -> HttpResponse:
+    job = get_object_or_404(EmbeddingImport, pk=import_id, format__startswith=RECORDS_PREFIX)
+    if job.status != EmbeddingImport.Status.PENDING:
+        return redirect("spaces:import", import_id=job.pk)
+    try:
+        frame = record_upload_table(job)
+    except InputFileError as exc:  # the stored file went bad: say so
+        return render(
+            request, "spaces/records_columns.html", {"job": job, "read_error": str(exc)}, status=400
+        )
+    guess = guess_roles(frame)
+    columns = [str(c) for c in frame.columns]
+    initial = {"label_column": guess["label_column"], "key_column": guess["key_column"]}
+    posted = request.method == "POST"
+    form = ColumnsForm(
+        request.POST if posted else None,
+        columns=columns,
+        initial_roles=guess["roles"],
+        initial=initial,
+    )
+    if posted and form.is_valid():
+        try:
+            record_upload_finish(
+                job=job,
+                roles=form.roles(),
+                label_column=form.cleaned_data["label_column"],
+                key_column=form.cleaned_data["key_column"],
+            )
+        except InputFileError as exc:
+            form.add_error(None, str(exc))
+        else:
+            return redirect("spaces:import", import_id=job.pk)
+    preview = frame.head(PREVIEW_ROWS)
+    rows = [
+        {"field": field, "column": c, "values": [str(v) for v in preview[c].tolist()]}
+        for field, c in zip(form.role_fields(), columns, strict=True)
+    ]
+    context = {"job": job, "form": form, "rows": rows, "n_rows": len(frame)}
+    return render(request, "spaces/records_columns.html", context, status=400 if posted else 200)

@@ -1,0 +1,61 @@
+"""load_adult_demo: the Adult study built through the app, the projected metric published."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from django.core.management import call_command
+
+from annotation.models import PairJudgment, Source
+from learning.adult import CLEAN_ROWS, directions_of
+from learning.adult_demo import PAIRS_PROVENANCE, PROJECTED_LABEL, SPACE_NAME, STUDY_NAME
+from learning.fairness_metrics import sensitive_projector
+from learning.models import MetricVersion
+from spaces.models import EmbeddingSpace
+
+pytestmark = pytest.mark.django_db
+
+
+def test_the_demo_is_built_once_and_publishes_the_projected_explore_metric(capsys):
+    call_command("load_adult_demo")
+    first = capsys.readouterr().out
+    assert "created record space" in first
+    assert "25,000 imported pair judgments" in first
+
+    space = EmbeddingSpace.objects.get(name=SPACE_NAME)
+    assert space.kind == EmbeddingSpace.Kind.RECORDS
+    assert space.item_count == CLEAN_ROWS["train"]
+    assert space.label_column == "income"
+    names = space.feature_map["feature_names"]
+    assert "income" not in " ".join(names)
+    assert len(names) == space.dimension == 43
+
+    judgments = PairJudgment.objects.filter(study__name=STUDY_NAME)
+    assert judgments.count() == 25_000
+    assert set(judgments.values_list("source", "provenance")) == {
+        (Source.IMPORTED, PAIRS_PROVENANCE)
+    }
+    assert judgments.filter(label="comparable").count() == 20_000
+
+    published = MetricVersion.objects.get(study__name=STUDY_NAME, is_published=True)
+    fitted = published.parent
+    assert published.method == fitted.method == MetricVersion.Method.EXPLORE
+    assert published.label == PROJECTED_LABEL
+    assert fitted.label == "explore"
+    assert published.parameters["source_version"] == fitted.pk
+    assert published.judgment_watermark == fitted.judgment_watermark == judgments.latest("id").pk
+    # The stored Sigma is the fitted one with the recorded directions projected out.
+    directions = directions_of(published.parameters["sensitive_directions"], names)
+    sigma, raw = published.load_sigma(), fitted.load_sigma()
+    np.testing.assert_allclose(sigma @ directions.T, 0, atol=1e-6)
+    keep = np.eye(len(names)) - sensitive_projector(directions)
+    np.testing.assert_allclose(sigma, keep @ raw @ keep, atol=1e-6)
+    assert np.abs(raw @ directions.T).max() > 1e-3  # there was something to remove
+
+    versions_before = MetricVersion.objects.count()
+    call_command("load_adult_demo")
+    second = capsys.readouterr().out
+    assert "nothing changed" in second
+    assert MetricVersion.objects.count() == versions_before
+    assert judgments.count() == 25_000
+    assert EmbeddingSpace.objects.filter(name=SPACE_NAME).count() == 1

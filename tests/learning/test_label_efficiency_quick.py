@@ -1,0 +1,59 @@
+"""benchmarks/label_efficiency.py --quick: the whole simulated study runs (no timing claims)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import ROOT, subprocess_env
+
+HEADLINE = re.compile(
+    r"^label efficiency: (\w+) needs (\d+\.\d)x fewer labels than random \((\d+) vs (\d+)\)$"
+)
+
+
+@pytest.mark.slow
+def test_the_label_efficiency_benchmark_runs_in_its_quick_form():
+    result = subprocess.run(
+        [sys.executable, "benchmarks/label_efficiency.py", "--quick"],
+        cwd=ROOT,
+        env=subprocess_env(DATABASE_URL=None, MEDIA_ROOT=None),  # its own throwaway SQLite
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    out = result.stdout
+    assert "| random |" in out
+    assert "| targeted |" in out
+    assert "Noise robustness" in out
+    # The mean-curve reading: random's later checkpoints, each with the labels targeted needs.
+    assert "Read on the mean curves" in out
+    rows = re.findall(r"^\| (\d+) \((\d+)\) \| -?\d\.\d{4} \| (\d+|not reached) \|", out, re.M)
+    assert rows
+    assert all(int(first) <= int(n) for n, first, _ in rows)  # random's own first reach
+    assert "| 30% |" in out
+    last = out.strip().splitlines()[-1]
+    match = HEADLINE.match(last)
+    if match:  # the tiny quick budget is noisy: a strategy may not reach the target in it
+        assert result.returncode == 0, result.stderr[-3000:]
+        _, ratio, n, m = match.groups()
+        assert float(ratio) == pytest.approx(int(m) / int(n), abs=0.051)  # printed to 0.1
+    else:
+        assert result.returncode == 1, result.stderr[-3000:]
+        assert re.match(r"^label efficiency: (random did not|only random) reach", last), last
+
+
+def test_bad_arguments_give_one_line_and_exit_2():
+    result = subprocess.run(
+        [sys.executable, "benchmarks/label_efficiency.py", "--strategies", "random,psychic"],
+        cwd=ROOT,
+        env=subprocess_env(DATABASE_URL=None, MEDIA_ROOT=None),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 2
+    assert result.stderr.strip().startswith("error: unknown strategy ['psychic']")
