@@ -53,6 +53,7 @@
   const waiting = []; // labels pressed while no pair was on screen
   let fetching = null;
   let done = false;
+  let leaving = false; // on the way to the completion page
   let recent = loadJSON(recentKey); // newest first: {client_id, left, right, label, refused}
   let outbox = loadJSON(outboxKey); // {op: "post", body} | {op: "delete", client_id}
   const inFlight = new Set(); // outbox entries being sent
@@ -325,7 +326,7 @@
       current = null;
       show(null);
       refuseWaiting();
-      if (!outbox.length && !flushing) window.location.assign(doneUrl);
+      if (!outbox.length && !flushing) leave();
       return false;
     }
     if (data.done) {
@@ -575,7 +576,15 @@
       }
     }
     flushing = false;
-    if (complete) window.location.assign(doneUrl);
+    if (complete) leave();
+  }
+
+  // To the completion page, once: a next-pair GET that was in flight may also answer
+  // `complete` after the navigation has begun, and a second navigation would abort the first.
+  function leave() {
+    if (leaving) return;
+    leaving = true;
+    window.location.assign(doneUrl);
   }
 
   // A failed send: say so, wait `delay`, and return the next (doubled) delay.

@@ -222,3 +222,36 @@ def test_s_skips_the_pair_and_c_leaves_a_comment_for_the_reviewers(
     wait_until(page, f"{UNSENT} === 0")
     assert PairJudgment.objects.count() == 1
 
+
+def test_reaching_the_target_opens_the_completion_page_once(media_root, logged_in_page, live_server):
+    """A next-pair GET still in flight when the last answer is saved also answers `complete`;
+    the page must not start a second navigation to the completion page (it would abort the
+    first: the flake seen in the team test under load). The GET and the completion page are
+    held in the browser so that the GET's answer lands while the first navigation is pending."""
+    study = make_study(
+        space=make_space(name="once-space"), name="Once", target_per_annotator=3, stop_at_target=True
+    )
+    annotator = make_user("once", study=study, role=Membership.Role.ANNOTATOR)
+    page = logged_in_page(annotator)
+    page.goto(f"{live_server.url}/studies/{study.pk}/label/")
+    page.wait_for_selector("#card-left[data-item-id]")
+    held_gets, done_loads = [], []
+    page.route(re.compile(r"/next-pair/"), lambda route: held_gets.append(route))
+    page.route(re.compile(r"/done/$"), lambda route: done_loads.append(route))
+    for key in ("1", "2", "1"):
+        page.keyboard.press(key)
+        page.wait_for_timeout(50)
+    deadline = time.monotonic() + 30
+    while not done_loads and time.monotonic() < deadline:
+        page.wait_for_timeout(50)
+    assert len(done_loads) == 1, "the completion page was never requested"
+    assert held_gets, "no next-pair GET was in flight at the target"
+    assert PairJudgment.objects.filter(annotator=annotator).count() == 3
+    for route in held_gets:
+        route.continue_()  # answers {"complete": true}: the annotator is at the target
+    page.wait_for_timeout(1_000)
+    assert len(done_loads) == 1, "a second navigation to the completion page"
+    page.unroute(re.compile(r"/done/$"))
+    done_loads[0].continue_()
+    page.wait_for_url(re.compile(r"/done/$"))
+    assert page.console_errors == []
