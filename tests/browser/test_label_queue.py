@@ -223,13 +223,18 @@ def test_s_skips_the_pair_and_c_leaves_a_comment_for_the_reviewers(
     assert PairJudgment.objects.count() == 1
 
 
-def test_reaching_the_target_opens_the_completion_page_once(media_root, logged_in_page, live_server):
+def test_reaching_the_target_opens_the_completion_page_once(
+    media_root, logged_in_page, live_server
+):
     """A next-pair GET still in flight when the last answer is saved also answers `complete`;
     the page must not start a second navigation to the completion page (it would abort the
     first: the flake seen in the team test under load). The GET and the completion page are
     held in the browser so that the GET's answer lands while the first navigation is pending."""
     study = make_study(
-        space=make_space(name="once-space"), name="Once", target_per_annotator=3, stop_at_target=True
+        space=make_space(name="once-space"),
+        name="Once",
+        target_per_annotator=3,
+        stop_at_target=True,
     )
     annotator = make_user("once", study=study, role=Membership.Role.ANNOTATOR)
     page = logged_in_page(annotator)
