@@ -30,11 +30,11 @@ from sklearn.metrics import roc_auc_score
 from annotation.models import LabelCode
 from learning.core.explore import (
     EXPLORE,
-    KFOLD_BELOW,
     MIN_ANSWERS,
     N_FOLDS,
     ExploreShortfall,
     explore_shortfall,
+    kfold_validation,
 )
 from learning.core.face import FACE
 from learning.core.psd import eigh_descending
@@ -179,12 +179,13 @@ def explore_shortfall_of(labels: np.ndarray) -> ExploreShortfall:
     return explore_shortfall(labels[(labels == 0) | (labels == 1)])
 
 
-def explore_folds(pairs: PairData) -> np.ndarray | None:
+def explore_folds(pairs: PairData, dim: int) -> np.ndarray | None:
     """Validation folds for EXPLORE by the pair's hash, so every answer to a pair falls in one
-    fold: ``N_FOLDS`` folds below ``KFOLD_BELOW`` observations (EXPLORE's own rule), else the
-    study's held-out share as one split (fold 0; -1 never held out). None when some training
-    side would lack a label (EXPLORE then uses its own stratified folds)."""
-    if len(pairs) < KFOLD_BELOW:
+    fold: ``N_FOLDS`` folds where EXPLORE's own rule (``kfold_validation``, on the observations
+    and the dimension ``dim``) would use them, else the study's held-out share as one split
+    (fold 0; -1 never held out). None when some training side would lack a label (EXPLORE then
+    uses its own stratified folds)."""
+    if kfold_validation(len(pairs), dim):
         fold = np.minimum((pairs.hash * N_FOLDS).astype(np.int64), N_FOLDS - 1)
     else:
         fold = np.where(pairs.held_out, 0, -1)
@@ -226,7 +227,7 @@ def fit_explore(
         "max_eigenvalue": None if max_eigenvalue is None else float(max_eigenvalue),
         "random_state": 0,
     }
-    folds = explore_folds(pairs)
+    folds = explore_folds(pairs, x1.shape[1])
     plain = EXPLORE(**params, prior=prior).fit(x1, x2, pairs.y, validation=folds)
     weighting = _weighting(pairs, weight_by_reliability)
     model = plain

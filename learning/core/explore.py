@@ -32,7 +32,8 @@ divergence between the pair models of Σ and of the prior, invariant to linear c
 embedding coordinates. It shrinks toward the prior, keeps every answer finite (strongly concave
 objective, so separable data no longer need a cap) and is the solver's own geometry (fast).
 ``alpha="auto"`` (default) chooses ``β`` by held-out log-likelihood on stratified, deterministic
-validation folds (5 below 2,000 pairs, else one 80/20 split; or the caller's ``validation``),
+validation folds (5 below 2,000 pairs or while pairs × d ≤ 500,000, else one 80/20 split:
+``kfold_validation``; or the caller's ``validation``),
 starting from a James–Stein-type estimate ``β₀ = 10 · 2·noise / (signal - noise)``
 (``signal``: the Newton decrement of the likelihood at the prior; ``noise = p/(2·n_train)``,
 ``p = r(r+1)/2``; see ``_start_strength``), never below the floor ``β = 1/n``; path fits use
@@ -99,12 +100,19 @@ from . import _explore_solver
 from ._pairloss import PairBlocks, curvature, pair_loglik, pair_slope, quad_forms, weighted_gram
 from .psd import projector, sqrtm_psd, symmetrize, validate_sigma
 
-__all__ = ["EXPLORE", "ExploreShortfall", "explore_shortfall", "pair_loglik"]
+__all__ = [
+    "EXPLORE",
+    "ExploreShortfall",
+    "explore_shortfall",
+    "kfold_validation",
+    "pair_loglik",
+]
 
 AUTO_CAP_FACTOR = 100.0
 MIN_ANSWERS = 20  # explore_shortfall: answers needed, with both labels present
 SPAN_RTOL = 1e-10  # second-moment eigenvalues ≤ SPAN_RTOL·max are directions the data miss
-KFOLD_BELOW = 2000  # below this many pairs: N_FOLDS-fold validation, else one split
+KFOLD_BELOW = 2000  # below this many pairs: N_FOLDS-fold validation (``kfold_validation``)
+KFOLD_MAX_WORK = 500_000  # ... and while pairs × dimension stays at most this; else one split
 N_FOLDS = 5
 VALIDATION_FRACTION = 0.2
 PATH_START = 10.0  # first penalty on the path: PATH_START × a James–Stein-type estimate
@@ -467,8 +475,17 @@ def explore_shortfall(y: ArrayLike) -> ExploreShortfall:
     return ExploreShortfall(need1, need0, max(0, MIN_ANSWERS - lab.size - need1 - need0))
 
 
-def _folds(y: np.ndarray, seed: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Deterministic stratified validation folds: K-fold below ``KFOLD_BELOW`` pairs, else one
+def kfold_validation(n_pairs: int, dim: int) -> bool:
+    """The penalty's validation: ``N_FOLDS``-fold (True) below ``KFOLD_BELOW`` pairs or while
+    ``n_pairs · dim ≤ KFOLD_MAX_WORK`` (there a fold fit costs tenths of a second), else one
+    ``VALIDATION_FRACTION`` split read along the ray (large problems: one fit replaces a path).
+    Measured (docs/core.md, "penalty validation"): on 2,560–3,620 pairs in d = 50 one split chose
+    penalties 10–100× too strong (held-out −0.546 where five folds reached −0.519)."""
+    return n_pairs < KFOLD_BELOW or n_pairs * dim <= KFOLD_MAX_WORK
+
+
+def _folds(y: np.ndarray, kfold: bool, seed: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Deterministic stratified validation folds: ``N_FOLDS`` folds when ``kfold``, else one
     ``VALIDATION_FRACTION`` split. Each training part keeps both labels when the data have them.
     """
     n = y.size
@@ -478,7 +495,7 @@ def _folds(y: np.ndarray, seed: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
     for c in (0, 1, 2):
         idx = np.flatnonzero(cls == c)
         key[idx[rng.permutation(idx.size)]] = np.arange(idx.size)
-    if n < KFOLD_BELOW:
+    if kfold:
         k = N_FOLDS
         fold = (key + cls) % k  # spread each class over the folds
         out = []
@@ -935,7 +952,7 @@ class EXPLORE:
         n = lab.size
         wts = self._weights
         tol, max_iter = max(float(self.tol), PATH_TOL), min(int(self.max_iter), PATH_MAX_ITER)
-        folds = _folds(lab) if validation is None else validation
+        folds = _folds(lab, kfold_validation(n, z.shape[1])) if validation is None else validation
         probs = []
         for tr, va in folds:
             zv = z[va]

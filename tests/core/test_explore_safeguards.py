@@ -174,7 +174,7 @@ def test_heldout_interval_for_a_fixed_alpha_on_request_and_covers_fresh_pairs():
     assert np.isnan(plain.heldout_loglik_)
     m = EXPLORE(alpha=0.0, validate=True).fit_differences(z, y)
     lo, hi = m.heldout_loglik_ci_
-    assert 790 <= m.heldout_n_ <= 810  # a stratified fifth of the pairs
+    assert m.heldout_n_ == 4000  # five folds (4,000 pairs × d = 4 is small): each held out once
     fresh = float(np.mean(pair_loglik(quad_forms(zt, m.sigma_), yt)))
     assert lo - 0.01 <= fresh <= hi + 0.01  # the interval is about the fit's generalisation
     assert hi - lo < 0.1
@@ -243,7 +243,7 @@ def test_training_part_built_from_the_full_problem_equals_one_built_from_scratch
     second = z.T @ z / n
     sq = np.sum(z * z, 1)
     full = _Problem(z, y, prior, second, "mixed", weights=w, sq=sq)
-    ((tr, va),) = _folds(y)
+    ((tr, va),) = _folds(y, kfold=False)
     c_tr = (n * second - z[va].T @ z[va]) / tr.size
     direct = _Problem(z, y, prior, c_tr, "mixed", rows=tr, weights=w)
     derived = _Problem(z, y, prior, c_tr, "mixed", rows=tr, weights=w, parent=full)
@@ -252,5 +252,8 @@ def test_training_part_built_from_the_full_problem_equals_one_built_from_scratch
     np.testing.assert_array_equal(derived.rows, direct.rows)
     np.testing.assert_array_equal(derived.zw, direct.zw)
     np.testing.assert_allclose(derived.d_prior, direct.d_prior, rtol=1e-6)
-    np.testing.assert_allclose(derived.weight, direct.weight, rtol=1e-6, atol=1e-9)
+    # W is summed in float32 (mixed precision): equal to 1e-6 of its largest entry (the order
+    # of the sums differs with BLAS threads; 1e-9 absolute failed on small entries in CI)
+    scale = float(np.abs(direct.weight).max())
+    np.testing.assert_allclose(derived.weight, direct.weight, rtol=1e-6, atol=1e-6 * scale)
     np.testing.assert_allclose(full.d_prior, quad_forms(z[full.rows], prior), rtol=1e-6)

@@ -28,12 +28,15 @@ def _pairs(n_pairs, repeats, seed):
 
 def test_folds_keep_every_answer_to_a_pair_together():
     pairs, _ = _pairs(300, 3, 0)
-    fold = explore_folds(pairs)
+    fold = explore_folds(pairs, 6)
     assert set(np.unique(fold)) == {0, 1, 2, 3, 4}  # below 2,000 observations: five folds
     per_pair = fold.reshape(-1, 3)
     assert np.all(per_pair == per_pair[:, :1])
     big, _ = _pairs(1000, 3, 1)
-    fold = explore_folds(big)  # 3,000 observations: the study's held-out share, one split
+    fold = explore_folds(big, 6)  # 3,000 observations × 6 dimensions: still five folds
+    assert set(np.unique(fold)) == {0, 1, 2, 3, 4}
+    assert np.all(fold.reshape(-1, 3) == fold.reshape(-1, 3)[:, :1])
+    fold = explore_folds(big, 300)  # × 300 dimensions: the study's held-out share, one split
     assert set(np.unique(fold)) == {-1, 0}
     assert np.array_equal(fold == 0, big.held_out)
 
@@ -42,7 +45,7 @@ def test_heldout_figures_match_independent_fits_on_each_training_side():
     pairs, vectors = _pairs(300, 2, 2)
     out = fit_explore(pairs, lambda rows: vectors[rows], max_eigenvalue=None)
     diag = out.diagnostics
-    fold = explore_folds(pairs)
+    fold = explore_folds(pairs, vectors.shape[1])
     z = vectors[pairs.row_a] - vectors[pairs.row_b]
     per_pair = np.empty(pairs.y.size)
     for f in range(5):
