@@ -16,8 +16,10 @@ from django.urls import reverse
 from numpy.testing import assert_allclose
 
 from spaces import sentence_model, texts
+from spaces.exceptions import InputFileError
 from spaces.featuremap import apply_feature_map
 from spaces.models import EmbeddingImport, EmbeddingSpace, Item
+from spaces.tables import read_jsonl
 from tests.celery_support import require
 
 CSV = b"id,age,sex,hours,income\np1,39,Male,40,<=50K\np2, 50,Female,13,>50K\np3,38,Male,40,<=50K\n"
@@ -233,6 +235,32 @@ TEXTS = [
 
 def jsonl(rows) -> bytes:
     return "".join(json.dumps(r) + "\n" for r in rows).encode()
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b'{"text": "a"}\n\n{"text": \n', "line 3: not JSON (Expecting value)"),
+        (b'{"text": "a"}\r\n"b"\r\n', "line 2: each line must be a JSON object"),
+        (b'{"text": "a"}\r[1]\r', "line 2: each line must be a JSON object"),
+        (b"\n  \n", "the file is empty"),
+    ],
+)
+def test_read_jsonl_names_the_bad_line(tmp_path, content, message):
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(content)
+    with pytest.raises(InputFileError) as info:
+        read_jsonl(path)
+    assert type(info.value) is InputFileError
+    assert str(info.value) == message
+
+
+def test_read_jsonl_keeps_unicode_line_separators_inside_a_text(tmp_path):
+    path = tmp_path / "t.jsonl"
+    body = '{"text": "one\u2028two\u0085three"}\n{"text": "b"}\n'
+    path.write_text(body, encoding="utf-8")  # the raw characters, as JSON allows in strings
+    frame = read_jsonl(path)
+    assert frame["text"].tolist() == ["one\u2028two\u0085three", "b"]
 
 
 @pytest.mark.parametrize(
