@@ -14,6 +14,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from common.errors import NotAllowed, PayloadTooLarge
+from spaces.models import attach_spaces
 
 from . import pair_queue, selectors, services
 from .access import Action, StudyAccess, can_edit_group, require_space_reader, study_get, study_role
@@ -294,6 +295,9 @@ class JudgmentBatch(AnnotationAPIView):
             study=study,
             annotator=request.user,
             answers=[v for _, v in checked],
+        )
+        attach_spaces(
+            [i for r in stored if r.judgment for i in (r.judgment.item_a, r.judgment.item_b)]
         )
         for (n, _), result in zip(checked, stored, strict=True):
             results[n] = {

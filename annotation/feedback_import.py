@@ -24,7 +24,6 @@ answers to one pair would be.
 from __future__ import annotations
 
 import csv
-import json
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -35,6 +34,7 @@ from django.db import connection, transaction
 from common.iterables import batched
 from spaces.exceptions import InputFileError
 from spaces.models import Item
+from spaces.tables import jsonl_objects
 
 from .hooks import feedback_changed
 from .models import ComparableGroup, GroupEdit, Label, PairJudgment, Source, Study, StudyCounter
@@ -196,16 +196,12 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
 def _records(path: Path, fmt: str) -> Iterator[tuple[int, dict]]:
     """(line number, record) for every non-blank record of a CSV or JSON-lines file."""
     if fmt == "jsonl":
-        for number, text in _lines(path):
-            if not text.strip():
-                continue
-            try:
-                record = json.loads(text)
-            except json.JSONDecodeError as exc:
-                raise FeedbackFormatError(f"not valid JSON ({exc.msg})", line=number) from None
-            if not isinstance(record, dict):
-                raise FeedbackFormatError("expected a JSON object", line=number)
-            yield number, record
+        yield from jsonl_objects(
+            _lines(path),
+            error=FeedbackFormatError,
+            not_json="not valid JSON ({})",
+            not_object="expected a JSON object",
+        )
         return
     numbered = _lines(path)
     line_of = {"n": 0}

@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from django.db.models import Exists, OuterRef
 
-from spaces.models import Item
+from spaces.models import Item, attach_spaces
 
 from .hooks import current_metric
 from .models import CandidatePair, GoldPair, PairJudgment, Source, Study, canonical_pair
@@ -143,6 +143,7 @@ def next_pairs(
     finally:
         _refill.reset(token)
     items = Item.objects.in_bulk({i for p in chosen for i in (p.left.pk, p.right.pk)})
+    attach_spaces(list(items.values()))  # records: their hidden columns, read once
     return [
         NextPair(
             left=items[p.left.pk],

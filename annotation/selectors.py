@@ -7,13 +7,16 @@ import json
 import logging
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from django.core.cache import cache
 from django.db import connection
 from django.db.models import Count, Q, QuerySet, TextField, prefetch_related_objects
+from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Cast, Lower
+from django.db.models.lookups import IContains
 
 from spaces.models import EmbeddingSpace, Item
 
@@ -317,24 +320,47 @@ def item_prefix_queryset(*, space_id: int, prefix: str) -> QuerySet[Item]:
     return qs.filter(key_lower__startswith=prefix)
 
 
-def item_field_queryset(*, space_id: int, query: str) -> QuerySet[Item]:
-    """Records and texts: items whose key, text or any record field contains ``query``.
+def item_field_queryset(*, space_id: int, query: str, hidden: Sequence[str] = ()) -> QuerySet[Item]:
+    """Records and texts: items whose key, text or any shown record field contains ``query``.
 
     ``field:value`` looks in one field of the record (``sex:female``); otherwise the query is
     looked for, ignoring case, in the key, the text and the record's JSON as stored (the
-    JSON-escaped form too, as SQLite stores non-ASCII characters escaped). Not indexed: a scan
-    of one space's rows, bounded by the caller's limit.
+    JSON-escaped form too, as SQLite stores non-ASCII characters escaped). ``hidden``: the
+    space's columns annotators do not see (``EmbeddingSpace.hidden_columns``) are never
+    searched — a ``field:value`` on one finds nothing, and the other fields are then searched
+    one by one instead of the whole JSON. Not indexed: a scan of one space's rows, bounded by
+    the caller's limit.
     """
     qs = Item.objects.filter(space_id=space_id)
     field, sep, value = query.partition(":")
     field, value = field.strip(), value.strip()
     if sep and field and value and field.isidentifier():
+        if field in hidden:
+            return qs.none()
         return qs.filter(**{f"payload__{field}__icontains": value})
+    match = Q(key__icontains=query) | Q(text__icontains=query)
+    if hidden:
+        for name in _shown_fields(space_id, hidden):
+            match |= Q(IContains(KeyTextTransform(name, "payload"), query))
+        return qs.filter(match)
     escaped = json.dumps(query)[1:-1]
-    match = Q(key__icontains=query) | Q(text__icontains=query) | Q(payload_text__icontains=query)
+    match |= Q(payload_text__icontains=query)
     if escaped != query:
         match |= Q(payload_text__icontains=escaped)
     return qs.annotate(payload_text=Cast("payload", TextField())).filter(match)
+
+
+def _shown_fields(space_id: int, hidden: Sequence[str]) -> list[str]:
+    """The record fields of a space annotators see (a record's fields: all records of a space
+    have the same, the table's columns)."""
+    payload = (
+        Item.objects.filter(space_id=space_id, payload__isnull=False)
+        .values_list("payload", flat=True)
+        .first()
+    )
+    if not isinstance(payload, dict):
+        return []
+    return [name for name in payload if name not in set(hidden)]
 
 
 def item_search(*, space_id: int, query: str, study: Study | None = None, limit: int = 20):
@@ -344,15 +370,17 @@ def item_search(*, space_id: int, query: str, study: Study | None = None, limit:
     both databases (migration 0002): PostgreSQL matches ``lower(key) LIKE 'q%'`` with a
     text_pattern_ops index; SQLite gets the equivalent range on ``lower(key)``, which its plain
     expression index answers (SQLite's LIKE cannot use it). Record and text spaces: any
-    displayed field (:func:`item_field_queryset`), in row order.
+    field annotators see (:func:`item_field_queryset`), in row order.
     """
     prefix = query.strip().lower()
     if not prefix:
         return []
-    kind = EmbeddingSpace.objects.filter(pk=space_id).values_list("kind", flat=True).first()
+    kind, hidden = EmbeddingSpace.objects.filter(pk=space_id).values_list(
+        "kind", "hidden_columns"
+    ).first() or (None, [])
     by_field = kind in (EmbeddingSpace.Kind.RECORDS, EmbeddingSpace.Kind.TEXTS)
     if by_field:
-        qs = item_field_queryset(space_id=space_id, query=query.strip())
+        qs = item_field_queryset(space_id=space_id, query=query.strip(), hidden=hidden or ())
     else:
         qs = item_prefix_queryset(space_id=space_id, prefix=prefix)
     if study is not None and study.pool == Study.Pool.KEYS:

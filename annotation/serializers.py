@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from spaces.models import Item
+from spaces.models import Item, attach_spaces
 
 from .models import (
     MAX_ELAPSED_MS,
@@ -46,12 +46,26 @@ class TextField(serializers.CharField):
         return value
 
 
+class ItemListSerializer(serializers.ListSerializer):
+    """Items read their spaces' hidden columns once per space, not once per item."""
+
+    def to_representation(self, data):
+        items = list(data.all() if hasattr(data, "all") else data)
+        attach_spaces(items)
+        return super().to_representation(items)
+
+
 class ItemSerializer(serializers.ModelSerializer):
+    """An item as annotators see it: a record's payload without its space's hidden columns
+    (``Item.shown_payload``)."""
+
     display = serializers.CharField(read_only=True)
+    payload = serializers.JSONField(source="shown_payload", read_only=True, allow_null=True)
 
     class Meta:
         model = Item
         fields = ["id", "key", "display", "kind", "payload"]
+        list_serializer_class = ItemListSerializer
 
 
 _DATETIME = serializers.DateTimeField()
@@ -65,7 +79,7 @@ def item_data(item: Item) -> dict:
         "key": item.key,
         "display": item.display,
         "kind": item.kind,
-        "payload": item.payload,
+        "payload": item.shown_payload,
     }
 
 
@@ -74,6 +88,7 @@ def judgment_data(judgment: PairJudgment, items: dict[int, dict] | None = None) 
     (DRF's ModelSerializer builds its fields on every instantiation: ~1 ms per answer);
     ``items``: the two items' data by id when the judgment carries ids only."""
     if items is None:
+        attach_spaces([judgment.item_a, judgment.item_b])
         item_a, item_b = item_data(judgment.item_a), item_data(judgment.item_b)
     else:
         item_a, item_b = items[judgment.item_a_id], items[judgment.item_b_id]
@@ -160,6 +175,13 @@ class CommentCreateSerializer(PairSerializer):
     client_id = StrictUUIDField()
 
 
+class JudgmentListSerializer(serializers.ListSerializer):
+    def to_representation(self, data):
+        judgments = list(data.all() if hasattr(data, "all") else data)
+        attach_spaces([item for j in judgments for item in (j.item_a, j.item_b)])
+        return super().to_representation(judgments)
+
+
 class JudgmentSerializer(serializers.ModelSerializer):
     item_a = ItemSerializer(read_only=True)
     item_b = ItemSerializer(read_only=True)
@@ -178,6 +200,7 @@ class JudgmentSerializer(serializers.ModelSerializer):
             "source",
             "created_at",
         ]
+        list_serializer_class = JudgmentListSerializer
 
 
 def error_text(errors) -> str:

@@ -8,7 +8,7 @@ class EmbeddingSpaceAdmin(admin.ModelAdmin):
     list_display = ["name", "kind", "dimension", "item_count", "sha256", "created_at"]
     list_filter = ["kind"]
     search_fields = ["name", "source"]
-    readonly_fields = ["sha256", "item_count", "created_at", "feature_map"]
+    readonly_fields = ["sha256", "item_count", "created_at", "feature_map", "hidden_columns"]
 
 
 @admin.register(Tag)

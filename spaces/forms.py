@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from django import forms
 from django.conf import settings
 
@@ -73,9 +75,12 @@ ROLE_CHOICES = [("numeric", "numeric"), ("categorical", "categorical"), ("exclud
 
 
 class ColumnsForm(forms.Form):
-    """One role per column of the uploaded table, the label column and the key column."""
+    """One role per column of the uploaded table, whether annotators see it, the label column
+    and the key column. Every column is shown by default except the guessed label column."""
 
-    def __init__(self, *args, columns: list[str], initial_roles: dict, **kwargs):
+    def __init__(
+        self, *args, columns: list[str], initial_roles: dict, hidden: Sequence[str] = (), **kwargs
+    ):
         super().__init__(*args, **kwargs)
         self.columns = columns
         either = [("", "— none —")] + [(c, c) for c in columns]
@@ -91,9 +96,23 @@ class ColumnsForm(forms.Form):
             self.fields[f"role_{i}"] = forms.ChoiceField(
                 choices=ROLE_CHOICES, label=column, initial=initial_roles.get(column, "excluded")
             )
+            self.fields[f"shown_{i}"] = forms.BooleanField(
+                required=False,
+                label=f"Show {column} to annotators",
+                initial=column not in hidden,
+                widget=forms.CheckboxInput(
+                    attrs={"aria-label": f"Show {column} to annotators", "data-shown": column}
+                ),
+            )
 
     def role_fields(self):
         return [self[f"role_{i}"] for i in range(len(self.columns))]
+
+    def shown_fields(self):
+        return [self[f"shown_{i}"] for i in range(len(self.columns))]
+
+    def hidden_columns(self) -> list[str]:
+        return [c for i, c in enumerate(self.columns) if not self.cleaned_data[f"shown_{i}"]]
 
     def roles(self) -> dict[str, str]:
         return {c: self.cleaned_data[f"role_{i}"] for i, c in enumerate(self.columns)}

@@ -38,6 +38,12 @@ class EmbeddingSpace(models.Model):
     label_column = models.CharField(
         max_length=200, blank=True, help_text="Records: the column kept out of φ as the label."
     )
+    hidden_columns = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Records: the fields annotators never see nor search (by default the label "
+        "column); see shown_payload.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -46,6 +52,16 @@ class EmbeddingSpace(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def shown_payload(self, payload):
+        """The part of an item's ``payload`` annotators see: the record without the space's
+        hidden columns. The one place for that rule: every item the annotation API returns
+        goes through it (``Item.shown_payload``), and its record search reads only these
+        fields (``annotation.selectors.item_field_queryset``)."""
+        if not isinstance(payload, dict) or not self.hidden_columns:
+            return payload
+        hidden = set(self.hidden_columns)
+        return {k: v for k, v in payload.items() if k not in hidden}
 
     def load_matrix(self, *, mmap: bool = True) -> np.ndarray:
         """The whole matrix (n, d), memory-mapped read-only by default."""
@@ -108,6 +124,30 @@ class Item(models.Model):
     @property
     def display(self) -> str:
         return self.text or self.key
+
+    @property
+    def shown_payload(self):
+        """The payload as annotators see it (:meth:`EmbeddingSpace.shown_payload`). Reads
+        ``self.space`` for a payload only; lists attach their space first (:func:`attach_spaces`)."""
+        if self.payload is None:
+            return None
+        return self.space.shown_payload(self.payload)
+
+
+def attach_spaces(items) -> None:
+    """Give items that carry a payload their space, read once per space (so rendering many
+    records asks for each space once, not once per item)."""
+    missing = {
+        item.space_id
+        for item in items
+        if item.payload is not None and not Item.space.is_cached(item)
+    }
+    if not missing:
+        return
+    spaces = EmbeddingSpace.objects.only("id", "hidden_columns").in_bulk(missing)
+    for item in items:
+        if item.space_id in spaces and not Item.space.is_cached(item):
+            item.space = spaces[item.space_id]
 
 
 class EmbeddingImport(models.Model):

@@ -10,7 +10,7 @@ then chooses the columns' roles and ``record_upload_finish`` creates the space t
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import pandas as pd
 from django.core.files.uploadedfile import UploadedFile
@@ -78,8 +78,10 @@ def record_upload_finish(
     roles: Mapping[str, str],
     label_column: str = "",
     key_column: str = "",
+    hidden_columns: Sequence[str] | None = None,
 ) -> EmbeddingSpace:
-    """Create the space with the chosen roles; on bad choices raise and keep the upload."""
+    """Create the space with the chosen roles and the columns hidden from annotators (None:
+    the label column); on bad choices raise and keep the upload."""
     if job.status != Status.PENDING or not job.format.startswith(RECORDS_PREFIX):
         raise EmbeddingFormatError("this upload is not waiting for its columns")
     frame = record_upload_table(job)
@@ -104,6 +106,7 @@ def record_upload_finish(
             categorical=pick["categorical"],
             excluded=[c for c in pick["excluded"] if c != label_column],
             label_column=label_column,
+            hidden_columns=hidden_columns,
             owner=job.created_by,
             key_column=key_column or None,
             source=f"uploaded {job.original_name} by {job.created_by or 'a deleted user'}",
@@ -114,7 +117,12 @@ def record_upload_finish(
             space=space,
             progress_rows=space.item_count,
             total_rows=space.item_count,
-            options={"roles": dict(roles), "label_column": label_column, "key_column": key_column},
+            options={
+                "roles": dict(roles),
+                "label_column": label_column,
+                "key_column": key_column,
+                "hidden_columns": space.hidden_columns,
+            },
             finished_at=timezone.now(),
         )
     _remove_files(job)

@@ -41,6 +41,22 @@ def record_keys(frame: pd.DataFrame, key_column: str | None) -> list[str]:
     return keys
 
 
+def hidden_columns_check(
+    frame: pd.DataFrame, label_column: str, hidden_columns: Sequence[str] | None
+) -> list[str]:
+    """The columns hidden from annotators: ``hidden_columns`` (each a column of the frame, in
+    the frame's order), or by default the label column alone."""
+    if hidden_columns is None:
+        return [label_column] if label_column else []
+    if isinstance(hidden_columns, str):
+        raise EmbeddingFormatError("hidden_columns is a list of column names")
+    columns = [str(c) for c in frame.columns]
+    unknown = sorted(set(hidden_columns) - set(columns))
+    if unknown:
+        raise EmbeddingFormatError(f"no column {unknown[0]!r} to hide")
+    return [c for c in columns if c in set(hidden_columns)]
+
+
 def record_space_create(
     *,
     name: str,
@@ -49,6 +65,7 @@ def record_space_create(
     categorical: Sequence[str],
     excluded: Sequence[str] = (),
     label_column: str = "",
+    hidden_columns: Sequence[str] | None = None,
     owner=None,
     key_column: str | None = None,
     source: str = "",
@@ -57,7 +74,9 @@ def record_space_create(
     """Create a record space from ``frame``; atomic (nothing stored on any error).
 
     ``label_column`` (if given) is added to ``excluded``: it never enters φ. Every column of
-    the frame is kept in each item's record. Raises :class:`EmbeddingFormatError` with one
+    the frame is kept in each item's record; ``hidden_columns`` are the ones annotators do not
+    see (``EmbeddingSpace.shown_payload``), by default the label column alone — whether a
+    column enters φ and whether annotators see it are two independent choices. Raises :class:`EmbeddingFormatError` with one
     readable line (unknown column, bad value with its column and row, duplicate name or key).
     """
     excluded = list(excluded)
@@ -65,6 +84,7 @@ def record_space_create(
         excluded.append(label_column)
     if len(frame) == 0:
         raise EmbeddingFormatError("the table has no rows")
+    hidden = hidden_columns_check(frame, label_column, hidden_columns)
     try:
         spec = build_feature_map(frame, numeric=numeric, categorical=categorical, excluded=excluded)
         matrix = apply_feature_map(spec, frame)
@@ -82,5 +102,6 @@ def record_space_create(
         payloads=frame_records(frame),
         feature_map=spec,
         label_column=label_column,
+        hidden_columns=hidden,
         progress=progress,
     )

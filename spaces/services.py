@@ -292,6 +292,7 @@ def space_from_matrix(
     payloads: Sequence[dict | None] | None = None,
     feature_map: dict | None = None,
     label_column: str = "",
+    hidden_columns: Sequence[str] = (),
     progress: Progress | None = None,
 ) -> EmbeddingSpace:
     """A new space from an in-memory matrix (records, texts); atomic like :func:`space_import`.
@@ -329,6 +330,7 @@ def space_from_matrix(
             source=source,
             feature_map=feature_map,
             label_column=label_column,
+            hidden_columns=list(hidden_columns),
             progress=progress,
         )
     return space
@@ -349,6 +351,7 @@ def _matrix_space_store(
     source,
     feature_map,
     label_column,
+    hidden_columns,
     progress,
 ) -> EmbeddingSpace:
     space = _space_row_create(
@@ -361,6 +364,7 @@ def _matrix_space_store(
         item_count=shape[0],
         feature_map=feature_map,
         label_column=label_column,
+        hidden_columns=hidden_columns,
     )
     n = len(keys)
     texts = texts if texts is not None else [""] * n

@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pandas as pd
@@ -116,19 +117,38 @@ def read_parquet(path: str | Path) -> pd.DataFrame:
     return _checked(table.to_pandas())
 
 
-def read_jsonl(path: str | Path) -> pd.DataFrame:
-    """One JSON object per line; a line that is not one → error with its number."""
-    records = []
-    for number, line in enumerate(_text(_read_bytes(path)).splitlines(), start=1):
-        if not line.strip():
+def jsonl_objects(
+    lines: Iterable[tuple[int, str]],
+    *,
+    error: type[InputFileError] = InputFileError,
+    not_json: str = "not JSON ({})",
+    not_object: str = "each line must be a JSON object",
+) -> Iterator[tuple[int, dict]]:
+    """``(line number, object)`` for each non-blank line of JSON lines, given as numbered text.
+
+    The one JSONL parser of uploads (here) and of the feedback import
+    (``annotation.feedback_import``): a line that is not JSON raises ``error(not_json)`` (``{}``
+    is the parser's reason), a JSON value other than an object ``error(not_object)``, each with
+    its line number — the callers choose the type and words their users and tests know.
+    """
+    for number, text in lines:
+        if not text.strip():
             continue
         try:
-            value = json.loads(line)
+            value = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise InputFileError(f"not JSON ({exc.msg})", line=number) from None
+            raise error(not_json.format(exc.msg), line=number) from None
         if not isinstance(value, dict):
-            raise InputFileError("each line must be a JSON object", line=number)
-        records.append(value)
+            raise error(not_object, line=number)
+        yield number, value
+
+
+def read_jsonl(path: str | Path) -> pd.DataFrame:
+    """One JSON object per line; a line that is not one → error with its number. Lines end at
+    ``\n`` (``\r\n``, ``\r``), not at the other Unicode line breaks a JSON string may hold."""
+    text = _text(_read_bytes(path))
+    numbered = enumerate(io.StringIO(text, newline=None), start=1)
+    records = [record for _, record in jsonl_objects(numbered)]
     if not records:
         raise InputFileError("the file is empty")
     return _checked(pd.DataFrame.from_records(records))

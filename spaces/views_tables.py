@@ -117,6 +117,7 @@ def records_columns(request: HttpRequest, import_id: int) -> HttpResponse:
         request.POST if posted else None,
         columns=columns,
         initial_roles=guess["roles"],
+        hidden=[guess["label_column"]] if guess["label_column"] else [],
         initial=initial,
     )
     if posted and form.is_valid():
@@ -126,6 +127,7 @@ def records_columns(request: HttpRequest, import_id: int) -> HttpResponse:
                 roles=form.roles(),
                 label_column=form.cleaned_data["label_column"],
                 key_column=form.cleaned_data["key_column"],
+                hidden_columns=form.hidden_columns(),
             )
         except InputFileError as exc:
             form.add_error(None, str(exc))
@@ -133,8 +135,13 @@ def records_columns(request: HttpRequest, import_id: int) -> HttpResponse:
             return redirect("spaces:import", import_id=job.pk)
     preview = frame.head(PREVIEW_ROWS)
     rows = [
-        {"field": field, "column": c, "values": [str(v) for v in preview[c].tolist()]}
-        for field, c in zip(form.role_fields(), columns, strict=True)
+        {
+            "field": field,
+            "shown": shown,
+            "column": c,
+            "values": [str(v) for v in preview[c].tolist()],
+        }
+        for field, shown, c in zip(form.role_fields(), form.shown_fields(), columns, strict=True)
     ]
     context = {"job": job, "form": form, "rows": rows, "n_rows": len(frame)}
     return render(request, "spaces/records_columns.html", context, status=400 if posted else 200)

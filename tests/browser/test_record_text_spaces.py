@@ -102,6 +102,16 @@ def test_a_csv_of_records_becomes_a_labelled_study(
     assert page.eval_on_selector("#id_label_column", "s => s.value") == "income"
     assert page.eval_on_selector("#id_key_column", "s => s.value") == "id"
     page.select_option("tr[data-column='hours_per_week'] select", "numeric")
+
+    # Annotators see every column but the label; the box follows the label column chosen.
+    def shown(column):
+        return page.is_checked(f"tr[data-column='{column}'] input[type=checkbox]")
+
+    assert [shown(c) for c in ("id", "age", "sex", "income")] == [True, True, True, False]
+    page.select_option("#id_label_column", "sex")
+    assert (shown("sex"), shown("income")) == (False, True)
+    page.select_option("#id_label_column", "income")
+    assert (shown("sex"), shown("income")) == (True, False)
     screenshot(page, "records-columns")
     page.click("#columns-form button[type=submit]")
     page.wait_for_url(re.compile(r"/spaces/imports/\d+/$"))
@@ -109,12 +119,14 @@ def test_a_csv_of_records_becomes_a_labelled_study(
     space = EmbeddingSpace.objects.get(name="people")
     assert space.kind == "records"
     assert space.feature_map["excluded"] == ["id", "income"]
+    assert space.hidden_columns == ["income"]
 
     study = new_study(page, name="People study", space="people")
     pair, page = label_one(page, live_server, study, "2")
     table = page.locator("#record-compare table.compare")
     assert table.is_visible()
-    assert table.locator("tbody tr").count() == 7  # every field, label included
+    assert table.locator("tbody tr").count() == 6  # every field but the label
+    assert "income" not in table.inner_text()
     left, right = (
         Item.objects.get(pk=page.get_attribute(f"#card-{s}", "data-item-id"))
         for s in ("left", "right")

@@ -26,6 +26,12 @@ def test_the_demo_is_built_once_and_publishes_the_projected_explore_metric(capsy
     assert space.kind == EmbeddingSpace.Kind.RECORDS
     assert space.item_count == CLEAN_ROWS["train"]
     assert space.label_column == "income"
+    # Annotators never see the outcome (the default: the label column hidden).
+    assert space.hidden_columns == ["income"]
+    record = space.items.first()
+    assert "income" in record.payload
+    assert "income" not in record.shown_payload
+    assert set(record.shown_payload) == set(record.payload) - {"income"}
     names = space.feature_map["feature_names"]
     assert "income" not in " ".join(names)
     assert len(names) == space.dimension == 43

@@ -84,6 +84,17 @@ def test_keys_default_to_row_numbers(media_root):
 
 
 @pytest.mark.django_db
+def test_annotators_see_every_column_but_the_label_unless_told_otherwise(media_root):
+    assert create().hidden_columns == ["income"]
+    assert create(name="no label", label_column="").hidden_columns == []
+    chosen = create(name="chosen", hidden_columns=["sex", "id"])  # in the frame's order
+    assert chosen.hidden_columns == ["id", "sex"]
+    item = chosen.items.get(row=1)
+    assert item.shown_payload == {"age": 35, "hours": 50.5, "income": ">50K"}
+    assert create(name="all shown", hidden_columns=[]).hidden_columns == []
+
+
+@pytest.mark.django_db
 @pytest.mark.parametrize(
     ("overrides", "message"),
     [
@@ -94,6 +105,8 @@ def test_keys_default_to_row_numbers(media_root):
         ({"key_column": "sex"}, "row 3: the key 'Female' appears twice"),
         ({"key_column": "nope"}, "no column 'nope'"),
         ({"name": "  "}, "needs a name"),
+        ({"hidden_columns": ["salary"]}, "no column 'salary' to hide"),
+        ({"hidden_columns": "income"}, "a list of column names"),
     ],
 )
 def test_bad_input_leaves_nothing(media_root, overrides, message):

@@ -16,8 +16,10 @@ from django.urls import reverse
 from numpy.testing import assert_allclose
 
 from spaces import sentence_model, texts
+from spaces.exceptions import InputFileError
 from spaces.featuremap import apply_feature_map
 from spaces.models import EmbeddingImport, EmbeddingSpace, Item
+from spaces.tables import read_jsonl
 from tests.celery_support import require
 
 CSV = b"id,age,sex,hours,income\np1,39,Male,40,<=50K\np2, 50,Female,13,>50K\np3,38,Male,40,<=50K\n"
@@ -71,16 +73,23 @@ def test_records_upload_guesses_roles_then_creates_the_space(staff_client, media
     }
     assert form["label_column"].initial == "income"
     assert form["key_column"].initial == "id"
-    # The admin treats hours as categorical.
+    # Every column is shown to annotators except the guessed label.
+    shown = {c: form[f"shown_{i}"].initial for i, c in enumerate(form.columns)}
+    assert shown == {"id": True, "age": True, "sex": True, "hours": True, "income": False}
+    assert 'name="shown_4"' in html
+    assert 'aria-label="Show income to annotators"' in html
+    # The admin treats hours as categorical; the default shown columns (unticked: income).
     answer = {"role_0": "excluded", "role_1": "numeric", "role_2": "categorical"}
     answer |= {"role_3": "categorical", "role_4": "excluded"}
     answer |= {"label_column": "income", "key_column": "id"}
+    answer |= {f"shown_{i}": "on" for i in range(4)}
     done = staff_client.post(response["Location"], answer)
     assert done.status_code == 302
     assert done["Location"] == reverse("spaces:import", args=[job.pk])
     space = EmbeddingSpace.objects.get(name="people")
     assert space.kind == "records"
     assert space.label_column == "income"
+    assert space.hidden_columns == ["income"]
     assert space.feature_map["feature_names"] == [
         "age",
         "sex=Female",
@@ -104,6 +113,25 @@ def test_records_upload_guesses_roles_then_creates_the_space(staff_client, media
     assert not uploads_left(media_root)
     # Done: the columns page now leads to the import's page.
     assert staff_client.get(reverse("spaces:records-columns", args=[job.pk])).status_code == 302
+
+
+def test_the_columns_page_stores_which_columns_annotators_see(staff_client, media_root):
+    """Shown and in-φ are independent: the excluded id is shown, the numeric age hidden, and
+    the label shown when the admin ticks it."""
+    response = post_file(staff_client, "spaces:records-upload", CSV, "people.csv")
+    job = EmbeddingImport.objects.get()
+    answer = {"role_0": "excluded", "role_1": "numeric", "role_2": "categorical"}
+    answer |= {"role_3": "numeric", "role_4": "excluded"}
+    answer |= {"label_column": "income", "key_column": "id"}
+    answer |= {"shown_0": "on", "shown_2": "on", "shown_3": "on", "shown_4": "on"}
+    assert staff_client.post(response["Location"], answer).status_code == 302
+    space = EmbeddingSpace.objects.get(name="people")
+    assert space.hidden_columns == ["age"]
+    assert space.feature_map["feature_names"][0] == "age"  # hidden, still in φ
+    job.refresh_from_db()
+    assert job.options["hidden_columns"] == ["age"]
+    item = Item.objects.get(space=space, key="p2")
+    assert item.shown_payload == {"id": "p2", "sex": "Female", "hours": "13", "income": ">50K"}
 
 
 def test_parquet_records(staff_client, media_root):
@@ -207,6 +235,32 @@ TEXTS = [
 
 def jsonl(rows) -> bytes:
     return "".join(json.dumps(r) + "\n" for r in rows).encode()
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b'{"text": "a"}\n\n{"text": \n', "line 3: not JSON (Expecting value)"),
+        (b'{"text": "a"}\r\n"b"\r\n', "line 2: each line must be a JSON object"),
+        (b'{"text": "a"}\r[1]\r', "line 2: each line must be a JSON object"),
+        (b"\n  \n", "the file is empty"),
+    ],
+)
+def test_read_jsonl_names_the_bad_line(tmp_path, content, message):
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(content)
+    with pytest.raises(InputFileError) as info:
+        read_jsonl(path)
+    assert type(info.value) is InputFileError
+    assert str(info.value) == message
+
+
+def test_read_jsonl_keeps_unicode_line_separators_inside_a_text(tmp_path):
+    path = tmp_path / "t.jsonl"
+    body = '{"text": "one\u2028two\u0085three"}\n{"text": "b"}\n'
+    path.write_text(body, encoding="utf-8")  # the raw characters, as JSON allows in strings
+    frame = read_jsonl(path)
+    assert frame["text"].tolist() == ["one\u2028two\u0085three", "b"]
 
 
 @pytest.mark.parametrize(
