@@ -249,3 +249,13 @@ def test_dashboard_queries_do_not_grow_with_versions(
     with django_assert_max_num_queries(len(few.captured_queries)):
         response = client.get(url)
     assert len(response.context["charts"]["curve"]["answers"]) == 6
+
+
+def test_the_shipped_measurement_is_readable():
+    """Once the benchmark's output is committed, the dashboard must be able to show it."""
+    if not curves.MEASUREMENT_PATH.exists():
+        pytest.skip("learning/data/label_efficiency.json is not shipped in this checkout")
+    found = curves.strategy_efficiency()
+    assert found is not None, "learning/data/label_efficiency.json is malformed (see the log)"
+    assert found.curves
+    assert all(len(c.labels) == len(c.mean) == len(c.seeds) for c in found.curves)
