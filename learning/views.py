@@ -16,7 +16,7 @@ from annotation.access import Action, may, may_export, require, study_get
 from annotation.models import Study
 from common.errors import Conflict, NotAllowed
 
-from . import dashboard_refresh, reports, services, sigmas, spectra, tokens
+from . import curves, dashboard_refresh, reports, services, sigmas, spectra, tokens
 from .models import ApiToken, MetricVersion, WeatTest
 
 NEW_TOKEN_SESSION_KEY = "fairmetric:new-token"
@@ -136,6 +136,16 @@ def study_dashboard(request: HttpRequest, study_id: int) -> HttpResponse:
         "per_annotator": {q.username: q.answers for q in board.annotators},
         "label_mix": board.label_mix,
         "median_seconds": {q.username: q.median_seconds for q in board.annotators},
+    }
+    curve, measurement = curves.study_curve(study), curves.strategy_efficiency()
+    context["charts"] |= curves.chart_data(curve, measurement, study.strategy)
+    context |= {
+        "curve": curve,
+        "measurement": measurement,
+        "measurement_rows": curves.measurement_table(measurement),
+        "measurement_note": curves.METHOD_NOTE,
+        "measurement_command": curves.MEASUREMENT_COMMAND,
+        "strategy_measured": measurement is not None and measurement.measures(study.strategy),
     }
     return render(request, "learning/study_dashboard.html", context)
 

@@ -34,3 +34,72 @@
   }], layout("Median seconds per answer", Object.assign({ yaxis: { rangemode: "tozero" } },
     empty)), config);
 })();
+
+// Learning curves: this study's EXPLORE versions (held-out log-likelihood against answers, 95 %
+// interval as error bars) and the benchmark's measured means per strategy (computed by the
+// server; t-intervals as error bars, the yardstick as dashed lines, this study's strategy thick).
+(function () {
+  "use strict";
+  const data = fmCharts.data();
+  const config = fmCharts.config;
+  const bars = (mean, low, high) => ({
+    type: "data", symmetric: false, visible: true,
+    array: mean.map((m, i) => (high[i] === null ? null : high[i] - m)),
+    arrayminus: mean.map((m, i) => (low[i] === null ? null : m - low[i])),
+  });
+
+  const curve = data.curve;
+  if (document.getElementById("chart-curve") && curve.answers.length) {
+    Plotly.newPlot("chart-curve", [{
+      type: "scatter", mode: "lines+markers", name: "EXPLORE",
+      x: curve.answers, y: curve.loglik, text: curve.names,
+      error_y: bars(curve.loglik, curve.low, curve.high),
+      hovertemplate: "%{text}<br>%{x} answers<br>log-likelihood %{y:.4f}<extra></extra>",
+    }], fmCharts.layout("This study's learning curve", {}, {
+      xaxis: { title: { text: "answers fitted on" } },
+      yaxis: { title: { text: "held-out log-likelihood" } },
+      showlegend: false,
+    }), config);
+  }
+
+  const measured = data.efficiency;
+  if (document.getElementById("chart-efficiency") && measured) {
+    const traces = measured.curves.map((c) => {
+      const own = c.strategy === measured.strategy;
+      return {
+        type: "scatter", mode: "lines+markers",
+        name: own ? c.strategy + " (this study)" : c.strategy,
+        x: c.labels, y: c.mean, customdata: c.seeds,
+        error_y: bars(c.mean, c.low, c.high),
+        line: { width: own ? 4 : 1.5 }, marker: { size: own ? 8 : 5 },
+        opacity: own ? 1 : 0.75,
+        hovertemplate: c.strategy + "<br>%{x} labels<br>mean %{y:.4f} (%{customdata} seeds)" +
+          "<extra></extra>",
+      };
+    });
+    const colours = { start: "#6b6b70", full: "#1e7a3a", target: "#b3261e" };
+    const names = { start: "start", full: "full data", target: "target" };
+    const lines = Object.entries(measured.yardstick).map(([key, y]) => ({
+      type: "line", xref: "paper", x0: 0, x1: 1, y0: y, y1: y,
+      line: { dash: "dash", width: 1, color: colours[key] },
+    }));
+    // "target" sits just below "full data": its name goes to the left edge.
+    const notes = Object.entries(measured.yardstick).map(([key, y]) => ({
+      xref: "paper", x: key === "target" ? 0 : 1, xanchor: key === "target" ? "left" : "right",
+      y: y, yanchor: key === "target" ? "top" : "bottom", showarrow: false,
+      text: names[key], font: { size: 10, color: colours[key] },
+    }));
+    // Plain label counts as ticks (a log axis otherwise labels 20, 30, 40 as "2, 3, 4").
+    const all = measured.curves.flatMap((c) => c.labels);
+    const [lo, hi] = [Math.min(...all), Math.max(...all)];
+    const ticks = [10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000]
+      .filter((t) => t >= lo && t <= hi);
+    Plotly.newPlot("chart-efficiency", traces, fmCharts.layout("Measured strategy efficiency", {}, {
+      xaxis: { type: "log", title: { text: "labels" }, tickvals: ticks, ticktext: ticks.map(String) },
+      yaxis: { title: { text: "held-out log-likelihood" } },
+      shapes: lines, annotations: notes, height: 340,
+      legend: { orientation: "h", y: -0.3 },
+      margin: { t: 40, r: 10, b: 90, l: 60 },
+    }), config);
+  }
+})();

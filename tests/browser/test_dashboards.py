@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import json
 import urllib.request
 
 import numpy as np
@@ -28,9 +29,31 @@ DIM = 6
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
+def ship_measurement(path, monkeypatch) -> None:
+    """A small label-efficiency measurement (benchmark format) as the shipped one."""
+    from learning import curves
+
+    labels = [20, 28, 40, 57, 80, 113, 160]
+    runs = [
+        {
+            "strategy": strategy,
+            "seed": seed,
+            "labels": labels[: len(labels) - seed],  # later checkpoints have fewer seeds
+            "loglik": [-0.65 + (0.02 + 0.01 * k) * i - 0.005 * seed for i in range(7 - seed)],
+        }
+        for k, strategy in enumerate(["random", "targeted", "uncertainty"])
+        for seed in range(3)
+    ]
+    stick = {"start": -0.65, "full": -0.5, "target": -0.51, "sigma0": -0.45}
+    path.write_text(json.dumps({"runs": runs, "noise": {}, "yardstick": stick}))
+    monkeypatch.setattr(curves, "MEASUREMENT_PATH", path)
+
+
 @pytest.fixture
-def metric_study(media_root):
-    """A study with judgments by two annotators, three metric versions and WEAT results."""
+def metric_study(media_root, tmp_path, monkeypatch):
+    """A study with judgments by two annotators, three metric versions and WEAT results, and a
+    shipped label-efficiency measurement."""
+    ship_measurement(tmp_path / "label_efficiency.json", monkeypatch)
     rng = np.random.default_rng(0)
     matrix = rng.normal(size=(80, DIM)).astype(np.float32)
     space = EmbeddingSpace(
@@ -87,7 +110,11 @@ def metric_study(media_root):
             diagnostics={
                 "spectrum": sorted(np.linalg.eigvalsh(sigma).tolist(), reverse=True),
                 # Only EXPLORE records a held-out log-likelihood (a validation split).
-                **({"heldout_loglik": -0.6 + 0.05 * i} if method == "explore" else {}),
+                **(
+                    {"heldout_loglik": -0.6 + 0.05 * i, "heldout_loglik_ci": [-0.6, -0.4]}
+                    if method == "explore"
+                    else {}
+                ),
             },
             counts={"comparable": 40, "incomparable": 20},
             fingerprint=f"b{i}",
@@ -152,6 +179,17 @@ def test_reviewer_sees_every_dashboard_with_rendered_charts(
             assert page.locator(".chart .plot-container").count() >= charts, name
         screenshot(page, f"dashboards-{name}")
     assert page.console_errors == []
+    # The learning curves: this study's EXPLORE version, and the measured strategies with the
+    # study's own (random, the default) drawn thick.
+    page.goto(live_server.url + reverse("study-dashboard", args=[study.pk]))
+    page.wait_for_selector("#chart-efficiency .plot-container svg.main-svg")
+    page.wait_for_selector("#chart-curve .plot-container svg.main-svg")
+    assert page.evaluate("document.getElementById('chart-curve').data[0].x") == [60]
+    traces = page.evaluate(
+        "document.getElementById('chart-efficiency').data.map((t) => [t.name, t.line.width])"
+    )
+    assert traces == [["random (this study)", 4], ["targeted", 1.5], ["uncertainty", 1.5]]
+    assert page.locator("#efficiency-table tbody tr").count() == 7
     # The held-out log-likelihood chart has a legend entry only for methods with values.
     page.goto(live_server.url + reverse("study-drift", args=[study.pk]))
     page.wait_for_selector("#chart-loglik .plot-container svg.main-svg")
