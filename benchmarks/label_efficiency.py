@@ -798,7 +798,9 @@ def main(argv=None) -> int:
             write_html(args.html, runs, stick, noise)
         if args.json:
             args.json.write_text(json.dumps(
-                {"runs": [r.__dict__ | {"reasons": dict(r.reasons)} for r in runs],
+                {"command": "python benchmarks/label_efficiency.py " + " ".join(argv or sys.argv[1:]),
+                 "measured": time.strftime("%Y-%m-%d %H:%M"),
+                 "runs": [r.__dict__ | {"reasons": dict(r.reasons)} for r in runs],
                  "noise": {str(k): v for k, v in (noise or {}).items()},
                  "yardstick": {"start": stick.start, "full": stick.full, "target": stick.target,
                                "sigma0": stick.best}}, indent=1, default=float))  # fmt: skip
