@@ -252,9 +252,8 @@ def test_dashboard_queries_do_not_grow_with_versions(
 
 
 def test_the_shipped_measurement_is_readable():
-    """Once the benchmark's output is committed, the dashboard must be able to show it."""
-    if not curves.MEASUREMENT_PATH.exists():
-        pytest.skip("learning/data/label_efficiency.json is not shipped in this checkout")
+    """The benchmark's committed output (the dashboard's panel) is there and readable."""
+    assert curves.MEASUREMENT_PATH.exists(), "learning/data/label_efficiency.json is not shipped"
     found = curves.strategy_efficiency()
     assert found is not None, "learning/data/label_efficiency.json is malformed (see the log)"
     assert found.curves
