@@ -9,7 +9,9 @@ stay). Media and the broker's files go to the temporary directory too.
 
 **Items** (``--items``, pluggable: ``SOURCES``): ``glove`` = GloVe 6B 50d vectors of the demo's
 popular names and Hu & Liu opinion words (learning/demo.py), a pool of ``names`` names plus as
-many positive and negative words. **Truth** Σ₀: EXPLORE fitted on the demo's construction
+many positive and negative words; ``adult`` = as many UCI Adult training records, embedded by
+the demo's record-space φ, with Σ₀ = EXPLORE on the paper's Adult pairs (``adult_source``).
+**Truth** Σ₀ (``glove``): EXPLORE fitted on the demo's construction
 (random name pairs comparable, random positive/negative pairs incomparable, all the demo's
 names and words, ``TRUTH_PAIRS`` per label) at a **fixed penalty** ``TRUTH_ALPHA`` = 0.1, so
 the truth does not move when EXPLORE's penalty rule changes (the one-split ray rule picks
@@ -155,7 +157,38 @@ def glove_source(n_names: int, seed: int = 0) -> ItemSource:
     )
 
 
-SOURCES = {"glove": glove_source}  # the Adult records plug in here (same signature)
+def adult_source(n_names: int, seed: int = 0) -> ItemSource:
+    """UCI Adult training records as the demo's record space embeds them (φ: the numerics
+    standardised, the categoricals one-hot, the label excluded; 43 features); a pool of
+    ``2 · n_names`` random records (as many items as ``glove``); Σ₀ = EXPLORE at
+    ``TRUTH_ALPHA`` on the paper's pairs over all training records (comparable: same income
+    group, opposite gender; incomparable: different income groups; ``learning.adult``)."""
+    from learning import adult
+    from learning.core.explore import EXPLORE
+    from spaces.featuremap import apply_feature_map, build_feature_map
+
+    frame = adult.adult_frame("train")
+    spec = build_feature_map(
+        frame, numeric=adult.NUMERIC, categorical=adult.CATEGORICAL, excluded=[adult.LABEL]
+    )
+    x = apply_feature_map(spec, frame)
+    income = (frame[adult.LABEL] == adult.POSITIVE).to_numpy()
+    pairs, comparable = adult.adult_pairs(income, (frame["sex"] == "Female").to_numpy(), seed=seed)
+    z = x[pairs[:, 0]] - x[pairs[:, 1]]
+    sigma0 = EXPLORE(random_state=0, alpha=TRUTH_ALPHA).fit_differences(z, comparable).sigma_
+    rows = np.sort(np.random.default_rng(seed).choice(len(frame), size=2 * n_names, replace=False))
+    return ItemSource(
+        "adult",
+        [f"adult-{r}" for r in rows],
+        np.asarray(x[rows], dtype=np.float64),
+        sigma0,
+        f"UCI Adult training records ({x.shape[1]} features, the demo's φ): {2 * n_names} at "
+        f"random; Σ₀ = EXPLORE (α = {TRUTH_ALPHA}) on the paper's {comparable.sum():,} comparable "
+        f"+ {(~comparable).sum():,} incomparable pairs over all {len(frame):,} records",
+    )
+
+
+SOURCES = {"glove": glove_source, "adult": adult_source}
 
 
 # --- the response model -------------------------------------------------------------------
