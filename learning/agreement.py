@@ -51,8 +51,10 @@ def _people_cte() -> tuple[str, list]:
     return sql, [Source.ANNOTATED.value, False]
 
 
-def _patterns_by_answer(study_id: int) -> np.ndarray:
-    """Rows (annotator, label code, nc, ni, nu, answers) over pairs with two or more answers."""
+def patterns_query(study_id: int) -> tuple[str, list]:
+    """SQL and parameters of the rows (annotator, label, nc, ni, nu, answers) over pairs with
+    two or more answers. It joins the answers with their pairs: run it under
+    ``learning.dashboards.whole_study_plans`` on PostgreSQL."""
     people, params = _people_cte()
     sums = ", ".join(
         f"SUM(CASE WHEN label = %s THEN 1 ELSE 0 END) AS n{i}" for i in range(len(LABELS))
@@ -63,23 +65,34 @@ def _patterns_by_answer(study_id: int) -> np.ndarray:
         f"SELECT p.u, p.label, s.n0, s.n1, s.n2, COUNT(*) FROM people p "
         f"JOIN units s ON p.a = s.a AND p.b = s.b GROUP BY p.u, p.label, s.n0, s.n1, s.n2"
     )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [study_id, *params, *[label.value for label in LABELS]])
-        rows = cursor.fetchall()
-    return np.array([(u, CODE[label], *rest) for u, label, *rest in rows], dtype=np.int64)
+    return sql, [study_id, *params, *[label.value for label in LABELS]]
 
 
-def _confusions(study_id: int) -> np.ndarray:
-    """Rows (annotator, other annotator, label, other's label, pairs), annotator < other."""
+def confusions_query(study_id: int) -> tuple[str, list]:
+    """SQL and parameters of the rows (annotator, other annotator, label, other's label,
+    pairs), annotator < other: a self-join on the pair, like ``patterns_query``."""
     people, params = _people_cte()
     sql = (
         f"WITH {people} SELECT p.u, q.u, p.label, q.label, COUNT(*) FROM people p "
         f"JOIN people q ON p.a = q.a AND p.b = q.b AND p.u < q.u "
         f"GROUP BY p.u, q.u, p.label, q.label"
     )
+    return sql, [study_id, *params]
+
+
+def _rows(query: tuple[str, list]) -> list[tuple]:
     with connection.cursor() as cursor:
-        cursor.execute(sql, [study_id, *params])
-        rows = cursor.fetchall()
+        cursor.execute(*query)
+        return cursor.fetchall()
+
+
+def _patterns_by_answer(study_id: int) -> np.ndarray:
+    rows = _rows(patterns_query(study_id))
+    return np.array([(u, CODE[label], *rest) for u, label, *rest in rows], dtype=np.int64)
+
+
+def _confusions(study_id: int) -> np.ndarray:
+    rows = _rows(confusions_query(study_id))
     return np.array([(u, v, CODE[lu], CODE[lv], n) for u, v, lu, lv, n in rows], dtype=np.int64)
 
 

@@ -131,19 +131,30 @@ def data_watermark(study: Study) -> tuple:
 
 def study_dashboard(study: Study) -> StudyDashboard:
     """Compute the dashboard of a study (uncached: see :mod:`learning.dashboard_refresh`)."""
-    with _roomy_sorts():
+    with whole_study_plans():
         return _compute(study)
 
 
 @contextmanager
-def _roomy_sorts():
-    """On PostgreSQL, let this transaction's sorts and hashes use more memory than the
-    default 4 MB (the agreement aggregates over a million answers otherwise spill to disk)."""
+def whole_study_plans():
+    """On PostgreSQL, plan this transaction's queries for whole-study aggregates.
+
+    * Sorts and hashes may use more memory than the default 4 MB. The agreement aggregates
+      over a million answers otherwise spill to disk.
+    * No nested-loop joins where a hash or merge join exists. The agreement queries join a
+      study's answers with themselves on the pair. Right after a bulk import the table has no
+      statistics yet (autovacuum analyses it later), so the planner expects one row and picks a
+      nested loop. At 100,000 answers that took over 5 minutes, against 0.15 s hashed, and the
+      worker's refits waited behind it (``benchmarks/refit.py``).
+    """
     if connection.vendor != "postgresql":
         yield
         return
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute("SET LOCAL work_mem = %s", [WORK_MEM])
+        cursor.execute(  # SET LOCAL for both, in one statement
+            "SELECT set_config('work_mem', %s, true), set_config('enable_nestloop', 'off', true)",
+            [WORK_MEM],
+        )
         yield
 
 

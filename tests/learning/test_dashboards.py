@@ -181,3 +181,26 @@ def test_aggregated_agreement_equals_the_libraries_on_raw_answers(study, items, 
             if both.sum() >= dashboards.MIN_KAPPA_OVERLAP:
                 expected = cohen_kappa_score(table[i, both], table[j, both], labels=[0, 1, 2])
                 assert found.kappa == pytest.approx(expected)
+
+
+def test_the_agreement_self_joins_are_never_planned_as_nested_loops(study, tiny_case):
+    """Right after a bulk import the answers table has no statistics, so PostgreSQL expects one
+    row and planned the agreement's self-join on the pair as a nested loop: at 100,000 answers
+    the dashboard refresh ran for over 5 minutes and held up the worker's refits. Under the
+    dashboard's plan settings each join is hashed or merged, whatever the statistics say."""
+    from django.db import connection
+
+    from learning import agreement
+    from tests.celery_support import require
+
+    require(connection.vendor == "postgresql", "query plans are checked on PostgreSQL")
+    with connection.cursor() as cursor:  # the state a bulk import leaves: no statistics
+        cursor.execute(
+            "SELECT pg_stat_reset_single_table_counters(%s::regclass)", ["annotation_pairjudgment"]
+        )
+    for query in (agreement.patterns_query(study.pk), agreement.confusions_query(study.pk)):
+        with dashboards.whole_study_plans(), connection.cursor() as cursor:
+            cursor.execute("EXPLAIN " + query[0], query[1])
+            plan = "\n".join(row[0] for row in cursor.fetchall())
+        assert "Join" in plan, plan  # a hash or merge join does the work ...
+        assert "Nested Loop" not in plan, plan  # ... not a loop over the pairs
