@@ -74,6 +74,18 @@ class TextUploadForm(TableUploadForm):
 ROLE_CHOICES = [("numeric", "numeric"), ("categorical", "categorical"), ("excluded", "excluded")]
 
 
+def shown_checkbox(column: str, hidden: Sequence[str]) -> forms.BooleanField:
+    """Whether annotators see ``column`` (checked unless it is in ``hidden``)."""
+    return forms.BooleanField(
+        required=False,
+        label=f"Show {column} to annotators",
+        initial=column not in hidden,
+        widget=forms.CheckboxInput(
+            attrs={"aria-label": f"Show {column} to annotators", "data-shown": column}
+        ),
+    )
+
+
 class ColumnsForm(forms.Form):
     """One role per column of the uploaded table, whether annotators see it, the label column
     and the key column. Every column is shown by default except the guessed label column."""
@@ -96,14 +108,7 @@ class ColumnsForm(forms.Form):
             self.fields[f"role_{i}"] = forms.ChoiceField(
                 choices=ROLE_CHOICES, label=column, initial=initial_roles.get(column, "excluded")
             )
-            self.fields[f"shown_{i}"] = forms.BooleanField(
-                required=False,
-                label=f"Show {column} to annotators",
-                initial=column not in hidden,
-                widget=forms.CheckboxInput(
-                    attrs={"aria-label": f"Show {column} to annotators", "data-shown": column}
-                ),
-            )
+            self.fields[f"shown_{i}"] = shown_checkbox(column, hidden)
 
     def role_fields(self):
         return [self[f"role_{i}"] for i in range(len(self.columns))]
@@ -116,3 +121,16 @@ class ColumnsForm(forms.Form):
 
     def roles(self) -> dict[str, str]:
         return {c: self.cleaned_data[f"role_{i}"] for i, c in enumerate(self.columns)}
+
+
+class ShownColumnsForm(forms.Form):
+    """Whether annotators see each column of an existing record space."""
+
+    def __init__(self, *args, columns: list[str], hidden: Sequence[str] = (), **kwargs):
+        super().__init__(*args, **kwargs)
+        self.columns = columns
+        for i, column in enumerate(columns):
+            self.fields[f"shown_{i}"] = shown_checkbox(column, hidden)
+
+    shown_fields = ColumnsForm.shown_fields
+    hidden_columns = ColumnsForm.hidden_columns

@@ -57,6 +57,38 @@ def hidden_columns_check(
     return [c for c in columns if c in set(hidden_columns)]
 
 
+def record_columns(space: EmbeddingSpace) -> list[str]:
+    """The columns of a record space's table, in its order: the fields every record keeps."""
+    payload = (
+        Item.objects.filter(space=space, payload__isnull=False)
+        .order_by("row")
+        .values_list("payload", flat=True)
+        .first()
+    )
+    return [str(name) for name in payload] if isinstance(payload, dict) else []
+
+
+def record_hidden_columns_set(space: EmbeddingSpace, hidden: Sequence[str]) -> list[str]:
+    """Change which columns of a record space annotators do not see, after its creation.
+
+    ``hidden`` must name columns of the space's table. Saving the space forgets the facts of
+    every study drawn from it, so the pair queues are chosen again and no queued pair keeps
+    showing a column that is now hidden (``annotation.facts``). φ and Σ do not change: what
+    annotators see is not what the metric reads. Returns the hidden columns in table order.
+    """
+    if space.kind != EmbeddingSpace.Kind.RECORDS:
+        raise EmbeddingFormatError("only a record space has columns to hide")
+    if isinstance(hidden, str):
+        raise EmbeddingFormatError("hidden columns are a list of column names")
+    columns = record_columns(space)
+    unknown = sorted(set(hidden) - set(columns))
+    if unknown:
+        raise EmbeddingFormatError(f"no column {unknown[0]!r} to hide")
+    space.hidden_columns = [c for c in columns if c in set(hidden)]
+    space.save(update_fields=["hidden_columns"])
+    return space.hidden_columns
+
+
 def record_space_create(
     *,
     name: str,

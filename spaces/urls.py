@@ -14,4 +14,5 @@ urlpatterns = [
     path("records/upload/", views_tables.records_upload, name="records-upload"),
     path("records/<int:import_id>/columns/", views_tables.records_columns, name="records-columns"),
     path("texts/upload/", views_tables.texts_upload, name="texts-upload"),
+    path("<int:space_id>/shown/", views_tables.records_shown, name="records-shown"),
 ]

@@ -1,23 +1,26 @@
-"""Pages for record and text spaces (staff only): upload a table, choose its columns."""
+"""Pages for record and text spaces (staff only): upload a table, choose its columns, and
+later change which columns annotators see."""
 
 from __future__ import annotations
 
 from django.conf import settings
+from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_http_methods
 
 from . import sentence_model
-from .exceptions import InputFileError
-from .forms import ColumnsForm, TableUploadForm, TextUploadForm
-from .models import EmbeddingImport
+from .exceptions import EmbeddingFormatError, InputFileError
+from .forms import ColumnsForm, ShownColumnsForm, TableUploadForm, TextUploadForm
+from .models import EmbeddingImport, EmbeddingSpace, Item
 from .record_uploads import (
     RECORDS_PREFIX,
     record_upload_create,
     record_upload_finish,
     record_upload_table,
 )
+from .records import record_columns, record_hidden_columns_set
 from .tables import guess_roles
 from .texts import text_upload_create
 from .views import staff_required
@@ -145,3 +148,31 @@ def records_columns(request: HttpRequest, import_id: int) -> HttpResponse:
     ]
     context = {"job": job, "form": form, "rows": rows, "n_rows": len(frame)}
     return render(request, "spaces/records_columns.html", context, status=400 if posted else 200)
+
+
+@staff_required
+@require_http_methods(["GET", "POST"])
+def records_shown(request: HttpRequest, space_id: int) -> HttpResponse:
+    """Which columns of an existing record space annotators see (POST–redirect–GET)."""
+    space = get_object_or_404(EmbeddingSpace, pk=space_id, kind=EmbeddingSpace.Kind.RECORDS)
+    columns = record_columns(space)
+    posted = request.method == "POST"
+    form = ShownColumnsForm(
+        request.POST if posted else None, columns=columns, hidden=space.hidden_columns
+    )
+    if posted and form.is_valid():
+        try:
+            record_hidden_columns_set(space, form.hidden_columns())
+        except EmbeddingFormatError as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(request, f"Annotators of “{space.name}” now see the checked columns.")
+            return redirect("spaces:records-shown", space_id=space.pk)
+    example = Item.objects.filter(space=space).order_by("row").values_list("payload", flat=True)
+    first = example.first() or {}
+    rows = [
+        {"column": c, "shown": field, "value": str(first.get(c, ""))}
+        for c, field in zip(columns, form.shown_fields(), strict=True)
+    ]
+    context = {"space": space, "form": form, "rows": rows}
+    return render(request, "spaces/records_shown.html", context, status=400 if posted else 200)

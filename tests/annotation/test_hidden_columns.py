@@ -13,7 +13,7 @@ from annotation.selectors import item_search
 from spaces.models import EmbeddingSpace, Item
 from spaces.records import record_space_create
 
-from .factories import make_study, make_user
+from .factories import make_space, make_study, make_user
 
 pytestmark = pytest.mark.django_db
 
@@ -129,3 +129,64 @@ def test_a_space_hiding_nothing_searches_every_field(people):
     EmbeddingSpace.objects.filter(pk=people.pk).update(hidden_columns=[])
     assert [i.key for i in item_search(space_id=people.pk, query=">50K")] == ["p2", "p3"]
     assert [i.key for i in item_search(space_id=people.pk, query="income:>50")] == ["p2", "p3"]
+
+
+# --- changing the shown columns after the space exists -------------------------------------
+
+
+def test_a_column_hidden_later_leaves_the_next_pair_even_from_a_filled_queue(
+    study, annotator, client_for
+):
+    """The pair queue holds the items as shown when it was filled; hiding a column saves the
+    space, which forgets its studies' facts, so the queue is chosen again."""
+    from spaces.records import record_hidden_columns_set
+
+    client = client_for(annotator)
+    assert set(client.get(api(study, "next-pair/")).json()["left"]["payload"]) == FIELDS
+    assert record_hidden_columns_set(study.space, ["sex", "income"]) == ["sex", "income"]
+    pair = client.get(api(study, "next-pair/")).json()
+    assert set(pair["left"]["payload"]) == FIELDS - {"sex"}
+    assert set(pair["right"]["payload"]) == FIELDS - {"sex"}
+    assert Item.objects.get(space=study.space, key="p1").payload["sex"] == "Female"  # kept
+    assert [i.key for i in item_search(space_id=study.space_id, query="sex:female")] == []
+    # shown again: back in the items and in the search
+    record_hidden_columns_set(study.space, ["income"])
+    assert set(client.get(api(study, "next-pair/")).json()["left"]["payload"]) == FIELDS
+    assert [i.key for i in item_search(space_id=study.space_id, query="sex:female")] == ["p1", "p3"]
+
+
+@pytest.mark.parametrize(
+    ("hidden", "message"),
+    [(["salary"], "no column 'salary' to hide"), ("income", "a list of column names")],
+)
+def test_hiding_a_column_the_table_lacks_is_refused_and_changes_nothing(people, hidden, message):
+    from spaces.exceptions import EmbeddingFormatError
+    from spaces.records import record_hidden_columns_set
+
+    with pytest.raises(EmbeddingFormatError, match=message):
+        record_hidden_columns_set(people, hidden)
+    people.refresh_from_db()
+    assert people.hidden_columns == ["income"]
+
+
+def test_the_shown_columns_page_changes_them_for_staff_only(people, study, annotator, client_for):
+    page = f"/spaces/{people.pk}/shown/"
+    staff = make_user("boss", is_staff=True)
+    assert client_for(annotator).get(page).status_code in (403, 404)
+    client = client_for(staff)
+    html = client.get(page).content.decode()
+    assert 'data-shown="income"' in html
+    assert 'data-column="name"' in html
+    # the form lists the columns in table order: id, name, age, sex, income; uncheck sex too
+    shown = {f"shown_{i}": "on" for i in (0, 1, 2)}
+    response = client.post(page, shown)
+    assert response.status_code == 302
+    assert response["Location"] == page
+    people.refresh_from_db()
+    assert people.hidden_columns == ["sex", "income"]
+    assert "now see the checked columns" in client.get(page).content.decode()
+    listed = client.get("/spaces/").content.decode()
+    assert f'href="{page}"' in listed
+    # not a record space: no such page
+    words = make_space(name="words", n_words=4, dimension=2)
+    assert client.get(f"/spaces/{words.pk}/shown/").status_code == 404

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import json
 
+import pandas as pd
 import pytest
 from django.core.files.base import ContentFile
 from django.urls import reverse
 
 from annotation.models import ComparableGroup, Membership
 from spaces.models import EmbeddingImport
+from spaces.records import record_space_create
 from tests.annotation.factories import PASSWORD as STAFF_PASSWORD
 from tests.annotation.factories import make_user
 from tests.browser.conftest import collect_errors
@@ -58,6 +60,10 @@ def page_urls(world) -> dict[str, tuple[str, str]]:
             "staff",
             reverse("spaces:records-columns", args=[world["records_import"].pk]),
         ),
+        "spaces:records-shown": (
+            "staff",
+            reverse("spaces:records-shown", args=[world["records_space"].pk]),
+        ),
         "spaces:texts-upload": ("staff", reverse("spaces:texts-upload")),
         # Study set-up (staff creates, the study's admins manage) and the annotator's last page.
         "annotation:study-new": ("staff", reverse("annotation:study-new")),
@@ -98,6 +104,7 @@ def test_every_page_route_is_checked():
         "test": type("T", (), {"pk": 1})(),
         "import": type("I", (), {"pk": 1})(),
         "records_import": type("I", (), {"pk": 1})(),
+        "records_space": type("R", (), {"pk": 1})(),
     }
     checked = set(page_urls(fake))
     routes = {
@@ -125,8 +132,22 @@ def world(metric_study):  # noqa: F811
     row = "p1,39,State-gov,Bachelors,Never-married,Adm-clerical,Male,40,<=50K"
     records.file.save("people.csv", ContentFile(f"{columns}\n{row}\n".encode()), save=False)
     records.save()
+    people = record_space_create(
+        name="people",
+        frame=pd.DataFrame({"id": ["p1", "p2"], "age": [39, 50], "income": ["<=50K", ">50K"]}),
+        numeric=["age"],
+        categorical=[],
+        label_column="income",
+        key_column="id",
+    )
     assert Membership.objects.filter(user=users["rev"], role="reviewer").exists()
-    return {**metric_study, "users": users, "import": job, "records_import": records}
+    return {
+        **metric_study,
+        "users": users,
+        "import": job,
+        "records_import": records,
+        "records_space": people,
+    }
 
 
 def blocking_violations(page, live_server) -> list[str]:

@@ -77,6 +77,12 @@ def record_study(world: World) -> int:
     return A(world)
 
 
+def record_space(world: World) -> int:
+    """Study A's space as a record space (``record_study``)."""
+    record_study(world)
+    return world.study_a.space_id
+
+
 def judgment_body(world: World, role: str) -> dict:
     return {
         "item_a": world.items[2].pk,
@@ -277,6 +283,11 @@ MATRIX: dict[str, Row] = {
     "spaces:records-columns": Row(
         lambda w: reverse("spaces:records-columns", args=[w.records_import.pk]),
         {"get": STAFF_PAGE, "post": statuses(302, 403, 403, 403, 403, 400)},
+        STAFF_GATE,
+    ),
+    "spaces:records-shown": Row(
+        lambda w: reverse("spaces:records-shown", args=[record_space(w)]),
+        {"get": STAFF_PAGE, "post": statuses(302, 403, 403, 403, 403, 302)},
         STAFF_GATE,
     ),
     "spaces:texts-upload": Row(
