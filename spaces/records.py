@@ -58,14 +58,22 @@ def hidden_columns_check(
 
 
 def record_columns(space: EmbeddingSpace) -> list[str]:
-    """The columns of a record space's table, in its order: the fields every record keeps."""
+    """The columns of a record space's table (the fields every record keeps), in an order that
+    does not depend on the database: φ's columns as its feature map lists them, then the
+    excluded ones (the label among them), then the rest by name. (PostgreSQL's JSONB does not
+    keep a record's key order, so the stored records cannot give the table's.)"""
     payload = (
         Item.objects.filter(space=space, payload__isnull=False)
         .order_by("row")
         .values_list("payload", flat=True)
         .first()
     )
-    return [str(name) for name in payload] if isinstance(payload, dict) else []
+    if not isinstance(payload, dict):
+        return []
+    spec = space.feature_map or {}
+    declared = [f["column"] for f in spec.get("features", [])] + list(spec.get("excluded", []))
+    first = [c for c in dict.fromkeys(declared) if c in payload]
+    return first + sorted(str(c) for c in payload if c not in set(first))
 
 
 def record_hidden_columns_set(space: EmbeddingSpace, hidden: Sequence[str]) -> list[str]:

@@ -11,7 +11,7 @@ import pytest
 from annotation.models import Membership
 from annotation.selectors import item_search
 from spaces.models import EmbeddingSpace, Item
-from spaces.records import record_space_create
+from spaces.records import record_columns, record_space_create
 
 from .factories import make_space, make_study, make_user
 
@@ -177,8 +177,10 @@ def test_the_shown_columns_page_changes_them_for_staff_only(people, study, annot
     html = client.get(page).content.decode()
     assert 'data-shown="income"' in html
     assert 'data-column="name"' in html
-    # the form lists the columns in table order: id, name, age, sex, income; uncheck sex too
-    shown = {f"shown_{i}": "on" for i in (0, 1, 2)}
+    # φ's columns first (age, sex), then the excluded (name, income), then the rest (id)
+    columns = record_columns(people)
+    assert columns == ["age", "sex", "name", "income", "id"]
+    shown = {f"shown_{columns.index(c)}": "on" for c in ("id", "name", "age")}  # sex too hidden
     response = client.post(page, shown)
     assert response.status_code == 302
     assert response["Location"] == page
