@@ -18,7 +18,7 @@ from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Cast, Lower
 from django.db.models.lookups import IContains
 
-from spaces.models import EmbeddingSpace, Item
+from spaces.models import EmbeddingSpace, Item, first_record
 
 from .access import Action, Role, may
 from .models import (
@@ -351,16 +351,8 @@ def item_field_queryset(*, space_id: int, query: str, hidden: Sequence[str] = ()
 
 
 def _shown_fields(space_id: int, hidden: Sequence[str]) -> list[str]:
-    """The record fields of a space annotators see (a record's fields: all records of a space
-    have the same, the table's columns)."""
-    payload = (
-        Item.objects.filter(space_id=space_id, payload__isnull=False)
-        .values_list("payload", flat=True)
-        .first()
-    )
-    if not isinstance(payload, dict):
-        return []
-    return [name for name in payload if name not in set(hidden)]
+    """The record fields of a space annotators see."""
+    return [name for name in first_record(space_id) if name not in set(hidden)]
 
 
 def item_search(*, space_id: int, query: str, study: Study | None = None, limit: int = 20):

@@ -134,6 +134,18 @@ class Item(models.Model):
         return self.space.shown_payload(self.payload)
 
 
+def first_record(space_id: int) -> dict:
+    """The fields of a space's first record (all records of a space have the same, the table's
+    columns); empty when the space holds no records."""
+    payload = (
+        Item.objects.filter(space_id=space_id, payload__isnull=False)
+        .order_by("row")
+        .values_list("payload", flat=True)
+        .first()
+    )
+    return payload if isinstance(payload, dict) else {}
+
+
 def attach_spaces(items) -> None:
     """Give items that carry a payload their space, read once per space (so rendering many
     records asks for each space once, not once per item)."""

@@ -15,7 +15,7 @@ import pandas as pd
 
 from .exceptions import EmbeddingFormatError
 from .featuremap import apply_feature_map, build_feature_map
-from .models import EmbeddingSpace, Item
+from .models import EmbeddingSpace, Item, first_record
 from .services import Progress, space_from_matrix
 
 MAX_KEY = 255
@@ -57,19 +57,13 @@ def hidden_columns_check(
     return [c for c in columns if c in set(hidden_columns)]
 
 
-def record_columns(space: EmbeddingSpace) -> list[str]:
+def record_columns(space: EmbeddingSpace, record: dict | None = None) -> list[str]:
     """The columns of a record space's table (the fields every record keeps), in an order that
     does not depend on the database: φ's columns as its feature map lists them, then the
     excluded ones (the label among them), then the rest by name. (PostgreSQL's JSONB does not
-    keep a record's key order, so the stored records cannot give the table's.)"""
-    payload = (
-        Item.objects.filter(space=space, payload__isnull=False)
-        .order_by("row")
-        .values_list("payload", flat=True)
-        .first()
-    )
-    if not isinstance(payload, dict):
-        return []
+    keep a record's key order, so the stored records cannot give the table's.) ``record``: the
+    space's ``first_record`` when the caller has read it already."""
+    payload = first_record(space.pk) if record is None else record
     spec = space.feature_map or {}
     declared = [f["column"] for f in spec.get("features", [])] + list(spec.get("excluded", []))
     first = [c for c in dict.fromkeys(declared) if c in payload]

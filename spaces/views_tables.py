@@ -13,7 +13,7 @@ from django.views.decorators.http import require_http_methods
 from . import sentence_model
 from .exceptions import EmbeddingFormatError, InputFileError
 from .forms import ColumnsForm, ShownColumnsForm, TableUploadForm, TextUploadForm
-from .models import EmbeddingImport, EmbeddingSpace, Item
+from .models import EmbeddingImport, EmbeddingSpace, first_record
 from .record_uploads import (
     RECORDS_PREFIX,
     record_upload_create,
@@ -155,7 +155,8 @@ def records_columns(request: HttpRequest, import_id: int) -> HttpResponse:
 def records_shown(request: HttpRequest, space_id: int) -> HttpResponse:
     """Which columns of an existing record space annotators see (POST–redirect–GET)."""
     space = get_object_or_404(EmbeddingSpace, pk=space_id, kind=EmbeddingSpace.Kind.RECORDS)
-    columns = record_columns(space)
+    first = first_record(space.pk)
+    columns = record_columns(space, first)
     posted = request.method == "POST"
     form = ShownColumnsForm(
         request.POST if posted else None, columns=columns, hidden=space.hidden_columns
@@ -168,8 +169,6 @@ def records_shown(request: HttpRequest, space_id: int) -> HttpResponse:
         else:
             messages.success(request, f"Annotators of “{space.name}” now see the checked columns.")
             return redirect("spaces:records-shown", space_id=space.pk)
-    example = Item.objects.filter(space=space).order_by("row").values_list("payload", flat=True)
-    first = example.first() or {}
     rows = [
         {"column": c, "shown": field, "value": str(first.get(c, ""))}
         for c, field in zip(columns, form.shown_fields(), strict=True)

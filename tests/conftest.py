@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -69,6 +70,19 @@ def subprocess_env(**overrides: str | None) -> dict[str, str]:
         else:
             env[key] = value
     return env
+
+
+def run_benchmark(script: str, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
+    """``benchmarks/<script> args`` in a subprocess on its own throwaway SQLite and media
+    folder (the benchmarks make them when DATABASE_URL and MEDIA_ROOT are unset); text output."""
+    return subprocess.run(
+        [sys.executable, f"benchmarks/{script}", *args],
+        cwd=ROOT,
+        env=subprocess_env(DATABASE_URL=None, MEDIA_ROOT=None),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 @pytest.fixture

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import uuid
 from collections import Counter
 
@@ -14,7 +12,7 @@ from annotation.models import GoldPair, Study
 from annotation.sampling import next_pair
 from annotation.services import judgment_create
 from learning.models import MetricVersion
-from tests.conftest import ROOT, subprocess_env
+from tests.conftest import run_benchmark
 
 from .factories import make_metric_version
 
@@ -186,14 +184,7 @@ def test_next_pair_reads_a_bounded_number_of_queries(
 @pytest.mark.slow
 def test_the_next_pair_benchmark_runs_in_its_quick_form():
     """The benchmark itself works (figures are printed, not asserted: see docs/annotation.md)."""
-    result = subprocess.run(
-        [sys.executable, "benchmarks/next_pair.py", "--quick"],
-        cwd=ROOT,
-        env=subprocess_env(DATABASE_URL=None, MEDIA_ROOT=None),  # its own throwaway SQLite
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+    result = run_benchmark("next_pair.py", "--quick")
     assert result.returncode == 0, result.stderr[-3000:]
     out = result.stdout
     assert "judgments stored" in out

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import re
-import subprocess
 import sys
 
 import numpy as np
 import pytest
 
-from tests.conftest import ROOT, subprocess_env
+from tests.conftest import ROOT, run_benchmark
 
 HEADLINE = re.compile(
     r"^label efficiency: (\w+) needs (\d+\.\d)x fewer labels than random \((\d+) vs (\d+)\)$"
@@ -18,14 +17,7 @@ HEADLINE = re.compile(
 
 @pytest.mark.slow
 def test_the_label_efficiency_benchmark_runs_in_its_quick_form():
-    result = subprocess.run(
-        [sys.executable, "benchmarks/label_efficiency.py", "--quick"],
-        cwd=ROOT,
-        env=subprocess_env(DATABASE_URL=None, MEDIA_ROOT=None),  # its own throwaway SQLite
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+    result = run_benchmark("label_efficiency.py", "--quick")
     out = result.stdout
     assert "| random |" in out
     assert "| targeted |" in out
@@ -48,14 +40,7 @@ def test_the_label_efficiency_benchmark_runs_in_its_quick_form():
 
 
 def test_bad_arguments_give_one_line_and_exit_2():
-    result = subprocess.run(
-        [sys.executable, "benchmarks/label_efficiency.py", "--strategies", "random,psychic"],
-        cwd=ROOT,
-        env=subprocess_env(DATABASE_URL=None, MEDIA_ROOT=None),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    result = run_benchmark("label_efficiency.py", "--strategies", "random,psychic", timeout=120)
     assert result.returncode == 2
     assert result.stderr.strip().startswith("error: unknown strategy ['psychic']")
 

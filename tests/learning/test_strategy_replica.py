@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import subprocess
 import sys
 
 import numpy as np
 import pytest
 
-from tests.conftest import ROOT, subprocess_env
+from tests.conftest import ROOT, run_benchmark
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
@@ -72,14 +71,7 @@ def test_the_design_picks_the_best_candidate_and_keeps_its_scores_exact():
 
 @pytest.mark.slow
 def test_the_replica_runs_in_its_quick_form():
-    result = subprocess.run(
-        [sys.executable, "benchmarks/strategy_replica.py", "--quick", "--processes", "1"],
-        cwd=ROOT,
-        env=subprocess_env(DATABASE_URL=None, MEDIA_ROOT=None),
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    result = run_benchmark("strategy_replica.py", "--quick", "--processes", "1", timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     out = result.stdout
     assert "| random |" in out
@@ -88,13 +80,6 @@ def test_the_replica_runs_in_its_quick_form():
 
 
 def test_an_unknown_rule_is_one_line_and_exit_2():
-    result = subprocess.run(
-        [sys.executable, "benchmarks/strategy_replica.py", "--strategies", "random,psychic"],
-        cwd=ROOT,
-        env=subprocess_env(DATABASE_URL=None, MEDIA_ROOT=None),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    result = run_benchmark("strategy_replica.py", "--strategies", "random,psychic", timeout=120)
     assert result.returncode == 2
     assert "unknown rule(s) psychic" in result.stderr.strip().splitlines()[-1]
