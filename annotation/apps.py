@@ -7,4 +7,10 @@ class AnnotationConfig(AppConfig):
     verbose_name = "Annotation"
 
     def ready(self) -> None:
-        from . import facts, signals  # noqa: F401 - connect the audit and cache receivers
+        """Connect the audit and cache receivers; give accounts the rule for who may hold API
+        tokens (``accounts.hooks``)."""
+        from accounts import hooks
+        from annotation import facts, signals  # noqa: F401 - their receivers
+        from annotation.access import may_export
+
+        hooks.provide_token_rule(may_export)

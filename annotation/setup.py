@@ -8,29 +8,24 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.contrib.auth import get_user_model
-from django.contrib.auth.tokens import default_token_generator
 from django.core.exceptions import ValidationError
 from django.core.mail import send_mail
-from django.core.validators import validate_email
 from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
-from django.utils.encoding import force_bytes
-from django.utils.http import urlsafe_base64_encode
 
+from accounts.invitations import find_user, invitation_path, invited_account_create
+from annotation.access import Action, require
+from annotation.facts import study_changed
+from annotation.models import CandidatePair, GoldPair, Membership, PairJudgment, Study
+from annotation.selectors import pool_items
+from annotation.setup_files import PairRow
 from audit.services import Action as AuditAction
 from audit.services import audit_record
 from common.access import is_staff, require_staff
 from common.errors import Conflict, InvalidInput, NotAllowed
 from common.iterables import batched
 from spaces.models import Item
-
-from .access import Action, require
-from .facts import study_changed
-from .models import CandidatePair, GoldPair, Membership, PairJudgment, Study
-from .selectors import pool_items
-from .setup_files import PairRow
 
 Role = Membership.Role
 SHOWN_UNKNOWN = 20
@@ -400,21 +395,6 @@ def _target(target) -> int | None:
     return target
 
 
-def find_user(who: str):
-    """A user by username or e-mail address (case-insensitive); None when there is none."""
-    who = (who or "").strip()
-    if not who:
-        raise InvalidInput("Give a username or an e-mail address.")
-    users = get_user_model().objects.filter(is_active=True)
-    user = users.filter(username__iexact=who).first()
-    if user is None and "@" in who:
-        matches = list(users.filter(email__iexact=who)[:2])
-        if len(matches) > 1:
-            raise InvalidInput(f"Several people use {who}; add them by username.")
-        user = matches[0] if matches else None
-    return user
-
-
 @transaction.atomic
 def member_add(*, user, study: Study, who: str, role: str, target=None) -> Membership:
     """Add an existing person (by username or e-mail) with a role."""
@@ -436,12 +416,6 @@ class Invitation:
     email_error: str = ""
 
 
-def invitation_path(person) -> tuple[str, str]:
-    """The uidb64 and token of a person's invitation (Django's password-reset token: it stops
-    working once the password is set, or after INVITATION_DAYS)."""
-    return urlsafe_base64_encode(force_bytes(person.pk)), default_token_generator.make_token(person)
-
-
 @transaction.atomic
 def member_invite(
     *, user, study: Study, username: str, email: str, role: str, link_for, target=None
@@ -450,29 +424,8 @@ def member_invite(
     (``link_for(uidb64, token)`` → absolute URL) when an address is given."""
     require(user, study, Action.MANAGE, "Only an admin of the study can invite people.")
     role, target = _role(role), _target(target)
-    User = get_user_model()
-    username = (username or "").strip()
-    email = (email or "").strip()
-    if not username:
-        raise InvalidInput("Give the new person a username.")
-    try:
-        User.username_validator(username)
-    except ValidationError as error:
-        raise InvalidInput(" ".join(error.messages)) from None
-    if len(username) > 150:
-        raise InvalidInput("A username has at most 150 characters.")
-    if email:
-        try:
-            validate_email(email)
-        except ValidationError:
-            raise InvalidInput(f"{email!r} is not an e-mail address.") from None
-    if User.objects.filter(username__iexact=username).exists():
-        raise Conflict(f"The username {username!r} is taken; add that person instead.")
-    if email and User.objects.filter(email__iexact=email).exists():
-        raise Conflict(f"Someone already uses {email}; add them by e-mail instead.")
-    person = User(username=username, email=email)
-    person.set_unusable_password()
-    person.save()
+    username, email = (username or "").strip(), (email or "").strip()
+    person = invited_account_create(username=username, email=email)
     membership = Membership.objects.create(study=study, user=person, role=role, target=target)
     uid, token = invitation_path(person)
     link = link_for(uid, token)

@@ -5,19 +5,15 @@ admins of the study (and staff) change things; annotators see none of them."""
 from __future__ import annotations
 
 from django.contrib import messages
-from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
-from django.urls import reverse, reverse_lazy
+from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
-from common.access import require_staff
-from common.errors import AppError, InvalidInput
-
-from . import selectors, setup
-from .access import Action, require, study_get
-from .forms import (
+from annotation import selectors, setup
+from annotation.access import Action, require, study_get
+from annotation.forms import (
     DuplicateForm,
     InviteForm,
     MemberAddForm,
@@ -25,9 +21,11 @@ from .forms import (
     StudyForm,
     UploadForm,
 )
-from .models import Membership, Study
-from .setup_files import parse_keys, parse_pairs, read_upload
-from .views import render_instructions
+from annotation.models import Membership, Study
+from annotation.setup_files import parse_keys, parse_pairs, read_upload
+from annotation.views import render_instructions
+from common.access import require_staff
+from common.errors import AppError, InvalidInput
 
 SETUP_REFUSED = "Only reviewers and admins of this study can see its set-up."
 MANAGE_REFUSED = "Only an admin of the study can change it."
@@ -274,7 +272,7 @@ def study_members(request: HttpRequest, study_id: int) -> HttpResponse:
                         role=data["role"],
                         target=data["target"],
                         link_for=lambda uid, token: request.build_absolute_uri(
-                            reverse("invitation", args=[uid, token])
+                            reverse("accounts:invitation", args=[uid, token])
                         ),
                     )
                     status = 200
@@ -362,7 +360,7 @@ def study_member_remove(request: HttpRequest, study_id: int, membership_id: int)
     return redirect("annotation:study-members", study_id)
 
 
-# --- Annotators: the completion page; invited people: the invitation link -------------------------
+# --- Annotators: the completion page -----------------------------------------------------------
 
 
 @login_required
@@ -376,13 +374,3 @@ def study_done(request: HttpRequest, study_id: int) -> HttpResponse:
         "groups": selectors.groups_visible(study=study, user=request.user).count(),
     }
     return render(request, "annotation/done.html", context)
-
-
-class InvitationView(auth_views.PasswordResetConfirmView):
-    """The invitation link: the invited person chooses a password and is signed in."""
-
-    template_name = "registration/invitation.html"
-    post_reset_login = True
-    post_reset_login_backend = "django.contrib.auth.backends.ModelBackend"
-    success_url = reverse_lazy("annotation:study-list")
-    reset_url_token = "set-password"

@@ -7,4 +7,4 @@ class AuditConfig(AppConfig):
     verbose_name = "Audit log"
 
     def ready(self) -> None:
-        from . import login_throttle, signals  # noqa: F401 - connect their receivers
+        from . import signals  # noqa: F401 - connect its receivers

@@ -200,7 +200,7 @@ def build_and_measure(args) -> None:
     from django.conf import settings
     from django.core.cache import cache
 
-    from learning import dashboard_refresh
+    from learning.dashboards import refresh
 
     client = Client()
     client.force_login(reviewer)
@@ -225,8 +225,8 @@ def build_and_measure(args) -> None:
         cache.clear()
     t0 = time.perf_counter()
     with CaptureQueriesContext(connection) as queries:
-        dashboard_refresh.dashboard_refresh(study_id=study.pk)  # what the worker runs
-    board = dashboard_refresh.dashboard_state(study, request_refresh=False).board
+        refresh.dashboard_refresh(study_id=study.pk)  # what the worker runs
+    board = refresh.dashboard_state(study, request_refresh=False).board
     print(
         f"{'background computation (worker)':32s} {time.perf_counter() - t0:7.2f} s  "
         f"{len(queries):3d} queries  (α = {board.alpha:.3f}, "

@@ -8,7 +8,7 @@ with DATABASE_URL set, that database instead (point it at an empty throwaway one
 stay). Media and the broker's files go to the temporary directory too.
 
 **Items** (``--items``, pluggable: ``SOURCES``): ``glove`` = GloVe 6B 50d vectors of the demo's
-popular names and Hu & Liu opinion words (learning/demo.py), a pool of ``names`` names plus as
+popular names and Hu & Liu opinion words (learning/glove_demo.py), a pool of ``names`` names plus as
 many positive and negative words; ``adult`` = as many UCI Adult training records, embedded by
 the demo's record-space φ, with Σ₀ = EXPLORE on the paper's Adult pairs (``adult_source``).
 **Truth** Σ₀ (``glove``): EXPLORE fitted on the demo's construction
@@ -26,7 +26,7 @@ meets the same truths), and each annotator reports it flipped at their rate.
 
 **The loop** (no HTTP): ``annotation.sampling.next_pair`` (the real sampler: overlap 2, then the
 study's strategy) → ``annotation.services.judgment_create`` → at each checkpoint
-``learning.services.refit_study`` (the worker's refit: snapshot, ``fit_explore``, version
+``learning.refits.service.refit_study`` (the worker's refit: snapshot, ``fit_explore``, version
 stored and evaluated; FACE off, ``validation_share = 0`` so only one EXPLORE fit per refit).
 The sampler sees the version of the latest checkpoint. **Refit schedule**: after 20 labels and
 then every factor √2 (20, 28, 40, 57, 80, 113, ...), and at ``--max-labels``; a run stops one
@@ -117,16 +117,16 @@ class ItemSource:
 
 def glove_source(n_names: int, seed: int = 0) -> ItemSource:
     """The demo's names and opinion words (GloVe 6B 50d); Σ₀ = EXPLORE on the demo's pairs."""
-    from learning import demo
+    from experiments import glove_demo
     from learning.core.explore import EXPLORE
 
-    vocabulary = demo.glove_vocabulary()
+    vocabulary = glove_demo.glove_vocabulary()
     row_of = {w: i for i, w in enumerate(vocabulary)}
-    names = demo.popular_names(set(row_of))
-    positive, negative = demo.opinion_words()
+    names = glove_demo.popular_names(set(row_of))
+    positive, negative = glove_demo.opinion_words()
     positive = [w for w in positive if w in row_of and w not in set(names)]
     negative = [w for w in negative if w in row_of and w not in set(names)]
-    matrix = demo.glove_matrix()
+    matrix = glove_demo.glove_matrix()
 
     def vectors(words):
         return np.asarray(matrix[[row_of[w] for w in words]], dtype=np.float64)
@@ -162,18 +162,18 @@ def adult_source(n_names: int, seed: int = 0) -> ItemSource:
     standardised, the categoricals one-hot, the label excluded; 43 features); a pool of
     ``2 · n_names`` random records (as many items as ``glove``); Σ₀ = EXPLORE at
     ``TRUTH_ALPHA`` on the paper's pairs over all training records (comparable: same income
-    group, opposite gender; incomparable: different income groups; ``learning.adult``)."""
-    from learning import adult
+    group, opposite gender; incomparable: different income groups; ``experiments.adult.data``)."""
+    from experiments.adult import data
     from learning.core.explore import EXPLORE
     from spaces.featuremap import apply_feature_map, build_feature_map
 
-    frame = adult.adult_frame("train")
+    frame = data.adult_frame("train")
     spec = build_feature_map(
-        frame, numeric=adult.NUMERIC, categorical=adult.CATEGORICAL, excluded=[adult.LABEL]
+        frame, numeric=data.NUMERIC, categorical=data.CATEGORICAL, excluded=[data.LABEL]
     )
     x = apply_feature_map(spec, frame)
-    income = (frame[adult.LABEL] == adult.POSITIVE).to_numpy()
-    pairs, comparable = adult.adult_pairs(income, (frame["sex"] == "Female").to_numpy(), seed=seed)
+    income = (frame[data.LABEL] == data.POSITIVE).to_numpy()
+    pairs, comparable = data.adult_pairs(income, (frame["sex"] == "Female").to_numpy(), seed=seed)
     z = x[pairs[:, 0]] - x[pairs[:, 1]]
     sigma0 = EXPLORE(random_state=0, alpha=TRUTH_ALPHA).fit_differences(z, comparable).sigma_
     rows = np.sort(np.random.default_rng(seed).choice(len(frame), size=2 * n_names, replace=False))
@@ -347,7 +347,8 @@ def study_run(strategy, seed, space, ids, users, source, stick, schedule) -> Run
     from annotation.models import Membership, Study
     from annotation.sampling import next_pair
     from annotation.services import judgment_create
-    from learning import selectors, services
+    from learning.refits import service
+    from learning.versions import selectors
 
     study = Study.objects.create(
         name=f"{space.name}-{strategy}-{seed}", space=space, strategy=strategy, overlap=2
@@ -382,7 +383,7 @@ def study_run(strategy, seed, space, ids, users, source, stick, schedule) -> Run
         seen.update((i, j))
         if n in schedule:
             t = time.perf_counter()
-            services.refit_study(study_id=study.pk)
+            service.refit_study(study_id=study.pk)
             version = selectors.version_latest_ready(study_id=study.pk, method="explore")
             if version is not None:
                 sigma = np.load(version.sigma.path)

@@ -218,7 +218,7 @@ def _measure(n: int, dim: int, timeout: float) -> dict:
 
     from annotation.models import PairJudgment
     from annotation.services import judgment_create
-    from learning.scheduling import refit_request
+    from learning.refits.scheduling import refit_request
 
     study, burst = _world(n, dim)
     with transaction.atomic():

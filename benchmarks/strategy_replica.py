@@ -10,7 +10,7 @@ be measured before it is built. It uses the same pool, the same truth Σ₀ and 
 annotators, flip rates 0–30 % and one careless), overlap 2 (each chosen pair is answered by two
 annotators in turn), refits at the same √2 schedule with the refit's estimator, and the same
 yardstick with the same target. The estimator is EXPLORE with its penalty chosen on pair-hash
-folds, then reliability-weighted by EM at that penalty (``learning.fitting.fit_explore``).
+folds, then reliability-weighted by EM at that penalty (``learning.refits.fitting.fit_explore``).
 
 Rules (``--strategies``), each picking the first answer to a new pair (random until the first
 fit):
@@ -147,7 +147,7 @@ def nearest_level(x, sigma, level: float, rng) -> tuple[int, int]:
 
 def fit(z, y, who, pair, lo, hi):
     """The refit's estimator: EXPLORE on pair-hash folds, then reliability EM at its penalty
-    (unweighted below 20 distinct pairs, as ``learning.fitting``)."""
+    (unweighted below 20 distinct pairs, as ``learning.refits.fitting``)."""
     from learning.core.explore import EXPLORE
     from learning.core.reliability import ReliableEXPLORE
 

@@ -141,10 +141,12 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI served by the app, not from a CDN
+    "accounts",
     "spaces",
     "annotation",
     "learning",
     "audit",
+    "experiments",  # the seed paper's experiments and the demos: commands only
 ]
 
 MIDDLEWARE = [
@@ -246,12 +248,12 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
 AUTHENTICATION_BACKENDS = [
-    "audit.login_throttle.LoginThrottleBackend",  # refuses locked-out username+IP first
+    "accounts.login_throttle.LoginThrottleBackend",  # refuses locked-out username+IP first
     "django.contrib.auth.backends.ModelBackend",
 ]
-LOGIN_URL = "login"
+LOGIN_URL = "accounts:login"
 LOGIN_REDIRECT_URL = "home"
-LOGOUT_REDIRECT_URL = "login"
+LOGOUT_REDIRECT_URL = "accounts:login"
 
 # --- E-mail (invitations) and study set-up uploads ---------------------------------------------
 
@@ -324,7 +326,7 @@ REST_FRAMEWORK = {
     # Named, revocable, hashed tokens ("Bearer fm_…", created on /account/tokens/) first, so a
     # 401 names the Bearer scheme; DRF's plain tokens stay accepted for scripts.
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "learning.tokens.ApiTokenAuthentication",
+        "accounts.tokens.ApiTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
         "rest_framework.authentication.TokenAuthentication",
     ],

@@ -1,10 +1,7 @@
 from django.contrib import admin, messages
-from django.db import transaction
 
 from common.errors import AppError
-
-from .models import (
-    ApiToken,
+from learning.models import (
     MetricVersion,
     RefitState,
     StudyLearningSettings,
@@ -12,9 +9,8 @@ from .models import (
     WeatSuite,
     WeatTest,
 )
-from .scheduling import refit_request
-from .services import metric_version_publish
-from .tokens import token_revoke
+from learning.refits.scheduling import refit_request
+from learning.versions.storage import metric_version_publish
 
 
 @admin.register(MetricVersion)
@@ -34,7 +30,7 @@ class MetricVersionAdmin(admin.ModelAdmin):
     list_filter = ["study", "method", "status", "is_published"]
     search_fields = ["label", "sigma_sha256"]
     raw_id_fields = ["parent"]
-    # Publishing goes through the "Publish" action (learning.services), never a form field.
+    # Publishing goes through the "Publish" action (learning.refits.service), never a form field.
     readonly_fields = [
         "sigma_sha256",
         "created_at",
@@ -134,33 +130,3 @@ class WeatTestAdmin(admin.ModelAdmin):
     list_filter = ["suite", "kind"]
     search_fields = ["name", "x_name", "y_name", "a_name", "b_name"]
     list_select_related = ["suite"]
-
-
-@admin.register(ApiToken)
-class ApiTokenAdmin(admin.ModelAdmin):
-    """Tokens are created by their owners on /account/tokens/; admins can only revoke them."""
-
-    list_display = ["name", "user", "prefix", "created_at", "last_used_at", "revoked_at"]
-    list_filter = [("revoked_at", admin.EmptyFieldListFilter)]
-    search_fields = ["name", "prefix", "user__username"]
-    list_select_related = ["user"]
-    readonly_fields = [
-        "user",
-        "name",
-        "prefix",
-        "key_hash",
-        "created_at",
-        "last_used_at",
-        "revoked_at",
-    ]
-    actions = ["revoke"]
-
-    def has_add_permission(self, request):
-        return False
-
-    @admin.action(description="Revoke the selected tokens")
-    def revoke(self, request, queryset):
-        with transaction.atomic():  # one audit event per token revoked
-            active = queryset.filter(revoked_at__isnull=True).select_for_update()
-            count = sum(token_revoke(token=token, actor=request.user) for token in active)
-        self.message_user(request, f"Revoked {count} token(s).", messages.SUCCESS)

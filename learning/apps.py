@@ -10,8 +10,8 @@ class LearningConfig(AppConfig):
         """Register with the layer below: refit after feedback changes, and the current metric
         for its sampler (``annotation.hooks``)."""
         from annotation import hooks
-
-        from . import scheduling, sigmas, tokens  # noqa: F401 - tokens: its cache receivers
+        from learning.refits import scheduling
+        from learning.versions import sigmas
 
         hooks.on_feedback_changed(scheduling.refit_request)
         hooks.provide_metric(sigmas.study_metric)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
 from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
@@ -100,9 +99,6 @@ class MetricVersion(models.Model):
 
     def __str__(self) -> str:
         return f"{self.study} {self.label or self.method} #{self.pk}"
-
-    def load_sigma(self) -> np.ndarray:
-        return np.load(self.sigma.path)
 
 
 class WeatSuite(models.Model):
@@ -295,30 +291,3 @@ class RefitState(models.Model):
 
     def __str__(self) -> str:
         return f"refit state of study {self.study_id}"
-
-
-class ApiToken(models.Model):
-    """A named, revocable API token for downloading metrics (a user may hold several).
-
-    Only the token's sha256 is stored; the plaintext is shown once, when it is created.
-    """
-
-    user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens"
-    )
-    name = models.CharField(max_length=100)
-    prefix = models.CharField(max_length=12, help_text="First characters, to recognise it.")
-    key_hash = models.CharField(max_length=64, unique=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    last_used_at = models.DateTimeField(null=True, blank=True)
-    revoked_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        ordering = ["-id"]
-
-    def __str__(self) -> str:
-        return f"{self.name} ({self.prefix}…) of {self.user}"
-
-    @property
-    def is_active(self) -> bool:
-        return self.revoked_at is None

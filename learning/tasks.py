@@ -1,4 +1,6 @@
-"""Celery tasks of learning: thin wrappers that take ids and call one service.
+"""Celery tasks of learning: thin wrappers that take ids and call one service. The worker's entry
+points into the rooms: a finished refit queues the dashboard refresh here, so the refit itself
+(``learning.refits``) knows nothing of the dashboards above it.
 
 ``learning.refit_study`` is idempotent (a refit whose input already has a live version does
 nothing), so it is acknowledged late and redelivered when a worker dies. Transient errors
@@ -18,8 +20,8 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from annotation.models import Study
-from learning import services
-from learning.dashboard_refresh import dashboard_refresh as dashboard_refresh_service
+from learning.dashboards import refresh
+from learning.refits import service
 
 logger = logging.getLogger(__name__)
 
@@ -49,11 +51,12 @@ BUSY_RETRIES = 200  # a held lease always expires, so this only bounds a patholo
 )
 def refit_study(self, study_id: int) -> dict:
     try:
-        report = services.refit_study(study_id=study_id)
+        report = service.refit_study(study_id=study_id)
     except Study.DoesNotExist:
         return {"study_id": study_id, "outcome": "study deleted"}
     if report.outcome == "busy":
         raise self.retry(countdown=report.retry_in, max_retries=BUSY_RETRIES)
+    refresh.dashboard_refresh_request(study_id=study_id)  # the figures, in the worker
     logger.info("refit of study %s: %s", study_id, report)
     return asdict(report)
 
@@ -70,7 +73,7 @@ def refit_study(self, study_id: int) -> dict:
 )
 def sweep_stale_studies() -> list[int]:
     """Queue refits of studies whose data is newer than their latest versions."""
-    return services.refit_sweep()
+    return service.refit_sweep()
 
 
 @shared_task(
@@ -89,7 +92,7 @@ def dashboard_refresh(study_id: int) -> float | None:
     """Compute the study dashboard's figures into the shared cache (idempotent: nothing to do
     when figures for the current data watermark are stored); the seconds it took."""
     try:
-        seconds = dashboard_refresh_service(study_id=study_id)
+        seconds = refresh.dashboard_refresh(study_id=study_id)
     except Study.DoesNotExist:
         return None
     logger.info("dashboard of study %s refreshed in %s s", study_id, seconds)

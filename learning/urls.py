@@ -1,8 +1,11 @@
-"""Pages of the learning app (dashboards, metric versions, API tokens), included at the root."""
+"""Pages of learning (dashboards and metric versions), included at the root: the study pages
+live under ``studies/<id>/`` beside annotation's, the version pages under ``versions/``."""
 
 from django.urls import path
 
-from . import views
+from learning.dashboards import views
+
+app_name = "learning"
 
 urlpatterns = [
     path("studies/<int:study_id>/dashboard/", views.study_dashboard, name="study-dashboard"),
@@ -19,10 +22,4 @@ urlpatterns = [
     path("versions/compare/", views.version_compare, name="version-compare"),
     path("versions/<int:version_id>/", views.version_detail, name="version-detail"),
     path("versions/<int:version_id>/publish/", views.version_publish, name="version-publish"),
-    path("account/tokens/", views.account_tokens, name="account-tokens"),
-    path(
-        "account/tokens/<int:token_id>/revoke/",
-        views.account_token_revoke,
-        name="account-token-revoke",
-    ),
 ]

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from . import api
+from learning.exports import api
 
 urlpatterns = [
     path("versions/<int:version_id>/", api.VersionDetail.as_view(), name="api-version"),

@@ -121,7 +121,7 @@ def token_creates(base: str, n: int = 30) -> dict:
     from django.contrib.auth import get_user_model
     from django.test import Client
 
-    from learning.models import ApiToken
+    from accounts.models import ApiToken
 
     user = get_user_model().objects.create_user("scripted", password=PASSWORD)
     client = Client()

@@ -31,9 +31,9 @@ def seed(*, annotators: int, items: int, dim: int, history: int, rng_seed: int =
     from django.contrib.auth import get_user_model
     from django.db import transaction
 
+    from accounts.tokens import api_token_create
     from annotation.models import Membership, PairJudgment, Study
     from learning.models import StudyLearningSettings
-    from learning.tokens import api_token_create
     from spaces.models import EmbeddingSpace, Item
 
     rng = np.random.default_rng(rng_seed)

@@ -9,7 +9,7 @@ from django.urls import reverse
 def test_root_sends_anonymous_visitors_to_login(client):
     response = client.get("/")
     assert response.status_code == 302
-    assert response["Location"].startswith(reverse("login"))
+    assert response["Location"].startswith(reverse("accounts:login"))
     page = client.get(response["Location"])
     assert page.status_code == 200
     assert b'name="password"' in page.content
@@ -20,7 +20,9 @@ def test_demo_admin_logs_in_and_lands_on_home(client, monkeypatch, settings):
     monkeypatch.delenv("DEMO_PASSWORD", raising=False)
     settings.DEBUG = True
     call_command("create_demo_users")
-    response = client.post(reverse("login"), {"username": "admin", "password": "fairmetric"})
+    response = client.post(
+        reverse("accounts:login"), {"username": "admin", "password": "fairmetric"}
+    )
     assert response.status_code == 302
     assert response["Location"] == reverse("home")
     home = client.get(reverse("home"))
@@ -33,7 +35,7 @@ def test_demo_admin_logs_in_and_lands_on_home(client, monkeypatch, settings):
 def test_wrong_password_shows_a_form_error(client, settings):
     settings.DEBUG = True
     call_command("create_demo_users")
-    response = client.post(reverse("login"), {"username": "admin", "password": "nope"})
+    response = client.post(reverse("accounts:login"), {"username": "admin", "password": "nope"})
     assert response.status_code == 200
     assert b'class="error"' in response.content
 
@@ -62,7 +64,7 @@ def test_demo_users_are_refused_without_debug(settings):
 
 @pytest.mark.django_db
 def test_logout_is_a_post_and_returns_to_login(admin_client):
-    response = admin_client.post(reverse("logout"))
+    response = admin_client.post(reverse("accounts:logout"))
     assert response.status_code == 302
     assert admin_client.get(reverse("home")).status_code == 302
 

@@ -10,7 +10,7 @@ from django.core.management import call_command
 from django.test import override_settings
 
 from annotation.models import ComparableGroup, Label, Membership, PairJudgment, Source, Study
-from learning import demo
+from experiments import glove_demo
 from learning.models import MetricVersion, WeatResult, WeatSuite, WeatTest
 from spaces.models import EmbeddingSpace, Item, Tag
 
@@ -40,16 +40,16 @@ def loaded(django_db_setup, django_db_blocker, tmp_path_factory):
 @pytest.fixture
 def space(loaded, db, settings) -> EmbeddingSpace:
     settings.MEDIA_ROOT = loaded
-    return EmbeddingSpace.objects.get(name=demo.SPACE_NAME)
+    return EmbeddingSpace.objects.get(name=glove_demo.SPACE_NAME)
 
 
 def test_space_holds_the_top_glove_words_plus_the_demos_words(space):
-    vocabulary = demo.glove_vocabulary()
+    vocabulary = glove_demo.glove_vocabulary()
     keys = list(Item.objects.filter(space=space).order_by("row").values_list("key", flat=True))
     assert keys[:50_000] == vocabulary[:50_000]  # frequency order kept
     assert 50_000 < len(keys) == space.item_count < 60_000
     assert space.dimension == 50
-    glove = demo.glove_matrix()
+    glove = glove_demo.glove_matrix()
     row_of = {w: i for i, w in enumerate(vocabulary)}
     for key in ["the", "emma", "flower", "horrible"]:
         item = Item.objects.get(space=space, key=key)
@@ -58,7 +58,7 @@ def test_space_holds_the_top_glove_words_plus_the_demos_words(space):
 
 def test_about_1200_popular_names_are_tagged_and_kind_name(space):
     names = Item.objects.filter(space=space, tags__name="name")
-    assert names.count() == demo.N_NAMES
+    assert names.count() == glove_demo.N_NAMES
     assert set(names.values_list("kind", flat=True)) == {Item.Kind.NAME}
     keys = set(names.values_list("key", flat=True))
     assert {"emma", "noah", "sophia", "liam", "olivia", "jacob"} <= keys
@@ -74,7 +74,7 @@ def test_opinion_and_weat_words_are_tagged(space):
 
 
 def test_study_with_pool_memberships_group_and_suite(space):
-    study = Study.objects.get(name=demo.STUDY_NAME)
+    study = Study.objects.get(name=glove_demo.STUDY_NAME)
     assert study.space == space
     assert study.mode == Study.Mode.BOTH
     assert list(study.pool_tags.values_list("name", flat=True)) == ["name"]
@@ -82,7 +82,7 @@ def test_study_with_pool_memberships_group_and_suite(space):
     assert roles == {"admin": "admin", "reviewer": "reviewer", "annotator": "annotator"}
     group = ComparableGroup.objects.get(study=study)
     assert group.source == Source.IMPORTED
-    assert group.members.count() == demo.N_NAMES
+    assert group.members.count() == glove_demo.N_NAMES
     assert not group.members.exclude(tags__name="name").exists()
     suite = WeatSuite.objects.get(studies=study)
     tests = list(suite.tests.order_by("position"))
@@ -95,7 +95,7 @@ def test_study_with_pool_memberships_group_and_suite(space):
 
 
 def test_seed_pairs_follow_the_papers_construction(space):
-    study = Study.objects.get(name=demo.STUDY_NAME)
+    study = Study.objects.get(name=glove_demo.STUDY_NAME)
     judgments = PairJudgment.objects.filter(study=study)
     assert judgments.count() == 100_000
     assert judgments.filter(label=Label.COMPARABLE).count() == 50_000
@@ -144,7 +144,7 @@ def test_reproduce_weat_table_runs_on_the_demo(space, tmp_path):
         "Mental disease / Temporary",
     ]
     assert firsts.count("European American names / Pleasant") == 3
-    versions = MetricVersion.objects.filter(study__name=demo.STUDY_NAME, status="ready")
+    versions = MetricVersion.objects.filter(study__name=glove_demo.STUDY_NAME, status="ready")
     assert sorted(versions.values_list("label", flat=True)) == [
         "explore",
         "face-10",

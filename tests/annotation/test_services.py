@@ -26,7 +26,7 @@ from annotation.services import (
     judgment_undo,
 )
 from common.errors import Conflict, InvalidInput, NotAllowed, NotFound
-from learning.scheduling import refit_request
+from learning.refits.scheduling import refit_request
 from tests.conftest import require
 
 from .factories import make_space, make_study
@@ -170,7 +170,7 @@ def test_answers_to_gold_pairs_are_marked_gold(study, annotator, items):
 
 
 def refit_hooks(callbacks) -> list:
-    """The on-commit callbacks registered by learning.scheduling.refit_request."""
+    """The on-commit callbacks registered by learning.refits.scheduling.refit_request."""
     return [c for c in callbacks if c.__qualname__.startswith(refit_request.__name__ + ".")]
 
 

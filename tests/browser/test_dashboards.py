@@ -18,8 +18,10 @@ from django.contrib.auth import get_user_model
 from django.core.files.base import ContentFile
 from django.urls import reverse
 
+from accounts.models import ApiToken
 from annotation.models import Label, Membership, PairJudgment, Study
-from learning.models import ApiToken, MetricVersion, WeatResult, WeatSuite, WeatTest
+from learning.models import MetricVersion, WeatResult, WeatSuite, WeatTest
+from learning.versions.sigmas import sigma_of
 from spaces.models import EmbeddingSpace, Item
 from tests.annotation.factories import npy_bytes
 
@@ -31,7 +33,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 def ship_measurement(path, monkeypatch) -> None:
     """A small label-efficiency measurement (benchmark format) as the shipped one."""
-    from learning import curves
+    from learning.dashboards import curves
 
     labels = [20, 28, 40, 57, 80, 113, 160]
     runs = [
@@ -164,12 +166,20 @@ def test_reviewer_sees_every_dashboard_with_rendered_charts(
     study, versions = metric_study["study"], metric_study["versions"]
     page = logged_in_page(metric_study["users"]["rev"], password=PASSWORD)
     pages = [
-        ("dashboard", reverse("study-dashboard", args=[study.pk]), 4),
-        ("weat", reverse("study-weat", args=[study.pk]), 0),
-        ("weat-test", reverse("study-weat-test", args=[study.pk, metric_study["test"].pk]), 1),
-        ("drift", reverse("study-drift", args=[study.pk]), 4),
-        ("version", reverse("version-detail", args=[versions[1].pk]), 1),
-        ("compare", reverse("version-compare") + f"?a={versions[0].pk}&b={versions[1].pk}", 1),
+        ("dashboard", reverse("learning:study-dashboard", args=[study.pk]), 4),
+        ("weat", reverse("learning:study-weat", args=[study.pk]), 0),
+        (
+            "weat-test",
+            reverse("learning:study-weat-test", args=[study.pk, metric_study["test"].pk]),
+            1,
+        ),
+        ("drift", reverse("learning:study-drift", args=[study.pk]), 4),
+        ("version", reverse("learning:version-detail", args=[versions[1].pk]), 1),
+        (
+            "compare",
+            reverse("learning:version-compare") + f"?a={versions[0].pk}&b={versions[1].pk}",
+            1,
+        ),
     ]
     for name, url, charts in pages:
         response = page.goto(live_server.url + url)
@@ -181,7 +191,7 @@ def test_reviewer_sees_every_dashboard_with_rendered_charts(
     assert page.console_errors == []
     # The learning curves: this study's EXPLORE version, and the measured strategies with the
     # study's own (random, the default) drawn thick.
-    page.goto(live_server.url + reverse("study-dashboard", args=[study.pk]))
+    page.goto(live_server.url + reverse("learning:study-dashboard", args=[study.pk]))
     page.wait_for_selector("#chart-efficiency .plot-container svg.main-svg")
     page.wait_for_selector("#chart-curve .plot-container svg.main-svg")
     assert page.evaluate("document.getElementById('chart-curve').data[0].x") == [60]
@@ -191,16 +201,16 @@ def test_reviewer_sees_every_dashboard_with_rendered_charts(
     assert traces == [["random (this study)", 4], ["targeted", 1.5], ["uncertainty", 1.5]]
     assert page.locator("#efficiency-table tbody tr").count() == 7
     # The held-out log-likelihood chart has a legend entry only for methods with values.
-    page.goto(live_server.url + reverse("study-drift", args=[study.pk]))
+    page.goto(live_server.url + reverse("learning:study-drift", args=[study.pk]))
     page.wait_for_selector("#chart-loglik .plot-container svg.main-svg")
     names = page.evaluate("document.getElementById('chart-loglik').data.map((t) => t.name)")
     assert names == ["explore"]
     # The WEAT table marks significance and keeps the bootstrap interval on hover.
-    page.goto(live_server.url + reverse("study-weat", args=[study.pk]))
+    page.goto(live_server.url + reverse("learning:study-weat", args=[study.pk]))
     cell = page.locator("#weat-table td.cell.significant").first
     assert "bootstrap 95% interval" in cell.get_attribute("title")
     # The reviewer sees no Publish button.
-    page.goto(live_server.url + reverse("version-detail", args=[versions[1].pk]))
+    page.goto(live_server.url + reverse("learning:version-detail", args=[versions[1].pk]))
     assert page.locator("#publish").count() == 0
 
 
@@ -209,7 +219,7 @@ def test_admin_publishes_then_downloads_the_sigma_with_a_new_token(
 ):
     study, versions = metric_study["study"], metric_study["versions"]
     page = logged_in_page(metric_study["users"]["adm"], password=PASSWORD)
-    page.goto(live_server.url + reverse("version-detail", args=[versions[1].pk]))
+    page.goto(live_server.url + reverse("learning:version-detail", args=[versions[1].pk]))
     page.click("#publish-open")  # Publish asks first and says what downstream users receive
     assert "downstream users" in page.inner_text("[data-testid=publish-consequences]")
     page.click("#publish")
@@ -218,7 +228,7 @@ def test_admin_publishes_then_downloads_the_sigma_with_a_new_token(
     versions[1].refresh_from_db()
     assert versions[1].is_published
 
-    page.goto(live_server.url + reverse("account-tokens"))
+    page.goto(live_server.url + reverse("accounts:tokens"))
     page.fill("#id_name", "training job")
     page.click("button.primary")
     key = page.locator("#new-token-key").inner_text().strip()
@@ -233,25 +243,25 @@ def test_admin_publishes_then_downloads_the_sigma_with_a_new_token(
     with urllib.request.urlopen(request, timeout=30) as response:
         body = response.read()
     assert hashlib.sha256(body).hexdigest() == versions[1].sigma_sha256
-    np.testing.assert_array_equal(np.load(io.BytesIO(body)), versions[1].load_sigma())
+    np.testing.assert_array_equal(np.load(io.BytesIO(body)), sigma_of(versions[1]))
 
 
 def test_big_study_shows_computing_then_the_figures_once_the_worker_stored_them(
     logged_in_page, screenshot, live_server, metric_study, settings, monkeypatch
 ):
     from fairmetric_site.celery import app
-    from learning import dashboard_refresh
+    from learning.dashboards import refresh
 
     settings.DASHBOARD_INLINE_MAX_JUDGMENTS = 1  # every study is "big": never inline
     sent = []
     monkeypatch.setattr(app, "send_task", lambda name, **options: sent.append(name))
     study = metric_study["study"]
     page = logged_in_page(metric_study["users"]["rev"], password=PASSWORD)
-    page.goto(live_server.url + reverse("study-dashboard", args=[study.pk]))
+    page.goto(live_server.url + reverse("learning:study-dashboard", args=[study.pk]))
     assert "Computing… (this study has" in page.get_by_test_id("computing").inner_text()
     assert sent == ["learning.dashboard_refresh"]
     screenshot(page, "dashboards-computing")
-    dashboard_refresh.dashboard_refresh(study_id=study.pk)  # what the worker does
+    refresh.dashboard_refresh(study_id=study.pk)  # what the worker does
     # The page polls the status endpoint and reloads itself into the charts.
     page.wait_for_selector(".chart .plot-container svg.main-svg", timeout=20_000)
     assert page.locator("#annotators").count() == 1

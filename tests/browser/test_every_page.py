@@ -36,22 +36,25 @@ def page_urls(world) -> dict[str, tuple[str, str]]:
     s = study.pk
     return {
         "home": ("rev", reverse("home")),
-        "login": ("anon", reverse("login")),
+        "accounts:login": ("anon", reverse("accounts:login")),
         "annotation:study-list": ("rev", reverse("annotation:study-list")),
         "annotation:study-detail": ("rev", reverse("annotation:study-detail", args=[s])),
         "annotation:label": ("ann1", reverse("annotation:label", args=[s])),
         "annotation:groups": ("ann1", reverse("annotation:groups", args=[s])),
         "annotation:review": ("rev", reverse("annotation:review", args=[s])),
-        "study-dashboard": ("rev", reverse("study-dashboard", args=[s])),
-        "study-weat": ("rev", reverse("study-weat", args=[s])),
-        "study-weat-test": ("rev", reverse("study-weat-test", args=[s, test.pk])),
-        "study-drift": ("rev", reverse("study-drift", args=[s])),
-        "version-detail": ("adm", reverse("version-detail", args=[versions[1].pk])),
-        "version-compare": (
-            "rev",
-            reverse("version-compare") + f"?a={versions[0].pk}&b={versions[1].pk}",
+        "learning:study-dashboard": ("rev", reverse("learning:study-dashboard", args=[s])),
+        "learning:study-weat": ("rev", reverse("learning:study-weat", args=[s])),
+        "learning:study-weat-test": ("rev", reverse("learning:study-weat-test", args=[s, test.pk])),
+        "learning:study-drift": ("rev", reverse("learning:study-drift", args=[s])),
+        "learning:version-detail": (
+            "adm",
+            reverse("learning:version-detail", args=[versions[1].pk]),
         ),
-        "account-tokens": ("rev", reverse("account-tokens")),
+        "learning:version-compare": (
+            "rev",
+            reverse("learning:version-compare") + f"?a={versions[0].pk}&b={versions[1].pk}",
+        ),
+        "accounts:tokens": ("rev", reverse("accounts:tokens")),
         "spaces:list": ("staff", reverse("spaces:list")),
         "spaces:upload": ("staff", reverse("spaces:upload")),
         "spaces:import": ("staff", reverse("spaces:import", args=[world["import"].pk])),
@@ -73,20 +76,23 @@ def page_urls(world) -> dict[str, tuple[str, str]]:
         "annotation:study-gold": ("adm", reverse("annotation:study-gold", args=[s])),
         "annotation:study-members": ("adm", reverse("annotation:study-members", args=[s])),
         "annotation:study-done": ("ann1", reverse("annotation:study-done", args=[s])),
-        "invitation": ("anon", reverse("invitation", args=["MQ", "set-password"])),
+        "accounts:invitation": (
+            "anon",
+            reverse("accounts:invitation", args=["MQ", "set-password"]),
+        ),
     }
 
 
 # Routes that are not pages: the API, JSON endpoints, form targets (POST), the admin site.
 NOT_PAGES = {
     "healthz",
-    "logout",
+    "accounts:logout",
     "schema",
     "api-docs",  # Swagger UI: a third-party page
-    "study-dashboard-status",
+    "learning:study-dashboard-status",
     "spaces:import-status",
-    "version-publish",
-    "account-token-revoke",
+    "learning:version-publish",
+    "accounts:token-revoke",
     "annotation:markdown-preview",  # POST: the live preview's fragment
     "annotation:study-duplicate",
     "annotation:study-archive",

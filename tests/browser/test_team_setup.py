@@ -213,7 +213,7 @@ def test_a_new_team_goes_from_an_empty_install_to_a_published_metric_in_the_brow
         assert version is not None, list(
             MetricVersion.objects.filter(study=study).values_list("method", "status", "error")
         )
-        page.goto(f"{live_server.url}{reverse('version-detail', args=[version.pk])}")
+        page.goto(f"{live_server.url}{reverse('learning:version-detail', args=[version.pk])}")
         if page.locator("#publish").count():
             page.click("#publish-open")  # Publish asks first, saying what users receive
             page.click("#publish")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from learning.adult import (
+from experiments.adult.data import (
     CATEGORICAL,
     CLEAN_ROWS,
     LABEL,
@@ -18,7 +18,7 @@ from learning.adult import (
     directions_of,
     gender_directions,
 )
-from learning.fairness_metrics import project_out, sensitive_projector
+from experiments.adult.measures import project_out, sensitive_projector
 from spaces.featuremap import apply_feature_map, build_feature_map
 
 

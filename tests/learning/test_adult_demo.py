@@ -7,10 +7,11 @@ import pytest
 from django.core.management import call_command
 
 from annotation.models import PairJudgment, Source
-from learning.adult import CLEAN_ROWS, directions_of
-from learning.adult_demo import PAIRS_PROVENANCE, PROJECTED_LABEL, SPACE_NAME, STUDY_NAME
-from learning.fairness_metrics import sensitive_projector
+from experiments.adult.data import CLEAN_ROWS, directions_of
+from experiments.adult.demo import PAIRS_PROVENANCE, PROJECTED_LABEL, SPACE_NAME, STUDY_NAME
+from experiments.adult.measures import sensitive_projector
 from learning.models import MetricVersion
+from learning.versions.sigmas import sigma_of
 from spaces.models import EmbeddingSpace
 
 pytestmark = pytest.mark.django_db
@@ -52,7 +53,7 @@ def test_the_demo_is_built_once_and_publishes_the_projected_explore_metric(capsy
     assert published.judgment_watermark == fitted.judgment_watermark == judgments.latest("id").pk
     # The stored Sigma is the fitted one with the recorded directions projected out.
     directions = directions_of(published.parameters["sensitive_directions"], names)
-    sigma, raw = published.load_sigma(), fitted.load_sigma()
+    sigma, raw = sigma_of(published), sigma_of(fitted)
     np.testing.assert_allclose(sigma @ directions.T, 0, atol=1e-6)
     keep = np.eye(len(names)) - sensitive_projector(directions)
     np.testing.assert_allclose(sigma, keep @ raw @ keep, atol=1e-6)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from django.urls import reverse
 
-from learning import curves
+from learning.dashboards import curves
 from learning.models import MetricVersion
 
 pytestmark = pytest.mark.django_db
@@ -200,7 +200,7 @@ def test_the_dashboard_shows_both_panels(client, study, users, two_versions, shi
     study.strategy = "targeted"
     study.save(update_fields=["strategy"])
     client.force_login(users["reviewer"])
-    response = client.get(reverse("study-dashboard", args=[study.pk]))
+    response = client.get(reverse("learning:study-dashboard", args=[study.pk]))
     assert response.status_code == 200
     charts = response.context["charts"]
     assert charts["curve"]["answers"] == [40, 120]
@@ -223,7 +223,7 @@ def test_the_dashboard_shows_both_panels(client, study, users, two_versions, shi
 def test_the_dashboard_says_when_no_measurement_is_shipped(client, study, users, shipped):
     shipped("{not json")
     client.force_login(users["reviewer"])
-    response = client.get(reverse("study-dashboard", args=[study.pk]))
+    response = client.get(reverse("learning:study-dashboard", args=[study.pk]))
     assert response.status_code == 200
     page = response.content.decode()
     assert "No measurement shipped" in page
@@ -237,7 +237,7 @@ def test_dashboard_queries_do_not_grow_with_versions(
 ):
     shipped(document())
     client.force_login(users["reviewer"])
-    url = reverse("study-dashboard", args=[study.pk])
+    url = reverse("learning:study-dashboard", args=[study.pk])
     client.get(url)  # figures computed and cached once
     with django_assert_max_num_queries(25) as few:
         assert client.get(url).status_code == 200

@@ -9,7 +9,8 @@ from django.urls import reverse
 
 from annotation.models import Label, PairJudgment
 from fairmetric_site.celery import app
-from learning import dashboard_refresh, dashboards, services, tasks
+from learning import tasks
+from learning.dashboards import figures, refresh
 
 from . import test_dashboards as base
 
@@ -33,13 +34,13 @@ def sent(monkeypatch) -> list:
 def computations(monkeypatch) -> list:
     """Every computation of dashboard figures (the real one runs; this records it)."""
     calls: list = []
-    real = dashboards._compute
+    real = figures._compute
 
     def recording(study):
         calls.append(study.pk)
         return real(study)
 
-    monkeypatch.setattr(dashboards, "_compute", recording)
+    monkeypatch.setattr(figures, "_compute", recording)
     return calls
 
 
@@ -53,13 +54,13 @@ def test_cold_cache_big_study_renders_the_shell_and_queues_one_refresh(
     client, study, users, tiny_case, big, sent, computations, django_assert_max_num_queries
 ):
     client.force_login(users["reviewer"])
-    url = reverse("study-dashboard", args=[study.pk])
+    url = reverse("learning:study-dashboard", args=[study.pk])
     with django_assert_max_num_queries(12):
         response = client.get(url)
     page = response.content.decode()
     assert response.status_code == 200
     assert "Computing… (this study has 18 answers)" in page
-    assert reverse("study-dashboard-status", args=[study.pk]) in page
+    assert reverse("learning:study-dashboard-status", args=[study.pk]) in page
     assert "Krippendorff" not in page
     assert computations == []
     assert sent == [("learning.dashboard_refresh", {"study_id": study.pk})]
@@ -74,14 +75,14 @@ def test_refresh_stores_figures_under_the_watermark_and_is_idempotent(
     seconds = tasks.dashboard_refresh(study.pk)  # the task body, as the worker runs it
     assert seconds is not None
     assert seconds >= 0
-    marks = dashboards.data_watermark(study)
-    stored = dashboard_refresh.cached_figures(study.pk, marks)
+    marks = figures.data_watermark(study)
+    stored = refresh.cached_figures(study.pk, marks)
     assert stored.total == 18
     assert stored.alpha == pytest.approx(17 / 31)
     assert tasks.dashboard_refresh(study.pk) is None  # same watermark: nothing to do
     assert computations == [study.pk]
     client.force_login(users["reviewer"])
-    response = client.get(reverse("study-dashboard", args=[study.pk]))
+    response = client.get(reverse("learning:study-dashboard", args=[study.pk]))
     page = response.content.decode()
     assert "Krippendorff" in page
     assert "refreshing" not in page
@@ -93,7 +94,7 @@ def test_refresh_stores_figures_under_the_watermark_and_is_idempotent(
 def test_stale_figures_render_with_the_notice_and_queue_a_refresh(
     client, study, users, tiny_case, items, big, sent, computations
 ):
-    dashboard_refresh.dashboard_refresh(study_id=study.pk)
+    refresh.dashboard_refresh(study_id=study.pk)
     PairJudgment.objects.create(
         study=study,
         annotator=tiny_case[2],
@@ -102,20 +103,20 @@ def test_stale_figures_render_with_the_notice_and_queue_a_refresh(
         label=Label.INCOMPARABLE,
     )
     client.force_login(users["reviewer"])
-    page = client.get(reverse("study-dashboard", args=[study.pk])).content.decode()
+    page = client.get(reverse("learning:study-dashboard", args=[study.pk])).content.decode()
     assert "refreshing…" in page
     assert '<span class="value">18</span><span class="muted">answers</span>' in page
     assert computations == [study.pk]  # only the refresh above, none in the request
     assert sent == [("learning.dashboard_refresh", {"study_id": study.pk})]
-    dashboard_refresh.dashboard_refresh(study_id=study.pk)  # what the worker then does
-    page = client.get(reverse("study-dashboard", args=[study.pk])).content.decode()
+    refresh.dashboard_refresh(study_id=study.pk)  # what the worker then does
+    page = client.get(reverse("learning:study-dashboard", args=[study.pk])).content.decode()
     assert '<span class="value">19</span><span class="muted">answers</span>' in page
     assert "refreshing" not in page
 
 
 def test_small_study_is_computed_inline_once(client, study, users, tiny_case, sent, computations):
     client.force_login(users["reviewer"])
-    url = reverse("study-dashboard", args=[study.pk])
+    url = reverse("learning:study-dashboard", args=[study.pk])
     assert "Krippendorff" in client.get(url).content.decode()
     assert "Krippendorff" in client.get(url).content.decode()
     assert computations == [study.pk]
@@ -124,14 +125,14 @@ def test_small_study_is_computed_inline_once(client, study, users, tiny_case, se
 
 def test_status_json_reports_readiness(client, study, users, tiny_case, big, sent):
     client.force_login(users["reviewer"])
-    url = reverse("study-dashboard-status", args=[study.pk])
+    url = reverse("learning:study-dashboard-status", args=[study.pk])
     assert client.get(url).json() == {
         "ready": False,
         "fresh": False,
         "answers": 18,
         "computed_at": None,
     }
-    dashboard_refresh.dashboard_refresh(study_id=study.pk)
+    refresh.dashboard_refresh(study_id=study.pk)
     status = client.get(url).json()
     assert status["ready"]
     assert status["fresh"]
@@ -141,5 +142,5 @@ def test_status_json_reports_readiness(client, study, users, tiny_case, big, sen
 
 
 def test_a_finished_refit_queues_a_dashboard_refresh(study, sent):
-    services.refit_study(study_id=study.pk)
+    tasks.refit_study(study.pk)  # the task body, as the worker runs it
     assert ("learning.dashboard_refresh", {"study_id": study.pk}) in sent

@@ -7,8 +7,8 @@ from django.core.cache import cache
 from django.urls import reverse
 
 from annotation.models import GoldPair, Label, PairJudgment, Source
-from learning import dashboards
-from learning.dashboards import AnnotatorQuality, flags_for, study_dashboard
+from learning.dashboards import figures
+from learning.dashboards.figures import AnnotatorQuality, flags_for, study_dashboard
 from spaces.models import Item
 
 pytestmark = pytest.mark.django_db
@@ -87,13 +87,13 @@ def test_flags_follow_the_documented_thresholds():
     fast = AnnotatorQuality(user_id=1, username="f", median_seconds=0.4, timed=50)
     assert flags_for(fast) == ["too fast"]
     few = AnnotatorQuality(
-        user_id=1, username="f", median_seconds=0.4, timed=dashboards.MIN_TIMED_ANSWERS - 1
+        user_id=1, username="f", median_seconds=0.4, timed=figures.MIN_TIMED_ANSWERS - 1
     )
     assert flags_for(few) == []
     contrarian = AnnotatorQuality(user_id=2, username="c", compared=40, majority_agreement=0.3)
     assert flags_for(contrarian) == ["low agreement"]
     few_compared = AnnotatorQuality(
-        user_id=3, username="k", compared=dashboards.MIN_COMPARED - 1, majority_agreement=0.0
+        user_id=3, username="k", compared=figures.MIN_COMPARED - 1, majority_agreement=0.0
     )
     assert flags_for(few_compared) == []
     guesser = AnnotatorQuality(user_id=4, username="g", gold_answers=10, gold_accuracy=0.5)
@@ -131,7 +131,7 @@ def test_dashboard_page_queries_do_not_grow_with_data(
     client, study, users, tiny_case, items, django_assert_max_num_queries
 ):
     client.force_login(users["reviewer"])
-    url = reverse("study-dashboard", args=[study.pk])
+    url = reverse("learning:study-dashboard", args=[study.pk])
     with django_assert_max_num_queries(25) as small:
         assert client.get(url).status_code == 200
     more = tiny_case[:2]
@@ -178,7 +178,7 @@ def test_aggregated_agreement_equals_the_libraries_on_raw_answers(study, items, 
                 assert found is None
                 continue
             assert found.overlap == int(both.sum())
-            if both.sum() >= dashboards.MIN_KAPPA_OVERLAP:
+            if both.sum() >= figures.MIN_KAPPA_OVERLAP:
                 expected = cohen_kappa_score(table[i, both], table[j, both], labels=[0, 1, 2])
                 assert found.kappa == pytest.approx(expected)
 
@@ -190,7 +190,7 @@ def test_the_agreement_self_joins_are_never_planned_as_nested_loops(study, tiny_
     dashboard's plan settings each join is hashed or merged, whatever the statistics say."""
     from django.db import connection
 
-    from learning import agreement
+    from learning.dashboards import agreement
     from tests.celery_support import require
 
     require(connection.vendor == "postgresql", "query plans are checked on PostgreSQL")
@@ -199,7 +199,7 @@ def test_the_agreement_self_joins_are_never_planned_as_nested_loops(study, tiny_
             "SELECT pg_stat_reset_single_table_counters(%s::regclass)", ["annotation_pairjudgment"]
         )
     for query in (agreement.patterns_query(study.pk), agreement.confusions_query(study.pk)):
-        with dashboards.whole_study_plans(), connection.cursor() as cursor:
+        with figures.whole_study_plans(), connection.cursor() as cursor:
             cursor.execute("EXPLAIN " + query[0], query[1])
             plan = "\n".join(row[0] for row in cursor.fetchall())
         assert "Join" in plan, plan  # a hash or merge join does the work ...

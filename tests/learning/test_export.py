@@ -12,9 +12,10 @@ import pytest
 from django.urls import reverse
 from rest_framework.test import APIClient
 
+from accounts.models import ApiToken
+from accounts.tokens import api_token_create, api_token_revoke
 from annotation.models import ComparableGroup, Label, PairJudgment, Source
-from learning.models import ApiToken
-from learning.tokens import api_token_create, api_token_revoke
+from learning.versions.sigmas import sigma_of
 from spaces.models import Item
 
 pytestmark = pytest.mark.django_db
@@ -45,7 +46,7 @@ def test_published_sigma_npy_round_trip(study, versions, reviewer_token):
     assert response["ETag"] == f'"{published.sigma_sha256}"'
     assert response["X-Metric-Version"] == str(published.pk)
     downloaded = np.load(io.BytesIO(body), allow_pickle=False)
-    stored = published.load_sigma()
+    stored = sigma_of(published)
     assert downloaded.shape == (published.dimension, published.dimension)
     np.testing.assert_array_equal(downloaded, stored)
     np.testing.assert_allclose(downloaded, downloaded.T)
@@ -66,7 +67,7 @@ def test_version_sigma_formats_equal_the_stored_matrix(versions, reviewer_token,
         downloaded = np.array(payload["sigma"])
     else:
         downloaded = np.loadtxt(io.StringIO(response.content.decode()), delimiter=",")
-    np.testing.assert_array_equal(downloaded, version.load_sigma())  # exact, not approximate
+    np.testing.assert_array_equal(downloaded, sigma_of(version))  # exact, not approximate
 
 
 def test_etag_if_none_match_gives_304_until_the_published_version_changes(
@@ -146,32 +147,32 @@ def test_revoked_token_stops_working(study, versions, users):
 
 def test_token_page_creates_shows_once_and_revokes(client, users):
     client.force_login(users["reviewer"])
-    created = client.post(reverse("account-tokens"), {"name": "notebook"})
+    created = client.post(reverse("accounts:tokens"), {"name": "notebook"})
     assert created.status_code == 302  # POST–redirect–GET
-    assert created["Location"] == reverse("account-tokens")
-    page = client.get(reverse("account-tokens"))
+    assert created["Location"] == reverse("accounts:tokens")
+    page = client.get(reverse("accounts:tokens"))
     key = page.context["new_key"]
     assert key.startswith("fm_")
     assert key in page.content.decode()
     stored = ApiToken.objects.get(user=users["reviewer"])
     assert stored.key_hash == hashlib.sha256(key.encode()).hexdigest()
     assert key not in json.dumps(list(ApiToken.objects.values_list("name", "prefix", "key_hash")))
-    listing = client.get(reverse("account-tokens")).content.decode()
+    listing = client.get(reverse("accounts:tokens")).content.decode()
     assert "notebook" in listing
     assert key not in listing  # shown once only
-    response = client.post(reverse("account-token-revoke", args=[stored.pk]))
+    response = client.post(reverse("accounts:token-revoke", args=[stored.pk]))
     assert response.status_code == 302
     stored.refresh_from_db()
     assert stored.revoked_at is not None
-    assert client.post(reverse("account-tokens"), {"name": "  "}).status_code == 400
+    assert client.post(reverse("accounts:tokens"), {"name": "  "}).status_code == 400
 
 
 def test_a_reload_after_creating_makes_no_second_token(client, users):
     client.force_login(users["reviewer"])
-    client.post(reverse("account-tokens"), {"name": "notebook"})
-    first = client.get(reverse("account-tokens"))
+    client.post(reverse("accounts:tokens"), {"name": "notebook"})
+    first = client.get(reverse("accounts:tokens"))
     assert first.context["new_key"].startswith("fm_")
-    again = client.get(reverse("account-tokens"))  # what a reload of the redirected page does
+    again = client.get(reverse("accounts:tokens"))  # what a reload of the redirected page does
     assert "new_key" not in again.context
     assert ApiToken.objects.filter(user=users["reviewer"]).count() == 1
 
@@ -179,20 +180,20 @@ def test_a_reload_after_creating_makes_no_second_token(client, users):
 def test_only_people_who_may_export_see_and_create_tokens(client, users):
     client.force_login(users["annotator"])
     home = client.get(reverse("home")).content.decode()
-    assert reverse("account-tokens") not in home
-    page = client.get(reverse("account-tokens"))
+    assert reverse("accounts:tokens") not in home
+    page = client.get(reverse("accounts:tokens"))
     assert page.status_code == 200  # existing tokens can still be listed and revoked
     assert 'name="name"' not in page.content.decode()
-    assert client.post(reverse("account-tokens"), {"name": "job"}).status_code == 403
+    assert client.post(reverse("accounts:tokens"), {"name": "job"}).status_code == 403
     assert not ApiToken.objects.filter(user=users["annotator"]).exists()
     client.force_login(users["reviewer"])
-    assert reverse("account-tokens") in client.get(reverse("home")).content.decode()
+    assert reverse("accounts:tokens") in client.get(reverse("home")).content.decode()
 
 
 def test_a_user_cannot_revoke_someone_elses_token(client, users):
     token, _ = api_token_create(user=users["reviewer"], name="theirs")
     client.force_login(users["admin"])
-    assert client.post(reverse("account-token-revoke", args=[token.pk])).status_code == 404
+    assert client.post(reverse("accounts:token-revoke", args=[token.pk])).status_code == 404
     token.refresh_from_db()
     assert token.revoked_at is None
 

@@ -11,7 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from learning.tokens import api_token_create
+from accounts.tokens import api_token_create
+from learning.versions.sigmas import sigma_of
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "export.md"
 
@@ -53,7 +54,7 @@ def test_documented_python_example_downloads_and_uses_the_published_sigma(
     assert result["version"] == published.pk
     assert result["sha256"] == published.sigma_sha256
     assert result["poll_status"] == 304
-    sigma = published.load_sigma()
+    sigma = sigma_of(published)
     rng = np.random.default_rng(0)
     x1, x2 = rng.normal(size=(2, 4, sigma.shape[0]))
     expected = [float((a - b) @ sigma @ (a - b)) for a, b in zip(x1, x2, strict=True)]

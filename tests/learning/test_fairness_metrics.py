@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from learning.fairness_metrics import (
+from experiments.adult.measures import (
     balanced_accuracy,
     consistency,
     project_out,

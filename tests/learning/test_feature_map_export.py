@@ -13,8 +13,8 @@ from django.urls import reverse
 from numpy.testing import assert_allclose
 from rest_framework.test import APIClient
 
+from accounts.tokens import api_token_create
 from annotation.models import Membership
-from learning.tokens import api_token_create
 from spaces.featuremap import apply_feature_map
 from spaces.records import record_space_create
 from tests.annotation.factories import make_metric_version, make_space, make_study
@@ -76,7 +76,7 @@ def test_the_version_page_links_the_feature_map(record_study, client):
     study, version, _ = record_study
     staff = get_user_model().objects.create_user("boss", is_staff=True, is_superuser=True)
     client.force_login(staff)
-    page = client.get(reverse("version-detail", args=[version.pk])).content.decode()
+    page = client.get(reverse("learning:version-detail", args=[version.pk])).content.decode()
     assert reverse("api-feature-map", args=[study.pk]) in page
 
 

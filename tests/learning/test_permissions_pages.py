@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
+from accounts.tokens import api_token_create
 from learning.models import MetricVersion
-from learning.tokens import api_token_create
 
 pytestmark = pytest.mark.django_db
 
@@ -18,12 +18,12 @@ SEES = {"reviewer", "admin", "staff"}
 def pages(study, versions, weat) -> list[str]:
     test = weat[0]
     return [
-        reverse("study-dashboard", args=[study.pk]),
-        reverse("study-weat", args=[study.pk]),
-        reverse("study-weat-test", args=[study.pk, test.pk]),
-        reverse("study-drift", args=[study.pk]),
-        reverse("version-detail", args=[versions[1].pk]),
-        reverse("version-compare") + f"?a={versions[0].pk}&b={versions[1].pk}",
+        reverse("learning:study-dashboard", args=[study.pk]),
+        reverse("learning:study-weat", args=[study.pk]),
+        reverse("learning:study-weat-test", args=[study.pk, test.pk]),
+        reverse("learning:study-drift", args=[study.pk]),
+        reverse("learning:version-detail", args=[versions[1].pk]),
+        reverse("learning:version-compare") + f"?a={versions[0].pk}&b={versions[1].pk}",
     ]
 
 
@@ -57,7 +57,7 @@ def test_pages_by_role(client, users, pages, role):
         response = client.get(url)
         if role == "anonymous":
             assert response.status_code == 302, url
-            assert response["Location"].startswith(reverse("login")), url
+            assert response["Location"].startswith(reverse("accounts:login")), url
         elif role in SEES:
             assert response.status_code == 200, url
         else:  # outsiders: 404, the study stays hidden; annotators: 403
@@ -79,9 +79,9 @@ def test_endpoints_by_role_with_a_token(users, endpoints, role):
 
 
 def test_token_page_needs_login_and_is_open_to_every_user(client, users):
-    assert client.get(reverse("account-tokens")).status_code == 302
+    assert client.get(reverse("accounts:tokens")).status_code == 302
     client.force_login(users["annotator"])
-    assert client.get(reverse("account-tokens")).status_code == 200
+    assert client.get(reverse("accounts:tokens")).status_code == 200
 
 
 @pytest.mark.parametrize(
@@ -96,7 +96,7 @@ def test_token_page_needs_login_and_is_open_to_every_user(client, users):
 def test_only_study_admins_publish(client, users, versions, role, status):
     version = versions[1]
     client.force_login(users[role])
-    response = client.post(reverse("version-publish", args=[version.pk]))
+    response = client.post(reverse("learning:version-publish", args=[version.pk]))
     assert response.status_code == status
     version.refresh_from_db()
     assert version.is_published is (status == 302)
@@ -106,12 +106,12 @@ def test_only_study_admins_publish(client, users, versions, role, status):
 
 
 def test_publish_button_shown_to_admins_only_and_needs_post(client, users, versions):
-    url = reverse("version-detail", args=[versions[1].pk])
+    url = reverse("learning:version-detail", args=[versions[1].pk])
     client.force_login(users["reviewer"])
     assert 'id="publish"' not in client.get(url).content.decode()
     client.force_login(users["admin"])
     assert 'id="publish"' in client.get(url).content.decode()
-    assert client.get(reverse("version-publish", args=[versions[1].pk])).status_code == 405
+    assert client.get(reverse("learning:version-publish", args=[versions[1].pk])).status_code == 405
 
 
 def test_version_page_lists_parameters_as_a_table_and_publish_says_what_downstream_gets(
@@ -121,7 +121,7 @@ def test_version_page_lists_parameters_as_a_table_and_publish_says_what_downstre
     version.parameters = {"n_components": 2, "ridge": 0.001, "split": {"seed": 7}}
     version.save(update_fields=["parameters"])
     client.force_login(users["admin"])
-    page = client.get(reverse("version-detail", args=[version.pk]))
+    page = client.get(reverse("learning:version-detail", args=[version.pk]))
     rows = dict(page.context["parameters"])
     assert rows == {"n components": "2", "ridge": "0.001", "split · seed": "7"}
     html = page.content.decode()
@@ -139,7 +139,7 @@ def test_publishing_a_failed_version_is_refused_with_a_message(client, users, ve
     failed = versions[1]
     MetricVersion.objects.filter(pk=failed.pk).update(status="failed", error="one class only")
     client.force_login(users["admin"])
-    response = client.post(reverse("version-publish", args=[failed.pk]), follow=True)
+    response = client.post(reverse("learning:version-publish", args=[failed.pk]), follow=True)
     assert response.status_code == 200
     assert "only a ready version can be published" in response.content.decode()
     failed.refresh_from_db()
@@ -148,7 +148,7 @@ def test_publishing_a_failed_version_is_refused_with_a_message(client, users, ve
 
 def test_weat_table_marks_significance_and_shows_the_interval(client, users, study, weat, versions):
     client.force_login(users["reviewer"])
-    page = client.get(reverse("study-weat", args=[study.pk])).content.decode()
+    page = client.get(reverse("learning:study-weat", args=[study.pk])).content.decode()
     assert page.count("<th>") >= 2
     for version in versions:
         assert f"#{version.pk}" in page
@@ -163,13 +163,13 @@ def test_version_page_lists_sensitive_words_and_the_crossing_alert(
 ):
     client.force_login(users["reviewer"])
     # face-1 (published) ignores the first coordinate: the words most aligned with e1.
-    page = client.get(reverse("version-detail", args=[versions[0].pk])).content.decode()
+    page = client.get(reverse("learning:version-detail", args=[versions[0].pk])).content.decode()
     matrix = space.load_matrix()
     cos = matrix[:, 0] / __import__("numpy").linalg.norm(matrix, axis=1)
     best = int(abs(cos).argmax())
     assert f">w{best}</span>" in page
     # face-2 moved both tests from p=0.02 to p=0.2: an alert on its page.
-    page = client.get(reverse("version-detail", args=[versions[1].pk])).content.decode()
+    page = client.get(reverse("learning:version-detail", args=[versions[1].pk])).content.decode()
     assert "lost significance" in page
     assert 'data-testid="alerts"' in page
 
@@ -181,7 +181,7 @@ def test_drift_page_alerts_when_drift_exceeds_the_study_threshold(
 
     StudyLearningSettings.objects.create(study=study, drift_threshold=0.01)
     client.force_login(users["reviewer"])
-    page = client.get(reverse("study-drift", args=[study.pk])).content.decode()
+    page = client.get(reverse("learning:study-drift", args=[study.pk])).content.decode()
     assert "exceeds the study threshold 0.01" in page
     assert "lost significance" in page
 
@@ -199,9 +199,9 @@ def test_many_versions_keep_query_counts_flat(
 ):
     client.force_login(users["reviewer"])
     urls = [
-        reverse("study-weat", args=[study.pk]) + "?all=1",
-        reverse("study-drift", args=[study.pk]),
-        reverse("version-detail", args=[versions[1].pk]),
+        reverse("learning:study-weat", args=[study.pk]) + "?all=1",
+        reverse("learning:study-drift", args=[study.pk]),
+        reverse("learning:version-detail", args=[versions[1].pk]),
     ]
     before = []
     for url in urls:
@@ -218,13 +218,13 @@ def test_many_versions_keep_query_counts_flat(
 def test_dashboards_are_linked_for_reviewers_not_annotators(client, users, study):
     client.force_login(users["reviewer"])
     page = client.get(reverse("home")).content.decode()
-    assert reverse("study-dashboard", args=[study.pk]) in page
-    assert reverse("account-tokens") in page
+    assert reverse("learning:study-dashboard", args=[study.pk]) in page
+    assert reverse("accounts:tokens") in page
     detail = client.get(reverse("annotation:study-detail", args=[study.pk])).content.decode()
-    assert reverse("study-drift", args=[study.pk]) in detail
+    assert reverse("learning:study-drift", args=[study.pk]) in detail
     client.force_login(users["annotator"])
     assert (
-        reverse("study-dashboard", args=[study.pk])
+        reverse("learning:study-dashboard", args=[study.pk])
         not in client.get(reverse("home")).content.decode()
     )
 
@@ -240,7 +240,7 @@ def test_version_page_flattens_nested_diagnostics_and_shows_evaluation_errors(
     }
     version.save(update_fields=["diagnostics"])
     client.force_login(users["admin"])
-    page = client.get(reverse("version-detail", args=[version.pk])).content.decode()
+    page = client.get(reverse("learning:version-detail", args=[version.pk])).content.decode()
     assert "<th>drift · previous · operator norm</th><td>0.25</td>" in page
     assert "<th>spectrum</th><td>20 values</td>" in page
     assert "The evaluation of this version failed: ValueError: boom" in page
@@ -262,10 +262,10 @@ def test_compare_keeps_its_columns_when_one_version_has_no_sigma(client, users, 
     failed = versions[1]
     MetricVersion.objects.filter(pk=failed.pk).update(status="failed")
     client.force_login(users["reviewer"])
-    url = reverse("version-compare") + f"?a={versions[0].pk}&b={failed.pk}"
+    url = reverse("learning:version-compare") + f"?a={versions[0].pk}&b={failed.pk}"
     page = client.get(url).content.decode()
     row = page[page.index("<th>Sensitive directions</th>") :]
     row = row[: row.index("</tr>")]
     assert row.count("<td>") == 2
     assert "cannot be compared numerically" in page
-    assert client.get(reverse("version-compare") + "?a=x&b=1").status_code == 404
+    assert client.get(reverse("learning:version-compare") + "?a=x&b=1").status_code == 404

@@ -1,4 +1,4 @@
-"""learning.services.refit_study and publishing, on a small synthetic space with a known Sigma0."""
+"""learning.refits.service.refit_study and publishing, on a small synthetic space with a known Sigma0."""
 
 from __future__ import annotations
 
@@ -15,8 +15,10 @@ from django.utils import timezone
 
 from annotation.models import Membership, PairJudgment
 from common.errors import Conflict, NotAllowed
-from learning import fitting, scheduling, selectors, services
 from learning.models import MetricVersion, StudyLearningSettings
+from learning.refits import fitting, scheduling, service, snapshots
+from learning.versions import selectors, storage
+from learning.versions.sigmas import sigma_of
 
 from .synthetic import SIGMA0, judgments_create, simulate, space_create, study_create
 
@@ -45,7 +47,7 @@ def versions(study, **filters):
 def test_refit_stores_ready_face_and_explore_versions_covering_every_judgment(world):
     _, _, study, _ = world
     add_simulated(world, 600)
-    report = services.refit_study(study_id=study.pk)
+    report = service.refit_study(study_id=study.pk)
     assert report.outcome == "fitted"
     ready = versions(study, status="ready")
     assert sorted(v.method for v in ready) == ["explore", "face"]
@@ -53,7 +55,7 @@ def test_refit_stores_ready_face_and_explore_versions_covering_every_judgment(wo
     for version in ready:
         assert version.judgment_watermark == top
         assert version.counts["judgments"] == 600
-        sigma = version.load_sigma()
+        sigma = sigma_of(version)
         assert sigma.shape == (6, 6)
         assert version.dimension == 6
         with open(version.sigma.path, "rb") as handle:
@@ -65,7 +67,7 @@ def test_refit_stores_ready_face_and_explore_versions_covering_every_judgment(wo
 def test_explore_diagnostics_are_sane_and_recover_the_relevant_directions(world):
     _, _, study, _ = world
     add_simulated(world, 2500)
-    services.refit_study(study_id=study.pk)
+    service.refit_study(study_id=study.pk)
     explore = MetricVersion.objects.get(study=study, method="explore")
     diag = explore.diagnostics
     assert diag["converged"] is True
@@ -77,7 +79,7 @@ def test_explore_diagnostics_are_sane_and_recover_the_relevant_directions(world)
     assert explore.counts["held_out"] == pytest.approx(
         0.2 * explore.counts["observations"], rel=0.25
     )
-    sigma = explore.load_sigma()
+    sigma = sigma_of(explore)
     relevant, sensitive = sigma[:2, :2], sigma[2:, 2:]
     assert np.linalg.norm(sensitive) < 0.25 * np.linalg.norm(relevant)
     assert np.linalg.norm(sigma - SIGMA0) < 0.5 * np.linalg.norm(SIGMA0)
@@ -86,9 +88,9 @@ def test_explore_diagnostics_are_sane_and_recover_the_relevant_directions(world)
 def test_face_from_comparable_pairs_finds_the_sensitive_subspace(world):
     _, _, study, _ = world
     add_simulated(world, 2500)
-    services.refit_study(study_id=study.pk)
+    service.refit_study(study_id=study.pk)
     face = MetricVersion.objects.get(study=study, method="face")
-    sigma = face.load_sigma()
+    sigma = sigma_of(face)
     # Comparable pairs differ mostly along the four weightless directions, so FACE-4's
     # Sigma = I - QQ' keeps (close to) the two relevant ones only.
     truth = np.diag([1.0, 1.0, 0.0, 0.0, 0.0, 0.0])
@@ -100,10 +102,10 @@ def test_face_from_comparable_pairs_finds_the_sensitive_subspace(world):
 def test_refit_without_new_data_does_nothing(world, django_assert_max_num_queries):
     _, _, study, _ = world
     add_simulated(world, 300)
-    services.refit_study(study_id=study.pk)
+    service.refit_study(study_id=study.pk)
     before = versions(study)
     with django_assert_max_num_queries(14):
-        report = services.refit_study(study_id=study.pk)
+        report = service.refit_study(study_id=study.pk)
     assert report.outcome == "nothing new"
     assert versions(study) == before
 
@@ -111,10 +113,10 @@ def test_refit_without_new_data_does_nothing(world, django_assert_max_num_querie
 def test_new_answers_give_new_versions_whose_parent_is_the_previous_ready_one(world):
     _, _, study, users = world
     add_simulated(world, 300)
-    services.refit_study(study_id=study.pk)
+    service.refit_study(study_id=study.pk)
     first = {v.method: v for v in versions(study)}
     add_simulated(world, 50, seed=7, annotator=users[0])
-    services.refit_study(study_id=study.pk)
+    service.refit_study(study_id=study.pk)
     latest = {v.method: v for v in versions(study)}  # later ids win
     for method in ("face", "explore"):
         assert latest[method].pk != first[method].pk
@@ -126,22 +128,22 @@ def test_snapshot_queries_do_not_grow_with_the_number_of_judgments(world):
     _, _, study, users = world
     add_simulated(world, 200)
     with CaptureQueriesContext(connection) as small:
-        services.refit_study(study_id=study.pk)
+        service.refit_study(study_id=study.pk)
     add_simulated(world, 1500, seed=3, annotator=users[1])
     with CaptureQueriesContext(connection) as large:
-        services.refit_study(study_id=study.pk)
+        service.refit_study(study_id=study.pk)
     assert len(large.captured_queries) <= len(small.captured_queries) + 2
 
 
 def test_a_deleted_answer_counts_as_new_data(world):
     _, _, study, _ = world
     created = add_simulated(world, 300)
-    services.refit_study(study_id=study.pk)
-    assert study.pk not in selectors.study_ids_with_newer_data()
+    service.refit_study(study_id=study.pk)
+    assert study.pk not in snapshots.study_ids_with_newer_data()
     PairJudgment.objects.filter(pk=created[10].pk).delete()
-    assert study.pk in selectors.study_ids_with_newer_data()
-    assert services.refit_study(study_id=study.pk).outcome == "fitted"
-    assert study.pk not in selectors.study_ids_with_newer_data()
+    assert study.pk in snapshots.study_ids_with_newer_data()
+    assert service.refit_study(study_id=study.pk).outcome == "fitted"
+    assert study.pk not in snapshots.study_ids_with_newer_data()
 
 
 def repeated_answers(world):
@@ -159,7 +161,7 @@ def repeated_answers(world):
                 study=study, item_a=items[a], item_b=items[b], label=label, annotator=user
             )
     top = PairJudgment.objects.filter(study=study).order_by("-id").first().pk
-    return selectors.judgment_snapshot(study_id=study.pk, watermark=top, excluded_annotators=[])
+    return snapshots.judgment_snapshot(study_id=study.pk, watermark=top, excluded_annotators=[])
 
 
 @pytest.mark.parametrize(
@@ -190,7 +192,7 @@ def test_excluded_annotators_are_left_out(world):
     add_simulated(world, 100, seed=5, annotator=users[1])
     learning = selectors.learning_settings_get(study_id=study.pk)
     learning.excluded_annotators.add(users[1])
-    services.refit_study(study_id=study.pk)
+    service.refit_study(study_id=study.pk)
     explore = MetricVersion.objects.get(study=study, method="explore", status="ready")
     assert explore.counts["judgments"] == 200
     assert explore.counts["judgments_total"] == 300
@@ -200,9 +202,9 @@ def test_excluded_annotators_are_left_out(world):
 def test_changed_settings_refit_the_same_data(world):
     _, _, study, _ = world
     add_simulated(world, 300)
-    services.refit_study(study_id=study.pk)
+    service.refit_study(study_id=study.pk)
     StudyLearningSettings.objects.filter(study=study).update(repeat_policy="drop_unsure")
-    assert services.refit_study(study_id=study.pk).outcome == "fitted"
+    assert service.refit_study(study_id=study.pk).outcome == "fitted"
     assert len(versions(study, status="ready")) == 4
 
 
@@ -217,13 +219,13 @@ def test_one_class_only_fails_readably_and_the_published_version_stays(world):
     a, b, y = simulate(world[0].load_matrix(), 300)
     judgments_create(study, world[1], a[y == 1], b[y == 1], y[y == 1], annotator=users[0])
     judgments_create(study, world[1], a[y == 0], b[y == 0], y[y == 0], annotator=users[1])
-    services.refit_study(study_id=study.pk)
+    service.refit_study(study_id=study.pk)
     published = MetricVersion.objects.get(study=study, method="explore", status="ready")
-    services.metric_version_publish(version=published, user=admin_of(study))
+    storage.metric_version_publish(version=published, user=admin_of(study))
 
     learning = selectors.learning_settings_get(study_id=study.pk)
     learning.excluded_annotators.add(users[1])  # only comparable answers remain
-    services.refit_study(study_id=study.pk)
+    service.refit_study(study_id=study.pk)
 
     failed = MetricVersion.objects.get(study=study, method="explore", status="failed")
     assert "still missing: 1 incomparable" in failed.error
@@ -233,13 +235,13 @@ def test_one_class_only_fails_readably_and_the_published_version_stays(world):
     assert published.is_published
     assert MetricVersion.objects.filter(study=study, is_published=True).count() == 1
     # The same input is not retried, so a sweep does not loop on a failure.
-    assert services.refit_study(study_id=study.pk).outcome == "nothing new"
+    assert service.refit_study(study_id=study.pk).outcome == "nothing new"
 
 
 def test_an_interrupted_fit_is_retired_and_refitted_once(world):
     _, _, study, _ = world
     add_simulated(world, 300)
-    marks = selectors.study_data_marks(study_id=study.pk)
+    marks = snapshots.study_data_marks(study_id=study.pk)
     orphan = MetricVersion.objects.create(
         study=study,
         method="explore",
@@ -247,7 +249,7 @@ def test_an_interrupted_fit_is_retired_and_refitted_once(world):
         group_watermark=marks.group_watermark,
         status="fitting",
     )
-    services.refit_study(study_id=study.pk)
+    service.refit_study(study_id=study.pk)
     orphan.refresh_from_db()
     assert orphan.status == "failed"
     assert orphan.transient
@@ -261,24 +263,24 @@ def test_a_held_lease_makes_a_second_refit_wait(world):
     _, _, study, _ = world
     add_simulated(world, 100)
     token = scheduling.lease_claim(study_id=study.pk)
-    report = services.refit_study(study_id=study.pk)
+    report = service.refit_study(study_id=study.pk)
     assert report.outcome == "busy"
     assert report.retry_in > 1
     assert versions(study) == []
     scheduling.lease_release(study_id=study.pk, token=token, outcome="test")
-    assert services.refit_study(study_id=study.pk).outcome == "fitted"
+    assert service.refit_study(study_id=study.pk).outcome == "fitted"
 
 
 def test_publishing_swaps_the_published_version_atomically(world):
     _, _, study, users = world
     add_simulated(world, 300)
-    services.refit_study(study_id=study.pk)
+    service.refit_study(study_id=study.pk)
     add_simulated(world, 50, seed=9, annotator=users[2])
-    services.refit_study(study_id=study.pk)
+    service.refit_study(study_id=study.pk)
     old, new = versions(study, method="explore", status="ready")
     admin = admin_of(study)
-    services.metric_version_publish(version=old, user=admin)
-    services.metric_version_publish(version=new, user=admin)
+    storage.metric_version_publish(version=old, user=admin)
+    storage.metric_version_publish(version=new, user=admin)
     old.refresh_from_db()
     new.refresh_from_db()
     assert (old.is_published, new.is_published) == (False, True)
@@ -291,22 +293,22 @@ def test_publishing_swaps_the_published_version_atomically(world):
 def test_only_admins_publish_and_only_ready_versions(world):
     _, _, study, users = world
     add_simulated(world, 300)
-    services.refit_study(study_id=study.pk)
+    service.refit_study(study_id=study.pk)
     version = versions(study, method="explore")[0]
     with pytest.raises(NotAllowed):
-        services.metric_version_publish(version=version, user=users[0])
+        storage.metric_version_publish(version=version, user=users[0])
     failed = MetricVersion.objects.create(
         study=study, method="explore", status="failed", judgment_watermark=1
     )
     with pytest.raises(Conflict, match="only a ready version"):
-        services.metric_version_publish(version=failed, user=admin_of(study))
+        storage.metric_version_publish(version=failed, user=admin_of(study))
     assert not MetricVersion.objects.filter(study=study, is_published=True).exists()
 
 
 def test_the_admin_action_publishes_through_the_service(world, client):
     _, _, study, _ = world
     add_simulated(world, 300)
-    services.refit_study(study_id=study.pk)
+    service.refit_study(study_id=study.pk)
     version = versions(study, method="explore")[0]
     superuser = get_user_model().objects.create_superuser("root", password="x-pass-123")
     client.force_login(superuser)
@@ -326,7 +328,7 @@ def test_auto_publish_publishes_versions_that_pass_the_checks(world):
         auto_publish=True, auto_publish_min_auc=0.6, fit_face=False
     )
     add_simulated(world, 1500)
-    report = services.refit_study(study_id=study.pk)
+    report = service.refit_study(study_id=study.pk)
     explore = MetricVersion.objects.get(study=study, method="explore")
     assert report.published == [explore.pk]
     assert explore.is_published
@@ -340,7 +342,7 @@ def test_auto_publish_refuses_versions_that_fail_a_check(world):
         auto_publish=True, auto_publish_min_auc=0.999, fit_face=False
     )
     add_simulated(world, 600)
-    services.refit_study(study_id=study.pk)
+    service.refit_study(study_id=study.pk)
     explore = MetricVersion.objects.get(study=study, method="explore")
     assert not explore.is_published
     checks = explore.diagnostics["auto_publish"]
@@ -375,7 +377,7 @@ def test_ready_versions_are_evaluated_with_weat_and_drift(world):
     _, _, study, users = world
     weat_suite_for(study)
     add_simulated(world, 400)
-    services.refit_study(study_id=study.pk)
+    service.refit_study(study_id=study.pk)
     first = MetricVersion.objects.get(study=study, method="explore")
     assert first.diagnostics["weat"]["tests"] == 1
     assert WeatResult.objects.filter(metric_version=first).count() == 1
@@ -384,15 +386,15 @@ def test_ready_versions_are_evaluated_with_weat_and_drift(world):
     )
     assert len(baseline) == 1
     assert first.diagnostics["drift"]["previous"] is None  # nothing to compare with yet
-    services.metric_version_publish(version=first, user=admin_of(study))
+    storage.metric_version_publish(version=first, user=admin_of(study))
 
     add_simulated(world, 100, seed=4, annotator=users[0])
-    services.refit_study(study_id=study.pk)
+    service.refit_study(study_id=study.pk)
     second = versions(study, method="explore")[-1]
     drift = second.diagnostics["drift"]
     assert drift["previous"]["version"] == first.pk
     assert drift["published"]["version"] == first.pk
-    expected = np.abs(np.linalg.eigvalsh(second.load_sigma() - first.load_sigma())).max()
+    expected = np.abs(np.linalg.eigvalsh(sigma_of(second) - sigma_of(first))).max()
     assert drift["previous"]["operator_norm"] == pytest.approx(expected, rel=1e-6)
     assert drift["flagged"] == (expected > 0.5)
     # The Euclidean baseline was computed once and reused.
@@ -407,7 +409,7 @@ def test_a_refit_of_a_deleted_study_says_so(db):
     from annotation.models import Study
 
     with pytest.raises(Study.DoesNotExist):
-        services.refit_study(study_id=987654)
+        service.refit_study(study_id=987654)
 
 
 def test_face_learns_from_curated_groups_and_a_group_edit_is_new_data(db, media_root):
@@ -428,20 +430,20 @@ def test_face_learns_from_curated_groups_and_a_group_edit_is_new_data(db, media_
             name=f"group {g}",
             member_ids=[items[r].pk for r in range(5 * g, 5 * g + 5)],
         )
-    services.refit_study(study_id=study.pk)
+    service.refit_study(study_id=study.pk)
     face = MetricVersion.objects.get(study=study, method="face")
     assert face.status == "ready"
     assert face.counts["groups"] == 11
-    assert face.group_watermark == selectors.study_data_marks(study_id=study.pk).group_watermark
+    assert face.group_watermark == snapshots.study_data_marks(study_id=study.pk).group_watermark
     truth = np.diag([1.0, 1.0, 0.0, 0.0, 0.0, 0.0])
-    assert np.linalg.norm(face.load_sigma() - truth, 2) < 1e-6
-    assert services.refit_study(study_id=study.pk).outcome == "nothing new"
+    assert np.linalg.norm(sigma_of(face) - truth, 2) < 1e-6
+    assert service.refit_study(study_id=study.pk).outcome == "nothing new"
 
     group_create(
         study=study, user=users[0], name="group 11", member_ids=[items[r].pk for r in range(55, 60)]
     )
-    assert study.pk in selectors.study_ids_with_newer_data()
-    services.refit_study(study_id=study.pk)
+    assert study.pk in snapshots.study_ids_with_newer_data()
+    service.refit_study(study_id=study.pk)
     latest = versions(study, method="face")[-1]
     assert latest.counts["groups"] == 12
     assert latest.group_watermark > face.group_watermark
@@ -467,41 +469,41 @@ def test_a_few_new_answers_wait_for_the_churn_threshold_or_the_time_limit(world)
     learning.version_min_new_answers, learning.version_min_minutes = 10, 5
     learning.save()
     add_simulated(world, 300)
-    services.refit_study(study_id=study.pk)
+    service.refit_study(study_id=study.pk)
     first = {v.method: v.pk for v in versions(study)}
     assert sorted(first) == ["explore", "face"]
 
     add_simulated(world, 4, seed=2)  # 4 < 10 new answers, 0 < 5 minutes
-    report = services.refit_study(study_id=study.pk)
+    report = service.refit_study(study_id=study.pk)
     assert report.outcome == "waiting"
     assert report.ready == []
     assert any("explore: 4 new answers since version" in reason for reason in report.waiting)
     assert len(versions(study)) == 2
     assert study.refit_state.last_outcome.startswith("waiting: ")
     # The sweep keeps the study due, so the answers are fitted once the wait is over.
-    assert study.pk in selectors.study_ids_with_newer_data()
+    assert study.pk in snapshots.study_ids_with_newer_data()
 
     add_simulated(world, 6, seed=3)  # 10 new answers: worth a version
-    assert services.refit_study(study_id=study.pk).outcome == "fitted"
+    assert service.refit_study(study_id=study.pk).outcome == "fitted"
     assert len(versions(study, method="explore")) == 2
 
     add_simulated(world, 1, seed=4)
-    assert services.refit_study(study_id=study.pk).outcome == "waiting"
+    assert service.refit_study(study_id=study.pk).outcome == "waiting"
     MetricVersion.objects.filter(study=study).update(
         created_at=timezone.now() - timedelta(minutes=6)
     )  # the time limit passed: one new answer is enough
-    assert services.refit_study(study_id=study.pk).outcome == "fitted"
+    assert service.refit_study(study_id=study.pk).outcome == "fitted"
     assert len(versions(study, method="explore")) == 3
 
 
 def test_the_drift_page_says_which_sensitive_dimension_it_compared(world, client):
     _, _, study, _ = world
     add_simulated(world, 400)
-    services.refit_study(study_id=study.pk)
+    service.refit_study(study_id=study.pk)
     add_simulated(world, 400, seed=5)
-    services.refit_study(study_id=study.pk)
+    service.refit_study(study_id=study.pk)
     client.force_login(get_user_model().objects.create_user("staff-dim", is_staff=True))
-    page = client.get(reverse("study-drift", args=[study.pk])).content.decode()
+    page = client.get(reverse("learning:study-drift", args=[study.pk])).content.decode()
     cell = page[page.index('data-testid="sensitive-dim-face"') :].split("</td>")[0]
     # FACE-4 is a projector: 4 directions on either side, found by the projector rule.
     assert "4 → 4" in cell, cell
@@ -511,12 +513,12 @@ def test_the_drift_page_says_which_sensitive_dimension_it_compared(world, client
 def test_changed_settings_refit_at_once_whatever_the_churn_threshold(world):
     _, _, study, _ = world
     add_simulated(world, 300)
-    services.refit_study(study_id=study.pk)
+    service.refit_study(study_id=study.pk)
     learning = selectors.learning_settings_get(study_id=study.pk)
     learning.version_min_new_answers, learning.version_min_minutes = 1000, 600
     learning.face_components = 2
     learning.save()
-    report = services.refit_study(study_id=study.pk)
+    report = service.refit_study(study_id=study.pk)
     assert report.outcome == "fitted"
     assert [v.parameters["n_components"] for v in versions(study, method="face")] == [4, 2]
     assert len(versions(study, method="explore")) == 1  # its settings did not change
@@ -527,21 +529,21 @@ def test_a_failed_refit_shows_on_the_dashboard_and_drift_page_with_the_last_good
 ):
     space, items, study, users = world
     add_simulated(world, 300, annotator=users[0])
-    services.refit_study(study_id=study.pk)
+    service.refit_study(study_id=study.pk)
     good = versions(study, method="explore")[0]
     # Only "comparable" answers are left once users[0] is excluded: EXPLORE cannot fit that.
     a, b, _ = simulate(space.load_matrix(), 40, seed=9)
     judgments_create(study, items, a, b, np.ones(len(a), dtype=int), annotator=users[1])
     learning = selectors.learning_settings_get(study_id=study.pk)
     learning.excluded_annotators.add(users[0])
-    services.refit_study(study_id=study.pk)
+    service.refit_study(study_id=study.pk)
     failed = versions(study, method="explore", status="failed")[0]
     assert "still missing: 1 incomparable" in failed.error
 
     reviewer = get_user_model().objects.create_user("rev-status")
     Membership.objects.create(user=reviewer, study=study, role=Membership.Role.REVIEWER)
     client.force_login(reviewer)
-    for name in ("study-dashboard", "study-drift"):
+    for name in ("learning:study-dashboard", "learning:study-drift"):
         page = client.get(reverse(name, args=[study.pk])).content.decode()
         section = page[page.index('data-testid="refit-status"') :]
         explore = section[section.index('data-method="explore"') :].split("</li>")[0]
@@ -557,7 +559,7 @@ def test_face_k_not_below_the_dimension_fails_readably_instead_of_rounding_noise
     learning.face_components = 6  # = d
     learning.save()
     add_simulated(world, 300)
-    services.refit_study(study_id=study.pk)
+    service.refit_study(study_id=study.pk)
     (face,) = versions(study, method="face")
     assert face.status == "failed"
     assert "must be smaller than the space's dimension 6" in face.error

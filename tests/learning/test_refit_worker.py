@@ -24,8 +24,9 @@ from rest_framework.test import APIClient
 
 from annotation.models import PairJudgment, Study
 from learning.models import MetricVersion, StudyLearningSettings
-from learning.scheduling import refit_clear_due, refit_request
-from learning.services import metric_version_publish
+from learning.refits.scheduling import refit_clear_due, refit_request
+from learning.versions.sigmas import sigma_of
+from learning.versions.storage import metric_version_publish
 from tests.celery_support import app_pointed_at, wait_for, worker_database_url
 
 from .synthetic import judgments_create, simulate, space_create, study_create
@@ -174,7 +175,7 @@ def test_a_worker_killed_mid_fit_leaves_exactly_one_ready_version_after_restart(
     fitting.refresh_from_db()
     assert fitting.status == "failed"
     assert fitting.transient
-    sigma = ready[0].load_sigma()
+    sigma = sigma_of(ready[0])
     assert sigma.shape == (120, 120)
     assert np.isfinite(sigma).all()
 

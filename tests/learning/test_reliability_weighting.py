@@ -7,8 +7,9 @@ import pytest
 from django.urls import reverse
 
 from annotation.models import GoldPair, Membership, PairJudgment
-from learning import selectors, services
 from learning.models import MetricVersion
+from learning.refits import service, snapshots
+from learning.versions import selectors
 
 from .synthetic import judgments_create, simulate, space_create, study_create
 
@@ -52,7 +53,7 @@ def explore_version(study) -> MetricVersion:
 
 def test_the_refit_estimates_each_annotators_flip_rate_by_default(crowd_world):
     study, users = crowd_world
-    services.refit_study(study_id=study.pk)
+    service.refit_study(study_id=study.pk)
     diag = explore_version(study).diagnostics
     assert diag["weighting"] == "reliability"
     rel = {row["annotator"]: row for row in diag["reliability"]}
@@ -67,7 +68,7 @@ def test_the_refit_estimates_each_annotators_flip_rate_by_default(crowd_world):
 
 def test_gold_answers_are_read_with_their_known_label(crowd_world):
     study, _ = crowd_world
-    snapshot = selectors.judgment_snapshot(
+    snapshot = snapshots.judgment_snapshot(
         study_id=study.pk, watermark=10**9, excluded_annotators=[]
     )
     gold = {
@@ -83,7 +84,7 @@ def test_weighting_off_fits_plain_explore_and_says_so(crowd_world):
     learning = selectors.learning_settings_get(study_id=study.pk)
     learning.weight_by_reliability = False
     learning.save()
-    services.refit_study(study_id=study.pk)
+    service.refit_study(study_id=study.pk)
     diag = explore_version(study).diagnostics
     assert diag["weighting"] == "none"
     assert "reliability" not in diag
@@ -94,20 +95,20 @@ def test_majority_policy_cannot_weight_answers_and_says_why(crowd_world):
     learning = selectors.learning_settings_get(study_id=study.pk)
     learning.repeat_policy = "majority"
     learning.save()
-    services.refit_study(study_id=study.pk)
+    service.refit_study(study_id=study.pk)
     assert explore_version(study).diagnostics["weighting"].startswith("none (majority policy")
 
 
 def test_version_page_and_dashboard_show_the_weighting_and_each_reliability(crowd_world, client):
     study, users = crowd_world
-    services.refit_study(study_id=study.pk)
+    service.refit_study(study_id=study.pk)
     version = explore_version(study)
     reviewer = users[0]
     Membership.objects.filter(study=study, user=reviewer).update(role="reviewer")
     client.force_login(reviewer)
-    page = client.get(reverse("version-detail", args=[version.pk])).content.decode()
+    page = client.get(reverse("learning:version-detail", args=[version.pk])).content.decode()
     assert "by annotator reliability" in page
-    dashboard = client.get(reverse("study-dashboard", args=[study.pk])).content.decode()
+    dashboard = client.get(reverse("learning:study-dashboard", args=[study.pk])).content.decode()
     flip = {row["annotator"]: row for row in version.diagnostics["reliability"]}[users[-1].pk]
     assert f"{1 - flip['flip_rate']:.2f}" in dashboard
     assert "Reliability [95%]" in dashboard
@@ -123,6 +124,6 @@ def test_few_distinct_pairs_answered_twice_fit_unweighted_and_say_why(db, media_
     truth[:2] = [0, 1]  # both labels present
     for user in users:  # 15 distinct pairs, 30 answers: enough for EXPLORE, not for the EM
         judgments_create(study, items, row_a, row_b, truth, annotator=user)
-    services.refit_study(study_id=study.pk)
+    service.refit_study(study_id=study.pk)
     diag = explore_version(study).diagnostics
     assert diag["weighting"] == "none (fewer than 20 distinct pairs)"

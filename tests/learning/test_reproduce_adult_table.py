@@ -14,9 +14,9 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from accounts.models import ApiToken
 from audit.models import AuditEvent
-from learning.adult_table import COLUMNS, DOWNSTREAM_USER, OURS, PAPER, format_table
-from learning.models import ApiToken
+from experiments.adult.table import COLUMNS, DOWNSTREAM_USER, OURS, PAPER, format_table
 from tests.celery_support import require
 
 HAVE_TORCH = all(importlib.util.find_spec(m) for m in ("torch", "inFairness"))

@@ -21,6 +21,7 @@ from django.core.management.base import CommandError
 from annotation.feedback_import import groups_import, judgments_import
 from annotation.models import Label, Study
 from learning.models import MetricVersion, WeatResult, WeatSuite, WeatTest
+from learning.versions.sigmas import sigma_of
 from spaces.models import Item
 from spaces.services import space_import
 
@@ -160,12 +161,12 @@ def test_results_are_stored_for_the_dashboards(synthetic_study, tmp_path):
         assert version.status == MetricVersion.Status.READY
         content = Path(version.sigma.path).read_bytes()
         assert hashlib.sha256(content).hexdigest() == version.sigma_sha256
-        assert version.load_sigma().shape == (D, D)
+        assert sigma_of(version).shape == (D, D)
         assert version.parameters["source"] == "reproduce_weat_table"
         assert version.weat_results.count() == 2
     face = versions.get(label="face-1")
     assert face.parameters["n_components"] == 1
-    q = np.linalg.eigh(face.load_sigma())[1][:, 0]  # the removed direction is e0
+    q = np.linalg.eigh(sigma_of(face))[1][:, 0]  # the removed direction is e0
     assert abs(q[0]) > 0.95
     euclidean = WeatResult.objects.filter(space=synthetic_study.space, metric_version=None)
     assert euclidean.count() == 2
@@ -212,6 +213,6 @@ def test_a_missing_study_or_input_is_one_readable_error(synthetic_study, tmp_pat
 
 
 def test_help_says_how_reruns_replace_results():
-    from learning.management.commands.reproduce_weat_table import Command
+    from experiments.management.commands.reproduce_weat_table import Command
 
     assert "replaces this command's earlier unpublished versions" in Command.help

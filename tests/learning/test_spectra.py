@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from learning import spectra
+from learning.evaluation import spectra
+from learning.versions.drift import drift
 
 
 def face(q: np.ndarray) -> np.ndarray:
@@ -27,16 +28,16 @@ def test_nested_face_subspaces_have_zero_angles_even_above_the_display_cap():
     rng = np.random.default_rng(1)
     factors = rng.normal(size=(40, 20))
     small, large = face(factors[:, :3]), face(factors)  # 3 directions inside 20
-    moved = spectra.drift(small, large)
+    moved = drift(small, large)
     assert moved.max_angle_degrees == pytest.approx(0, abs=1e-5)
     assert len(moved.angles_degrees) == 3
     assert moved.operator_norm == pytest.approx(1.0)  # a projection onto 17 more directions
-    assert spectra.drift(small, np.eye(41)) is None  # different dimensions
+    assert drift(small, np.eye(41)) is None  # different dimensions
 
 
 def test_orthogonal_sensitive_directions_are_90_degrees_apart():
     sigma_x, sigma_y = face(np.eye(4)[:, :1]), face(np.eye(4)[:, 1:2])
-    moved = spectra.drift(sigma_x, sigma_y)
+    moved = drift(sigma_x, sigma_y)
     assert moved.max_angle_degrees == pytest.approx(90)
     assert moved.operator_norm == pytest.approx(1.0)
     assert moved.frobenius == pytest.approx(np.sqrt(2))

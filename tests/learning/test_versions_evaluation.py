@@ -1,4 +1,4 @@
-"""learning.versions (store/delete a Sigma version) and learning.evaluation (WEAT results)."""
+"""learning.versions.storage (store/delete a Sigma version) and learning.evaluation.weat (WEAT results)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,10 @@ from annotation.models import Study
 from common.errors import Conflict
 from learning.core.psd import sqrtm_psd
 from learning.core.weat import weat
-from learning.evaluation import weat_baseline, weat_evaluate_version
+from learning.evaluation.weat import weat_baseline, weat_evaluate_version
 from learning.models import MetricVersion, WeatResult, WeatSuite, WeatTest
-from learning.versions import metric_version_create, metric_version_delete
+from learning.versions.sigmas import sigma_of
+from learning.versions.storage import metric_version_create, metric_version_delete
 from spaces.services import space_import
 
 D = 4
@@ -76,7 +77,7 @@ def test_create_stores_sigma_with_its_sha256(setup):
     assert version.dimension == D
     data = Path(version.sigma.path).read_bytes()
     assert hashlib.sha256(data).hexdigest() == version.sigma_sha256
-    np.testing.assert_allclose(version.load_sigma(), sigma)
+    np.testing.assert_allclose(sigma_of(version), sigma)
     assert len(version.fingerprint) == 32
 
 

@@ -11,8 +11,10 @@ from django.contrib.auth import get_user_model
 from django.urls import reverse
 
 from annotation.models import Membership
-from learning import selectors, services
 from learning.models import MetricVersion
+from learning.refits import service
+from learning.versions import selectors
+from learning.versions.sigmas import sigma_of
 
 from .synthetic import judgments_create, space_create, study_create
 
@@ -56,11 +58,11 @@ def test_the_dashboard_says_what_is_missing_before_the_first_refit(young, client
     space, items, study, users, _, _ = young
     judgments_create(study, items, range(0, 5), range(100, 105), [0] * 5, annotator=users[0])
     client.force_login(get_user_model().objects.create_user("staffer", is_staff=True))
-    page = client.get(reverse("study-dashboard", args=[study.pk])).content.decode()
+    page = client.get(reverse("learning:study-dashboard", args=[study.pk])).content.decode()
     status = page[page.index('data-method="explore"') :].split("</li>")[0]
     assert "still missing: 1 comparable, 14 more of either kind" in status, status
     answer(young, 30)
-    page = client.get(reverse("study-dashboard", args=[study.pk])).content.decode()
+    page = client.get(reverse("learning:study-dashboard", args=[study.pk])).content.decode()
     assert 'data-method="explore"' not in page  # enough answers, nothing fitted yet: no line
 
 
@@ -72,10 +74,10 @@ def test_55_answers_on_200_items_in_50_dimensions_give_an_explore_version(young)
     study = young[2]
     y = answer(young, 55)
     assert 0 < y.sum() < 55  # both labels
-    services.refit_study(study_id=study.pk)
+    service.refit_study(study_id=study.pk)
     (version,) = explore_versions(study)
     assert version.status == "ready", version.error
-    sigma = version.load_sigma()
+    sigma = sigma_of(version)
     assert np.all(np.isfinite(sigma))
     assert np.linalg.eigvalsh(sigma).min() > -1e-8
     diag = version.diagnostics
@@ -88,9 +90,9 @@ def test_every_refit_from_20_answers_on_gives_a_version(young):
     study = young[2]
     answer(young, 20)
     for _ in range(4):
-        services.refit_study(study_id=study.pk)
+        service.refit_study(study_id=study.pk)
         answer(young, 9)
-    services.refit_study(study_id=study.pk)
+    service.refit_study(study_id=study.pk)
     found = explore_versions(study)
     assert len(found) == 5
     assert [v.status for v in found] == ["ready"] * 5, [v.error for v in found]
@@ -99,14 +101,14 @@ def test_every_refit_from_20_answers_on_gives_a_version(young):
 def test_below_what_explore_needs_the_dashboard_says_what_is_missing(young, client):
     space, items, study, users, _, _ = young
     judgments_create(study, items, range(0, 12), range(100, 112), [1] * 12, annotator=users[0])
-    services.refit_study(study_id=study.pk)
+    service.refit_study(study_id=study.pk)
     (version,) = explore_versions(study)
     assert version.status == "failed"
     assert "incomparable" in version.error
     reviewer = users[1]
     Membership.objects.filter(user=reviewer, study=study).update(role=Membership.Role.REVIEWER)
     client.force_login(reviewer)
-    page = client.get(reverse("study-dashboard", args=[study.pk])).content.decode()
+    page = client.get(reverse("learning:study-dashboard", args=[study.pk])).content.decode()
     status = page[page.index('data-method="explore"') :].split("</li>")[0]
     assert "still missing: 1 incomparable, 7 more of either kind" in status, status
 
@@ -114,10 +116,10 @@ def test_below_what_explore_needs_the_dashboard_says_what_is_missing(young, clie
 def test_the_version_page_says_how_sure_the_metric_is(young, client):
     study = young[2]
     answer(young, 40)  # 40 pairs span at most 40 of the 50 dimensions
-    services.refit_study(study_id=study.pk)
+    service.refit_study(study_id=study.pk)
     (version,) = explore_versions(study)
     client.force_login(get_user_model().objects.create_user("staff-trust", is_staff=True))
-    page = client.get(reverse("version-detail", args=[version.pk])).content.decode()
+    page = client.get(reverse("learning:version-detail", args=[version.pk])).content.decode()
     trust = page[page.index('data-testid="trust"') :].split("</dd>")[0]
     n = version.diagnostics["n_constrained"]
     assert f"constrain {n} of {DIM} directions" in trust, trust

@@ -16,7 +16,7 @@ import pytest
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from learning.tokens import api_token_create
+from accounts.tokens import api_token_create
 from spaces.models import Item
 from tests.annotation.factories import make_space, make_study, make_user
 

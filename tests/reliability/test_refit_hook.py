@@ -9,7 +9,7 @@ import redis
 from django.utils import timezone
 
 from learning.models import RefitState
-from learning.scheduling import refit_mark_due
+from learning.refits.scheduling import refit_mark_due
 from tests.annotation.factories import make_space, make_study
 from tests.celery_support import app_pointed_at
 

@@ -9,8 +9,8 @@ import uuid
 from django.urls import reverse
 from rest_framework.test import APIClient
 
+from accounts.tokens import api_token_create
 from annotation.models import PairJudgment
-from learning.tokens import api_token_create
 from spaces.models import Item
 from tests.annotation.factories import make_space, make_study, make_user
 

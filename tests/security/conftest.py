@@ -13,10 +13,10 @@ from django.contrib.auth.models import AnonymousUser
 from django.core.files.base import ContentFile
 from rest_framework.test import APIClient
 
+from accounts.tokens import api_token_create
 from annotation.models import ComparableGroup, Membership, PairJudgment, Study
 from annotation.selectors import pool_cache_clear
 from learning.models import MetricVersion, WeatSuite, WeatTest
-from learning.tokens import api_token_create
 from spaces.models import EmbeddingImport, Item
 from tests.annotation.factories import make_metric_version, make_space, make_study, make_user
 

@@ -6,9 +6,10 @@ import pytest
 from django.db import IntegrityError
 from django.urls import reverse
 
+from accounts.models import ApiToken
 from annotation.models import Membership
 from audit.models import AuditEvent
-from learning.models import ApiToken, MetricVersion
+from learning.models import MetricVersion
 
 Action = AuditEvent.Action
 
@@ -31,7 +32,7 @@ def _one(events, action, actor=None):
 
 def test_publishing_on_the_version_page(world, new_events):
     client = world.client("adm_a")
-    url = reverse("version-publish", args=[world.other_version.pk])
+    url = reverse("learning:version-publish", args=[world.other_version.pk])
     assert client.post(url, REMOTE_ADDR="192.0.2.7").status_code == 302
     event = _one(new_events(), Action.PUBLISH, world.users["adm_a"])
     assert event.study_id == world.study_a.pk
@@ -48,9 +49,9 @@ def test_publishing_on_the_version_page(world, new_events):
 def test_publishing_in_the_admin_and_refusals(world, new_events):
     MetricVersion.objects.filter(pk=world.other_version.pk).update(status="failed")
     client = world.client("adm_a")
-    client.post(reverse("version-publish", args=[world.other_version.pk]))  # not ready
+    client.post(reverse("learning:version-publish", args=[world.other_version.pk]))  # not ready
     client = world.client("rev_a")
-    client.post(reverse("version-publish", args=[world.version.pk]))  # not an admin
+    client.post(reverse("learning:version-publish", args=[world.version.pk]))  # not an admin
     assert new_events() == []
     MetricVersion.objects.filter(pk=world.other_version.pk).update(status="ready")
     admin = world.client("su")
@@ -69,7 +70,7 @@ def test_the_event_is_part_of_the_action(world, new_events, monkeypatch):
         raise IntegrityError("audit log unavailable")
 
     monkeypatch.setattr(AuditEvent.objects, "create", refuse)
-    from learning.services import metric_version_publish
+    from learning.versions.storage import metric_version_publish
 
     with pytest.raises(IntegrityError):
         metric_version_publish(version=world.other_version, user=world.users["adm_a"])
@@ -157,7 +158,7 @@ def test_refused_and_unchanged_exports_are_not_logged(world, new_events):
 
 def test_tokens_created_and_revoked_on_the_token_page(world, new_events):
     client = world.client("rev_a")
-    assert client.post(reverse("account-tokens"), {"name": "nightly"}).status_code == 302
+    assert client.post(reverse("accounts:tokens"), {"name": "nightly"}).status_code == 302
     token = ApiToken.objects.get(user=world.users["rev_a"], name="nightly")
     event = _one(new_events(), Action.TOKEN_CREATE, world.users["rev_a"])
     assert event.detail == {
@@ -166,7 +167,7 @@ def test_tokens_created_and_revoked_on_the_token_page(world, new_events):
         "owner_id": world.users["rev_a"].pk,
     }
     assert "key_hash" not in str(event.detail)
-    revoke = reverse("account-token-revoke", args=[token.pk])
+    revoke = reverse("accounts:token-revoke", args=[token.pk])
     client.post(revoke)
     client.post(revoke)  # already revoked: no second event
     assert [e.action for e in new_events()] == [Action.TOKEN_CREATE, Action.TOKEN_REVOKE]
@@ -187,7 +188,7 @@ def test_tokens_revoked_in_the_admin_one_event_each(world, new_events):
 
 def test_the_admin_shows_the_log_read_only(world, new_events):
     client = world.client("su")
-    world.client("adm_a").post(reverse("version-publish", args=[world.other_version.pk]))
+    world.client("adm_a").post(reverse("learning:version-publish", args=[world.other_version.pk]))
     event = new_events()[0]
     listing = client.get(reverse("admin:audit_auditevent_changelist"), {"action": "publish"})
     assert listing.status_code == 200

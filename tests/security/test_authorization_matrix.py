@@ -119,12 +119,14 @@ def setup_row(name: str) -> Row:
 MATRIX: dict[str, Row] = {
     "home": Row(lambda w: reverse("home"), {"get": LOGGED_IN}, PAGE_GATE),
     "healthz": Row(lambda w: reverse("healthz"), {"get": PUBLIC}),
-    "login": Row(
-        lambda w: reverse("login"),
+    "accounts:login": Row(
+        lambda w: reverse("accounts:login"),
         {"get": PUBLIC, "post": PUBLIC},
         body=lambda w, r: {"username": f"nobody-{r}", "password": "wrong"},
     ),
-    "logout": Row(lambda w: reverse("logout"), {"post": statuses(302, 302, 302, 302, 302, 302)}),
+    "accounts:logout": Row(
+        lambda w: reverse("accounts:logout"), {"post": statuses(302, 302, 302, 302, 302, 302)}
+    ),
     "schema": Row(lambda w: reverse("schema"), {"get": PUBLIC}),
     "api-docs": Row(lambda w: reverse("api-docs"), {"get": PUBLIC}),
     # --- annotation API
@@ -254,8 +256,8 @@ MATRIX: dict[str, Row] = {
         {"post": SETUP_POST_DONE},
         PAGE_GATE,
     ),
-    "invitation": Row(  # an invalid link: the page that says so, to everyone
-        lambda w: reverse("invitation", args=["MQ", "set-password"]),
+    "accounts:invitation": Row(  # an invalid link: the page that says so, to everyone
+        lambda w: reverse("accounts:invitation", args=["MQ", "set-password"]),
         {"get": PUBLIC, "post": PUBLIC},
     ),
     # --- embedding spaces (Django staff only)
@@ -330,44 +332,50 @@ MATRIX: dict[str, Row] = {
         EXPORT_STUDY_GATE,
     ),
     # --- learning pages
-    "study-dashboard": Row(
-        lambda w: reverse("study-dashboard", args=[A(w)]), {"get": REVIEWER_PAGE}, PAGE_GATE
-    ),
-    "study-dashboard-status": Row(
-        lambda w: reverse("study-dashboard-status", args=[A(w)]), {"get": REVIEWER_PAGE}, PAGE_GATE
-    ),
-    "study-weat": Row(
-        lambda w: reverse("study-weat", args=[A(w)]), {"get": REVIEWER_PAGE}, PAGE_GATE
-    ),
-    "study-weat-test": Row(
-        lambda w: reverse("study-weat-test", args=[A(w), w.weat_test.pk]),
+    "learning:study-dashboard": Row(
+        lambda w: reverse("learning:study-dashboard", args=[A(w)]),
         {"get": REVIEWER_PAGE},
         PAGE_GATE,
     ),
-    "study-drift": Row(
-        lambda w: reverse("study-drift", args=[A(w)]), {"get": REVIEWER_PAGE}, PAGE_GATE
-    ),
-    "version-compare": Row(
-        lambda w: reverse("version-compare") + f"?a={w.version.pk}&b={w.other_version.pk}",
+    "learning:study-dashboard-status": Row(
+        lambda w: reverse("learning:study-dashboard-status", args=[A(w)]),
         {"get": REVIEWER_PAGE},
         PAGE_GATE,
     ),
-    "version-detail": Row(
-        lambda w: reverse("version-detail", args=[w.version.pk]), {"get": REVIEWER_PAGE}, PAGE_GATE
+    "learning:study-weat": Row(
+        lambda w: reverse("learning:study-weat", args=[A(w)]), {"get": REVIEWER_PAGE}, PAGE_GATE
     ),
-    "version-publish": Row(  # study admins (membership) and superusers
-        lambda w: reverse("version-publish", args=[w.other_version.pk]),
+    "learning:study-weat-test": Row(
+        lambda w: reverse("learning:study-weat-test", args=[A(w), w.weat_test.pk]),
+        {"get": REVIEWER_PAGE},
+        PAGE_GATE,
+    ),
+    "learning:study-drift": Row(
+        lambda w: reverse("learning:study-drift", args=[A(w)]), {"get": REVIEWER_PAGE}, PAGE_GATE
+    ),
+    "learning:version-compare": Row(
+        lambda w: reverse("learning:version-compare") + f"?a={w.version.pk}&b={w.other_version.pk}",
+        {"get": REVIEWER_PAGE},
+        PAGE_GATE,
+    ),
+    "learning:version-detail": Row(
+        lambda w: reverse("learning:version-detail", args=[w.version.pk]),
+        {"get": REVIEWER_PAGE},
+        PAGE_GATE,
+    ),
+    "learning:version-publish": Row(  # study admins (membership) and superusers
+        lambda w: reverse("learning:version-publish", args=[w.other_version.pk]),
         {"post": statuses(302, 403, 404, 403, 302, 302)},
         PAGE_GATE,
     ),
-    "account-tokens": Row(  # everybody lists their tokens; reviewers/admins/staff create (PRG)
-        lambda w: reverse("account-tokens"),
+    "accounts:tokens": Row(  # everybody lists their tokens; reviewers/admins/staff create (PRG)
+        lambda w: reverse("accounts:tokens"),
         {"get": LOGGED_IN, "post": statuses(302, 403, 403, 302, 302, 302)},
         PAGE_GATE,
         body=lambda w, r: {"name": f"job of {r}"},
     ),
-    "account-token-revoke": Row(  # only one's own token (ann_a's here)
-        lambda w: reverse("account-token-revoke", args=[w.token_ids["ann_a"]]),
+    "accounts:token-revoke": Row(  # only one's own token (ann_a's here)
+        lambda w: reverse("accounts:token-revoke", args=[w.token_ids["ann_a"]]),
         {"post": statuses(302, 302, 404, 404, 404, 404)},
         PAGE_GATE,
     ),
@@ -429,7 +437,7 @@ def test_matrix(world, name, method):
         response = _request(world, row, role, method)
         got[role] = response.status_code
         if got[role] == 302 and expected[role] == 302 and role == "anon" and allowed != PUBLIC:
-            assert reverse("login") in response["Location"], response["Location"]
+            assert reverse("accounts:login") in response["Location"], response["Location"]
     assert got == expected
 
 

@@ -31,7 +31,7 @@ def _cases():
             # The first role (ann_a, the owner, last) that the matrix lets through.
             role = (
                 "anon"
-                if name in {"login", "logout"}
+                if name in {"accounts:login", "accounts:logout"}
                 else next(r for r in ROLES if r != "anon" and allowed[r] not in {401, 403, 404})
             )
             yield pytest.param(name, method, role, id=f"{name}-{method.upper()}")
@@ -42,16 +42,16 @@ CASES = list(_cases())
 
 def test_every_unsafe_endpoint_is_checked():
     assert {c.values[0] for c in CASES} >= {
-        "login",
-        "logout",
+        "accounts:login",
+        "accounts:logout",
         "api-judgments",
         "api-judgment",
         "api-groups",
         "api-group",
         "spaces:upload",
-        "version-publish",
-        "account-tokens",
-        "account-token-revoke",
+        "learning:version-publish",
+        "accounts:tokens",
+        "accounts:token-revoke",
     }
 
 
@@ -84,7 +84,7 @@ def test_without_the_token_refused_and_nothing_written(world, name, method, role
     assert _row_counts() == before
 
     # The same request with the token from a page gets through (the check can fail).
-    client.get(reverse("login"))
+    client.get(reverse("accounts:login"))
     token = client.cookies["csrftoken"].value
     response = _send(world, client, name, method, role, token=token)
     assert response.status_code == MATRIX[name].methods[method][role], response.content[:300]

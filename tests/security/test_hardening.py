@@ -10,9 +10,9 @@ import json
 import pytest
 from django.urls import reverse
 
+from accounts.models import ApiToken
 from annotation.models import ComparableGroup
-from learning.exports import csv_cell
-from learning.models import ApiToken
+from learning.exports.formats import csv_cell
 
 from .conftest import World
 
@@ -71,7 +71,7 @@ def test_nul_in_item_search_is_400(world: World, query):
 def test_bad_token_names_are_refused(world: World, client, name):
     client.force_login(world.users["rev_a"])  # a reviewer: allowed to create tokens
     before = ApiToken.objects.count()
-    response = client.post(reverse("account-tokens"), {"name": name})
+    response = client.post(reverse("accounts:tokens"), {"name": name})
     assert response.status_code == 400
     assert ApiToken.objects.count() == before
 

@@ -30,10 +30,10 @@ from django.core.wsgi import get_wsgi_application
 from django.db import connection
 from django.urls import reverse
 
+from accounts.models import ApiToken
+from accounts.tokens import MAX_ACTIVE_TOKENS, api_token_create
 from annotation.models import PairJudgment
 from annotation.throttles import JudgmentRateThrottle
-from learning.models import ApiToken
-from learning.tokens import MAX_ACTIVE_TOKENS, api_token_create
 from spaces.models import Item
 from tests.annotation.factories import make_space, make_study, make_user
 
@@ -110,12 +110,12 @@ def space(settings, media_root):
 def test_thirty_concurrent_wrong_passwords_check_at_most_the_limit(server, settings, space):
     settings.LOGIN_FAILURE_LIMIT = 5
     settings.AUTHENTICATION_BACKENDS = [
-        "audit.login_throttle.LoginThrottleBackend",
+        "accounts.login_throttle.LoginThrottleBackend",
         "tests.security.test_limits_concurrency.CountingBackend",
     ]
     make_user("victim")
     CHECKED.clear()
-    url = server.url + reverse("login")
+    url = server.url + reverse("accounts:login")
     statuses = _all_at_once(
         lambda i: _request(url, *_form({"username": "victim", "password": f"wrong{i}"}))
     )
@@ -163,7 +163,7 @@ def test_thirty_concurrent_token_creates_stop_at_the_cap(server, client, setting
         api_token_create(user=user, name=f"existing {i}")
     client.force_login(user)
     session = f"{settings.SESSION_COOKIE_NAME}={client.cookies[settings.SESSION_COOKIE_NAME].value}"
-    url = server.url + reverse("account-tokens")
+    url = server.url + reverse("accounts:tokens")
     statuses = _all_at_once(lambda i: _request(url, *_form({"name": f"job {i}"}, session)))
     active = ApiToken.objects.filter(user=user, revoked_at__isnull=True).count()
     assert active == MAX_ACTIVE_TOKENS, statuses

@@ -52,7 +52,7 @@ def test_500_is_plain_and_hides_the_error(world, settings):
 
 def test_csrf_failure_page_is_plain(world):
     client = Client(enforce_csrf_checks=True)
-    response = client.post(reverse("login"), {"username": "x", "password": "y"})
+    response = client.post(reverse("accounts:login"), {"username": "x", "password": "y"})
     assert response.status_code == 403
     _plain(response, b"The form expired")
 

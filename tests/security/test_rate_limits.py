@@ -66,7 +66,7 @@ def test_the_lock_ends_with_the_window(world, client, settings, monkeypatch):
     assert _login(client, "ann_a", PASSWORD).status_code == 429
     later = time_module.time() + 61
     monkeypatch.setattr("audit.limits.time.time", lambda: later)
-    monkeypatch.setattr("audit.login_throttle.time.time", lambda: later)
+    monkeypatch.setattr("accounts.login_throttle.time.time", lambda: later)
     assert _login(client, "ann_a", PASSWORD).status_code == 302
 
 

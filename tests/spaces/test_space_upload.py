@@ -67,7 +67,7 @@ def uploads_left(media: Path) -> list[Path]:
 def test_anonymous_users_are_sent_to_login(client, db, url):
     response = client.get(reverse(url))
     assert response.status_code == 302
-    assert reverse("login") in response["Location"]
+    assert reverse("accounts:login") in response["Location"]
 
 
 @pytest.mark.parametrize("url", URLS)

@@ -1,0 +1,26 @@
+"""What accounts needs from a layer above it, registered there at start-up.
+
+The token pages offer tokens only to people whose token could download something; who that is
+depends on study roles, which live in ``annotation`` (above this app). ``annotation`` registers
+the rule in ``AnnotationConfig.ready`` (``annotation.access.may_export``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from django.core.exceptions import ImproperlyConfigured
+
+_may_create_tokens: Callable[[object], bool] | None = None
+
+
+def provide_token_rule(rule: Callable[[object], bool]) -> None:
+    global _may_create_tokens
+    _may_create_tokens = rule
+
+
+def may_create_tokens(user) -> bool:
+    """May ``user`` create API tokens (the rule ``annotation`` registered)."""
+    if _may_create_tokens is None:
+        raise ImproperlyConfigured("no token rule registered (is annotation installed?)")
+    return _may_create_tokens(user)

@@ -1,0 +1,80 @@
+"""Pages of accounts: the user's API tokens, and the invitation link that sets a password."""
+
+from __future__ import annotations
+
+from django.contrib.auth import views as auth_views
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse_lazy
+from django.views.decorators.http import require_http_methods, require_POST
+
+from common.errors import NotAllowed
+
+from . import hooks, tokens
+from .models import ApiToken
+
+NEW_TOKEN_SESSION_KEY = "fairmetric:new-token"
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def token_list(request: HttpRequest) -> HttpResponse:
+    """List the user's tokens; POST creates one and redirects (POST–redirect–GET: a reload
+    makes no second token). The plaintext rides in the session to the next GET, which shows it
+    once. Only people who may export (``accounts.hooks.may_create_tokens``) may create tokens;
+    everybody may list and revoke their own."""
+    allowed = hooks.may_create_tokens(request.user)
+    context: dict = {"may_create": allowed}
+    status = 200
+    if request.method == "POST":
+        if not allowed:
+            raise NotAllowed(
+                "You review or administer no study, so a token could download nothing."
+            )
+        try:
+            token, key = tokens.api_token_create(user=request.user, name=request.POST.get("name"))
+        except tokens.TokenError as error:
+            context["error"] = str(error)
+            status = 400
+        else:
+            request.session[NEW_TOKEN_SESSION_KEY] = {"id": token.pk, "key": key}
+            return redirect("accounts:tokens")
+    new = request.session.pop(NEW_TOKEN_SESSION_KEY, None)
+    if new:
+        token = ApiToken.objects.filter(user=request.user, pk=new.get("id")).first()
+        if token is not None:
+            context.update(new_token=token, new_key=new.get("key"))
+    context["tokens"] = ApiToken.objects.filter(user=request.user)
+    response = render(request, "accounts/tokens.html", context, status=status)
+    response["Cache-Control"] = "no-store"  # the page may show a plaintext token
+    return response
+
+
+@login_required
+@require_POST
+def token_revoke(request: HttpRequest, token_id: int) -> HttpResponse:
+    try:
+        tokens.api_token_revoke(user=request.user, token_id=token_id)
+    except tokens.TokenError as error:
+        return render(
+            request,
+            "accounts/tokens.html",
+            {
+                "error": str(error),
+                "tokens": ApiToken.objects.filter(user=request.user),
+                "may_create": hooks.may_create_tokens(request.user),
+            },
+            status=404,
+        )
+    return redirect("accounts:tokens")
+
+
+class InvitationView(auth_views.PasswordResetConfirmView):
+    """The invitation link: the invited person chooses a password and is signed in."""
+
+    template_name = "registration/invitation.html"
+    post_reset_login = True
+    post_reset_login_backend = "django.contrib.auth.backends.ModelBackend"
+    success_url = reverse_lazy("annotation:study-list")
+    reset_url_token = "set-password"

@@ -1,0 +1,238 @@
+"""The seed paper's Adult table, reproduced with the Sigma the app publishes.
+
+What ``python manage.py reproduce_adult_table`` does, as a downstream user would:
+
+1. downloads, over HTTP with an API token, the study's published EXPLORE version (metadata),
+   its Sigma (``sigma.npy``) and the record space's feature map φ (the metadata's
+   ``links.feature_map``) — :func:`download`;
+2. embeds UCI Adult's training and test files with φ (:func:`spaces.featuremap.apply_feature_map`,
+   the function the export documentation says to copy);
+3. trains, for each restart, the baseline network and SenSR with that Sigma
+   (:mod:`experiments.adult.sensr`) on the training file and measures on the test file
+   B-Acc, S-Con, GR-Con and the gender and race gaps (:mod:`experiments.adult.measures`);
+4. prints mean ± sd beside the paper's numbers (:func:`format_table`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from wsgiref.simple_server import WSGIRequestHandler, make_server
+
+import numpy as np
+from django.contrib.auth import get_user_model
+from django.core.wsgi import get_wsgi_application
+from django.db import connections
+from django.utils import timezone
+
+from accounts.tokens import api_token_create, token_revoke
+from annotation.models import Membership
+from experiments.adult.data import GENDER_COLUMN, LABEL, POSITIVE, RACE_COLUMN, adult_frame
+from experiments.adult.measures import balanced_accuracy, consistency, rate_gaps
+from experiments.adult.sensr import TrainSettings, train_classifier
+from spaces.featuremap import apply_feature_map, validate_feature_map
+
+COLUMNS = ["B-Acc,%", "S-Con", "GR-Con", "GapG RMS", "GapG max", "GapR RMS", "GapR max"]
+# The seed paper's table (its columns reordered: gender gaps, then race gaps).
+PAPER = {
+    "SenSR + EXPLORE (with gender)": [79.4, 0.966, 0.987, 0.065, 0.084, 0.044, 0.059],
+    "SenSR (Yurochkin et al.)": [78.9, 0.934, 0.984, 0.068, 0.087, 0.055, 0.067],
+    "Baseline": [82.9, 0.848, 0.865, 0.179, 0.216, 0.089, 0.105],
+}
+OURS = {"baseline": "Baseline", "sensr": "SenSR + app's EXPLORE Sigma"}
+SPOUSES = [("Husband",), ("Wife",)]
+GENDER_RACE = [(g, r) for g in ("Male", "Female") for r in ("White", "Non-white")]
+TIMEOUT = 60
+
+
+class DownloadError(RuntimeError):
+    """The export API did not give what the experiment needs."""
+
+
+@dataclass(frozen=True)
+class Downloaded:
+    metadata: dict
+    sigma: np.ndarray
+    feature_map: dict
+
+
+def _get(url: str, token: str) -> bytes:
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})
+    try:
+        with urllib.request.urlopen(request, timeout=TIMEOUT) as response:
+            return response.read()
+    except urllib.error.HTTPError as exc:
+        detail = exc.read()[:300].decode("utf-8", "replace")
+        raise DownloadError(f"GET {url}: HTTP {exc.code} {detail}") from None
+    except (urllib.error.URLError, TimeoutError, OSError) as exc:
+        raise DownloadError(f"GET {url}: {getattr(exc, 'reason', exc)}") from None
+
+
+def download(*, base_url: str, token: str, study_id: int) -> Downloaded:
+    """The published EXPLORE metric of ``study_id`` and its feature map, through the API."""
+    if not base_url.startswith(("http://", "https://")):
+        raise DownloadError(f"the URL must start with http:// or https://, not {base_url!r}")
+    root = f"{base_url.rstrip('/')}/api/studies/{study_id}/metrics/explore/published/"
+    try:
+        metadata = json.loads(_get(root, token))
+    except json.JSONDecodeError:
+        raise DownloadError(f"GET {root}: not JSON") from None
+    sigma = np.load(io.BytesIO(_get(root + "sigma.npy", token)), allow_pickle=False)
+    link = (metadata.get("links") or {}).get("feature_map")
+    if not link:
+        raise DownloadError(
+            f"study {study_id}'s space exports no feature map (not a record space?)"
+        )
+    try:
+        feature_map = validate_feature_map(json.loads(_get(link, token)))
+    except (json.JSONDecodeError, ValueError) as exc:
+        raise DownloadError(f"GET {link}: not a feature map ({exc})") from None
+    if sigma.ndim != 2 or sigma.shape != (len(feature_map["feature_names"]),) * 2:
+        raise DownloadError(
+            f"Sigma is {sigma.shape}, the feature map has {len(feature_map['feature_names'])} "
+            "features"
+        )
+    return Downloaded(metadata=metadata, sigma=sigma, feature_map=feature_map)
+
+
+def _versions(frame, spec: dict, columns: list[str], values: list[tuple]) -> list[np.ndarray]:
+    """φ of ``frame`` with ``columns`` set to each tuple of ``values`` (the counterfactuals)."""
+    out = []
+    for row in values:
+        changed = frame.copy()
+        for column, value in zip(columns, row, strict=True):
+            changed[column] = value
+        out.append(apply_feature_map(spec, changed))
+    return out
+
+
+@dataclass(frozen=True)
+class TestSet:
+    x: np.ndarray
+    y: np.ndarray
+    male: np.ndarray
+    white: np.ndarray
+    spouses: list[np.ndarray]
+    gender_race: list[np.ndarray]
+
+    @classmethod
+    def of(cls, frame, spec: dict) -> TestSet:
+        return cls(
+            x=apply_feature_map(spec, frame),
+            y=(frame[LABEL] == POSITIVE).to_numpy(),
+            male=(frame[GENDER_COLUMN] == "Male").to_numpy(),
+            white=(frame[RACE_COLUMN] == "White").to_numpy(),
+            spouses=_versions(frame, spec, ["relationship"], SPOUSES),
+            gender_race=_versions(frame, spec, [GENDER_COLUMN, RACE_COLUMN], GENDER_RACE),
+        )
+
+    def measure(self, predict: Callable[[np.ndarray], np.ndarray]) -> list[float]:
+        """The table's columns for one classifier."""
+        pred = predict(self.x)
+        gender, race = rate_gaps(self.y, pred, self.male), rate_gaps(self.y, pred, self.white)
+        return [
+            100 * balanced_accuracy(self.y, pred),
+            consistency([predict(x) for x in self.spouses]),
+            consistency([predict(x) for x in self.gender_race]),
+            *gender,
+            *race,
+        ]
+
+
+def run_experiment(
+    sigma: np.ndarray,
+    feature_map: dict,
+    *,
+    restarts: int,
+    settings: TrainSettings,
+    log: Callable[[str], None] = lambda _: None,
+) -> dict[str, np.ndarray]:
+    """``{"baseline": (restarts, 7), "sensr": (restarts, 7)}`` measured on the test file."""
+    train, test = adult_frame("train"), adult_frame("test")
+    x, y = apply_feature_map(feature_map, train), (train[LABEL] == POSITIVE).to_numpy()
+    tests = TestSet.of(test, feature_map)
+    results: dict[str, list[list[float]]] = {name: [] for name in OURS}
+    for restart in range(restarts):
+        for name in OURS:
+            predict = train_classifier(
+                x, y, seed=restart, settings=settings, sigma=None if name == "baseline" else sigma
+            )
+            row = tests.measure(predict)
+            results[name].append(row)
+            log(f"restart {restart + 1}/{restarts} {name}: " + " ".join(f"{v:.3f}" for v in row))
+    return {name: np.array(rows) for name, rows in results.items()}
+
+
+def _cell(values: np.ndarray, column: int) -> str:
+    digits = 1 if column == 0 else 3
+    mean = float(np.mean(values))
+    if values.size < 2:
+        return f"{mean:.{digits}f}"
+    return f"{mean:.{digits}f} ± {float(np.std(values, ddof=1)):.{digits}f}"
+
+
+def format_table(results: dict[str, np.ndarray]) -> str:
+    """Our rows (mean ± sd over restarts) above the paper's rows."""
+    width = 30
+    lines = [f"{'':<{width}}" + "".join(f"{c:>16}" for c in COLUMNS)]
+    for name, label in OURS.items():
+        rows = results[name]
+        cells = [_cell(rows[:, j], j) for j in range(len(COLUMNS))]
+        lines.append(f"{label:<{width}}" + "".join(f"{c:>16}" for c in cells))
+    lines.append("-" * (width + 16 * len(COLUMNS)))
+    lines.append("the paper (10 restarts, SenSR's own split):")
+    for label, values in PAPER.items():
+        cells = [f"{v:.1f}" if j == 0 else f"{v:.3f}" for j, v in enumerate(values)]
+        lines.append(f"{label:<{width}}" + "".join(f"{c:>16}" for c in cells))
+    return "\n".join(lines)
+
+
+DOWNSTREAM_USER = "adult-downstream"
+
+
+@contextlib.contextmanager
+def local_export(study) -> Iterator[tuple[str, str]]:
+    """``(base URL, token)`` of this app served in-process on a free local port.
+
+    The token belongs to a local user ``adult-downstream`` (no password; a reviewer of the
+    study, the least role that may export) and is revoked, and the server stopped, on exit.
+    """
+    user, made = get_user_model().objects.get_or_create(username=DOWNSTREAM_USER)
+    if made:
+        user.set_unusable_password()
+        user.save(update_fields=["password"])
+    Membership.objects.get_or_create(
+        user=user, study=study, defaults={"role": Membership.Role.REVIEWER}
+    )
+    token, key = api_token_create(
+        user=user, name=f"reproduce_adult_table {timezone.now():%Y-%m-%d %H:%M:%S}"
+    )
+
+    class Quiet(WSGIRequestHandler):
+        def log_message(self, *args) -> None:
+            pass
+
+    application = get_wsgi_application()
+
+    def app(environ, start_response):
+        try:
+            return application(environ, start_response)
+        finally:
+            connections.close_all()  # this server thread's connections
+
+    server = make_server("127.0.0.1", 0, app, handler_class=Quiet)
+    thread = threading.Thread(target=server.serve_forever, name="adult-export", daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}", key
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+        token_revoke(token=token, actor=user)

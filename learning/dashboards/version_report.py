@@ -1,0 +1,167 @@
+"""One metric version's page: its spectrum and sensitive directions (with the items most aligned
+with each), drift to the previous and the published version, its WEAT results and alerts.
+
+Sigmas are read through :mod:`learning.versions.sigmas` (cached by sha256) and drift through
+:mod:`learning.versions.drift` (stored by the worker, else cached per pair of files).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from learning.evaluation import spectra
+from learning.models import MetricVersion, WeatResult, WeatTest
+from learning.versions.drift import Drift, drift_flagged, drift_of
+from learning.versions.selectors import version_published
+from learning.versions.sigmas import sigma_of
+
+from .drift_series import DEFAULT_DRIFT_THRESHOLD, drift_threshold
+from .weat_table import crossings
+
+
+def previous_version(version: MetricVersion) -> MetricVersion | None:
+    return (
+        MetricVersion.objects.ready()
+        .filter(study_id=version.study_id, method=version.method)
+        .filter(pk__lt=version.pk)
+        .order_by("-pk")
+        .first()
+    )
+
+
+def weat_rows_for(versions: list[MetricVersion]) -> dict[int, dict[int, WeatResult]]:
+    """{version id: {test id: result}} in one query."""
+    found: dict[int, dict[int, WeatResult]] = {v.pk: {} for v in versions}
+    results = WeatResult.objects.filter(metric_version__in=[v.pk for v in versions])
+    for result in results.select_related("test"):
+        found[result.metric_version_id][result.test_id] = result
+    return found
+
+
+def version_alerts(version, previous, published, threshold: float, weat, moved) -> list[str]:
+    """Alerts for a version: WEAT tests crossing 0.05 vs the previous version, flagged drift
+    (``moved``: the drift from the previous and from the published version)."""
+    alerts = [f"Safeguard: {warning}" for warning in version.diagnostics.get("warnings", [])]
+    if version.diagnostics.get("evaluation_error"):
+        alerts.append(
+            f"The evaluation of this version failed: {version.diagnostics['evaluation_error']}"
+        )
+    if previous is not None:
+        alerts += crossings(weat.get(previous.pk, {}), weat.get(version.pk, {}))
+    for name, other, drift in zip(
+        ("previous", "published"), (previous, published), moved, strict=True
+    ):
+        if drift_flagged(drift, threshold):
+            alerts.append(
+                f"Drift from the {name} version #{other.pk}: ‖ΔΣ‖ = "
+                f"{drift.operator_norm:.3g} exceeds the study threshold {threshold:.3g}."
+            )
+    return alerts
+
+
+@dataclass
+class VersionReport:
+    version: MetricVersion
+    spectrum: list[float]
+    directions: list[spectra.Direction]
+    sensitive_dimension: int
+    previous: MetricVersion | None
+    published: MetricVersion | None
+    drift_previous: Drift | None
+    drift_published: Drift | None
+    weat: list[tuple[WeatTest, WeatResult | None, WeatResult | None]]  # test, euclid, this
+    alerts: list[str] = field(default_factory=list)
+    threshold: float = DEFAULT_DRIFT_THRESHOLD
+
+
+def version_report(version: MetricVersion) -> VersionReport:
+    ready = version.status == MetricVersion.Status.READY and bool(version.sigma)
+    previous = previous_version(version)
+    published = version_published(study_id=version.study_id, method=version.method)
+    threshold = drift_threshold(version.study)
+    weat = weat_rows_for([v for v in (version, previous) if v is not None])
+    euclid = {
+        r.test_id: r
+        for r in WeatResult.objects.filter(
+            test_id__in=list(weat[version.pk]),
+            metric_version__isnull=True,
+            space_id=version.study.space_id,
+        )
+    }
+    tests = sorted((r.test for r in weat[version.pk].values()), key=lambda t: (t.kind, t.position))
+    moved = (drift_of(version, previous), drift_of(version, published)) if ready else (None, None)
+    return VersionReport(
+        version=version,
+        spectrum=[float(v) for v in spectra.spectrum(sigma_of(version)).values] if ready else [],
+        directions=spectra.sensitive_directions(version) if ready else [],
+        sensitive_dimension=spectra.sensitive_dimension(version) if ready else 0,
+        previous=previous,
+        published=published,
+        drift_previous=moved[0],
+        drift_published=moved[1],
+        weat=[(t, euclid.get(t.pk), weat[version.pk].get(t.pk)) for t in tests],
+        alerts=(
+            version_alerts(version, previous, published, threshold, weat, moved) if ready else []
+        ),
+        threshold=threshold,
+    )
+
+
+def scalar_rows(values: dict, prefix: str = "") -> list[tuple[str, str]]:
+    """Diagnostics as table rows: nested dicts flattened (``drift · previous · …``), long
+    lists summarised (the spectrum is charted)."""
+    rows = []
+    for key, value in sorted(values.items()):
+        name = f"{prefix}{key}".replace("_", " ")
+        if isinstance(value, dict):
+            rows += scalar_rows(value, prefix=f"{name} · ")
+            continue
+        if isinstance(value, list):
+            value = (
+                f"{len(value)} values"
+                if len(value) > 8
+                else ", ".join(f"{v:.4g}" if isinstance(v, float) else str(v) for v in value)
+            )
+        elif isinstance(value, float):
+            value = f"{value:.6g}"
+        elif value is None:
+            value = "—"
+        rows.append((name, str(value)))
+    return rows
+
+
+@dataclass
+class Comparison:
+    """Two versions side by side: drift from a to b, each one's spectrum and sensitive
+    directions (ready versions only), WEAT results, diagnostics and counts as rows."""
+
+    drift: Drift | None
+    spectra: tuple[list[float], list[float]]
+    directions: list[list[spectra.Direction]]
+    weat: list[tuple[WeatTest, WeatResult | None, WeatResult | None]]
+    diagnostics: list[tuple[str, str, str]]
+    counts: list[tuple[str, object, object]]
+
+
+def version_comparison(a: MetricVersion, b: MetricVersion) -> Comparison:
+    ready = [v for v in (a, b) if v.status == MetricVersion.Status.READY and v.sigma]
+    values = {v.pk: [float(x) for x in spectra.spectrum(sigma_of(v)).values] for v in ready}
+    weat = weat_rows_for([a, b])
+    tests = sorted(
+        {r.test for rows in weat.values() for r in rows.values()},
+        key=lambda t: (t.kind, t.position, t.pk),
+    )
+    diag_a, diag_b = dict(scalar_rows(a.diagnostics)), dict(scalar_rows(b.diagnostics))
+    return Comparison(
+        drift=drift_of(b, a) if len(ready) == 2 else None,
+        spectra=(values.get(a.pk, []), values.get(b.pk, [])),
+        directions=[spectra.sensitive_directions(v) if v in ready else [] for v in (a, b)],
+        weat=[(t, weat[a.pk].get(t.pk), weat[b.pk].get(t.pk)) for t in tests],
+        diagnostics=[
+            (k, diag_a.get(k, "—"), diag_b.get(k, "—")) for k in sorted(set(diag_a) | set(diag_b))
+        ],
+        counts=[
+            (k, a.counts.get(k, "—"), b.counts.get(k, "—"))
+            for k in sorted(set(a.counts) | set(b.counts))
+        ],
+    )

@@ -1,0 +1,327 @@
+"""Writes for learning: refit a study into new metric versions, evaluate them, publish one.
+
+``refit_study`` runs in a Celery worker (``learning.tasks``). It holds the study's lease (one
+refit per study), snapshots the data up to a watermark, fits each enabled method whose input
+changed (:mod:`learning.refits.fitting`), stores every version through :mod:`learning.versions.storage`
+(``fitting`` row, Sigma on disk, ``ready``), evaluates it (:mod:`learning.evaluation.checks`, which
+returns whether the study's auto-publish checks passed) and publishes it when they did.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import timedelta
+from enum import StrEnum
+
+import numpy as np
+from django.conf import settings
+from django.db import DatabaseError, InterfaceError, OperationalError, connection, connections
+from django.utils import timezone
+from threadpoolctl import threadpool_limits
+
+from annotation.models import Study
+from learning.evaluation.checks import version_evaluate
+from learning.models import MetricVersion, StudyLearningSettings
+from learning.refits import fitting, scheduling, snapshots
+from learning.versions import selectors, sigmas, storage
+
+logger = logging.getLogger(__name__)
+Method = MetricVersion.Method
+
+TRANSIENT_DB_ERRORS = (OperationalError, InterfaceError)
+BUSY_RETRY_MAX = 5.0  # seconds
+
+
+class Outcome(StrEnum):
+    BUSY = "busy"  # another refit of the study holds its lease
+    NOTHING_NEW = "nothing new"
+    WAITING = "waiting"  # new data, but not yet worth a version (the study's churn settings)
+    FITTED = "fitted"
+
+
+@dataclass
+class RefitReport:
+    """What one refit did."""
+
+    study_id: int
+    outcome: Outcome
+    retry_in: float = 0.0
+    ready: list[int] = field(default_factory=list)
+    failed: list[int] = field(default_factory=list)
+    published: list[int] = field(default_factory=list)
+    waiting: list[str] = field(default_factory=list)  # why a method waits for more data
+
+
+class _LeaseKeeper:
+    """Renews the study's lease in a background thread while a refit runs."""
+
+    def __init__(self, study_id: int, token: str) -> None:
+        self.study_id, self.token = study_id, token
+        self.lost = False
+        self._stop = threading.Event()
+        # Only a committed claim can be renewed from another connection.
+        self._thread = (
+            None
+            if connection.in_atomic_block
+            else threading.Thread(target=self._run, name=f"refit-lease-{study_id}", daemon=True)
+        )
+
+    def _run(self) -> None:
+        interval = max(0.5, settings.LEARNING_LEASE_SECONDS / 3)
+        try:
+            while not self._stop.wait(interval):
+                if not scheduling.lease_renew(study_id=self.study_id, token=self.token):
+                    self.lost = True
+                    logger.warning("refit lease of study %s was lost", self.study_id)
+                    return
+        except DatabaseError:
+            logger.warning("could not renew the refit lease of study %s", self.study_id)
+        finally:
+            connections.close_all()  # this thread's own connections
+
+    def __enter__(self) -> _LeaseKeeper:
+        if self._thread is not None:
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+
+
+def refit_study(*, study_id: int) -> RefitReport:
+    """Refit ``study_id`` if its data or learning settings changed since its live versions.
+
+    Raises ``Study.DoesNotExist`` for a deleted study.
+    """
+    if not Study.objects.filter(pk=study_id).exists():
+        raise Study.DoesNotExist(f"study {study_id} does not exist")
+    scheduling.refit_clear_due(study_id=study_id)
+    token = scheduling.lease_claim(study_id=study_id)
+    if token is None:
+        # Retry soon (the running refit may end long before its renewed lease would expire).
+        remaining = scheduling.lease_remaining(study_id=study_id)
+        return RefitReport(
+            study_id=study_id,
+            outcome=Outcome.BUSY,
+            retry_in=min(max(1.0, remaining), BUSY_RETRY_MAX),
+        )
+    report = RefitReport(study_id=study_id, outcome=Outcome.NOTHING_NEW)
+    try:
+        with _LeaseKeeper(study_id, token), threadpool_limits(settings.LEARNING_BLAS_THREADS):
+            _refit_claimed(study_id, report)
+    finally:
+        summary = f"{report.outcome}: ready {report.ready} failed {report.failed}"
+        if report.waiting:
+            summary = f"{report.outcome}: {'; '.join(report.waiting)}"
+        try:
+            scheduling.lease_release(study_id=study_id, token=token, outcome=summary)
+        except DatabaseError:
+            logger.warning("could not release the refit lease of study %s", study_id)
+    return report
+
+
+@dataclass(frozen=True)
+class MethodPlan:
+    label: str
+    parameters: dict
+    fingerprint: str
+    group_watermark: int | None  # None: groups are not used
+
+
+def _plan(method: str, label: str, params: dict, marks, group_watermark) -> MethodPlan:
+    fingerprint = storage.version_fingerprint(
+        method=method, label=label, parameters=params, judgment_count=marks.judgment_count
+    )
+    return MethodPlan(label, params, fingerprint, group_watermark)
+
+
+def _method_plans(
+    learning: StudyLearningSettings, excluded: list[int], marks: snapshots.DataMarks
+) -> dict[str, MethodPlan]:
+    """Per enabled method: its label, parameters, fingerprint and the group watermark."""
+    common = {
+        "repeat_policy": learning.repeat_policy,
+        "excluded_annotators": excluded,
+        "validation_share": learning.validation_share,
+    }
+    plans = {}
+    # FACE first: its new Sigma is EXPLORE's prior in the same refit.
+    uses_pairs = learning.face_pairs_as_groups and marks.judgment_count > 0
+    if learning.fit_face and (marks.group_watermark or uses_pairs):
+        params = common | {
+            "n_components": learning.face_components,
+            "pairs_as_groups": learning.face_pairs_as_groups,
+        }
+        k = learning.face_components
+        label = f"face-{k if k is not None else 'auto'}"
+        plans[Method.FACE] = _plan(Method.FACE, label, params, marks, marks.group_watermark)
+    if learning.fit_explore and marks.judgment_count:
+        params = common | {"max_eigenvalue": learning.explore_max_eigenvalue}
+        if learning.weight_by_reliability:  # (absent when off: older fingerprints still hold)
+            params["weight_by_reliability"] = True
+        plans[Method.EXPLORE] = _plan(Method.EXPLORE, "explore", params, marks, None)
+    return plans
+
+
+def _waits(method: str, plan: MethodPlan, marks, learning, now) -> str:
+    """Why new data is not yet worth a new version of ``method`` ("" when it is).
+
+    A version is worth it when there is none yet, when the settings or the groups changed, when
+    at least ``version_min_new_answers`` answers came (or went) since the method's last version,
+    or when ``version_min_minutes`` passed since it. Until then the sweep keeps the study due,
+    so the data is fitted at the latest one sweep after the wait.
+    """
+    latest = selectors.version_latest_live(study_id=learning.study_id, method=method)
+    if latest is None or latest.status == MetricVersion.Status.FITTING:
+        return ""
+    if plan.group_watermark is not None and plan.group_watermark != latest.group_watermark:
+        return ""
+    counted = int(latest.counts.get("judgments_total") or 0)
+    same_settings = latest.fingerprint == storage.version_fingerprint(
+        method=method, label=plan.label, parameters=plan.parameters, judgment_count=counted
+    )
+    if not same_settings:
+        return ""
+    new = abs(marks.judgment_count - counted)
+    due = latest.created_at + timedelta(minutes=learning.version_min_minutes)
+    if new >= learning.version_min_new_answers or now >= due:
+        return ""
+    return (
+        f"{method}: {new} new answer{'s' * (new != 1)} since version #{latest.pk}; the next "
+        f"version comes at {learning.version_min_new_answers} or at {due:%H:%M} UTC"
+    )
+
+
+def _refit_claimed(study_id: int, report: RefitReport) -> None:
+    study = Study.objects.select_related("space").get(pk=study_id)
+    learning = selectors.learning_settings_get(study_id=study_id)
+    excluded = snapshots.excluded_annotator_ids(learning_settings=learning)
+    storage.versions_interrupted_retire(study_id=study_id)
+    marks = snapshots.study_data_marks(study_id=study_id)
+    plans = {
+        method: plan
+        for method, plan in _method_plans(learning, excluded, marks).items()
+        if not selectors.version_exists_for(
+            study_id=study_id,
+            method=method,
+            judgment_watermark=marks.judgment_watermark,
+            group_watermark=plan.group_watermark,
+            fingerprint=plan.fingerprint,
+        )
+    }
+    now = timezone.now()
+    for method in list(plans):
+        reason = _waits(method, plans[method], marks, learning, now)
+        if reason:
+            report.waiting.append(reason)
+            del plans[method]
+    if not plans:
+        if report.waiting:
+            report.outcome = Outcome.WAITING
+        return
+    report.outcome = Outcome.FITTED
+    started = time.perf_counter()
+    snapshot = snapshots.judgment_snapshot(
+        study_id=study_id, watermark=marks.judgment_watermark, excluded_annotators=excluded
+    )
+    groups = (
+        snapshots.group_snapshot(study_id=study_id, excluded_annotators=excluded)
+        if Method.FACE in plans
+        else snapshots.GroupSnapshot(rows=[], creators=0)
+    )
+    pairs = fitting.pair_data(
+        snapshot, policy=learning.repeat_policy, validation_share=learning.validation_share
+    )
+    counts = fitting.counts_of(snapshot, groups, pairs) | {
+        "judgments_total": marks.judgment_count,
+        "group_creators": groups.creators,
+    }
+    snapshot_seconds = time.perf_counter() - started
+    for method, plan in plans.items():
+        version = storage.version_start(
+            study=study,
+            method=method,
+            label=plan.label,
+            parameters=plan.parameters,
+            judgment_watermark=marks.judgment_watermark,
+            group_watermark=marks.group_watermark,
+            judgment_count=marks.judgment_count,
+            counts=counts,
+            parent=selectors.version_latest_ready(study_id=study.pk, method=method),
+        )
+        if version is None:
+            continue
+        if not _version_fit(version, study, learning, pairs, groups, snapshot_seconds):
+            report.failed.append(version.pk)
+            continue
+        report.ready.append(version.pk)
+        if version_evaluate(version, learning=learning).publish:
+            storage.version_publish(version_id=version.pk, user=None)
+            report.published.append(version.pk)
+
+
+def _version_fit(version, study, learning, pairs, groups, snapshot_seconds) -> bool:
+    """Fit, store Sigma atomically and mark ready; on failure mark failed. True when ready."""
+    started = time.perf_counter()
+    read = study.space.vectors
+    try:
+        if version.method == Method.EXPLORE:
+            prior, prior_name = _explore_prior(study)
+            outcome = fitting.fit_explore(
+                pairs,
+                read,
+                max_eigenvalue=learning.explore_max_eigenvalue,
+                prior=prior,
+                prior_name=prior_name,
+                weight_by_reliability=learning.weight_by_reliability,
+            )
+        else:
+            outcome = fitting.fit_face(
+                pairs,
+                groups,
+                read,
+                k=learning.face_components,
+                use_pairs=learning.face_pairs_as_groups,
+            )
+        storage.version_store(
+            version,
+            sigma=outcome.sigma,
+            parameters=outcome.parameters,
+            diagnostics=outcome.diagnostics | {"snapshot_seconds": round(snapshot_seconds, 4)},
+            fit_seconds=time.perf_counter() - started,
+        )
+    except TRANSIENT_DB_ERRORS as error:
+        storage.version_fail(version, _message(error), transient=True)
+        raise
+    except Exception as error:  # noqa: BLE001 - any fit failure is stored on the version
+        storage.version_fail(version, _message(error), transient=False)
+        return False
+    return True
+
+
+def _explore_prior(study: Study) -> tuple[np.ndarray | None, str]:
+    """EXPLORE's metric where its pairs say nothing: the study's latest FACE Sigma when there is
+    one (what its groups say), else a scaled identity (docs/core.md)."""
+    face = selectors.version_latest_ready(study_id=study.pk, method=Method.FACE)
+    if face is None or face.dimension != study.space.dimension:
+        return None, "identity"
+    return np.asarray(sigmas.sigma_of(face)), f"face #{face.pk}"
+
+
+def _message(error: Exception) -> str:
+    message = str(error) or type(error).__name__
+    return message if isinstance(error, fitting.FitError) else f"{type(error).__name__}: {message}"
+
+
+def refit_sweep() -> list[int]:
+    """Queue refits of studies whose data is newer than their versions; the ids queued."""
+    queued = []
+    for study_id in snapshots.study_ids_with_newer_data():
+        if scheduling.refit_mark_due(study_id=study_id, debounce=0):
+            queued.append(study_id)
+    return queued

@@ -1,0 +1,280 @@
+"""Metric version storage, in one place: create, fingerprint, Sigma file, ready/failed, publish.
+
+A version is stored in two steps: a ``fitting`` row first (:func:`version_start`), then - once
+Sigma is completely on disk (written to a temporary name, fsynced, renamed) - ``ready`` in one
+transaction (:func:`version_store`). A worker killed in between leaves a ``fitting`` row that
+the next refit retires as failed (:func:`versions_interrupted_retire`, transient, so its input is
+refitted); never a ready version with half-written data, nor a ready row without its file.
+
+Each version has a ``fingerprint`` (:func:`version_fingerprint`: its method, label, parameters
+and the number of judgments it covers). The database allows one live version per study, method,
+watermarks and fingerprint, so a redelivered refit cannot add a second version for the same
+input, and FACE-3 and FACE-10 fitted on the same data are two versions.
+
+:func:`metric_version_create` is the one-call way to record a Sigma fitted outside the refit
+pipeline (the ``reproduce_weat_table`` command, notebooks, imports). :func:`version_publish` is
+the publish swap without an access check: :func:`metric_version_publish` checks
+the user first; auto-publishing after an evaluation calls it directly.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import logging
+import os
+from pathlib import Path
+
+import numpy as np
+from django.core.files.storage import default_storage
+from django.db import DatabaseError, IntegrityError, transaction
+from django.utils import timezone
+
+from annotation.access import Action, require
+from annotation.models import Study
+from audit.services import Action as AuditAction
+from audit.services import audit_record
+from common.errors import Conflict
+from learning.core.psd import validate_sigma
+from learning.models import MetricVersion
+
+logger = logging.getLogger(__name__)
+
+Method = MetricVersion.Method
+Status = MetricVersion.Status
+
+
+def version_fingerprint(*, method: str, label: str, parameters: dict, judgment_count: int) -> str:
+    """32 hex characters of sha256 over what identifies a fit's input (stable across runs)."""
+    payload = json.dumps(
+        {
+            "method": method,
+            "label": label,
+            "parameters": parameters,
+            "judgments_total": judgment_count,
+        },
+        sort_keys=True,
+        default=str,
+    )
+    return hashlib.sha256(payload.encode()).hexdigest()[:32]
+
+
+def sigma_name(version: MetricVersion) -> str:
+    """The media-relative name of a version's Sigma file."""
+    return f"sigmas/study-{version.study_id}/{version.method}-v{version.pk}.npy"
+
+
+def sigma_bytes(sigma: np.ndarray) -> tuple[bytes, str]:
+    """The ``.npy`` bytes of Sigma (float64) and their sha256."""
+    buffer = io.BytesIO()
+    np.save(buffer, np.ascontiguousarray(sigma, dtype=np.float64), allow_pickle=False)
+    data = buffer.getvalue()
+    return data, hashlib.sha256(data).hexdigest()
+
+
+def file_write_atomic(path: Path, data: bytes) -> None:
+    """Write to ``<path>.partial``, fsync, rename over ``path``, fsync the folder.
+
+    A process killed at any point leaves either no file at ``path`` or the complete one.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".partial")
+    with open(partial, "wb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(partial, path)
+    folder = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(folder)
+    finally:
+        os.close(folder)
+
+
+def _sigma_path(version: MetricVersion) -> Path:
+    return Path(default_storage.path(sigma_name(version)))
+
+
+def version_start(
+    *,
+    study: Study,
+    method: str,
+    label: str,
+    parameters: dict,
+    judgment_watermark: int,
+    group_watermark: int,
+    judgment_count: int,
+    counts: dict | None = None,
+    parent: MetricVersion | None = None,
+) -> MetricVersion | None:
+    """A new ``fitting`` version; None when a live version for the same input exists."""
+    fingerprint = version_fingerprint(
+        method=method, label=label, parameters=parameters, judgment_count=judgment_count
+    )
+    try:
+        with transaction.atomic():
+            return MetricVersion.objects.create(
+                study=study,
+                method=method,
+                label=label,
+                parameters=parameters,
+                fingerprint=fingerprint,
+                judgment_watermark=judgment_watermark,
+                group_watermark=group_watermark,
+                counts=counts or {},
+                parent=parent,
+                dimension=study.space.dimension,
+                status=Status.FITTING,
+            )
+    except IntegrityError:  # the same input already has a live version
+        logger.info("study %s %s: a version for this input exists", study.pk, method)
+        return None
+
+
+def version_store(
+    version: MetricVersion,
+    *,
+    sigma: np.ndarray,
+    parameters: dict | None = None,
+    diagnostics: dict | None = None,
+    fit_seconds: float | None = None,
+) -> MetricVersion:
+    """Write Sigma atomically, then mark the version ready in one transaction (refreshed)."""
+    data, sha = sigma_bytes(sigma)
+    file_write_atomic(_sigma_path(version), data)
+    with transaction.atomic():
+        MetricVersion.objects.filter(pk=version.pk).update(
+            status=Status.READY,
+            sigma=sigma_name(version),
+            sigma_sha256=sha,
+            dimension=int(sigma.shape[0]),
+            parameters=version.parameters | (parameters or {}),
+            diagnostics=version.diagnostics | (diagnostics or {}),
+            fit_seconds=fit_seconds,
+        )
+    version.refresh_from_db()
+    return version
+
+
+def version_fail(version: MetricVersion, message: str, *, transient: bool) -> None:
+    """Mark the version failed with ``message`` (transient: its input is refitted later)."""
+    logger.warning(
+        "study %s %s version %s failed: %s", version.study_id, version.method, version.pk, message
+    )
+    try:
+        MetricVersion.objects.filter(pk=version.pk).update(
+            status=Status.FAILED, error=message[:2000], transient=transient
+        )
+    except DatabaseError:  # the database itself is down: the next refit retires the row
+        logger.warning("could not mark version %s failed", version.pk)
+
+
+def versions_interrupted_retire(*, study_id: int) -> None:
+    """Fitting rows left by a killed worker (the caller holds the study's refit lease, so
+    nobody else is fitting): failed and transient, their partial files removed."""
+    orphans = list(MetricVersion.objects.filter(study_id=study_id, status=Status.FITTING))
+    for orphan in orphans:
+        path = _sigma_path(orphan)
+        for stale in (path, path.with_name(path.name + ".partial")):
+            stale.unlink(missing_ok=True)
+    MetricVersion.objects.filter(pk__in=[o.pk for o in orphans]).update(
+        status=Status.FAILED,
+        transient=True,
+        error="Interrupted: the worker stopped during the fit; the data is refitted.",
+    )
+
+
+def metric_version_create(
+    *,
+    study: Study,
+    method: str,
+    sigma: np.ndarray,
+    parameters: dict | None = None,
+    label: str = "",
+    counts: dict | None = None,
+    diagnostics: dict | None = None,
+    judgment_watermark: int = 0,
+    group_watermark: int = 0,
+    parent: MetricVersion | None = None,
+    fit_seconds: float | None = None,
+) -> MetricVersion:
+    """Save ``sigma`` as a new ready :class:`MetricVersion` of ``study``; returns it.
+
+    Raises ``ValueError`` for an unknown method or a Sigma that is not a finite symmetric PSD
+    matrix of the space's dimension, and :class:`~common.errors.Conflict` when the same input
+    has a live version already (delete it first, :func:`metric_version_delete`); nothing is
+    stored then.
+    """
+    if method not in Method.values:
+        raise ValueError(f"unknown method {method!r}; choose one of {Method.values}")
+    sigma = validate_sigma(sigma, study.space.dimension)
+    version = version_start(
+        study=study,
+        method=method,
+        label=label or method,
+        parameters=dict(parameters or {}),
+        judgment_watermark=judgment_watermark,
+        group_watermark=group_watermark,
+        judgment_count=judgment_watermark,
+        counts=counts,
+        parent=parent,
+    )
+    if version is None:
+        raise Conflict(f"study {study.pk} has a live {label or method} version for this input")
+    try:
+        return version_store(
+            version, sigma=sigma, diagnostics=diagnostics or {}, fit_seconds=fit_seconds
+        )
+    except BaseException:
+        _sigma_path(version).unlink(missing_ok=True)
+        MetricVersion.objects.filter(pk=version.pk).delete()
+        raise
+
+
+def metric_version_delete(*, version: MetricVersion) -> None:
+    """Delete a version (its WEAT results cascade) and, once committed, its Sigma file."""
+    name = version.sigma.name
+    with transaction.atomic():
+        version.delete()
+        if name:
+            transaction.on_commit(lambda: default_storage.delete(name))
+
+
+@transaction.atomic
+def version_publish(*, version_id: int, user=None) -> MetricVersion:
+    """Make a ready version the published one of its study and method (the previous one is
+    unpublished in the same transaction); ``user=None`` is automatic publishing. No access
+    check: :func:`metric_version_publish` is the checked entry point."""
+    version = MetricVersion.objects.select_related("study").get(pk=version_id)
+    Study.objects.select_for_update().filter(pk=version.study_id).first()  # serialise per study
+    version.refresh_from_db()
+    if version.status != Status.READY:
+        raise Conflict(
+            f"Version #{version.pk} is {version.status}; only a ready version can be published."
+        )
+    if version.is_published:
+        return version
+    previous = MetricVersion.objects.filter(
+        study_id=version.study_id, method=version.method, is_published=True
+    )
+    replaced = list(previous.values_list("pk", flat=True))
+    previous.update(is_published=False)
+    version.is_published = True
+    version.published_at = timezone.now()
+    version.published_by = user
+    version.save(update_fields=["is_published", "published_at", "published_by"])
+    audit_record(
+        action=AuditAction.PUBLISH,
+        target=version,
+        actor=user,
+        study_id=version.study_id,
+        detail={"method": version.method, "replaced": replaced, "automatic": user is None},
+    )
+    return version
+
+
+def metric_version_publish(*, version: MetricVersion, user) -> MetricVersion:
+    """Publish a ready version, if ``user`` may manage its study (``annotation.access``)."""
+    require(user, version.study_id, Action.MANAGE, "Only an admin of the study can publish.")
+    return version_publish(version_id=version.pk, user=user)
