@@ -98,6 +98,14 @@ from scipy.special import expit
 
 from . import _explore_solver
 from ._pairloss import PairBlocks, curvature, pair_loglik, pair_slope, quad_forms, weighted_gram
+from ._validation import (
+    check_explore_params,
+    check_float_matrix,
+    check_labels,
+    check_validation,
+    check_weights,
+    differences,
+)
 from .psd import projector, sqrtm_psd, symmetrize, validate_sigma
 
 __all__ = [
@@ -297,20 +305,6 @@ def _ray_choice(prob, zv, yv, wv, beta0: float, sol: np.ndarray, floor: float) -
     }
 
 
-def _check_matrix(x: ArrayLike, name: str) -> np.ndarray:
-    a = np.asarray(x)
-    if a.ndim != 2:
-        raise ValueError(f"{name} must be a 2-D array (n, d), got shape {a.shape}")
-    if a.shape[0] == 0 or a.shape[1] == 0:
-        raise ValueError(f"{name} is empty (shape {a.shape})")
-    if not np.issubdtype(a.dtype, np.number) or np.iscomplexobj(a):
-        raise ValueError(f"{name} must be real-valued")
-    a = a.astype(np.float64, copy=False)
-    if not np.all(np.isfinite(a)):
-        raise ValueError(f"{name} contains NaN or inf")
-    return a
-
-
 def _weighted_quantile(values: np.ndarray, w: np.ndarray, q: float) -> float:
     """The q-quantile of ``values`` counting each with weight ``w`` (equal weights: the lower
     of numpy's two nearest order statistics, close to ``np.quantile``)."""
@@ -334,60 +328,6 @@ def _wmean_ci(values: np.ndarray, w: np.ndarray) -> tuple[float, tuple[float, fl
     var = float(np.dot(w, (values - mean) ** 2)) / total * m / (m - 1)
     se = np.sqrt(var * float(np.dot(w, w))) / total
     return mean, (mean - 1.96 * se, mean + 1.96 * se)
-
-
-def _check_weights(sample_weight: ArrayLike | None, n: int) -> np.ndarray:
-    """Pair weights scaled to mean 1 (all 1 when None)."""
-    if sample_weight is None:
-        return np.ones(n)
-    w = np.asarray(sample_weight)
-    if w.shape != (n,) or not (np.issubdtype(w.dtype, np.number) or w.dtype == bool):
-        raise ValueError(f"sample_weight must be a 1-D numeric array of length {n}")
-    w = w.astype(np.float64)
-    if not np.all(np.isfinite(w)) or np.any(w < 0) or not np.any(w > 0):
-        raise ValueError("sample_weight must be finite and ≥ 0, with at least one weight > 0")
-    return w * (n / float(np.sum(w)))
-
-
-def _check_validation(validation: ArrayLike, y: np.ndarray, w: np.ndarray) -> list:
-    """The caller's validation folds as (train rows, validation rows) pairs.
-
-    A boolean mask holds out its True pairs (one split); an integer array gives each pair's
-    fold (``-1``: never held out), as scikit-learn's ``PredefinedSplit``.
-    """
-    a = np.asarray(validation)
-    if a.shape != y.shape or not (a.dtype == bool or np.issubdtype(a.dtype, np.integer)):
-        raise ValueError(
-            f"validation must be a boolean mask or an integer fold array of length {y.size}"
-        )
-    fold = np.where(a, 0, -1) if a.dtype == bool else a.astype(np.int64)
-    if np.any(fold < -1):
-        raise ValueError("validation folds must be ≥ 0, or -1 for pairs never held out")
-    out = []
-    for f in np.unique(fold[fold >= 0]):
-        held = fold == f
-        short = explore_shortfall(y[~held & (w > 0)])
-        if not short.ok:
-            raise ValueError(f"the pairs outside validation fold {f} are too few: {short.message}")
-        out.append((np.flatnonzero(~held), np.flatnonzero(held)))
-    if not out:
-        raise ValueError("validation holds out no pair")
-    return out
-
-
-def _check_labels(y: ArrayLike, n: int) -> np.ndarray:
-    lab = np.asarray(y)
-    if lab.ndim != 1 or lab.shape[0] != n:
-        raise ValueError(f"y must be a 1-D array of length {n}, got shape {lab.shape}")
-    if not (np.issubdtype(lab.dtype, np.number) or lab.dtype == bool):
-        raise ValueError("y must be numeric (1 comparable, 0 incomparable)")
-    lab = lab.astype(np.float64)
-    if not np.all(np.isfinite(lab)) or np.any((lab < 0) | (lab > 1)):
-        raise ValueError("y must lie in [0, 1] (1 comparable, 0 incomparable, soft labels between)")
-    if not (np.any(lab > 0) and np.any(lab < 1)):
-        which = "comparable (y=1)" if np.all(lab == 1) else "incomparable (y=0)"
-        raise ValueError(f"y has one class only (all pairs {which}); EXPLORE needs both")
-    return lab
 
 
 def _best_scale(q: np.ndarray, y: np.ndarray, hi: float, w: np.ndarray) -> tuple[float, float]:
@@ -421,13 +361,6 @@ def _best_scale(q: np.ndarray, y: np.ndarray, hi: float, w: np.ndarray) -> tuple
 def p_comparable(d: ArrayLike) -> np.ndarray:
     """The response model: ``P(comparable) = 2σ(-d)`` for squared metric distances ``d ≥ 0``."""
     return 2.0 * expit(-np.asarray(d, dtype=np.float64))
-
-
-def _differences(x1: ArrayLike, x2: ArrayLike) -> np.ndarray:
-    a, b = _check_matrix(x1, "X1"), _check_matrix(x2, "X2")
-    if a.shape != b.shape:
-        raise ValueError(f"X1 and X2 must have the same shape, got {a.shape} and {b.shape}")
-    return a - b
 
 
 @dataclass(frozen=True)
@@ -743,7 +676,7 @@ class EXPLORE:
         folds (module docstring).
         """
         return self.fit_differences(
-            _differences(X1, X2), y, sample_weight=sample_weight, validation=validation
+            differences(X1, X2), y, sample_weight=sample_weight, validation=validation
         )
 
     def fit_differences(
@@ -755,12 +688,16 @@ class EXPLORE:
         validation: ArrayLike | None = None,
     ) -> EXPLORE:
         """Fit on difference vectors ``Z[i] = φ(x_i1) - φ(x_i2)`` (keywords: see ``fit``)."""
-        z = _check_matrix(Z, "Z")
-        lab = _check_labels(y, z.shape[0])
-        self._check_params()
-        wts = _check_weights(sample_weight, z.shape[0])
+        z = check_float_matrix(Z, "Z")
+        lab = check_labels(y, z.shape[0])
+        check_explore_params(self)
+        wts = check_weights(sample_weight, z.shape[0])
         self._weights = wts
-        held = None if validation is None else _check_validation(validation, lab, wts)
+        held = (
+            None
+            if validation is None
+            else check_validation(validation, lab, wts, explore_shortfall)
+        )
         n, d = z.shape
         sq = np.einsum("ij,ij->i", z, z)
         if not np.any(sq > 0):
@@ -861,29 +798,6 @@ class EXPLORE:
         if not self.converged_:
             notes.append(f"the solver stopped after {self.n_iter_} iterations without converging")
         self.bound_active_ = bound
-
-    def _check_params(self) -> None:
-        cap = self.max_eigenvalue
-        if not (cap is None or cap == "auto" or (isinstance(cap, (int, float)) and cap > 0)):
-            raise ValueError(
-                f"max_eigenvalue must be a positive number, 'auto' or None, got {cap!r}"
-            )
-        if not (isinstance(self.tol, (int, float)) and self.tol > 0):
-            raise ValueError(f"tol must be positive, got {self.tol!r}")
-        if not (isinstance(self.max_iter, (int, np.integer)) and self.max_iter >= 1):
-            raise ValueError(f"max_iter must be a positive integer, got {self.max_iter!r}")
-        if self.precision not in ("mixed", "double"):
-            raise ValueError(f"precision must be 'mixed' or 'double', got {self.precision!r}")
-        if self.init not in ("identity", "random"):
-            raise ValueError(f"init must be 'identity' or 'random', got {self.init!r}")
-        a = self.alpha
-        if not (
-            a == "auto" or (isinstance(a, (int, float)) and not isinstance(a, bool) and a >= 0)
-        ):
-            raise ValueError(f"alpha must be 'auto' or a number ≥ 0, got {a!r}")
-        ps = self.prior_scale
-        if not (ps == "auto" or (isinstance(ps, (int, float)) and ps > 0)):
-            raise ValueError(f"prior_scale must be 'auto' or a positive number, got {ps!r}")
 
     def _resolve_cap(self, sq: np.ndarray, d: int) -> float:
         if self.max_eigenvalue is None:
@@ -1103,7 +1017,7 @@ class EXPLORE:
     def distance(self, X1: ArrayLike, X2: ArrayLike) -> np.ndarray:
         """Squared metric distances ``d_i = (x1_i - x2_i)ᵀ Σ (x1_i - x2_i)``."""
         self._check_fitted()
-        z = _differences(X1, X2)
+        z = differences(X1, X2)
         if z.shape[1] != self.n_features_in_:
             raise ValueError(f"expected {self.n_features_in_} features, got {z.shape[1]}")
         return np.maximum(quad_forms(z, self.sigma_), 0.0)

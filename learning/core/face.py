@@ -50,6 +50,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.sparse import csr_matrix
 
+from ._validation import check_finite, check_matrix
 from .psd import canonical_signs, symmetrize
 
 __all__ = ["FACE", "auto_n_components"]
@@ -261,13 +262,7 @@ class FACE:
         self.precision = precision
 
     def fit(self, X: ArrayLike, groups: object) -> FACE:
-        x = np.asarray(X)
-        if x.ndim != 2:
-            raise ValueError(f"X must be a 2-D array (n, d), got shape {x.shape}")
-        if x.shape[0] == 0 or x.shape[1] == 0:
-            raise ValueError(f"X is empty (shape {x.shape})")
-        if not np.issubdtype(x.dtype, np.number) or np.iscomplexobj(x):
-            raise ValueError("X must be real-valued")
+        x = check_matrix(X, "X")  # in its own dtype: float32 rows select "mixed"
         n, d = x.shape
         k = self.n_components
         if not (k == "auto" or (isinstance(k, (int, np.integer)) and not isinstance(k, bool))):
@@ -279,8 +274,7 @@ class FACE:
                 f"n_components = d = {d} removes every direction (Sigma = 0, its entries are "
                 "rounding noise); choose k < d"
             )
-        if not (np.isfinite(x.min()) and np.isfinite(x.max())):  # NaN propagates; no n×d temp
-            raise ValueError("X contains NaN or inf (every row is checked, grouped or not)")
+        check_finite(x, "X", "every row is checked, grouped or not")
         if self.precision not in ("auto", "mixed", "double"):
             raise ValueError(
                 f"precision must be 'auto', 'mixed' or 'double', got {self.precision!r}"
