@@ -1,5 +1,5 @@
-"""Input checks of the estimators: matrices (shared by FACE and EXPLORE), and EXPLORE's labels,
-pair weights, validation folds and parameters.
+"""Input checks of the estimators: matrices (shared by FACE and EXPLORE), FACE's groups, and
+EXPLORE's labels, pair weights, validation folds and parameters.
 
 Each check raises ``ValueError`` with a message naming the argument and the problem, so that
 FACE and EXPLORE refuse the same bad matrix with the same words.
@@ -7,7 +7,7 @@ FACE and EXPLORE refuse the same bad matrix with the same words.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -45,6 +45,61 @@ def differences(x1: ArrayLike, x2: ArrayLike) -> np.ndarray:
     if a.shape != b.shape:
         raise ValueError(f"X1 and X2 must have the same shape, got {a.shape} and {b.shape}")
     return a - b
+
+
+def as_groups(groups: object, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """FACE's ``groups`` (index arrays, a (G, s) array or a label per row) flattened into (row
+    indices, group sizes), rows of a group contiguous; ``check_groups`` checks the result."""
+    if (
+        isinstance(groups, np.ndarray)
+        and groups.ndim == 1
+        and groups.size == n
+        and (np.issubdtype(groups.dtype, np.integer))
+    ):
+        labels = groups.astype(np.int64)
+        if np.any(labels < -1):
+            raise ValueError("group labels must be ≥ 0, or -1 for rows in no group")
+        rows = np.flatnonzero(labels >= 0)
+        order = np.argsort(labels[rows], kind="stable")
+        rows = rows[order]
+        _, sizes = np.unique(labels[rows], return_counts=True)
+        if rows.size == 0:
+            raise ValueError("no row has a group label (all labels are -1)")
+        return rows, sizes.astype(np.int64)
+    if isinstance(groups, np.ndarray) and groups.ndim == 2:
+        arrays: Sequence = list(groups)
+    elif isinstance(groups, (list, tuple)):
+        arrays = groups
+    else:
+        raise ValueError(
+            "groups must be a list of integer index arrays, a (G, s) integer array, "
+            "or a 1-D integer label array of length n (-1: no group)"
+        )
+    if len(arrays) == 0:
+        raise ValueError("groups is empty: FACE needs at least one group of two or more rows")
+    try:
+        sizes = np.fromiter((len(g) for g in arrays), dtype=np.int64, count=len(arrays))
+        flat = np.concatenate(arrays) if sizes.sum() else np.zeros(0, np.int64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError("each group must be a 1-D array of integer row indices") from exc
+    if int(sizes.sum()) != flat.size or not (
+        np.issubdtype(flat.dtype, np.integer) or flat.size == 0
+    ):
+        raise ValueError("each group must be a 1-D array of integer row indices")
+    return flat.astype(np.int64, copy=False), sizes
+
+
+def check_groups(rows: np.ndarray, sizes: np.ndarray, n: int) -> None:
+    """Every group has at least two rows, indices lie in ``[0, n)``, no row repeats in a group."""
+    if np.any(sizes < 2):
+        bad = int(np.flatnonzero(sizes < 2)[0])
+        raise ValueError(f"group {bad} has {int(sizes[bad])} row(s); every group needs at least 2")
+    if rows.size and (rows.min() < 0 or rows.max() >= n):
+        raise ValueError(f"group indices must lie in [0, {n}); got {rows.min()}..{rows.max()}")
+    gid = np.repeat(np.arange(sizes.size, dtype=np.int64), sizes)
+    key = np.sort(gid * n + rows)
+    if np.any(np.diff(key) == 0):
+        raise ValueError("a group lists the same row twice")
 
 
 def check_labels(y: ArrayLike, n: int) -> np.ndarray:
