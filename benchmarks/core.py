@@ -35,8 +35,9 @@ from threadpoolctl import threadpool_limits  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from learning.core._validation import as_groups  # noqa: E402
 from learning.core.explore import EXPLORE  # noqa: E402
-from learning.core.face import FACE, _as_groups, within_group_scatter  # noqa: E402
+from learning.core.face import FACE, within_group_scatter  # noqa: E402
 from learning.core.weat import weat  # noqa: E402
 
 WEAT_JSON = ROOT.parent / "shared" / "data" / "weat_caliskan.json"
@@ -145,7 +146,7 @@ def bench_face(n, d, group_size, seed, threads=1):
 def face_accuracy(n, d, group_size, seed):
     """FACE's float32 Gram (the default for float32 rows) against the float64 computation."""
     x, groups, label = face_data(n, d, group_size, seed)
-    rows, sizes = _as_groups(groups, n)
+    rows, sizes = as_groups(groups, n)
     s32 = within_group_scatter(x, rows, sizes, "mixed")
     s64 = within_group_scatter(x, rows, sizes, "double")
     m32 = FACE(n_components=3).fit(x, groups)

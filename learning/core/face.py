@@ -43,13 +43,13 @@ message is kept in ``warnings_`` (``scatter_rank_ = r``).
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
 from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike
 from scipy.sparse import csr_matrix
 
+from ._validation import as_groups, check_finite, check_groups, check_matrix
 from .psd import canonical_signs, symmetrize
 
 __all__ = ["FACE", "auto_n_components"]
@@ -69,59 +69,6 @@ def auto_n_components(eigenvalues: ArrayLike, rtol: float = 1e-10) -> int:
         return 1
     ratios = lam[: r - 1] / lam[1:r]
     return int(np.argmax(ratios)) + 1
-
-
-def _as_groups(groups: object, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """Flatten ``groups`` into (row indices, group sizes), rows of a group contiguous."""
-    if (
-        isinstance(groups, np.ndarray)
-        and groups.ndim == 1
-        and groups.size == n
-        and (np.issubdtype(groups.dtype, np.integer))
-    ):
-        labels = groups.astype(np.int64)
-        if np.any(labels < -1):
-            raise ValueError("group labels must be ≥ 0, or -1 for rows in no group")
-        rows = np.flatnonzero(labels >= 0)
-        order = np.argsort(labels[rows], kind="stable")
-        rows = rows[order]
-        _, sizes = np.unique(labels[rows], return_counts=True)
-        if rows.size == 0:
-            raise ValueError("no row has a group label (all labels are -1)")
-        return rows, sizes.astype(np.int64)
-    if isinstance(groups, np.ndarray) and groups.ndim == 2:
-        arrays: Sequence = list(groups)
-    elif isinstance(groups, (list, tuple)):
-        arrays = groups
-    else:
-        raise ValueError(
-            "groups must be a list of integer index arrays, a (G, s) integer array, "
-            "or a 1-D integer label array of length n (-1: no group)"
-        )
-    if len(arrays) == 0:
-        raise ValueError("groups is empty: FACE needs at least one group of two or more rows")
-    try:
-        sizes = np.fromiter((len(g) for g in arrays), dtype=np.int64, count=len(arrays))
-        flat = np.concatenate(arrays) if sizes.sum() else np.zeros(0, np.int64)
-    except (TypeError, ValueError) as exc:
-        raise ValueError("each group must be a 1-D array of integer row indices") from exc
-    if int(sizes.sum()) != flat.size or not (
-        np.issubdtype(flat.dtype, np.integer) or flat.size == 0
-    ):
-        raise ValueError("each group must be a 1-D array of integer row indices")
-    return flat.astype(np.int64, copy=False), sizes
-
-
-def _validate(rows: np.ndarray, sizes: np.ndarray, n: int) -> None:
-    if np.any(sizes < 2):
-        bad = int(np.flatnonzero(sizes < 2)[0])
-        raise ValueError(f"group {bad} has {int(sizes[bad])} row(s); every group needs at least 2")
-    if rows.size and (rows.min() < 0 or rows.max() >= n):
-        raise ValueError(f"group indices must lie in [0, {n}); got {rows.min()}..{rows.max()}")
-    gid = np.repeat(np.arange(sizes.size, dtype=np.int64), sizes)
-    key = np.sort(gid * n + rows)
-    if np.any(np.diff(key) == 0):
-        raise ValueError("a group lists the same row twice")
 
 
 def _chunks(rows: np.ndarray, size: int | None = None):
@@ -261,13 +208,7 @@ class FACE:
         self.precision = precision
 
     def fit(self, X: ArrayLike, groups: object) -> FACE:
-        x = np.asarray(X)
-        if x.ndim != 2:
-            raise ValueError(f"X must be a 2-D array (n, d), got shape {x.shape}")
-        if x.shape[0] == 0 or x.shape[1] == 0:
-            raise ValueError(f"X is empty (shape {x.shape})")
-        if not np.issubdtype(x.dtype, np.number) or np.iscomplexobj(x):
-            raise ValueError("X must be real-valued")
+        x = check_matrix(X, "X")  # in its own dtype: float32 rows select "mixed"
         n, d = x.shape
         k = self.n_components
         if not (k == "auto" or (isinstance(k, (int, np.integer)) and not isinstance(k, bool))):
@@ -279,15 +220,14 @@ class FACE:
                 f"n_components = d = {d} removes every direction (Sigma = 0, its entries are "
                 "rounding noise); choose k < d"
             )
-        if not (np.isfinite(x.min()) and np.isfinite(x.max())):  # NaN propagates; no n×d temp
-            raise ValueError("X contains NaN or inf (every row is checked, grouped or not)")
+        check_finite(x, "X", "every row is checked, grouped or not")
         if self.precision not in ("auto", "mixed", "double"):
             raise ValueError(
                 f"precision must be 'auto', 'mixed' or 'double', got {self.precision!r}"
             )
         mixed = self.precision == "mixed" or (self.precision == "auto" and x.dtype == np.float32)
-        rows, sizes = _as_groups(groups, n)
-        _validate(rows, sizes, n)
+        rows, sizes = as_groups(groups, n)
+        check_groups(rows, sizes, n)
         scatter = within_group_scatter(x, rows, sizes, "mixed" if mixed else "double")
         self.precision_ = "mixed" if mixed else "double"
         lam, vec = np.linalg.eigh(scatter)

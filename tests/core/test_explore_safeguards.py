@@ -7,6 +7,8 @@ import numpy as np
 import pytest
 from scipy.special import expit
 
+from learning.core._explore_path import stratified_folds
+from learning.core._explore_problem import Problem
 from learning.core._pairloss import pair_loglik, quad_forms
 from learning.core.drift import drift
 from learning.core.explore import EXPLORE, explore_shortfall
@@ -231,7 +233,6 @@ def test_training_part_built_from_the_full_problem_equals_one_built_from_scratch
     # the one-split search takes the training part's rows, prior distances and penalty metric
     # from the problem on all pairs (held-out rows subtracted, capped curvatures corrected):
     # the numbers must be those of a problem built directly on the training rows
-    from learning.core.explore import _folds, _Problem
 
     rng = np.random.default_rng(3)
     n, d = 3000, 12
@@ -242,11 +243,11 @@ def test_training_part_built_from_the_full_problem_equals_one_built_from_scratch
     prior = 0.3 * np.eye(d)
     second = z.T @ z / n
     sq = np.sum(z * z, 1)
-    full = _Problem(z, y, prior, second, "mixed", weights=w, sq=sq)
-    ((tr, va),) = _folds(y, kfold=False)
+    full = Problem(z, y, prior, second, "mixed", weights=w, sq=sq)
+    ((tr, va),) = stratified_folds(y, kfold=False)
     c_tr = (n * second - z[va].T @ z[va]) / tr.size
-    direct = _Problem(z, y, prior, c_tr, "mixed", rows=tr, weights=w)
-    derived = _Problem(z, y, prior, c_tr, "mixed", rows=tr, weights=w, parent=full)
+    direct = Problem(z, y, prior, c_tr, "mixed", rows=tr, weights=w)
+    derived = Problem(z, y, prior, c_tr, "mixed", rows=tr, weights=w, parent=full)
     assert derived.u is None
     assert direct.u is None
     np.testing.assert_array_equal(derived.rows, direct.rows)

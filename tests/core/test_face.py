@@ -8,6 +8,7 @@ from numpy.testing import assert_allclose
 from scipy.linalg import subspace_angles
 
 import learning.core.face as face_module
+from learning.core._validation import as_groups
 from learning.core.face import FACE, auto_n_components
 
 
@@ -194,7 +195,7 @@ def test_float32_scatter_matches_float64_to_a_millionth(monkeypatch, offset):
     double = FACE(n_components=3, precision="double").fit(x, groups)
     assert mixed.precision_ == "mixed"
     assert double.precision_ == "double"
-    flat, sz = face_module._as_groups(groups, 6000)
+    flat, sz = as_groups(groups, 6000)
     s32 = face_module.within_group_scatter(x, flat, sz, "mixed")
     s64 = face_module.within_group_scatter(x.astype(np.float64), flat, sz, "double")
     assert np.linalg.norm(s32 - s64) / np.linalg.norm(s64) < 1e-6

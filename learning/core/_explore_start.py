@@ -1,0 +1,165 @@
+"""Where EXPLORE's fits start: the prior's scale, the unpenalised fit's start, and the better
+of several starts for a penalised fit.
+
+``best_scale`` is the 1-D likelihood search behind both ``prior_scale="auto"`` (``resolve_prior``:
+the scalar ``c`` maximising the likelihood of ``c·prior``) and the unpenalised start
+(``initial_sigma``: the best of ``c·I`` and ``c·C⁻¹``); ``better_start`` picks, for a penalty
+``β``, the start with the smaller penalised objective (a warm start, the prior, ...).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from ._explore_problem import Problem, clip_spectrum
+from ._pairloss import PairBlocks, pair_loglik, quad_forms, weighted_mean
+from .psd import symmetrize, validate_sigma
+
+
+def best_scale(q: np.ndarray, y: np.ndarray, hi: float, w: np.ndarray) -> tuple[float, float]:
+    """``argmax_{0 < c ≤ hi} mean w·ℓ(c·q, y)`` (concave in c): log grid, then golden section."""
+
+    def loglik(c: float) -> float:
+        return weighted_mean(pair_loglik(c * q, y), w)
+
+    grid = hi * np.logspace(-8, 0, 13)
+    vals = [loglik(c) for c in grid]
+    k = int(np.argmax(vals))
+    lo_c, hi_c = grid[max(k - 1, 0)], grid[min(k + 1, grid.size - 1)]
+    inv_phi = (np.sqrt(5.0) - 1.0) / 2.0
+    a = lo_c * (hi_c / lo_c) ** (1.0 - inv_phi)
+    b = lo_c * (hi_c / lo_c) ** inv_phi
+    fa, fb = loglik(a), loglik(b)
+    for _ in range(12):  # golden section in log c, one new evaluation per step
+        if fa >= fb:
+            hi_c, b, fb = b, a, fa
+            a = lo_c * (hi_c / lo_c) ** (1.0 - inv_phi)
+            fa = loglik(a)
+        else:
+            lo_c, a, fa = a, b, fb
+            b = lo_c * (hi_c / lo_c) ** inv_phi
+            fb = loglik(b)
+    cands = [(vals[k], grid[k]), (fa, a), (fb, b)]
+    ll, c = max(cands)
+    return float(c), float(ll)
+
+
+def initial_sigma(
+    z: np.ndarray,
+    blocks: PairBlocks,
+    d: int,
+    cap: float,
+    init: str,
+    random_state: int | np.random.Generator | None,
+) -> np.ndarray:
+    """Best of ``c·I`` and ``c·C⁻¹`` (``C`` the second moment of the differences), with
+    ``c`` maximising the likelihood (1-D concave search on a deterministic pair subsample);
+    ``init="random"``: a random PSD matrix of that trace drawn with ``random_state``.
+    """
+    stride = max(1, blocks.n // 10000)
+    wts = np.ones(blocks.n) if blocks.w is None else blocks.w
+    sub_z, sub_y, sub_w = z[::stride].astype(np.float64), blocks.y[::stride], wts[::stride]
+    if not (np.any(sub_y > 0) and np.any(sub_y < 1)) or not np.any(sub_w > 0):
+        sub_z, sub_y, sub_w = z.astype(np.float64), blocks.y, wts
+    second = sub_z.T @ sub_z / sub_z.shape[0]
+    w, v = np.linalg.eigh(second)
+    floor = 1e-6 * max(float(w[-1]), np.finfo(float).tiny)
+    inv = (v / np.maximum(w, floor)) @ v.T
+    best_ll, best = -np.inf, np.eye(d)
+    for shape in (np.eye(d), (inv + inv.T) / 2.0):
+        q = quad_forms(sub_z, shape)
+        top = float(np.linalg.eigvalsh(shape)[-1])
+        hi = min(cap / top, 1e6 / max(float(np.mean(q)), np.finfo(float).tiny))
+        c, ll = best_scale(q, sub_y, hi, sub_w)
+        if ll > best_ll:
+            best_ll, best = ll, c * shape
+    if init == "identity":
+        return best
+    rng = np.random.default_rng(random_state)
+    g = rng.standard_normal((d, d))
+    s = float(np.trace(best)) / d * (0.5 * np.eye(d) + g @ g.T / d)
+    w, v = np.linalg.eigh(s)
+    return symmetrize((v * np.clip(w, 0.0, cap)) @ v.T)
+
+
+def resolve_prior(
+    prior: ArrayLike | None,
+    prior_scale: float | str,
+    z: np.ndarray,
+    lab: np.ndarray,
+    wts: np.ndarray,
+    d: int,
+    notes: list[str],
+    sq: np.ndarray,
+) -> tuple[np.ndarray, float]:
+    """The prior ``Π = c·prior`` (identity when ``prior`` is None) and ``c``: ``prior_scale``, or
+    with "auto" the likelihood's best scalar. ``sq``: the squared norms ``‖z_i‖²`` (the identity
+    prior's distances); ``notes`` receives a readable warning when the scale cannot be chosen.
+    """
+    shape = np.eye(d) if prior is None else validate_sigma(prior, name="prior")
+    if shape.shape != (d, d):
+        raise ValueError(f"prior must be a ({d}, {d}) matrix, got {shape.shape}")
+    if prior_scale != "auto":
+        return shape * float(prior_scale), float(prior_scale)
+    stride = max(1, z.shape[0] // 20000)
+    sub_z, sub_y, sub_w = z[::stride], lab[::stride], wts[::stride]
+    if not (np.any(sub_y > 0) and np.any(sub_y < 1)) or not np.any(sub_w > 0):
+        sub_z, sub_y, sub_w = z, lab, wts
+    if prior is None:  # the identity's distances are the squared norms
+        q = sq if sub_z.shape[0] == z.shape[0] else sq[::stride]
+    else:
+        q = quad_forms(sub_z, shape)
+    if not np.any(q > 0):
+        notes.append("the prior gives every pair distance 0; its scale is left at 1")
+        return shape, 1.0
+    c, _ = best_scale(q, sub_y, 1e6 / max(float(np.mean(q)), np.finfo(float).tiny), sub_w)
+    return shape * c, c
+
+
+def better_start(prob: Problem, beta: float, starts: list) -> tuple[np.ndarray, np.ndarray]:
+    """The start with the smaller penalised objective ``-ℓ + (β/2) tr(CΔCΔ)`` on ``prob``, and
+    its distances (the prior's are known: ``prob.d_prior``; a start given as ``(S, d)`` brings
+    its own, in ``prob``'s row order)."""
+    scale = float(np.max(np.abs(prob.target))) if prob.target.size else 0.0
+
+    def distances(s: np.ndarray) -> np.ndarray:
+        if np.max(np.abs(s - prob.target)) <= 1e-12 * max(scale, np.finfo(float).tiny):
+            return prob.d_prior
+        return quad_forms(prob.zw, s)
+
+    best = None
+    for start in starts:
+        s, d = start if isinstance(start, tuple) else (start, None)
+        delta = s - prob.target
+        d = distances(s) if d is None else d
+        val = -prob.blocks.loglik(d) + 0.5 * beta * float(
+            np.sum((prob.weight @ delta @ prob.weight) * delta)
+        )
+        if best is None or val < best[0]:
+            best = (val, s, d)
+    return best[1], best[2]
+
+
+def final_start(
+    full: Problem,
+    beta: float,
+    cap: float,
+    warm: np.ndarray | None,
+    warm_distances: np.ndarray | None,
+    init: str,
+    random_state: int | np.random.Generator | None,
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """The final fit's start on all pairs (``full``) and, when known, its distances: the
+    validation fit ``warm`` (distances ``warm_distances`` when known) or the prior, whichever the
+    penalised objective prefers (the fold's optimum is noisy in many directions; near the prior
+    the problem is well conditioned); without ``warm``, the prior, or for ``β = 0`` the
+    unpenalised start (``initial_sigma``)."""
+    if warm is not None and beta > 0.0:
+        start = warm if warm_distances is None else (warm, warm_distances)
+        return better_start(full, beta, [start, clip_spectrum(full.target, cap)])
+    if warm is not None:
+        return warm, None
+    if beta == 0.0:
+        return initial_sigma(full.zw, full.blocks, full.r, cap, init, random_state), None
+    return clip_spectrum(full.target, cap), None
