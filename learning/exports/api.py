@@ -29,6 +29,7 @@ from audit.services import Action as AuditAction
 from audit.services import audit_record
 from learning.exports import formats
 from learning.models import MetricVersion
+from learning.versions.selectors import version_published
 
 SIGMA_FORMATS = {
     "npy": ("application/octet-stream", formats.sigma_bytes),
@@ -140,11 +141,7 @@ class ExportView(APIView):
         study = self.study
         if method not in MetricVersion.Method.values:
             raise NotFound(f"Unknown method {method!r}; use face or explore.")
-        version = (
-            MetricVersion.objects.select_related("study", "study__space")
-            .filter(study=study, method=method, is_published=True)
-            .first()
-        )
+        version = version_published(study_id=study.pk, method=method)
         if version is None:
             raise NotFound(f"No published {method} metric in study {study.pk} yet.")
         return version

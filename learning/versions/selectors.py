@@ -54,8 +54,13 @@ def version_latest_live(*, study_id: int, method: str) -> MetricVersion | None:
 
 
 def version_published(*, study_id: int, method: str) -> MetricVersion | None:
-    """The study's published version of ``method``."""
-    return MetricVersion.objects.published().filter(study_id=study_id, method=method).first()
+    """The study's published version of ``method`` (with its study and space)."""
+    return (
+        MetricVersion.objects.published()
+        .select_related("study", "study__space")
+        .filter(study_id=study_id, method=method)
+        .first()
+    )
 
 
 def version_current(*, study_id: int) -> MetricVersion | None:
