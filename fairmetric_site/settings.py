@@ -1,7 +1,8 @@
 """fairmetric settings: one file, driven by environment variables.
 
-Every variable is read through a small typed helper that raises ``ImproperlyConfigured`` with one
-readable line when the value is bad, so a misconfigured process stops at start-up.
+Every variable is read through a small typed helper (fairmetric_site/env.py) that raises
+``ImproperlyConfigured`` with one readable line when the value is bad, so a misconfigured process
+stops at start-up.
 
 Variables: DEBUG, SECRET_KEY, ALLOWED_HOSTS, CSRF_TRUSTED_ORIGINS, DATABASE_URL, REDIS_URL,
 CELERY_BROKER_URL, CELERY_RESULT_BACKEND, MEDIA_ROOT, STATIC_ROOT, VAR_DIR, EMBEDDED_BROKER_DIR,
@@ -14,76 +15,14 @@ JUDGMENT_RATE, JUDGMENT_BURST, JUDGMENT_BATCH_MAX, PAIR_QUEUE_SIZE, WORKER_SWEEP
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
-from urllib.parse import urlparse
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from fairmetric_site.env import env_bool, env_int, env_list, env_path, env_str, env_url
+
 BASE_DIR = Path(__file__).resolve().parent.parent
-
-_TRUE = {"1", "true", "yes", "on"}
-_FALSE = {"0", "false", "no", "off", ""}
-
-
-def env_str(name: str, default: str = "") -> str:
-    return os.environ.get(name, default).strip()
-
-
-def env_bool(name: str, default: bool) -> bool:
-    raw = os.environ.get(name)
-    if raw is None:
-        return default
-    value = raw.strip().lower()
-    if value in _TRUE:
-        return True
-    if value in _FALSE:
-        return False
-    raise ImproperlyConfigured(f"{name} must be a boolean (1/0, true/false, yes/no), got {raw!r}")
-
-
-def env_int(name: str, default: int, *, minimum: int = 0) -> int:
-    raw = os.environ.get(name)
-    if raw is None or not raw.strip():
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ImproperlyConfigured(f"{name} must be an integer, got {raw!r}") from None
-    if value < minimum:
-        raise ImproperlyConfigured(f"{name} must be at least {minimum}, got {value}")
-    return value
-
-
-def env_list(name: str, default: list[str]) -> list[str]:
-    raw = os.environ.get(name)
-    if raw is None:
-        return default
-    return [part.strip() for part in raw.split(",") if part.strip()]
-
-
-def env_path(name: str, default: Path) -> Path:
-    raw = env_str(name)
-    if not raw:
-        return default
-    path = Path(raw)
-    if not path.is_absolute():
-        raise ImproperlyConfigured(f"{name} must be an absolute path, got {raw!r}")
-    return path
-
-
-def env_url(name: str, schemes: set[str]) -> str:
-    """A URL whose scheme is one of ``schemes`` (or empty when unset)."""
-    raw = env_str(name)
-    if not raw:
-        return ""
-    scheme = urlparse(raw).scheme
-    if scheme not in schemes:
-        allowed = ", ".join(sorted(schemes))
-        raise ImproperlyConfigured(f"{name} must be a URL with scheme {allowed}; got {raw!r}")
-    return raw
-
 
 # --- Core -------------------------------------------------------------------------------------
 
