@@ -25,10 +25,12 @@ import sys
 import time
 
 from . import checks
-from .client import LoadConfig, Record, run_annotators
+from .client import LoadConfig, run_annotators
+from .cpu import CpuMeter
 from .options import add_common_arguments, make_stack, quick_defaults
 from .profile import print_profile, profile_answers
-from .stack import CpuMeter, Stack, stop_on_sigterm
+from .record import Record
+from .stack import Stack, stop_on_sigterm
 
 PHASES = ["saturated", "think"]
 TARGET_JUDGMENTS_PER_SECOND = 300
