@@ -56,7 +56,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-import label_efficiency as le  # noqa: E402
+from label_efficiency_parts import crowd, sources, study, tables  # noqa: E402
 
 RULES = (
     "random",
@@ -108,16 +108,16 @@ class VOptimalDesign:
         self.whiten = v / np.sqrt(np.maximum(w, w.max() * 1e-9))
 
         def features(z):
-            return vech(z @ self.whiten), noisy_information(le.quad(z, sigma), eps)
+            return vech(z @ self.whiten), noisy_information(crowd.quad(z, sigma), eps)
 
         u, h = features(answered_z)
         m = (u * h[:, None]).T @ u + n * beta * np.eye(u.shape[1])
         self.minv = np.linalg.inv(m)
-        i, j = le.random_pairs(len(x), DESIGN_POOL, rng)
+        i, j = crowd.random_pairs(len(x), DESIGN_POOL, rng)
         up, hp = features(x[i] - x[j])
         gram = (up * hp[:, None]).T @ up / DESIGN_POOL
         self.b = self.minv @ gram @ self.minv
-        self.ci, self.cj = le.random_pairs(len(x), DESIGN_CANDIDATES, rng)
+        self.ci, self.cj = crowd.random_pairs(len(x), DESIGN_CANDIDATES, rng)
         self.uc, self.hc = features(x[self.ci] - x[self.cj])
         self.reduce = np.einsum("ij,ij->i", self.uc @ self.b, self.uc)  # uᵀ M⁻¹GM⁻¹ u
         self.var = np.einsum("ij,ij->i", self.uc @ self.minv, self.uc)  # uᵀ M⁻¹ u
@@ -139,8 +139,8 @@ class VOptimalDesign:
 
 
 def nearest_level(x, sigma, level: float, rng) -> tuple[int, int]:
-    ci, cj = le.random_pairs(len(x), CANDIDATES, rng)
-    gap = np.abs(2.0 * expit(-le.quad(x[ci] - x[cj], sigma)) - level)
+    ci, cj = crowd.random_pairs(len(x), CANDIDATES, rng)
+    gap = np.abs(2.0 * expit(-crowd.quad(x[ci] - x[cj], sigma)) - level)
     k = int(np.argmin(gap))
     return int(ci[k]), int(cj[k])
 
@@ -151,7 +151,7 @@ def fit(z, y, who, pair, lo, hi):
     from learning.core.explore import EXPLORE
     from learning.core.reliability import ReliableEXPLORE
 
-    fold = np.minimum((le.unit_hash(lo, hi, 99) * 5).astype(np.int64), 4)
+    fold = np.minimum((crowd.unit_hash(lo, hi, 99) * 5).astype(np.int64), 4)
     plain = EXPLORE(random_state=0).fit_differences(z, y, validation=fold)
     if np.unique(pair).size < 20:
         return plain, plain.sigma_
@@ -161,11 +161,11 @@ def fit(z, y, who, pair, lo, hi):
     return plain, weighted.sigma_
 
 
-def replica_run(rule, seed, source, stick, max_labels, eps) -> le.Run:
+def replica_run(rule, seed, source, stick, max_labels, eps) -> study.Run:
     x, sigma0 = source.vectors, source.sigma0
     rng = np.random.default_rng(seed)
-    schedule = set(le.checkpoints(max_labels))
-    run = le.Run(rule, seed)
+    schedule = set(study.checkpoints(max_labels))
+    run = study.Run(rule, seed)
     rows: list[tuple[int, int, int, int]] = []  # (i, j, annotator, pair code)
     sigma, design = None, None
     oracle = rule.startswith("oracle-")
@@ -180,7 +180,7 @@ def replica_run(rule, seed, source, stick, max_labels, eps) -> le.Run:
             or (base == "vopt" and design is None)
             or rng.random() < uniform
         ):
-            i, j = (int(v[0]) for v in le.random_pairs(len(x), 1, rng))
+            i, j = (int(v[0]) for v in crowd.random_pairs(len(x), 1, rng))
             reason = "random"
         elif base == "vopt":
             i, j = design.pick()
@@ -194,14 +194,16 @@ def replica_run(rule, seed, source, stick, max_labels, eps) -> le.Run:
         for answer in range(2):  # overlap 2: the next annotator answers the same pair
             if len(rows) >= max_labels:
                 break
-            rows.append((i, j, len(rows) % len(le.CROWD_FLIPS), code))
+            rows.append((i, j, len(rows) % len(crowd.CROWD_FLIPS), code))
             run.reasons["overlap" if answer else reason] += 1
             if len(rows) not in schedule:
                 continue
             started = time.perf_counter()
             ii, jj, who, pair = (np.array(c) for c in zip(*rows, strict=True))
             z = x[ii] - x[jj]
-            y = le.answers(ii, jj, le.p_of(le.quad(z, sigma0)), who, le.CROWD_FLIPS, seed)
+            y = crowd.answers(
+                ii, jj, crowd.p_of(crowd.quad(z, sigma0)), who, crowd.CROWD_FLIPS, seed
+            )
             lo, hi = np.minimum(ii, jj), np.maximum(ii, jj)
             try:
                 plain, sigma = fit(z, y, who, pair, lo, hi)
@@ -226,7 +228,7 @@ def _init(source, stick, max_labels, eps) -> None:
     _STATE.update(source=source, stick=stick, max_labels=max_labels, eps=eps)
 
 
-def _job(rule_seed) -> le.Run:
+def _job(rule_seed) -> study.Run:
     rule, seed = rule_seed
     s = _STATE
     return replica_run(rule, seed, s["source"], s["stick"], s["max_labels"], s["eps"])
@@ -235,7 +237,7 @@ def _job(rule_seed) -> le.Run:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--strategies", default=",".join(RULES), help="comma-separated rules")
-    parser.add_argument("--items", choices=sorted(le.SOURCES), default="glove")
+    parser.add_argument("--items", choices=sorted(sources.SOURCES), default="glove")
     parser.add_argument("--seeds", type=int, default=4)
     parser.add_argument("--max-labels", type=int, default=2560)
     parser.add_argument("--full-labels", type=int, default=1810)
@@ -256,8 +258,8 @@ def main(argv=None) -> int:
 
     django.setup()  # the item sources read their packaged data through the settings
     started = time.time()
-    source = le.SOURCES[args.items](n_names=200)
-    stick = le.yardstick(source, args.full_labels, 0, le.TARGET_SHARE, True)
+    source = sources.SOURCES[args.items](n_names=200)
+    stick = crowd.yardstick(source, args.full_labels, 0, crowd.TARGET_SHARE, True)
     print(
         f"# {source.description}\nstart {stick.start:.4f}, full data ({args.full_labels} random "
         f"answers) {stick.full:.4f}, target {stick.target:.4f}, Σ₀ {stick.best:.4f}",
@@ -271,12 +273,12 @@ def main(argv=None) -> int:
     else:
         _init(*init)
         runs = [_job(job) for job in jobs]
-    table, _ = le.efficiency_table(runs, stick, len(source.keys))
+    table, _ = tables.efficiency_table(runs, stick, len(source.keys))
     print(table.replace("| sampler s/label | refit s |", "| selection s/label | refit s |"))
     print()
-    print(le.mean_curve_table(runs))
+    print(tables.mean_curve_table(runs))
     print()
-    print(le.curve_table(runs))
+    print(tables.curve_table(runs))
     print(f"\n{time.time() - started:.0f} s wall")
     return 0
 

@@ -15,7 +15,7 @@ import hashlib
 import time
 from pathlib import Path
 
-from .client import Record
+from .record import Record
 from .seed import LOAD_USER_PREFIX
 
 METHODS = ("explore", "face")

@@ -31,15 +31,8 @@ import time
 
 from . import checks
 from .client import run_annotators
-from .load import (
-    add_common_arguments,
-    client_problems,
-    load_config,
-    make_stack,
-    prepare,
-    print_table,
-    quick_defaults,
-)
+from .load import client_problems, load_config, prepare, print_table
+from .options import add_common_arguments, make_stack, quick_defaults
 from .stack import Stack, stop_on_sigterm
 
 FULL_SCHEDULE = [

@@ -31,6 +31,9 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from .options import make_stack, quick_defaults
+from .stack import stop_on_sigterm
+
 # component -> (path suffix, function name) of its entry point; inclusive times.
 COMPONENTS = {
     "auth (API token)": ("learning/tokens.py", "authenticate"),
@@ -186,9 +189,6 @@ def print_profile(result: dict) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .load import make_stack, quick_defaults
-    from .stack import stop_on_sigterm
-
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--answers", type=int, default=400)
     parser.add_argument("--json", type=Path)

@@ -19,7 +19,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -281,31 +280,6 @@ class Stack:
         )
         _wait_for(lambda: _http_up(port), 60, "gunicorn")
 
-    def cpu_by_process(self) -> dict[int, tuple[str, float]]:
-        """CPU seconds so far of every process of the stack: pid -> (component, seconds).
-
-        Components are process groups (gunicorn with its workers, the worker, redis) and
-        the PostgreSQL backends serving the scratch database ("postgres").
-        """
-        tick = os.sysconf("SC_CLK_TCK")
-        groups = {proc.pid: name for name, proc in self.procs.items()}
-        backend_title = f" {self.db_name} ".encode()  # "postgres: 15/main: user db host state"
-        out = {}
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit():
-                continue
-            try:
-                raw = Path(f"/proc/{entry}/stat").read_text()
-            except OSError:
-                continue
-            fields = raw[raw.rindex(")") + 2 :].split()
-            used = (int(fields[11]) + int(fields[12])) / tick
-            if raw.startswith(f"{entry} (postgres)") and _is_backend(entry, backend_title):
-                out[int(entry)] = ("postgres", used)
-            elif int(fields[2]) in groups:
-                out[int(entry)] = (groups[int(fields[2])], used)
-        return out
-
     def check_alive(self) -> list[str]:
         """Names of processes that died on their own."""
         return [name for name, proc in self.procs.items() if proc.poll() is not None]
@@ -341,54 +315,6 @@ def stop_on_sigterm() -> None:
         raise SystemExit(128 + signum)
 
     signal.signal(signal.SIGTERM, handler)
-
-
-def machine_busy_seconds() -> float:
-    cpu = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
-    idle = int(cpu[3]) + int(cpu[4])
-    return (sum(int(v) for v in cpu[:8]) - idle) / os.sysconf("SC_CLK_TCK")
-
-
-class CpuMeter(threading.Thread):
-    """Where the cores went during a run: samples the stack's processes twice a second (so
-    short-lived ones, e.g. database connections recycled after CONN_MAX_AGE, are counted)."""
-
-    def __init__(self, stack: Stack) -> None:
-        super().__init__(daemon=True)
-        self.stack, self.halt = stack, threading.Event()
-        self.first = stack.cpu_by_process()
-        self.last = dict(self.first)
-        self.began, self.busy0, self.own0 = time.perf_counter(), machine_busy_seconds(), _own()
-
-    def run(self) -> None:
-        while not self.halt.wait(0.5):
-            self.last.update(self.stack.cpu_by_process())
-
-    def stop(self) -> dict[str, float]:
-        """Average cores per component; 'others on the machine' is everything else."""
-        self.halt.set()
-        self.join()
-        self.last.update(self.stack.cpu_by_process())
-        seconds = time.perf_counter() - self.began
-        used: dict[str, float] = {}
-        for pid, (name, total) in self.last.items():
-            used[name] = used.get(name, 0.0) + total - self.first.get(pid, (name, 0.0))[1]
-        used["load client"] = _own() - self.own0
-        busy = machine_busy_seconds() - self.busy0
-        used["others on the machine"] = max(0.0, busy - sum(used.values()))
-        return {k: round(v / seconds, 2) for k, v in sorted(used.items())}
-
-
-def _own() -> float:
-    own = os.times()
-    return own.user + own.system
-
-
-def _is_backend(pid: str, title: bytes) -> bool:
-    try:
-        return title in Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return False
 
 
 def _wait_for(predicate, timeout: float, what: str) -> None:

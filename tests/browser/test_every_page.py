@@ -102,7 +102,7 @@ NOT_PAGES = {
 
 
 def test_every_page_route_is_checked():
-    from tests.security.test_authorization_matrix import DEBUG_ONLY, _app_patterns
+    from tests.security.routes import DEBUG_ONLY, app_patterns
 
     fake = {
         "study": type("S", (), {"pk": 1})(),
@@ -115,7 +115,7 @@ def test_every_page_route_is_checked():
     checked = set(page_urls(fake))
     routes = {
         name
-        for route, name in _app_patterns()
+        for route, name in app_patterns()
         if not route.startswith("api/") and route not in DEBUG_ONLY and name not in NOT_PAGES
     }
     assert routes - checked == set(), "pages missing from tests/browser/test_every_page.py"

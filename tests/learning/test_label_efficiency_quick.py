@@ -49,13 +49,14 @@ def test_the_adult_item_source_embeds_records_with_the_demo_feature_map():
     """``--items adult``: records embedded by the record space's φ, and a PSD truth fitted on
     the paper's pairs (4 comparable to 1 incomparable) that tells the pool's random pairs apart."""
     sys.path.insert(0, str(ROOT / "benchmarks"))
-    import label_efficiency as le
+    from label_efficiency_parts.crowd import p_of, quad, random_pairs
+    from label_efficiency_parts.sources import SOURCES
 
-    source = le.SOURCES["adult"](n_names=30)
+    source = SOURCES["adult"](n_names=30)
     assert len(source.keys) == len(set(source.keys)) == 60
     assert source.vectors.shape == (60, 43)
     assert np.all(np.linalg.eigvalsh(source.sigma0) > -1e-9)
-    i, j = le.random_pairs(60, 500, np.random.default_rng(0))
-    p0 = le.p_of(le.quad(source.vectors[i] - source.vectors[j], source.sigma0))
+    i, j = random_pairs(60, 500, np.random.default_rng(0))
+    p0 = p_of(quad(source.vectors[i] - source.vectors[j], source.sigma0))
     assert np.all((p0 > 0) & (p0 < 1))
     assert np.std(p0) > 0.05

@@ -9,7 +9,8 @@ from django.apps import apps
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from .test_authorization_matrix import MATRIX, ROLES
+from .conftest import ROLES
+from .matrix import MATRIX
 
 UNSAFE = ["post", "put", "patch", "delete"]
 

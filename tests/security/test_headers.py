@@ -10,7 +10,7 @@ import pytest
 from django.conf import settings as django_settings
 
 from .conftest import World
-from .test_authorization_matrix import MATRIX
+from .matrix import MATRIX
 
 INLINE_SCRIPT = re.compile(r"<script(?![^>]*\bsrc=)(?![^>]*application/json)[^>]*>", re.I)
 HANDLER_ATTRIBUTE = re.compile(r"<[a-z][^>]*\son[a-z]+\s*=", re.I)

@@ -20,7 +20,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 import pytest
 
 from .conftest import World
-from .test_authorization_matrix import MATRIX, Row
+from .matrix import MATRIX, Row
 
 ROLE = "su"
 WRITES = ("post", "put", "patch")

@@ -10,6 +10,7 @@ from django.core.management.base import BaseCommand, CommandError
 from accounts.demo_users import demo_users_existing
 from common.errors import AppError
 from experiments.adult.data import AdultDataMissing
+from experiments.adult.demo import adult_demo_load
 from spaces.exceptions import InputFileError
 
 
@@ -22,8 +23,6 @@ class Command(BaseCommand):
     )
 
     def handle(self, *args, **options):
-        from experiments.adult.demo import adult_demo_load
-
         started = time.monotonic()
         users = {}
         if settings.DEBUG:  # the demo accounts, when load_demo made them

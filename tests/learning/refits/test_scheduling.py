@@ -1,0 +1,162 @@
+"""learning.refits.service.refit_study: when a refit makes versions — nothing new does nothing,
+new or deleted answers and changed settings do; a constant query count; an interrupted fit is
+retired; a held lease waits; a few answers wait for the churn threshold or the time limit."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from annotation.models import PairJudgment
+from learning.models import MetricVersion, StudyLearningSettings
+from learning.refits import scheduling, service, snapshots
+from learning.versions import selectors
+
+from .helpers import add_simulated, versions
+
+
+def test_refit_without_new_data_does_nothing(world, django_assert_max_num_queries):
+    _, _, study, _ = world
+    add_simulated(world, 300)
+    service.refit_study(study_id=study.pk)
+    before = versions(study)
+    with django_assert_max_num_queries(14):
+        report = service.refit_study(study_id=study.pk)
+    assert report.outcome == "nothing new"
+    assert versions(study) == before
+
+
+def test_new_answers_give_new_versions_whose_parent_is_the_previous_ready_one(world):
+    _, _, study, users = world
+    add_simulated(world, 300)
+    service.refit_study(study_id=study.pk)
+    first = {v.method: v for v in versions(study)}
+    add_simulated(world, 50, seed=7, annotator=users[0])
+    service.refit_study(study_id=study.pk)
+    latest = {v.method: v for v in versions(study)}  # later ids win
+    for method in ("face", "explore"):
+        assert latest[method].pk != first[method].pk
+        assert latest[method].parent_id == first[method].pk
+        assert latest[method].judgment_watermark > first[method].judgment_watermark
+
+
+def test_snapshot_queries_do_not_grow_with_the_number_of_judgments(world):
+    _, _, study, users = world
+    add_simulated(world, 200)
+    with CaptureQueriesContext(connection) as small:
+        service.refit_study(study_id=study.pk)
+    add_simulated(world, 1500, seed=3, annotator=users[1])
+    with CaptureQueriesContext(connection) as large:
+        service.refit_study(study_id=study.pk)
+    assert len(large.captured_queries) <= len(small.captured_queries) + 2
+
+
+def test_a_deleted_answer_counts_as_new_data(world):
+    _, _, study, _ = world
+    created = add_simulated(world, 300)
+    service.refit_study(study_id=study.pk)
+    assert study.pk not in snapshots.study_ids_with_newer_data()
+    PairJudgment.objects.filter(pk=created[10].pk).delete()
+    assert study.pk in snapshots.study_ids_with_newer_data()
+    assert service.refit_study(study_id=study.pk).outcome == "fitted"
+    assert study.pk not in snapshots.study_ids_with_newer_data()
+
+
+def test_changed_settings_refit_the_same_data(world):
+    _, _, study, _ = world
+    add_simulated(world, 300)
+    service.refit_study(study_id=study.pk)
+    StudyLearningSettings.objects.filter(study=study).update(repeat_policy="drop_unsure")
+    assert service.refit_study(study_id=study.pk).outcome == "fitted"
+    assert len(versions(study, status="ready")) == 4
+
+
+def test_an_interrupted_fit_is_retired_and_refitted_once(world):
+    _, _, study, _ = world
+    add_simulated(world, 300)
+    marks = snapshots.study_data_marks(study_id=study.pk)
+    orphan = MetricVersion.objects.create(
+        study=study,
+        method="explore",
+        judgment_watermark=marks.judgment_watermark,
+        group_watermark=marks.group_watermark,
+        status="fitting",
+    )
+    service.refit_study(study_id=study.pk)
+    orphan.refresh_from_db()
+    assert orphan.status == "failed"
+    assert orphan.transient
+    assert "Interrupted" in orphan.error
+    ready = versions(study, method="explore", status="ready")
+    assert len(ready) == 1
+    assert ready[0].judgment_watermark == marks.judgment_watermark
+
+
+def test_a_held_lease_makes_a_second_refit_wait(world):
+    _, _, study, _ = world
+    add_simulated(world, 100)
+    token = scheduling.lease_claim(study_id=study.pk)
+    report = service.refit_study(study_id=study.pk)
+    assert report.outcome == "busy"
+    assert report.retry_in > 1
+    assert versions(study) == []
+    scheduling.lease_release(study_id=study.pk, token=token, outcome="test")
+    assert service.refit_study(study_id=study.pk).outcome == "fitted"
+
+
+def test_a_few_new_answers_wait_for_the_churn_threshold_or_the_time_limit(world):
+    _, _, study, _ = world
+    learning = selectors.learning_settings_get(study_id=study.pk)
+    learning.version_min_new_answers, learning.version_min_minutes = 10, 5
+    learning.save()
+    add_simulated(world, 300)
+    service.refit_study(study_id=study.pk)
+    first = {v.method: v.pk for v in versions(study)}
+    assert sorted(first) == ["explore", "face"]
+
+    add_simulated(world, 4, seed=2)  # 4 < 10 new answers, 0 < 5 minutes
+    report = service.refit_study(study_id=study.pk)
+    assert report.outcome == "waiting"
+    assert report.ready == []
+    assert any("explore: 4 new answers since version" in reason for reason in report.waiting)
+    assert len(versions(study)) == 2
+    assert study.refit_state.last_outcome.startswith("waiting: ")
+    # The sweep keeps the study due, so the answers are fitted once the wait is over.
+    assert study.pk in snapshots.study_ids_with_newer_data()
+
+    add_simulated(world, 6, seed=3)  # 10 new answers: worth a version
+    assert service.refit_study(study_id=study.pk).outcome == "fitted"
+    assert len(versions(study, method="explore")) == 2
+
+    add_simulated(world, 1, seed=4)
+    assert service.refit_study(study_id=study.pk).outcome == "waiting"
+    MetricVersion.objects.filter(study=study).update(
+        created_at=timezone.now() - timedelta(minutes=6)
+    )  # the time limit passed: one new answer is enough
+    assert service.refit_study(study_id=study.pk).outcome == "fitted"
+    assert len(versions(study, method="explore")) == 3
+
+
+def test_changed_settings_refit_at_once_whatever_the_churn_threshold(world):
+    _, _, study, _ = world
+    add_simulated(world, 300)
+    service.refit_study(study_id=study.pk)
+    learning = selectors.learning_settings_get(study_id=study.pk)
+    learning.version_min_new_answers, learning.version_min_minutes = 1000, 600
+    learning.face_components = 2
+    learning.save()
+    report = service.refit_study(study_id=study.pk)
+    assert report.outcome == "fitted"
+    assert [v.parameters["n_components"] for v in versions(study, method="face")] == [4, 2]
+    assert len(versions(study, method="explore")) == 1  # its settings did not change
+
+
+def test_a_refit_of_a_deleted_study_says_so(db):
+    from annotation.models import Study
+
+    with pytest.raises(Study.DoesNotExist):
+        service.refit_study(study_id=987654)

@@ -1,0 +1,225 @@
+"""Bad inputs of the export API (reviewer of A) and the learning pages: dashboards, WEAT,
+drift, version pages and publishing."""
+
+from __future__ import annotations
+
+from django.urls import reverse
+
+from .cases import A, B, Bad
+
+CASES: list[Bad] = [
+    # --- Export API (reviewer of A) -----------------------------------------------------------
+    Bad(
+        "api-version",
+        "unknown version",
+        "get",
+        lambda w: reverse("api-version", args=[999_999]),
+        404,
+        "No MetricVersion",
+        role="rev_a",
+    ),
+    Bad(
+        "api-version",
+        "another study's version",
+        "get",
+        lambda w: reverse("api-version", args=[w.version_b.pk]),
+        404,
+        "No such study",
+        role="rev_a",
+    ),
+    Bad(
+        "api-version-sigma",
+        "another study's Sigma",
+        "get",
+        lambda w: reverse("api-version-sigma", args=[w.version_b.pk, "npy"]),
+        404,
+        "No such study",
+        role="rev_a",
+    ),
+    Bad(
+        "api-published",
+        "another study",
+        "get",
+        lambda w: reverse("api-published", args=[B(w), "face"]),
+        404,
+        "No such study",
+        role="rev_a",
+    ),
+    Bad(
+        "api-published-sigma",
+        "unknown study",
+        "get",
+        lambda w: reverse("api-published-sigma", args=[999_999, "face", "npy"]),
+        404,
+        "No such study",
+        role="rev_a",
+    ),
+    Bad(
+        "api-export-judgments",
+        "unknown format",
+        "get",
+        lambda w: reverse("api-export-judgments", args=[A(w), "xml"]),
+        404,
+        "Unknown format 'xml'",
+        role="rev_a",
+    ),
+    Bad(
+        "api-export-groups",
+        "another study",
+        "get",
+        lambda w: reverse("api-export-groups", args=[B(w), "csv"]),
+        404,
+        "No such study",
+        role="rev_a",
+    ),
+    # --- Learning pages (reviewer of A; publishing: admin of A) -------------------------------
+    Bad(
+        "learning:study-dashboard",
+        "unknown study",
+        "get",
+        lambda w: reverse("learning:study-dashboard", args=[999_999]),
+        404,
+        "Not found",
+        role="rev_a",
+    ),
+    Bad(
+        "learning:study-dashboard-status",
+        "unknown study",
+        "get",
+        lambda w: reverse("learning:study-dashboard-status", args=[999_999]),
+        404,
+        "Not found",
+        role="rev_a",
+    ),
+    Bad(
+        "learning:study-weat",
+        "another study",
+        "get",
+        lambda w: reverse("learning:study-weat", args=[B(w)]),
+        404,
+        "No such study",
+        role="rev_a",
+    ),
+    Bad(
+        "learning:study-weat-test",
+        "a test of no suite of the study",
+        "get",
+        lambda w: reverse("learning:study-weat-test", args=[B(w), w.weat_test.pk]),
+        404,
+        "Not found",
+        role="su",
+    ),
+    Bad(
+        "learning:study-drift",
+        "unknown study",
+        "get",
+        lambda w: reverse("learning:study-drift", args=[999_999]),
+        404,
+        "Not found",
+        role="rev_a",
+    ),
+    Bad(
+        "learning:version-compare",
+        "ids not numbers",
+        "get",
+        lambda w: reverse("learning:version-compare") + "?a=first&b=second",
+        404,
+        "Give the versions to compare",
+        role="rev_a",
+    ),
+    Bad(
+        "learning:version-compare",
+        "one version missing",
+        "get",
+        lambda w: reverse("learning:version-compare") + f"?a={w.version.pk}",
+        404,
+        "Give the versions to compare",
+        role="rev_a",
+    ),
+    Bad(
+        "learning:version-compare",
+        "a version of another study",
+        "get",
+        lambda w: reverse("learning:version-compare") + f"?a={w.version.pk}&b={w.version_b.pk}",
+        404,
+        "No such study",
+        role="rev_a",
+    ),
+    Bad(
+        "learning:version-detail",
+        "unknown version",
+        "get",
+        lambda w: reverse("learning:version-detail", args=[999_999]),
+        404,
+        "Not found",
+        role="rev_a",
+    ),
+    Bad(
+        "learning:version-publish",
+        "another study's version",
+        "post",
+        lambda w: reverse("learning:version-publish", args=[w.version_b.pk]),
+        404,
+        "No such study",
+        {},
+        "multipart",
+        role="adm_a",
+    ),
+    Bad(
+        "learning:version-publish",
+        "unknown version",
+        "post",
+        lambda w: reverse("learning:version-publish", args=[999_999]),
+        404,
+        "Not found",
+        {},
+        "multipart",
+        role="adm_a",
+    ),
+    # --- Export API: the feature map (record spaces only) -------------------------------------
+    Bad(
+        "api-feature-map",
+        "a space of vectors (no feature map)",
+        "get",
+        lambda w: reverse("api-feature-map", args=[A(w)]),
+        404,
+        "only record spaces have a feature map",
+        role="rev_a",
+    ),
+    Bad(
+        "api-feature-map",
+        "another study",
+        "get",
+        lambda w: reverse("api-feature-map", args=[B(w)]),
+        404,
+        "No such study",
+        role="rev_a",
+    ),
+]
+
+# (endpoint, bad input, the test that covers it)
+ELSEWHERE = [
+    (
+        "api-version-sigma",
+        "unknown method, unknown format, nothing published",
+        "tests.learning.test_export::test_missing_published_unknown_method_and_format_are_404",
+    ),
+    (
+        "api-published",
+        "unknown method",
+        "tests.learning.test_export::test_missing_published_unknown_method_and_format_are_404",
+    ),
+    (
+        "api-export-judgments",
+        "annotator (not a reviewer)",
+        "tests.learning.test_export::test_annotators_cannot_export_judgments",
+    ),
+    (
+        "learning:version-publish",
+        "a failed version",
+        "tests.learning.test_permissions_pages::"
+        "test_publishing_a_failed_version_is_refused_with_a_message",
+    ),
+]
+
+NO_INPUT: set[str] = set()

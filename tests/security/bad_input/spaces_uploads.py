@@ -1,0 +1,210 @@
+"""Bad inputs of the embedding-space pages (staff only): vector, record and text uploads,
+record columns, the columns shown, import pages."""
+
+from __future__ import annotations
+
+from django.urls import reverse
+
+from .cases import Bad, upload
+
+CASES: list[Bad] = [
+    Bad(
+        "spaces:upload",
+        "no file",
+        "post",
+        lambda w: reverse("spaces:upload"),
+        400,
+        "This field is required",
+        {"name": "s", "format": "auto"},
+        "multipart",
+        role="su",
+    ),
+    Bad(
+        "spaces:upload",
+        "negative limit",
+        "post",
+        lambda w: reverse("spaces:upload"),
+        400,
+        "greater than or equal to",
+        {"name": "s", "format": "auto", "limit": "-1"},
+        "multipart",
+        role="su",
+    ),
+    Bad(
+        "spaces:upload",
+        "unknown format",
+        "post",
+        lambda w: reverse("spaces:upload"),
+        400,
+        "Select a valid choice",
+        {"name": "s", "format": "exe"},
+        "multipart",
+        role="su",
+    ),
+    Bad(
+        "spaces:records-upload",
+        "malformed CSV row",
+        "post",
+        lambda w: reverse("spaces:records-upload"),
+        400,
+        "line 3: 3 fields where the header has 2",
+        lambda w: {"name": "r", "file": upload("t.csv", b"a,b\n1,2\n1,2,3\n")},
+        "multipart",
+        role="su",
+    ),
+    Bad(
+        "spaces:records-upload",
+        "empty file",
+        "post",
+        lambda w: reverse("spaces:records-upload"),
+        400,
+        "The submitted file is empty",
+        lambda w: {"name": "r", "file": upload("t.csv", b"")},
+        "multipart",
+        role="su",
+    ),
+    Bad(
+        "spaces:records-upload",
+        "not UTF-8",
+        "post",
+        lambda w: reverse("spaces:records-upload"),
+        400,
+        "line 2: the file is not UTF-8 text",
+        lambda w: {"name": "r", "file": upload("t.csv", b"a\ncaf\xe9\n")},
+        "multipart",
+        role="su",
+    ),
+    Bad(
+        "spaces:records-columns",
+        "unknown column for the label",
+        "post",
+        lambda w: reverse("spaces:records-columns", args=[w.records_import.pk]),
+        400,
+        "Select a valid choice",
+        {"role_0": "numeric", "role_1": "categorical", "label_column": "income"},
+        "multipart",
+        role="su",
+    ),
+    Bad(
+        "spaces:records-columns",
+        "a text column declared numeric",
+        "post",
+        lambda w: reverse("spaces:records-columns", args=[w.records_import.pk]),
+        400,
+        "column &#x27;sex&#x27;, row 1: &#x27;F&#x27; is not a number",
+        {"role_0": "numeric", "role_1": "numeric"},
+        "multipart",
+        role="su",
+    ),
+    Bad(
+        "spaces:records-columns",
+        "unknown upload",
+        "get",
+        lambda w: reverse("spaces:records-columns", args=[999_999]),
+        404,
+        "Not found",
+        role="su",
+    ),
+    Bad(
+        "spaces:records-shown",
+        "unknown space",
+        "post",
+        lambda w: reverse("spaces:records-shown", args=[999_999]),
+        404,
+        "Not found",
+        {"shown_0": "on"},
+        "multipart",
+        role="su",
+    ),
+    Bad(
+        "spaces:records-shown",
+        "a word space has no columns to show",
+        "get",
+        lambda w: reverse("spaces:records-shown", args=[w.study_a.space_id]),
+        404,
+        "Not found",
+        role="su",
+    ),
+    Bad(
+        "spaces:texts-upload",
+        "no file",
+        "post",
+        lambda w: reverse("spaces:texts-upload"),
+        400,
+        "This field is required",
+        {"name": "t", "text_column": "text"},
+        "multipart",
+        role="su",
+    ),
+    Bad(
+        "spaces:import",
+        "unknown import",
+        "get",
+        lambda w: reverse("spaces:import", args=[999_999]),
+        404,
+        "Not found",
+        role="su",
+    ),
+    Bad(
+        "spaces:import-status",
+        "unknown import",
+        "get",
+        lambda w: reverse("spaces:import-status", args=[999_999]),
+        404,
+        "Not found",
+        role="su",
+    ),
+]
+
+# (endpoint, bad input, the test that covers it)
+ELSEWHERE = [
+    (
+        "spaces:upload",
+        "unreadable files, NaN/inf vectors, mixed dimensions",
+        "tests.spaces.test_space_upload::test_a_bad_file_is_a_form_error_and_nothing_is_stored",
+    ),
+    (
+        "spaces:upload",
+        "a file over MAX_UPLOAD_MB",
+        "tests.spaces.test_space_upload::test_files_over_the_size_limit_are_refused",
+    ),
+    (
+        "spaces:upload",
+        "a body over the limit, refused unread",
+        "tests.spaces.test_space_upload::test_a_huge_body_is_refused_before_it_is_read",
+    ),
+    (
+        "spaces:records-upload",
+        "malformed CSV/Parquet, empty, header only, non-UTF-8, duplicate column, unknown format",
+        "tests.spaces.test_table_uploads::test_bad_record_files_are_form_errors_and_leave_nothing",
+    ),
+    (
+        "spaces:records-upload",
+        "a file over MAX_TABLE_MB (form error) and a body refused unread (413)",
+        "tests.spaces.test_table_uploads::test_too_large_table_is_refused_unread",
+    ),
+    (
+        "spaces:records-columns",
+        "unknown column, bad roles, label or key inside φ, nothing to embed",
+        "tests.spaces.test_table_uploads::"
+        "test_bad_column_choices_keep_the_upload_and_create_nothing",
+    ),
+    (
+        "spaces:texts-upload",
+        "JSONL with a bad line, not objects, blank text, unknown column, duplicate key, non-UTF-8",
+        "tests.spaces.test_table_uploads::test_bad_text_files_are_form_errors_and_leave_nothing",
+    ),
+    (
+        "spaces:texts-upload",
+        "the optional extra missing",
+        "tests.spaces.test_table_uploads::test_text_upload_says_plainly_when_the_extra_is_missing",
+    ),
+    (
+        "spaces:upload",
+        "a space name already taken",
+        "tests.spaces.test_space_upload::test_a_taken_name_is_a_form_error",
+    ),
+]
+
+# Taking no input beyond authentication (covered by the authorization matrix).
+NO_INPUT = {"spaces:list"}

@@ -1,0 +1,91 @@
+"""Matrix rows of the annotation API (/api/studies/…, /api/items/): members answer, undo
+their own answers and keep groups; outsiders of a study get 404."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.urls import reverse
+
+from ..conftest import World
+from .policies import API_GATE, MEMBER_API, STUDY_API_GATE, A, Row, statuses
+
+
+def judgment_body(world: World, role: str) -> dict:
+    return {
+        "item_a": world.items[2].pk,
+        "item_b": world.items[3].pk,
+        "label": "comparable",
+        "client_id": str(uuid.uuid4()),
+    }
+
+
+ROWS: dict[str, Row] = {
+    "api-studies": Row(
+        lambda w: reverse("api-studies"), {"get": statuses(401, 200, 200, 200, 200, 200)}, API_GATE
+    ),
+    "api-study": Row(
+        lambda w: reverse("api-study", args=[A(w)]), {"get": MEMBER_API}, STUDY_API_GATE
+    ),
+    "api-next-pair": Row(
+        lambda w: reverse("api-next-pair", args=[A(w)]), {"get": MEMBER_API}, STUDY_API_GATE
+    ),
+    "api-judgments": Row(
+        lambda w: reverse("api-judgments", args=[A(w)]),
+        {"get": MEMBER_API, "post": statuses(401, 201, 404, 201, 201, 201)},
+        STUDY_API_GATE,
+        body=judgment_body,
+        fmt="json",
+    ),
+    "api-judgments-batch": Row(  # 200 with one result per answer (each stored on its own)
+        lambda w: reverse("api-judgments-batch", args=[A(w)]),
+        {"post": statuses(401, 200, 404, 200, 200, 200)},
+        STUDY_API_GATE,
+        body=lambda w, r: {"answers": [judgment_body(w, r)]},
+        fmt="json",
+    ),
+    "api-skips": Row(
+        lambda w: reverse("api-skips", args=[A(w)]),
+        {"post": statuses(401, 201, 404, 201, 201, 201)},
+        STUDY_API_GATE,
+        body=lambda w, r: {"item_a": w.items[7].pk, "item_b": w.items[8].pk},
+        fmt="json",
+    ),
+    "api-comments": Row(
+        lambda w: reverse("api-comments", args=[A(w)]),
+        {"post": statuses(401, 201, 404, 201, 201, 201)},
+        STUDY_API_GATE,
+        body=lambda w, r: {
+            "item_a": w.items[7].pk,
+            "item_b": w.items[8].pk,
+            "text": f"note by {r}",
+            "client_id": str(uuid.uuid4()),
+        },
+        fmt="json",
+    ),
+    "api-judgment": Row(  # undo: only one's own answer
+        lambda w: reverse("api-judgment", args=[A(w), w.judgment.pk]),
+        {"delete": statuses(401, 204, 404, 403, 403, 403)},
+        STUDY_API_GATE,
+    ),
+    "api-groups": Row(
+        lambda w: reverse("api-groups", args=[A(w)]),
+        {"get": MEMBER_API, "post": statuses(401, 201, 404, 201, 201, 201)},
+        STUDY_API_GATE,
+        body=lambda w, r: {"name": f"group of {r}", "members": [w.items[5].pk, w.items[6].pk]},
+        fmt="json",
+    ),
+    "api-group": Row(  # the creator (ann_a) and reviewers/admins may edit
+        lambda w: reverse("api-group", args=[A(w), w.group.pk]),
+        {"get": MEMBER_API, "patch": MEMBER_API},
+        STUDY_API_GATE,
+        body=lambda w, r: {"name": f"renamed by {r}"},
+        fmt="json",
+    ),
+    "api-suggestions": Row(
+        lambda w: reverse("api-suggestions", args=[A(w)]), {"get": MEMBER_API}, STUDY_API_GATE
+    ),
+    "api-items": Row(
+        lambda w: reverse("api-items") + f"?study={A(w)}&q=w", {"get": MEMBER_API}, API_GATE
+    ),
+}
