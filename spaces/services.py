@@ -23,10 +23,9 @@ from django.db import IntegrityError, transaction
 from django.utils.text import slugify
 
 from common.iterables import batched
-
-from .embeddings import EmbeddingReader
-from .exceptions import EmbeddingFormatError
-from .models import EmbeddingSpace, Item, Tag
+from spaces.exceptions import EmbeddingFormatError
+from spaces.models import EmbeddingSpace, Item, Tag
+from spaces.vectors.reader import EmbeddingReader
 
 BATCH_SIZE = 5000
 NPY_HEADER_BYTES = 128  # fixed, so the real shape can be written once all rows are in

@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 from django.conf import settings
 
-from .exceptions import InputFileError
+from spaces.exceptions import InputFileError
 
 TABLE_FORMATS = ("csv", "parquet")
 TEXT_FORMATS = ("csv", "jsonl")

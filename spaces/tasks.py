@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from .texts import EMBED_TASK, LEASE, text_embed_enqueue, text_embed_step
-from .uploads import IMPORT_TASK, TIME_LIMIT, embedding_import_run
+from spaces.texts.uploads import EMBED_TASK, LEASE, text_embed_enqueue, text_embed_step
+from spaces.vectors.uploads import IMPORT_TASK, TIME_LIMIT, embedding_import_run
 
 
 @shared_task(

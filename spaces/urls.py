@@ -2,7 +2,8 @@
 
 from django.urls import path
 
-from . import views, views_tables
+from spaces import views
+from spaces.records import views as views_tables
 
 app_name = "spaces"
 

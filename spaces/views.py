@@ -13,11 +13,10 @@ from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_GET, require_http_methods
 
 from common.access import require_staff
-
-from .exceptions import InputFileError
-from .forms import EmbeddingUploadForm
-from .models import EmbeddingImport, EmbeddingSpace
-from .uploads import embedding_import_create
+from spaces.exceptions import InputFileError
+from spaces.models import EmbeddingImport, EmbeddingSpace
+from spaces.records.forms import EmbeddingUploadForm
+from spaces.vectors.uploads import embedding_import_create
 
 
 def staff_required(view):

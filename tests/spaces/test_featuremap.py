@@ -12,8 +12,8 @@ from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.compose import ColumnTransformer
 from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
-from spaces import featuremap
-from spaces.featuremap import apply_feature_map, build_feature_map, validate_feature_map
+from spaces.records import featuremap
+from spaces.records.featuremap import apply_feature_map, build_feature_map, validate_feature_map
 
 
 def tiny() -> pd.DataFrame:

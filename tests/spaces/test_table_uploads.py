@@ -15,11 +15,12 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 from numpy.testing import assert_allclose
 
-from spaces import sentence_model, texts
 from spaces.exceptions import InputFileError
-from spaces.featuremap import apply_feature_map
 from spaces.models import EmbeddingImport, EmbeddingSpace, Item
+from spaces.records.featuremap import apply_feature_map
 from spaces.tables import read_jsonl
+from spaces.texts import sentence_model
+from spaces.texts import uploads as texts
 from tests.celery_support import require
 
 CSV = b"id,age,sex,hours,income\np1,39,Male,40,<=50K\np2, 50,Female,13,>50K\np3,38,Male,40,<=50K\n"

@@ -17,11 +17,11 @@ from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 from django.utils import timezone
 
-from .exceptions import EmbeddingFormatError, InputFileError
-from .models import EmbeddingImport, EmbeddingSpace
-from .records import record_space_create
-from .tables import TABLE_FORMATS, guess_format, max_table_bytes, read_table
-from .uploads import _remove_files, _store, import_name_check
+from spaces.exceptions import EmbeddingFormatError, InputFileError
+from spaces.models import EmbeddingImport, EmbeddingSpace
+from spaces.records.create import record_space_create
+from spaces.tables import TABLE_FORMATS, guess_format, max_table_bytes, read_table
+from spaces.vectors.uploads import _remove_files, _store, import_name_check
 
 Status = EmbeddingImport.Status
 RECORDS_PREFIX = "records-"

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 from django.conf import settings
 
-from .exceptions import EmbeddingFormatError
+from spaces.exceptions import EmbeddingFormatError
 
 FORMATS = ("word2vec", "glove", "word2vec-bin", "npy", "csv")
 BLOCK_ROWS = 8192

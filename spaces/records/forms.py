@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from django import forms
 from django.conf import settings
 
-from .embeddings import FORMATS
-from .models import Item
+from spaces.models import Item
+from spaces.vectors.reader import FORMATS
 
 
 class EmbeddingUploadForm(forms.Form):

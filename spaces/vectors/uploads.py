@@ -27,11 +27,11 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.text import get_valid_filename
 
-from .embedding_formats import PreflightBudgetSpent, preflight_budget
-from .embeddings import EmbeddingReader
-from .exceptions import EmbeddingFormatError, InputFileError
-from .models import EmbeddingImport, EmbeddingSpace
-from .services import space_import
+from spaces.exceptions import EmbeddingFormatError, InputFileError
+from spaces.models import EmbeddingImport, EmbeddingSpace
+from spaces.services import space_import
+from spaces.vectors.parsers import PreflightBudgetSpent, preflight_budget
+from spaces.vectors.reader import EmbeddingReader
 
 logger = logging.getLogger(__name__)
 # Kept from before spaces left annotation, so messages already queued still run.

@@ -10,20 +10,20 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_http_methods
 
-from . import sentence_model
-from .exceptions import EmbeddingFormatError, InputFileError
-from .forms import ColumnsForm, ShownColumnsForm, TableUploadForm, TextUploadForm
-from .models import EmbeddingImport, EmbeddingSpace, first_record
-from .record_uploads import (
+from spaces.exceptions import EmbeddingFormatError, InputFileError
+from spaces.models import EmbeddingImport, EmbeddingSpace, first_record
+from spaces.records.create import record_columns, record_hidden_columns_set
+from spaces.records.forms import ColumnsForm, ShownColumnsForm, TableUploadForm, TextUploadForm
+from spaces.records.uploads import (
     RECORDS_PREFIX,
     record_upload_create,
     record_upload_finish,
     record_upload_table,
 )
-from .records import record_columns, record_hidden_columns_set
-from .tables import guess_roles
-from .texts import text_upload_create
-from .views import staff_required
+from spaces.tables import guess_roles
+from spaces.texts import sentence_model
+from spaces.texts.uploads import text_upload_create
+from spaces.views import staff_required
 
 PREVIEW_ROWS = 5
 

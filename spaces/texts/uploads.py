@@ -24,14 +24,14 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from . import sentence_model
-from .exceptions import InputFileError
-from .models import EmbeddingImport, EmbeddingSpace, Item
-from .record_uploads import table_upload_store
-from .records import MAX_KEY
-from .services import space_from_matrix
-from .tables import TEXT_FORMATS, read_table
-from .uploads import _enqueue, _remove_files
+from spaces.exceptions import InputFileError
+from spaces.models import EmbeddingImport, EmbeddingSpace, Item
+from spaces.records.create import MAX_KEY
+from spaces.records.uploads import table_upload_store
+from spaces.services import space_from_matrix
+from spaces.tables import TEXT_FORMATS, read_table
+from spaces.texts import sentence_model
+from spaces.vectors.uploads import _enqueue, _remove_files
 
 TEXTS_PREFIX = "texts-"
 EMBED_TASK = "spaces.embed_texts"

@@ -13,10 +13,10 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from .exceptions import EmbeddingFormatError
-from .featuremap import apply_feature_map, build_feature_map
-from .models import EmbeddingSpace, Item, first_record
-from .services import Progress, space_from_matrix
+from spaces.exceptions import EmbeddingFormatError
+from spaces.models import EmbeddingSpace, Item, first_record
+from spaces.records.featuremap import apply_feature_map, build_feature_map
+from spaces.services import Progress, space_from_matrix
 
 MAX_KEY = 255
 

@@ -38,7 +38,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .embedding_formats import (
+from spaces.exceptions import EmbeddingFormatError, InputFileError
+from spaces.vectors.parsers import (
     _HEADER,
     BLOCK_ROWS,
     FORMATS,
@@ -49,7 +50,6 @@ from .embedding_formats import (
     _decode,
     _open_binary,
 )
-from .exceptions import EmbeddingFormatError, InputFileError
 
 __all__ = [
     "FORMATS",
