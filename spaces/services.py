@@ -28,6 +28,7 @@ from spaces.models import EmbeddingSpace, Item, Tag
 from spaces.vectors.reader import EmbeddingReader
 
 BATCH_SIZE = 5000
+MAX_KEY = 255  # Item.key's max_length
 NPY_HEADER_BYTES = 128  # fixed, so the real shape can be written once all rows are in
 
 # progress(stage, done, total): stage is "reading" (rows read) or "storing" (items saved).

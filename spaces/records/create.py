@@ -16,9 +16,7 @@ import pandas as pd
 from spaces.exceptions import EmbeddingFormatError
 from spaces.models import EmbeddingSpace, Item, first_record
 from spaces.records.featuremap import apply_feature_map, build_feature_map
-from spaces.services import Progress, space_from_matrix
-
-MAX_KEY = 255
+from spaces.services import MAX_KEY, Progress, space_from_matrix
 
 
 def frame_records(frame: pd.DataFrame) -> list[dict]:

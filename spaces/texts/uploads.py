@@ -26,12 +26,10 @@ from django.utils import timezone
 
 from spaces.exceptions import InputFileError
 from spaces.models import EmbeddingImport, EmbeddingSpace, Item
-from spaces.records.create import MAX_KEY
-from spaces.records.uploads import table_upload_store
-from spaces.services import space_from_matrix
+from spaces.services import MAX_KEY, space_from_matrix
 from spaces.tables import TEXT_FORMATS, read_table
 from spaces.texts import sentence_model
-from spaces.vectors.uploads import _enqueue, _remove_files
+from spaces.uploads import import_enqueue, table_upload_store, upload_files_remove
 
 TEXTS_PREFIX = "texts-"
 EMBED_TASK = "spaces.embed_texts"
@@ -98,7 +96,7 @@ def text_upload_create(
     try:
         keys, _ = text_column_values(frame, **options)
     except BaseException:
-        _remove_files(job)
+        upload_files_remove(job)
         raise
     job.stage = "embedding"
     job.total_rows = len(keys)
@@ -109,7 +107,7 @@ def text_upload_create(
 
 
 def text_embed_enqueue(import_id: int) -> None:
-    _enqueue(import_id, EMBED_TASK)
+    import_enqueue(import_id, EMBED_TASK)
 
 
 def _claim(import_id: int) -> bool:
@@ -202,7 +200,7 @@ def text_embed_step(*, import_id: int, max_batches: int = SLICE_BATCHES) -> str:
 
 def _remove_job_files(job: EmbeddingImport) -> None:
     work_path(job).unlink(missing_ok=True)
-    _remove_files(job)
+    upload_files_remove(job)
 
 
 def _fail(job: EmbeddingImport, error: str) -> None:

@@ -1,39 +1,40 @@
 """Browser uploads of embedding files: store, preflight, queue, and run as a Celery task.
 
-``embedding_import_create`` stores the uploaded file(s) under ``uploads/`` in media storage,
-reads the first block with the same reader as ``import_embeddings`` (so a wrong format, a bad
-header, undecodable bytes or an empty file are form errors at once) and queues
-``spaces.tasks.import_embeddings_task`` after the commit. ``embedding_import_run`` is the
-task's body: it claims the import with a conditional UPDATE (a redelivered message does not run
-it twice), imports through :func:`spaces.services.space_import` (all checks, atomic) while
-reporting progress on the row, and removes the uploaded files when it ends.
+``embedding_import_create`` stores the uploaded file(s) under ``uploads/`` in media storage
+(:mod:`spaces.uploads`, the steps every upload shares), reads the first block with the same
+reader as ``import_embeddings`` (so a wrong format, a bad header, undecodable bytes or an empty
+file are form errors at once) and queues ``spaces.tasks.import_embeddings_task`` after the
+commit. ``embedding_import_run`` is the task's body: it claims the import with a conditional
+UPDATE (a redelivered message does not run it twice), imports through
+:func:`spaces.services.space_import` (all checks, atomic) while reporting progress on the row,
+and removes the uploaded files when it ends.
 """
 
 from __future__ import annotations
 
-import contextlib
-import logging
 import time
-import uuid
 from datetime import timedelta
-from pathlib import Path
 
-from celery import current_app
 from django.conf import settings
 from django.core.files.storage import default_storage
 from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
-from django.utils.text import get_valid_filename
 
 from spaces.exceptions import EmbeddingFormatError, InputFileError
 from spaces.models import EmbeddingImport, EmbeddingSpace
 from spaces.services import space_import
+from spaces.uploads import (
+    import_enqueue,
+    import_name_check,
+    upload_files_remove,
+    upload_folder,
+    upload_store,
+)
 from spaces.vectors.parsers import PreflightBudgetSpent, preflight_budget
 from spaces.vectors.reader import EmbeddingReader
 
-logger = logging.getLogger(__name__)
 # Kept from before spaces left annotation, so messages already queued still run.
 IMPORT_TASK = "annotation.import_embeddings"
 
@@ -44,11 +45,6 @@ Status = EmbeddingImport.Status
 
 def max_upload_bytes() -> int:
     return settings.MAX_UPLOAD_MB * 1024 * 1024
-
-
-def _store(upload: UploadedFile, folder: str) -> str:
-    name = get_valid_filename(Path(upload.name or "upload").name) or "upload"
-    return default_storage.save(f"{folder}/{name}", upload)
 
 
 def _extra_paths(job: EmbeddingImport) -> dict:
@@ -79,33 +75,6 @@ def _preflight(job: EmbeddingImport) -> None:
             pass
 
 
-def _remove_files(job: EmbeddingImport) -> None:
-    """Delete the uploaded files and their folder (``uploads/<id>/``) when it is left empty."""
-    folders = set()
-    for field in (job.file, job.extra_file):
-        if field and field.name:
-            default_storage.delete(field.name)
-            folders.add(Path(default_storage.path(field.name)).parent)
-    for folder in folders:
-        with contextlib.suppress(OSError):  # not empty, or gone already
-            folder.rmdir()
-
-
-def import_name_check(name: str) -> str:
-    """The stripped name of an upload's space: not empty, not taken, not being imported."""
-    name = (name or "").strip()
-    if not name:
-        raise EmbeddingFormatError("the space needs a name")
-    if (
-        EmbeddingSpace.objects.filter(name=name).exists()
-        or EmbeddingImport.objects.filter(
-            name=name, status__in=[Status.PENDING, Status.RUNNING]
-        ).exists()
-    ):
-        raise EmbeddingFormatError(f"a space named {name!r} exists or is being imported")
-    return name
-
-
 def embedding_import_create(
     *,
     user,
@@ -124,7 +93,7 @@ def embedding_import_create(
             raise EmbeddingFormatError(
                 f"{part.name} is larger than the upload limit of {settings.MAX_UPLOAD_MB} MB"
             )
-    folder = f"uploads/{uuid.uuid4().hex[:12]}"
+    folder = upload_folder()
     job = EmbeddingImport(
         name=name,
         format=fmt,
@@ -134,31 +103,18 @@ def embedding_import_create(
         created_by=user,
         original_name=(upload.name or "")[:255],
     )
-    job.file.name = _store(upload, folder)
+    job.file.name = upload_store(upload, folder)
     if extra is not None:
-        job.extra_file.name = _store(extra, folder)
+        job.extra_file.name = upload_store(extra, folder)
     try:
         _preflight(job)
     except BaseException:
-        _remove_files(job)
+        upload_files_remove(job)
         raise
     with transaction.atomic():
         job.save()
-        transaction.on_commit(lambda: _enqueue(job.pk))
+        transaction.on_commit(lambda: import_enqueue(job.pk, IMPORT_TASK))
     return job
-
-
-def _enqueue(import_id: int, task: str = IMPORT_TASK) -> None:
-    """Queue ``task`` for an import; a broker that is down marks the import failed, saying so."""
-    try:  # by name (spaces.tasks imports this module): the task is spaces.tasks.import_embeddings
-        current_app.send_task(task, args=[import_id], queue=settings.CELERY_TASK_DEFAULT_QUEUE)
-    except Exception as exc:  # noqa: BLE001 - a down broker: say so on the page
-        logger.warning("could not queue %s for import %s: %s", task, import_id, exc)
-        EmbeddingImport.objects.filter(pk=import_id, status=Status.PENDING).update(
-            status=Status.FAILED,
-            error="could not queue the import (the task broker is unreachable); upload again",
-            finished_at=timezone.now(),
-        )
 
 
 def _claim(import_id: int) -> bool:
@@ -229,4 +185,4 @@ def _finish(job: EmbeddingImport, *, status: str, error: str = "", space=None) -
             "total_rows": space.item_count,
         }
     EmbeddingImport.objects.filter(pk=job.pk).update(**values)
-    _remove_files(job)
+    upload_files_remove(job)
