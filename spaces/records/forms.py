@@ -8,7 +8,7 @@ from django import forms
 from django.conf import settings
 
 from spaces.models import Item
-from spaces.vectors.reader import FORMATS
+from spaces.vectors.formats import FORMATS
 
 
 class EmbeddingUploadForm(forms.Form):

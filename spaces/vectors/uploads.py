@@ -32,7 +32,7 @@ from spaces.uploads import (
     upload_folder,
     upload_store,
 )
-from spaces.vectors.parsers import PreflightBudgetSpent, preflight_budget
+from spaces.vectors.bounded import PreflightBudgetSpent, preflight_budget
 from spaces.vectors.reader import EmbeddingReader
 
 # Kept from before spaces left annotation, so messages already queued still run.

@@ -16,9 +16,10 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from spaces import services
+from spaces.exceptions import EmbeddingFormatError
 from spaces.models import EmbeddingSpace, Item, Tag
 from spaces.services import space_import
-from spaces.vectors.reader import EmbeddingFormatError, EmbeddingReader
+from spaces.vectors.reader import EmbeddingReader
 
 from ..conftest import ROOT, subprocess_env
 

@@ -11,7 +11,7 @@ from tqdm import tqdm
 from spaces.exceptions import InputFileError
 from spaces.models import Item
 from spaces.services import space_import
-from spaces.vectors.reader import FORMATS
+from spaces.vectors.formats import FORMATS
 
 
 class ProgressBars:
