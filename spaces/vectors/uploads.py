@@ -6,8 +6,8 @@ reader as ``import_embeddings`` (so a wrong format, a bad header, undecodable by
 file are form errors at once) and queues ``spaces.tasks.import_embeddings_task`` after the
 commit. ``embedding_import_run`` is the task's body: it claims the import with a conditional
 UPDATE (a redelivered message does not run it twice), imports through
-:func:`spaces.services.space_import` (all checks, atomic) while reporting progress on the row,
-and removes the uploaded files when it ends.
+:func:`spaces.vectors.importing.space_import` (all checks, atomic) while reporting progress on
+the row, and removes the uploaded files when it ends.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from django.utils import timezone
 
 from spaces.exceptions import EmbeddingFormatError, InputFileError
 from spaces.models import EmbeddingImport, EmbeddingSpace
-from spaces.services import space_import
 from spaces.uploads import (
     import_enqueue,
     import_name_check,
@@ -33,6 +32,7 @@ from spaces.uploads import (
     upload_store,
 )
 from spaces.vectors.bounded import PreflightBudgetSpent, preflight_budget
+from spaces.vectors.importing import space_import
 from spaces.vectors.reader import EmbeddingReader
 
 # Kept from before spaces left annotation, so messages already queued still run.

@@ -15,10 +15,10 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from spaces import services
 from spaces.exceptions import EmbeddingFormatError
 from spaces.models import EmbeddingSpace, Item, Tag
-from spaces.services import space_import
+from spaces.vectors import importing
+from spaces.vectors.importing import space_import
 from spaces.vectors.reader import EmbeddingReader
 
 from ..conftest import ROOT, subprocess_env
@@ -361,14 +361,14 @@ def test_existing_name_is_rejected_before_reading(db, media, tmp_path):
 
 def test_a_name_taken_while_reading_is_a_readable_error(db, media, tmp_path, monkeypatch):
     path = write(tmp_path / "v.txt", text_lines())
-    original = services._write_matrix
+    original = importing._write_matrix
 
     def meanwhile(reader, target, progress):  # another import commits the same name
         rows = original(reader, target, progress)
         EmbeddingSpace.objects.create(name="race", dimension=4, matrix="spaces/o.npy", sha256="0")
         return rows
 
-    monkeypatch.setattr(services, "_write_matrix", meanwhile)
+    monkeypatch.setattr(importing, "_write_matrix", meanwhile)
     with pytest.raises(EmbeddingFormatError, match="a space named 'race' already exists"):
         space_import(path=path, name="race")
     assert EmbeddingSpace.objects.count() == 1
@@ -432,7 +432,7 @@ def test_large_text_file_streams_in_blocks_without_holding_the_matrix(
         f.write(f"{n} {d}\n")
         f.writelines(f"w{i} {' '.join(row)}\n" for i, row in enumerate(tokens[index].tolist()))
     blocks = 0
-    original = services._write_matrix
+    original = importing._write_matrix
 
     def counting(reader, target, progress):
         nonlocal blocks
@@ -452,7 +452,7 @@ def test_large_text_file_streams_in_blocks_without_holding_the_matrix(
         )
         return rows
 
-    monkeypatch.setattr(services, "_write_matrix", counting)
+    monkeypatch.setattr(importing, "_write_matrix", counting)
     space = space_import(path=path, name="big")
     assert blocks > 10
     assert space.item_count == n

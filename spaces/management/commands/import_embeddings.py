@@ -10,8 +10,8 @@ from tqdm import tqdm
 
 from spaces.exceptions import InputFileError
 from spaces.models import Item
-from spaces.services import space_import
 from spaces.vectors.formats import FORMATS
+from spaces.vectors.importing import space_import
 
 
 class ProgressBars:
