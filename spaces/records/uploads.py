@@ -49,12 +49,15 @@ def record_upload_finish(
     label_column: str = "",
     key_column: str = "",
     hidden_columns: Sequence[str] | None = None,
+    frame: pd.DataFrame | None = None,
 ) -> EmbeddingSpace:
     """Create the space with the chosen roles and the columns hidden from annotators (None:
-    the label column); on bad choices raise and keep the upload."""
+    the label column); on bad choices raise and keep the upload. ``frame``: the upload's table
+    when the caller has read it already (the columns page has), else it is read here."""
     if job.status != Status.PENDING or not job.format.startswith(RECORDS_PREFIX):
         raise EmbeddingFormatError("this upload is not waiting for its columns")
-    frame = record_upload_table(job)
+    if frame is None:
+        frame = record_upload_table(job)
     unknown = sorted(set(roles) - set(frame.columns))
     if unknown:
         raise EmbeddingFormatError(f"no column {unknown[0]!r} in the file")

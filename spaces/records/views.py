@@ -69,6 +69,7 @@ def records_columns(request: HttpRequest, import_id: int) -> HttpResponse:
                 label_column=form.cleaned_data["label_column"],
                 key_column=form.cleaned_data["key_column"],
                 hidden_columns=form.hidden_columns(),
+                frame=frame,  # read once per request, above
             )
         except InputFileError as exc:
             form.add_error(None, str(exc))

@@ -17,6 +17,7 @@ from numpy.testing import assert_allclose
 
 from spaces.exceptions import InputFileError
 from spaces.models import EmbeddingImport, EmbeddingSpace, Item
+from spaces.records import uploads as record_uploads
 from spaces.records.featuremap import apply_feature_map
 from spaces.tables import read_jsonl
 from spaces.texts import embedding, sentence_model
@@ -133,6 +134,18 @@ def test_the_columns_page_stores_which_columns_annotators_see(staff_client, medi
     assert job.options["hidden_columns"] == ["age"]
     item = Item.objects.get(space=space, key="p2")
     assert item.shown_payload == {"id": "p2", "sex": "Female", "hours": "13", "income": ">50K"}
+
+
+def test_the_columns_post_reads_the_uploaded_table_once(staff_client, media_root, monkeypatch):
+    response = post_file(staff_client, "spaces:records-upload", CSV, "people.csv")
+    reads = []
+    read_table = record_uploads.read_table
+    monkeypatch.setattr(record_uploads, "read_table", lambda *a: reads.append(a) or read_table(*a))
+    answer = {"role_0": "excluded", "role_1": "numeric", "role_2": "categorical"}
+    answer |= {"role_3": "numeric", "role_4": "excluded", "label_column": "income"}
+    assert staff_client.post(response["Location"], answer).status_code == 302
+    assert len(reads) == 1
+    assert EmbeddingSpace.objects.get(name="people").item_count == 3
 
 
 def test_parquet_records(staff_client, media_root):
