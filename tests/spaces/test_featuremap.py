@@ -13,7 +13,12 @@ from sklearn.compose import ColumnTransformer
 from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
 from spaces.records import featuremap
-from spaces.records.featuremap import apply_feature_map, build_feature_map, validate_feature_map
+from spaces.records.featuremap import (
+    apply_feature_map,
+    build_feature_map,
+    feature_map_json,
+    validate_feature_map,
+)
 
 
 def tiny() -> pd.DataFrame:
@@ -48,6 +53,16 @@ def test_spec_is_plain_json_that_round_trips():
     again = json.loads(json.dumps(spec))
     assert again == spec
     assert_array_equal(apply_feature_map(again, tiny()), apply_feature_map(spec, tiny()))
+
+
+def test_feature_map_json_is_the_same_bytes_for_the_same_map():
+    frame = tiny().assign(job=["café", "thé", "café"])
+    spec = build_feature_map(frame, numeric=["age"], categorical=["job"], excluded=["income"])
+    body = feature_map_json(spec)
+    assert body == json.dumps(spec, sort_keys=True, ensure_ascii=False).encode("utf-8")
+    assert feature_map_json(dict(reversed(spec.items()))) == body  # key order does not matter
+    assert "café".encode() in body  # UTF-8, not \\u escapes
+    assert json.loads(body) == spec
 
 
 def hand_made() -> pd.DataFrame:
@@ -184,6 +199,7 @@ def test_apply_imports_no_sklearn():
     ]
     assert module_imports == [
         "from __future__ import annotations",
+        "import json",
         "import math",
         "from collections.abc import Sequence",
         "import numpy as np",
