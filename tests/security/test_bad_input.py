@@ -1390,17 +1390,17 @@ COVERED_ELSEWHERE = [
     (
         "spaces:upload",
         "unreadable files, NaN/inf vectors, mixed dimensions",
-        "tests.spaces.test_space_upload::test_a_bad_file_is_a_form_error_and_nothing_is_stored",
+        "tests.spaces.vectors.test_uploads::test_a_bad_file_is_a_form_error_and_nothing_is_stored",
     ),
     (
         "spaces:upload",
         "a file over MAX_UPLOAD_MB",
-        "tests.spaces.test_space_upload::test_files_over_the_size_limit_are_refused",
+        "tests.spaces.vectors.test_uploads::test_files_over_the_size_limit_are_refused",
     ),
     (
         "spaces:upload",
         "a body over the limit, refused unread",
-        "tests.spaces.test_space_upload::test_a_huge_body_is_refused_before_it_is_read",
+        "tests.spaces.vectors.test_uploads::test_a_huge_body_is_refused_before_it_is_read",
     ),
     (
         "spaces:records-upload",
@@ -1431,7 +1431,7 @@ COVERED_ELSEWHERE = [
     (
         "spaces:upload",
         "a space name already taken",
-        "tests.spaces.test_space_upload::test_a_taken_name_is_a_form_error",
+        "tests.spaces.vectors.test_uploads::test_a_taken_name_is_a_form_error",
     ),
     ("accounts:login", "wrong password", "tests.test_auth::test_wrong_password_shows_a_form_error"),
     (
@@ -1442,28 +1442,29 @@ COVERED_ELSEWHERE = [
     (
         "import_embeddings",
         "NaN/inf, mixed dimensions, duplicate keys, bad headers, empty keys",
-        "tests.spaces.test_import_embeddings::"
+        "tests.spaces.vectors.test_import_bad_input::"
         "test_bad_text_input_names_the_line_and_stores_nothing",
     ),
     (
         "import_embeddings",
         "binary NaN and duplicate keys",
-        "tests.spaces.test_import_embeddings::test_binary_nan_and_duplicate_name_the_record",
+        "tests.spaces.vectors.test_import_bad_input::test_binary_nan_and_duplicate_name_the_record",
     ),
     (
         "import_embeddings",
         "npy: inf, wrong shape, short vocabulary, not a .npy",
-        "tests.spaces.test_import_embeddings::test_npy_problems",
+        "tests.spaces.vectors.test_import_bad_input::test_npy_problems",
     ),
     (
         "import_embeddings",
         "csv: ragged rows, text values, duplicate keys",
-        "tests.spaces.test_import_embeddings::test_csv_problems",
+        "tests.spaces.vectors.test_import_bad_input::test_csv_problems",
     ),
     (
         "import_embeddings",
         "one CommandError line",
-        "tests.spaces.test_import_embeddings::test_command_turns_bad_input_into_one_command_error",
+        "tests.spaces.vectors.test_import_command::"
+        "test_command_turns_bad_input_into_one_command_error",
     ),
     (
         "import_feedback",

@@ -16,7 +16,7 @@ from spaces.models import EmbeddingImport, EmbeddingSpace
 from spaces.vectors.reader import EmbeddingReader
 from spaces.vectors.uploads import embedding_import_run
 
-from .test_space_upload import glove_text, upload
+from .test_uploads import glove_text, upload
 
 
 @pytest.fixture
