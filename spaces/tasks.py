@@ -1,4 +1,7 @@
-"""Celery tasks of the spaces app: importing uploaded embedding files, embedding texts."""
+"""Celery tasks of the spaces app (autodiscovered here): importing uploaded embedding files (the
+body: ``spaces.vectors.uploads.embedding_import_run``) and embedding texts
+(``spaces.texts.embedding.text_embed_step``). Their names are kept as they were: messages already
+queued run under them."""
 
 from __future__ import annotations
 
