@@ -212,7 +212,7 @@ def docs_apply():
     import re
     from pathlib import Path
 
-    text = (Path(__file__).resolve().parents[2] / "docs" / "export.md").read_text()
+    text = (Path(__file__).resolve().parents[3] / "docs" / "export.md").read_text()
     found = re.search(
         r"<!-- example:featuremap -->\s*```python\n(.*?)```\s*<!-- /example:featuremap -->",
         text,
