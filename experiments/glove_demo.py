@@ -3,7 +3,7 @@
 :func:`demo_load` builds (or finds, when it exists already) everything in one idempotent pass:
 
 * the space ``GloVe 6B 50d (demo)``: the 50,000 most frequent GloVe 6B words plus every word the
-  demo uses, saved through :func:`spaces.services.space_import` like any other import;
+  demo uses, saved through :func:`spaces.vectors.importing.space_import` like any other import;
 * items tagged ``name`` (the ~1,200 most popular US baby names of 2011-2014 that GloVe knows),
   ``positive`` / ``negative`` (Hu & Liu's opinion words) and ``weat:<set>`` (Caliskan's words);
 * the study ``Names should be treated alike`` (pool: tag ``name``, pairs and groups) with one
@@ -32,7 +32,8 @@ from annotation.feedback_import import groups_import, judgments_import
 from annotation.models import ComparableGroup, Label, PairJudgment, Source, Study
 from learning.models import WeatSuite, WeatTest
 from spaces.models import EmbeddingSpace, Item, Tag
-from spaces.services import npy_sha256, space_import
+from spaces.services import npy_sha256
+from spaces.vectors.importing import space_import
 
 DATA = Path(__file__).resolve().parent / "data"
 SPACE_NAME = "GloVe 6B 50d (demo)"

@@ -56,7 +56,7 @@ STATIC_ROOT = env_path("STATIC_ROOT", BASE_DIR / "staticfiles")
 STATIC_URL = "/static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 MAX_UPLOAD_MB = env_int("MAX_UPLOAD_MB", 512, minimum=1)
-# Embedding files are read with bounds (spaces.embedding_formats.BoundedFile): at most this much
+# Embedding files are read with bounds (spaces.vectors.bounded.BoundedFile): at most this much
 # (decompressed) data and lines of at most MAX_LINE_KB; the web request reads only the first
 # PREFLIGHT_KB of an upload (format, header, first rows), the worker the rest.
 MAX_DECOMPRESSED_MB = env_int("MAX_DECOMPRESSED_MB", 8192, minimum=1)

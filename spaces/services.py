@@ -1,10 +1,11 @@
-"""Services for embedding spaces: import a file as a space with its items, read vectors.
+"""The parts of a space every kind shares: a matrix in media storage, the space's row, items.
 
-``space_import`` streams the file through :class:`spaces.embeddings.EmbeddingReader`
-into a ``.npy`` file in media storage (rows appended block by block; the header is written
-last, so the matrix is never held in memory), then creates the space, its items and their tags
-in one transaction. On any error nothing is stored: the transaction rolls back and the file is
-removed.
+``space_from_matrix`` makes a space from an in-memory matrix (records and texts); the
+streamed import of an embedding file (``spaces.vectors.importing.space_import``) builds on the
+same steps: a new ``.npy`` in media storage whose files go on any error (:func:`matrix_file`,
+:func:`npy_header`), the space's row (:func:`space_row_create`, a taken name a clear error), its
+items in batches and their tags (:func:`items_tag`), all in one transaction. ``items_vectors``
+reads the vectors of items back.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import hashlib
 import os
 import uuid
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -23,28 +23,19 @@ from django.db import IntegrityError, transaction
 from django.utils.text import slugify
 
 from common.iterables import batched
-
-from .embeddings import EmbeddingReader
-from .exceptions import EmbeddingFormatError
-from .models import EmbeddingSpace, Item, Tag
+from spaces.exceptions import EmbeddingFormatError
+from spaces.models import EmbeddingSpace, Item, Tag
 
 BATCH_SIZE = 5000
+MAX_KEY = 255  # Item.key's max_length
 NPY_HEADER_BYTES = 128  # fixed, so the real shape can be written once all rows are in
 
 # progress(stage, done, total): stage is "reading" (rows read) or "storing" (items saved).
 Progress = Callable[[str, int, int | None], None]
 
 
-@dataclass(frozen=True)
-class _Rows:
-    keys: list[str]
-    lines: list[int]
-    payloads: list[dict | None]
-    dimension: int
-
-
 @contextlib.contextmanager
-def _matrix_file(name: str):
+def matrix_file(name: str):
     """(relative name, final path, ``.part`` path) of a new matrix in media storage; on any
     error inside the block both files are removed."""
     relative = f"spaces/{slugify(name)[:60] or 'space'}-{uuid.uuid4().hex[:8]}.npy"
@@ -59,7 +50,7 @@ def _matrix_file(name: str):
         raise
 
 
-def _npy_header(shape: tuple[int, int]) -> bytes:
+def npy_header(shape: tuple[int, int]) -> bytes:
     """A version-1.0 ``.npy`` header for little-endian float32, padded to a fixed length."""
     text = f"{{'descr': '<f4', 'fortran_order': False, 'shape': ({shape[0]}, {shape[1]}), }}"
     body_len = NPY_HEADER_BYTES - 10  # magic (6) + version (2) + header length (2)
@@ -70,9 +61,10 @@ def _npy_header(shape: tuple[int, int]) -> bytes:
 
 
 def npy_sha256(matrix: np.ndarray) -> str:
-    """The sha256 :func:`space_import` gives a float32 matrix (to recognise a stored space)."""
+    """The sha256 a float32 matrix gets once stored (:func:`space_from_matrix`, or
+    :func:`spaces.vectors.importing.space_import`): to recognise a stored space."""
     matrix = np.ascontiguousarray(matrix, dtype="<f4")
-    digest = hashlib.sha256(_npy_header(matrix.shape))
+    digest = hashlib.sha256(npy_header(matrix.shape))
     digest.update(matrix.tobytes())
     return digest.hexdigest()
 
@@ -83,25 +75,6 @@ def sha256_file(path: str | Path, chunk: int = 1 << 22) -> str:
         while data := f.read(chunk):
             digest.update(data)
     return digest.hexdigest()
-
-
-def _write_matrix(reader: EmbeddingReader, target: Path, progress: Progress | None) -> _Rows:
-    """Stream the reader's blocks into ``target`` (a ``.npy``); return keys and positions."""
-    keys: list[str] = []
-    lines: list[int] = []
-    payloads: list[dict | None] = []
-    with open(target, "wb") as f:
-        f.write(b"\0" * NPY_HEADER_BYTES)
-        for block in reader:
-            f.write(np.ascontiguousarray(block.vectors, dtype="<f4").tobytes())
-            keys.extend(block.keys)
-            lines.extend(block.lines)
-            payloads.extend(block.payloads or [None] * len(block.keys))
-            if progress:
-                progress("reading", len(keys), reader.expected_rows)
-        f.seek(0)
-        f.write(_npy_header((len(keys), reader.dimension)))
-    return _Rows(keys, lines, payloads, reader.dimension)
 
 
 def space_name_check(name: str) -> str:
@@ -116,7 +89,7 @@ def space_name_check(name: str) -> str:
     return name
 
 
-def _space_row_create(**fields) -> EmbeddingSpace:
+def space_row_create(**fields) -> EmbeddingSpace:
     """The space's row, in a savepoint: a name taken meanwhile is a clear error."""
     try:
         with transaction.atomic():
@@ -167,105 +140,6 @@ def items_tag(*, space: EmbeddingSpace, keys_by_tag: Mapping[str, Collection[str
     return len(links)
 
 
-def space_import(
-    *,
-    path: str | Path,
-    name: str,
-    fmt: str = "auto",
-    limit: int | None = None,
-    source: str = "",
-    kind: str | None = None,
-    tags: Sequence[str] = (),
-    progress: Progress | None = None,
-    vocab: str | Path | None = None,
-    vectors: str | Path | None = None,
-    key_column: str | None = None,
-    fields: Sequence[str] | None = None,
-    item_kinds: Mapping[str, str] | None = None,
-    item_tags: Mapping[str, Collection[str]] | None = None,
-) -> EmbeddingSpace:
-    """Import an embedding file as a new space; atomic (nothing stored on any error).
-
-    ``kind`` is every item's kind (default: ``record`` when the file has record fields, else
-    ``word``); ``item_kinds`` overrides it per key. ``tags`` go on every item, ``item_tags``
-    maps a tag to the keys that get it. Raises :class:`EmbeddingFormatError` on bad input.
-    """
-    name = space_name_check(name)
-    if kind is not None and kind not in Item.Kind.values:
-        raise EmbeddingFormatError(f"unknown kind {kind!r}; choose one of {Item.Kind.values}")
-    bad_kinds = set((item_kinds or {}).values()) - set(Item.Kind.values)
-    if bad_kinds:
-        raise EmbeddingFormatError(f"unknown kind {sorted(bad_kinds)[0]!r}")
-    reader = EmbeddingReader(
-        path,
-        fmt=fmt,
-        limit=limit,
-        vocab=vocab,
-        vectors=vectors,
-        key_column=key_column,
-        fields=list(fields or []),
-    )
-    with _matrix_file(name) as (relative, target, partial):
-        rows = _write_matrix(reader, partial, progress)
-        os.replace(partial, target)
-        if progress:
-            progress("storing", 0, len(rows.keys))
-        space = _space_store(
-            name=name,
-            relative=relative,
-            sha256=sha256_file(target),
-            rows=rows,
-            source=source or f"imported from {Path(path).name} ({reader.format})",
-            kind=kind,
-            tags=tags,
-            item_kinds=item_kinds or {},
-            item_tags=item_tags or {},
-            progress=progress,
-        )
-    return space
-
-
-@transaction.atomic
-def _space_store(
-    *,
-    name: str,
-    relative: str,
-    sha256: str,
-    rows: _Rows,
-    source: str,
-    kind: str | None,
-    tags: Sequence[str],
-    item_kinds: Mapping[str, str],
-    item_tags: Mapping[str, Collection[str]],
-    progress: Progress | None,
-) -> EmbeddingSpace:
-    space = _space_row_create(
-        name=name,
-        dimension=rows.dimension,
-        source=source,
-        matrix=relative,
-        sha256=sha256,
-        item_count=len(rows.keys),
-    )
-    has_payload = any(p is not None for p in rows.payloads)
-    default_kind = kind or (Item.Kind.RECORD if has_payload else Item.Kind.WORD)
-    items = (
-        Item(space=space, key=key, kind=item_kinds.get(key, default_kind), payload=payload, row=i)
-        for i, (key, payload) in enumerate(zip(rows.keys, rows.payloads, strict=True))
-    )
-    done = 0
-    for batch in batched(items, BATCH_SIZE):
-        Item.objects.bulk_create(batch)
-        done += len(batch)
-        if progress:
-            progress("storing", done, len(rows.keys))
-    all_tags = dict.fromkeys(tags, rows.keys)
-    for tag, keys in item_tags.items():
-        all_tags[tag] = set(all_tags.get(tag, ())) | set(keys)
-    items_tag(space=space, keys_by_tag=all_tags)
-    return space
-
-
 def items_vectors(items: Sequence[Item]) -> np.ndarray:
     """The vectors of ``items`` (all of one space) as an (n, d) float64 array, in order.
 
@@ -295,7 +169,7 @@ def space_from_matrix(
     hidden_columns: Sequence[str] = (),
     progress: Progress | None = None,
 ) -> EmbeddingSpace:
-    """A new space from an in-memory matrix (records, texts); atomic like :func:`space_import`.
+    """A new space from an in-memory matrix (records, texts); atomic (nothing stored on error).
 
     The matrix is written to media storage first (a ``.part`` file renamed when whole), then
     the space and its items are created in one transaction; on any error the file is removed
@@ -312,9 +186,9 @@ def space_from_matrix(
         if key in seen:
             raise EmbeddingFormatError(f"row {i + 1}: the key {key!r} appears twice")
         seen.add(key)
-    with _matrix_file(name) as (relative, target, partial):
+    with matrix_file(name) as (relative, target, partial):
         with open(partial, "wb") as f:
-            f.write(_npy_header(matrix.shape))
+            f.write(npy_header(matrix.shape))
             f.write(matrix.tobytes())
         os.replace(partial, target)
         space = _matrix_space_store(
@@ -354,7 +228,7 @@ def _matrix_space_store(
     hidden_columns,
     progress,
 ) -> EmbeddingSpace:
-    space = _space_row_create(
+    space = space_row_create(
         name=name,
         kind=space_kind,
         dimension=shape[1],

@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 from django.conf import settings
 
-from .exceptions import InputFileError
+from spaces.exceptions import InputFileError
 
 TABLE_FORMATS = ("csv", "parquet")
 TEXT_FORMATS = ("csv", "jsonl")
@@ -157,49 +157,3 @@ def read_jsonl(path: str | Path) -> pd.DataFrame:
 def read_table(path: str | Path, fmt: str) -> pd.DataFrame:
     readers = {"csv": read_csv, "parquet": read_parquet, "jsonl": read_jsonl}
     return readers[fmt](path)
-
-
-def numeric_columns(frame: pd.DataFrame) -> list[str]:
-    """Columns whose every value reads as a finite number (text cells included), not booleans."""
-    found = []
-    for name in frame.columns:
-        column = frame[name]
-        if pd.api.types.is_bool_dtype(column):
-            continue
-        raw = column.map(lambda v: v.strip() if isinstance(v, str) else v)
-        values = pd.to_numeric(raw, errors="coerce")
-        if (
-            values.notna().all()
-            and len(values)
-            and bool(pd.Series(values).abs().lt(float("inf")).all())
-        ):
-            found.append(name)
-    return found
-
-
-LABEL_NAMES = {"label", "labels", "target", "class", "y", "income", "outcome"}
-KEY_NAMES = {"id", "key", "name", "uid", "record_id"}
-
-
-def guess_roles(frame: pd.DataFrame) -> dict:
-    """A default choice of columns: numbers → numeric, few distinct values → categorical, a
-    column named like a label → the label (excluded), a unique id-like column → the key,
-    anything else (free text, ids) → excluded."""
-    numeric = set(numeric_columns(frame))
-    label = next((c for c in frame.columns if c.lower() in LABEL_NAMES), "")
-    key = next(
-        (c for c in frame.columns if c.lower() in KEY_NAMES and frame[c].astype(str).is_unique),
-        "",
-    )
-    roles = {}
-    limit = max(20, min(100, len(frame) // 2))
-    for name in frame.columns:
-        if name in (label, key):
-            roles[name] = "excluded"
-        elif name in numeric:
-            roles[name] = "numeric"
-        elif frame[name].astype(str).nunique() <= limit:
-            roles[name] = "categorical"
-        else:
-            roles[name] = "excluded"
-    return {"roles": roles, "label_column": label, "key_column": key}

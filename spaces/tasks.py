@@ -1,11 +1,15 @@
-"""Celery tasks of the spaces app: importing uploaded embedding files, embedding texts."""
+"""Celery tasks of the spaces app (autodiscovered here): importing uploaded embedding files (the
+body: ``spaces.vectors.uploads.embedding_import_run``) and embedding texts
+(``spaces.texts.embedding.text_embed_step``). Their names are kept as they were: messages already
+queued run under them."""
 
 from __future__ import annotations
 
 from celery import shared_task
 
-from .texts import EMBED_TASK, LEASE, text_embed_enqueue, text_embed_step
-from .uploads import IMPORT_TASK, TIME_LIMIT, embedding_import_run
+from spaces.texts.embedding import LEASE, text_embed_step
+from spaces.texts.uploads import EMBED_TASK, text_embed_enqueue
+from spaces.vectors.uploads import IMPORT_TASK, TIME_LIMIT, embedding_import_run
 
 
 @shared_task(

@@ -1,85 +1,47 @@
-"""Browser uploads of embedding files: store, preflight, queue, and run as a Celery task.
+"""The steps every browser upload shares, whatever its kind (vectors, records, texts).
 
-``embedding_import_create`` stores the uploaded file(s) under ``uploads/`` in media storage,
-reads the first block with the same reader as ``import_embeddings`` (so a wrong format, a bad
-header, undecodable bytes or an empty file are form errors at once) and queues
-``spaces.tasks.import_embeddings_task`` after the commit. ``embedding_import_run`` is the
-task's body: it claims the import with a conditional UPDATE (a redelivered message does not run
-it twice), imports through :func:`spaces.services.space_import` (all checks, atomic) while
-reporting progress on the row, and removes the uploaded files when it ends.
+An upload's space name is checked first (:func:`import_name_check`); its file is stored under
+``uploads/<random>/`` in media storage (:func:`upload_store`; a table of records or texts is
+also read whole there, :func:`table_upload_store`); work for the worker is queued by task name
+after the commit (:func:`import_enqueue`); and the stored files and their folder are removed
+when the upload ends, refused, failed or done (:func:`upload_files_remove`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-import time
 import uuid
-from datetime import timedelta
 from pathlib import Path
 
+import pandas as pd
 from celery import current_app
 from django.conf import settings
 from django.core.files.storage import default_storage
 from django.core.files.uploadedfile import UploadedFile
-from django.db import transaction
-from django.db.models import Q
 from django.utils import timezone
 from django.utils.text import get_valid_filename
 
-from .embedding_formats import PreflightBudgetSpent, preflight_budget
-from .embeddings import EmbeddingReader
-from .exceptions import EmbeddingFormatError, InputFileError
-from .models import EmbeddingImport, EmbeddingSpace
-from .services import space_import
+from spaces.exceptions import EmbeddingFormatError, InputFileError
+from spaces.models import EmbeddingImport, EmbeddingSpace
+from spaces.tables import guess_format, max_table_bytes, read_table
 
 logger = logging.getLogger(__name__)
-# Kept from before spaces left annotation, so messages already queued still run.
-IMPORT_TASK = "annotation.import_embeddings"
-
-PROGRESS_EVERY = 0.5  # seconds between progress writes
-TIME_LIMIT = 3300  # seconds; a run older than this is dead (the task's hard time limit)
 Status = EmbeddingImport.Status
 
 
-def max_upload_bytes() -> int:
-    return settings.MAX_UPLOAD_MB * 1024 * 1024
+def upload_folder() -> str:
+    """A new folder for one upload's files: ``uploads/<12 random hex digits>``."""
+    return f"uploads/{uuid.uuid4().hex[:12]}"
 
 
-def _store(upload: UploadedFile, folder: str) -> str:
+def upload_store(upload: UploadedFile, folder: str) -> str:
+    """Save ``upload`` in ``folder`` of media storage under a safe name; returns its name."""
     name = get_valid_filename(Path(upload.name or "upload").name) or "upload"
     return default_storage.save(f"{folder}/{name}", upload)
 
 
-def _extra_paths(job: EmbeddingImport) -> dict:
-    """The second file's role: the vocabulary of an .npy, or the vectors of a records CSV."""
-    if not job.extra_file:
-        return {"vocab": None, "vectors": None}
-    extra = default_storage.path(job.extra_file.name)
-    is_npy = job.format == "npy" or (job.format == "auto" and job.file.name.endswith(".npy"))
-    return {"vocab": extra, "vectors": None} if is_npy else {"vocab": None, "vectors": extra}
-
-
-def _reader(job: EmbeddingImport) -> EmbeddingReader:
-    return EmbeddingReader(job.file.path, fmt=job.format, limit=job.limit, **_extra_paths(job))
-
-
-def _preflight(job: EmbeddingImport) -> None:
-    """Read the start of the file (the first block, at most ``PREFLIGHT_KB`` of decompressed
-    data): structural problems become form errors before anything queues; a file whose first
-    block is longer is checked by the worker (the request never reads a whole upload)."""
-    with preflight_budget(settings.PREFLIGHT_KB * 1024):
-        try:
-            blocks = iter(_reader(job))
-            try:
-                next(blocks)
-            finally:
-                blocks.close()  # closes the file
-        except PreflightBudgetSpent:
-            pass
-
-
-def _remove_files(job: EmbeddingImport) -> None:
+def upload_files_remove(job: EmbeddingImport) -> None:
     """Delete the uploaded files and their folder (``uploads/<id>/``) when it is left empty."""
     folders = set()
     for field in (job.file, job.extra_file):
@@ -106,51 +68,9 @@ def import_name_check(name: str) -> str:
     return name
 
 
-def embedding_import_create(
-    *,
-    user,
-    upload: UploadedFile,
-    name: str,
-    fmt: str = "auto",
-    extra: UploadedFile | None = None,
-    kind: str = "",
-    tags: list[str] | None = None,
-    limit: int | None = None,
-) -> EmbeddingImport:
-    """Store an upload and queue its import; raises ``EmbeddingFormatError`` on bad input."""
-    name = import_name_check(name)
-    for part in (upload, extra):
-        if part is not None and part.size > max_upload_bytes():
-            raise EmbeddingFormatError(
-                f"{part.name} is larger than the upload limit of {settings.MAX_UPLOAD_MB} MB"
-            )
-    folder = f"uploads/{uuid.uuid4().hex[:12]}"
-    job = EmbeddingImport(
-        name=name,
-        format=fmt,
-        kind=kind,
-        tags=list(tags or []),
-        limit=limit,
-        created_by=user,
-        original_name=(upload.name or "")[:255],
-    )
-    job.file.name = _store(upload, folder)
-    if extra is not None:
-        job.extra_file.name = _store(extra, folder)
-    try:
-        _preflight(job)
-    except BaseException:
-        _remove_files(job)
-        raise
-    with transaction.atomic():
-        job.save()
-        transaction.on_commit(lambda: _enqueue(job.pk))
-    return job
-
-
-def _enqueue(import_id: int, task: str = IMPORT_TASK) -> None:
+def import_enqueue(import_id: int, task: str) -> None:
     """Queue ``task`` for an import; a broker that is down marks the import failed, saying so."""
-    try:  # by name (spaces.tasks imports this module): the task is spaces.tasks.import_embeddings
+    try:  # by name: spaces.tasks imports the modules that call this one
         current_app.send_task(task, args=[import_id], queue=settings.CELERY_TASK_DEFAULT_QUEUE)
     except Exception as exc:  # noqa: BLE001 - a down broker: say so on the page
         logger.warning("could not queue %s for import %s: %s", task, import_id, exc)
@@ -161,72 +81,32 @@ def _enqueue(import_id: int, task: str = IMPORT_TASK) -> None:
         )
 
 
-def _claim(import_id: int) -> bool:
-    """Pending -> running; or take over a run whose worker died (older than the time limit)."""
-    stale = timezone.now() - timedelta(seconds=TIME_LIMIT)
-    claimed = EmbeddingImport.objects.filter(
-        Q(status=Status.PENDING) | Q(status=Status.RUNNING, started_at__lt=stale), pk=import_id
-    ).update(
-        status=Status.RUNNING, started_at=timezone.now(), stage="reading", progress_rows=0, error=""
+def table_upload_store(
+    *, user, upload: UploadedFile, name: str, prefix: str, formats: tuple[str, ...], **fields
+) -> tuple[EmbeddingImport, pd.DataFrame]:
+    """Store a table of records or texts and read it whole; on any error remove it and raise
+    (nothing saved).
+
+    Returns the unsaved import row (its ``format`` is ``prefix`` + the table's format) and the
+    table read.
+    """
+    name = import_name_check(name)
+    if upload.size > max_table_bytes():
+        raise InputFileError(f"{upload.name} is larger than {max_table_bytes() // 2**20} MB")
+    if upload.size == 0:
+        raise InputFileError("the file is empty")
+    fmt = guess_format(upload.name or "", formats)
+    job = EmbeddingImport(
+        name=name,
+        format=prefix + fmt,
+        created_by=user,
+        original_name=(upload.name or "")[:255],
+        **fields,
     )
-    return claimed == 1
-
-
-class _ProgressWriter:
-    """Writes the row's progress at most every PROGRESS_EVERY seconds (and at each new stage)."""
-
-    def __init__(self, import_id: int):
-        self.import_id, self.stage, self.last = import_id, "", 0.0
-
-    def __call__(self, stage: str, done: int, total: int | None) -> None:
-        now = time.monotonic()
-        if stage == self.stage and now - self.last < PROGRESS_EVERY:
-            return
-        self.stage, self.last = stage, now
-        EmbeddingImport.objects.filter(pk=self.import_id).update(
-            stage=stage, progress_rows=done, total_rows=total
-        )
-
-
-def embedding_import_run(*, import_id: int) -> str:
-    """Run one uploaded import (idempotent: a finished or claimed import is left alone)."""
-    if not _claim(import_id):
-        status = EmbeddingImport.objects.filter(pk=import_id).values_list("status", flat=True)
-        return f"not run: {status.first() or 'no such import'}"
-    job = EmbeddingImport.objects.get(pk=import_id)
-    EmbeddingImport.objects.filter(pk=import_id).update(attempts=job.attempts + 1)
-    # A previous attempt may have committed the space and died before saying so.
-    done = EmbeddingSpace.objects.filter(name=job.name, created_at__gte=job.created_at).first()
+    job.file.name = upload_store(upload, upload_folder())
     try:
-        space = done or space_import(
-            path=job.file.path,
-            name=job.name,
-            fmt=job.format,
-            limit=job.limit,
-            kind=job.kind or None,
-            tags=job.tags,
-            source=f"uploaded {job.original_name} by {job.created_by or 'a deleted user'}",
-            progress=_ProgressWriter(import_id),
-            **_extra_paths(job),
-        )
-    except InputFileError as exc:
-        _finish(job, status=Status.FAILED, error=str(exc))
-        return "failed"
-    except Exception as exc:
-        _finish(job, status=Status.FAILED, error=f"{type(exc).__name__}: {exc}")
+        frame = read_table(job.file.path, fmt)
+    except BaseException:
+        upload_files_remove(job)
         raise
-    _finish(job, status=Status.DONE, space=space)
-    return "done"
-
-
-def _finish(job: EmbeddingImport, *, status: str, error: str = "", space=None) -> None:
-    values = {"status": status, "error": error[:2000], "finished_at": timezone.now()}
-    if space is not None:
-        values |= {
-            "space": space,
-            "stage": "",
-            "progress_rows": space.item_count,
-            "total_rows": space.item_count,
-        }
-    EmbeddingImport.objects.filter(pk=job.pk).update(**values)
-    _remove_files(job)
+    return job, frame

@@ -2,17 +2,20 @@
 
 from django.urls import path
 
-from . import views, views_tables
+from spaces import views
+from spaces.records import views as records
+from spaces.texts import views as texts
+from spaces.vectors import views as vectors
 
 app_name = "spaces"
 
 urlpatterns = [
     path("", views.space_list, name="list"),
-    path("upload/", views.space_upload, name="upload"),
+    path("upload/", vectors.space_upload, name="upload"),
     path("imports/<int:import_id>/", views.import_detail, name="import"),
     path("imports/<int:import_id>/status.json", views.import_status, name="import-status"),
-    path("records/upload/", views_tables.records_upload, name="records-upload"),
-    path("records/<int:import_id>/columns/", views_tables.records_columns, name="records-columns"),
-    path("texts/upload/", views_tables.texts_upload, name="texts-upload"),
-    path("<int:space_id>/shown/", views_tables.records_shown, name="records-shown"),
+    path("records/upload/", records.records_upload, name="records-upload"),
+    path("records/<int:import_id>/columns/", records.records_columns, name="records-columns"),
+    path("texts/upload/", texts.texts_upload, name="texts-upload"),
+    path("<int:space_id>/shown/", records.records_shown, name="records-shown"),
 ]

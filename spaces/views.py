@@ -1,4 +1,6 @@
-"""Pages for embedding spaces (staff only): the list, the upload form, an import's progress."""
+"""Pages every kind of space shares (staff only): the list, an import's progress, and the
+steps of the upload pages (the staff check, the size check before the body is read, the table
+upload form of records and texts)."""
 
 from __future__ import annotations
 
@@ -9,15 +11,12 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.views.decorators.csrf import csrf_exempt, csrf_protect
-from django.views.decorators.http import require_GET, require_http_methods
+from django.views.decorators.csrf import csrf_protect
+from django.views.decorators.http import require_GET
 
 from common.access import require_staff
-
-from .exceptions import InputFileError
-from .forms import EmbeddingUploadForm
-from .models import EmbeddingImport, EmbeddingSpace
-from .uploads import embedding_import_create
+from spaces.exceptions import InputFileError
+from spaces.models import EmbeddingImport, EmbeddingSpace
 
 
 def staff_required(view):
@@ -40,53 +39,44 @@ def space_list(request: HttpRequest) -> HttpResponse:
     return render(request, "spaces/list.html", {"spaces": spaces, "imports": imports})
 
 
-def _body_too_large(request: HttpRequest) -> bool:
-    """A request body above two files at the limit (plus 1 MB of fields) is refused unread."""
+def body_over(request: HttpRequest, megabytes: int) -> bool:
+    """Whether the request announces a body above ``megabytes`` MB (refused before it is read)."""
     try:
         length = int(request.META.get("CONTENT_LENGTH") or 0)
     except ValueError:
         return False
-    return length > (2 * settings.MAX_UPLOAD_MB + 1) * 1024 * 1024
+    return length > megabytes * 1024 * 1024
 
 
-@csrf_exempt  # the CSRF check runs in _space_upload, after the size check: the
-@staff_required  # middleware would otherwise read (and store) the whole body first
-@require_http_methods(["GET", "POST"])
-def space_upload(request: HttpRequest) -> HttpResponse:
-    if request.method == "POST" and _body_too_large(request):
-        context = {
-            "form": EmbeddingUploadForm(),
-            "max_upload_mb": settings.MAX_UPLOAD_MB,
-            "upload_error": f"The upload is larger than {settings.MAX_UPLOAD_MB} MB per file.",
+def table_upload_page(
+    request: HttpRequest, *, form_class, template: str, create, extra: dict | None = None
+) -> HttpResponse:
+    """The upload page of a table (records, texts): a body above the table limit (plus 1 MB of
+    fields) is refused unread (413); a valid form goes to ``create(cleaned_data)``, whose
+    ``InputFileError`` becomes the file's form error."""
+    context = {"max_table_mb": settings.MAX_TABLE_MB, **(extra or {})}
+    if request.method == "POST" and body_over(request, settings.MAX_TABLE_MB + 1):
+        context |= {
+            "form": form_class(),
+            "upload_error": f"The upload is larger than {settings.MAX_TABLE_MB} MB.",
         }
-        return render(request, "spaces/upload.html", context, status=413)
-    return _space_upload(request)
+        return render(request, template, context, status=413)
+    return _table_upload_form(
+        request, form_class=form_class, template=template, create=create, context=context
+    )
 
 
-@csrf_protect
-def _space_upload(request: HttpRequest) -> HttpResponse:
+@csrf_protect  # after the size check: the middleware would otherwise read the whole body first
+def _table_upload_form(request, *, form_class, template, create, context):
     posted = request.method == "POST"
-    form = EmbeddingUploadForm(request.POST, request.FILES) if posted else EmbeddingUploadForm()
+    form = form_class(request.POST, request.FILES) if posted else form_class()
     if posted and form.is_valid():
-        data = form.cleaned_data
         try:
-            job = embedding_import_create(
-                user=request.user,
-                upload=data["file"],
-                extra=data.get("extra_file"),
-                name=data["name"],
-                fmt=data["format"],
-                kind=data.get("kind") or "",
-                tags=form.tag_list(),
-                limit=data.get("limit"),
-            )
+            return create(form.cleaned_data)
         except InputFileError as exc:
             form.add_error("file", str(exc))
-        else:
-            return redirect("spaces:import", import_id=job.pk)
-    status = 400 if posted else 200
-    context = {"form": form, "max_upload_mb": settings.MAX_UPLOAD_MB}
-    return render(request, "spaces/upload.html", context, status=status)
+    context["form"] = form
+    return render(request, template, context, status=400 if posted else 200)
 
 
 def _status(job: EmbeddingImport) -> dict:

@@ -70,7 +70,7 @@ def adult_source(n_names: int, seed: int = 0) -> ItemSource:
     group, opposite gender; incomparable: different income groups; ``experiments.adult.data``)."""
     from experiments.adult import data
     from learning.core.explore import EXPLORE
-    from spaces.featuremap import apply_feature_map, build_feature_map
+    from spaces.records.featuremap import apply_feature_map, build_feature_map
 
     frame = data.adult_frame("train")
     spec = build_feature_map(

@@ -4,7 +4,7 @@
 would do, in order:
 
 1. a **record space** of the training file's 30,162 records (:mod:`experiments.adult.data`) through
-   :func:`spaces.records.record_space_create`; φ as in the paper: standardised numerics,
+   :func:`spaces.records.create.record_space_create`; φ as in the paper: standardised numerics,
    one-hot categoricals, the label ``income`` excluded;
 2. the study ``Adult income`` (pairs only; FACE off — there are no groups);
 3. the seed paper's pairs (comparable: same income group, opposite gender; incomparable:
@@ -51,7 +51,7 @@ from learning.refits import service, snapshots
 from learning.versions import selectors, storage
 from learning.versions.sigmas import sigma_of
 from spaces.models import EmbeddingSpace, Item
-from spaces.records import record_space_create
+from spaces.records.create import record_space_create
 
 SPACE_NAME = "UCI Adult, training file (demo)"
 STUDY_NAME = "Adult income"

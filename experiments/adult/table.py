@@ -5,7 +5,7 @@ What ``python manage.py reproduce_adult_table`` does, as a downstream user would
 1. downloads, over HTTP with an API token, the study's published EXPLORE version (metadata),
    its Sigma (``sigma.npy``) and the record space's feature map φ (the metadata's
    ``links.feature_map``) — :func:`download`;
-2. embeds UCI Adult's training and test files with φ (:func:`spaces.featuremap.apply_feature_map`,
+2. embeds UCI Adult's training and test files with φ (:func:`spaces.records.featuremap.apply_feature_map`,
    the function the export documentation says to copy);
 3. trains, for each restart, the baseline network and SenSR with that Sigma
    (:mod:`experiments.adult.sensr`) on the training file and measures on the test file
@@ -36,7 +36,7 @@ from annotation.models import Membership
 from experiments.adult.data import GENDER_COLUMN, LABEL, POSITIVE, RACE_COLUMN, adult_frame
 from experiments.adult.measures import balanced_accuracy, consistency, rate_gaps
 from experiments.adult.sensr import TrainSettings, train_classifier
-from spaces.featuremap import apply_feature_map, validate_feature_map
+from spaces.records.featuremap import apply_feature_map, validate_feature_map
 
 COLUMNS = ["B-Acc,%", "S-Con", "GR-Con", "GapG RMS", "GapG max", "GapR RMS", "GapR max"]
 # The seed paper's table (its columns reordered: gender gaps, then race gaps).

@@ -10,7 +10,6 @@ browser session. Sigma downloads carry ``ETag: "<sha256 of the .npy file>"`` and
 from __future__ import annotations
 
 import hashlib
-import json
 
 from django.http import HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404
@@ -30,6 +29,7 @@ from audit.services import audit_record
 from learning.exports import formats
 from learning.models import MetricVersion
 from learning.versions.selectors import version_published
+from spaces.records.featuremap import feature_map_json
 
 SIGMA_FORMATS = {
     "npy": ("application/octet-stream", formats.sigma_bytes),
@@ -234,11 +234,6 @@ class GroupExport(ExportView):
         )
 
 
-def feature_map_json(space) -> bytes:
-    """The space's feature map as stable JSON bytes (sorted keys: the same map, the same bytes)."""
-    return json.dumps(space.feature_map, sort_keys=True, ensure_ascii=False).encode("utf-8")
-
-
 class FeatureMap(ExportView):
     @extend_schema(
         summary="The feature map φ of a study's record space (plain JSON; apply_feature_map)",
@@ -250,7 +245,7 @@ class FeatureMap(ExportView):
             raise NotFound(
                 f"Space {space.name!r} is a {space.kind} space; only record spaces have a feature map."
             )
-        body = feature_map_json(space)
+        body = feature_map_json(space.feature_map)
         etag = f'"{hashlib.sha256(body).hexdigest()}"'
         headers = {"ETag": etag, "Cache-Control": "private, no-cache"}
         if etag_matches(request, etag):

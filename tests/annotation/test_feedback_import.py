@@ -24,7 +24,7 @@ from annotation.models import (
     Study,
     StudyCounter,
 )
-from spaces.services import space_import
+from spaces.vectors.importing import space_import
 
 WORDS = ["ann", "bob", "cid", "dee", "eve", "good", "bad"]
 

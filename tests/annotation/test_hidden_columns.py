@@ -11,7 +11,8 @@ import pytest
 from annotation.models import Membership
 from annotation.selectors import item_search
 from spaces.models import EmbeddingSpace, Item
-from spaces.records import record_columns, record_space_create
+from spaces.records.columns import record_columns
+from spaces.records.create import record_space_create
 
 from .factories import make_space, make_study, make_user
 
@@ -139,7 +140,7 @@ def test_a_column_hidden_later_leaves_the_next_pair_even_from_a_filled_queue(
 ):
     """The pair queue holds the items as shown when it was filled; hiding a column saves the
     space, which forgets its studies' facts, so the queue is chosen again."""
-    from spaces.records import record_hidden_columns_set
+    from spaces.records.columns import record_hidden_columns_set
 
     client = client_for(annotator)
     assert set(client.get(api(study, "next-pair/")).json()["left"]["payload"]) == FIELDS
@@ -161,7 +162,7 @@ def test_a_column_hidden_later_leaves_the_next_pair_even_from_a_filled_queue(
 )
 def test_hiding_a_column_the_table_lacks_is_refused_and_changes_nothing(people, hidden, message):
     from spaces.exceptions import EmbeddingFormatError
-    from spaces.records import record_hidden_columns_set
+    from spaces.records.columns import record_hidden_columns_set
 
     with pytest.raises(EmbeddingFormatError, match=message):
         record_hidden_columns_set(people, hidden)

@@ -8,7 +8,7 @@ import pytest
 
 from annotation.selectors import item_search
 from spaces.models import EmbeddingSpace, Item
-from spaces.records import record_space_create
+from spaces.records.create import record_space_create
 from spaces.services import space_from_matrix
 from tests.annotation.factories import make_study
 

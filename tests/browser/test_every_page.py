@@ -14,7 +14,7 @@ from django.urls import reverse
 
 from annotation.models import ComparableGroup, Membership
 from spaces.models import EmbeddingImport
-from spaces.records import record_space_create
+from spaces.records.create import record_space_create
 from tests.annotation.factories import PASSWORD as STAFF_PASSWORD
 from tests.annotation.factories import make_user
 from tests.browser.conftest import collect_errors

@@ -11,8 +11,8 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from annotation.models import PairJudgment, Study
-from spaces import sentence_model
 from spaces.models import EmbeddingSpace, Item
+from spaces.texts import sentence_model
 from tests.annotation.factories import PASSWORD
 from tests.browser.conftest import wait_until
 from tests.celery_support import app_pointed_at, require, worker_database_url
@@ -149,7 +149,7 @@ def test_the_compare_table_marks_exactly_the_differing_fields(
 ):
     import pandas as pd
 
-    from spaces.records import record_space_create
+    from spaces.records.create import record_space_create
     from tests.annotation.factories import make_study
 
     frame = pd.DataFrame(
@@ -235,7 +235,7 @@ def test_the_record_comparison_fits_a_phone_and_passes_axe(admin, media_root, br
     page, and no serious or critical axe violation."""
     import pandas as pd
 
-    from spaces.records import record_space_create
+    from spaces.records.create import record_space_create
     from tests.annotation.factories import make_study
     from tests.browser.test_every_page import PHONE, blocking_violations
 

@@ -19,7 +19,7 @@ from experiments.adult.data import (
     gender_directions,
 )
 from experiments.adult.measures import project_out, sensitive_projector
-from spaces.featuremap import apply_feature_map, build_feature_map
+from spaces.records.featuremap import apply_feature_map, build_feature_map
 
 
 @pytest.mark.parametrize("split", ["train", "test"])

@@ -15,8 +15,8 @@ from rest_framework.test import APIClient
 
 from accounts.tokens import api_token_create
 from annotation.models import Membership
-from spaces.featuremap import apply_feature_map
-from spaces.records import record_space_create
+from spaces.records.create import record_space_create
+from spaces.records.featuremap import apply_feature_map
 from tests.annotation.factories import make_metric_version, make_space, make_study
 
 pytestmark = pytest.mark.django_db

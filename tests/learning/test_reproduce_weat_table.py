@@ -23,7 +23,7 @@ from annotation.models import Label, Study
 from learning.models import MetricVersion, WeatResult, WeatSuite, WeatTest
 from learning.versions.sigmas import sigma_of
 from spaces.models import Item
-from spaces.services import space_import
+from spaces.vectors.importing import space_import
 
 D = 6
 ROW_KEYS = {"test", "metric", "p_value", "effect_size", "n_partitions", "exact"}

@@ -16,7 +16,7 @@ from learning.evaluation.weat import weat_baseline, weat_evaluate_version
 from learning.models import MetricVersion, WeatResult, WeatSuite, WeatTest
 from learning.versions.sigmas import sigma_of
 from learning.versions.storage import metric_version_create, metric_version_delete
-from spaces.services import space_import
+from spaces.vectors.importing import space_import
 
 D = 4
 KEYS = [f"w{i}" for i in range(12)] + ["Alice", "bob"]

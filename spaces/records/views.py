@@ -1,66 +1,28 @@
-"""Pages for record and text spaces (staff only): upload a table, choose its columns, and
-later change which columns annotators see."""
+"""Pages of record spaces (staff only): upload a table, choose its columns, and later change
+which columns annotators see."""
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.csrf import csrf_exempt, csrf_protect
+from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods
 
-from . import sentence_model
-from .exceptions import EmbeddingFormatError, InputFileError
-from .forms import ColumnsForm, ShownColumnsForm, TableUploadForm, TextUploadForm
-from .models import EmbeddingImport, EmbeddingSpace, first_record
-from .record_uploads import (
+from spaces.exceptions import EmbeddingFormatError, InputFileError
+from spaces.forms import TableUploadForm
+from spaces.models import EmbeddingImport, EmbeddingSpace, first_record
+from spaces.records.columns import guess_roles, record_columns, record_hidden_columns_set
+from spaces.records.forms import ColumnsForm, ShownColumnsForm
+from spaces.records.uploads import (
     RECORDS_PREFIX,
     record_upload_create,
     record_upload_finish,
     record_upload_table,
 )
-from .records import record_columns, record_hidden_columns_set
-from .tables import guess_roles
-from .texts import text_upload_create
-from .views import staff_required
+from spaces.views import staff_required, table_upload_page
 
 PREVIEW_ROWS = 5
-
-
-def _too_large(request: HttpRequest) -> bool:
-    """A body above the table limit (plus 1 MB of fields) is refused before it is read."""
-    try:
-        length = int(request.META.get("CONTENT_LENGTH") or 0)
-    except ValueError:
-        return False
-    return length > (settings.MAX_TABLE_MB + 1) * 1024 * 1024
-
-
-def _upload_page(request, *, form_class, template, create, extra=None):
-    context = {"max_table_mb": settings.MAX_TABLE_MB, **(extra or {})}
-    if request.method == "POST" and _too_large(request):
-        context |= {
-            "form": form_class(),
-            "upload_error": f"The upload is larger than {settings.MAX_TABLE_MB} MB.",
-        }
-        return render(request, template, context, status=413)
-    return _upload_form(
-        request, form_class=form_class, template=template, create=create, context=context
-    )
-
-
-@csrf_protect  # after the size check (see spaces.views.space_upload)
-def _upload_form(request, *, form_class, template, create, context):
-    posted = request.method == "POST"
-    form = form_class(request.POST, request.FILES) if posted else form_class()
-    if posted and form.is_valid():
-        try:
-            return create(form.cleaned_data)
-        except InputFileError as exc:
-            form.add_error("file", str(exc))
-    context["form"] = form
-    return render(request, template, context, status=400 if posted else 200)
 
 
 @csrf_exempt
@@ -71,32 +33,8 @@ def records_upload(request: HttpRequest) -> HttpResponse:
         job = record_upload_create(user=request.user, upload=data["file"], name=data["name"])
         return redirect("spaces:records-columns", import_id=job.pk)
 
-    return _upload_page(
+    return table_upload_page(
         request, form_class=TableUploadForm, template="spaces/records_upload.html", create=create
-    )
-
-
-@csrf_exempt
-@staff_required
-@require_http_methods(["GET", "POST"])
-def texts_upload(request: HttpRequest) -> HttpResponse:
-    def create(data):
-        job = text_upload_create(
-            user=request.user,
-            upload=data["file"],
-            name=data["name"],
-            text_column=data["text_column"],
-            key_column=data.get("key_column") or "",
-        )
-        return redirect("spaces:import", import_id=job.pk)
-
-    extra = {"text_available": sentence_model.available(), "text_missing": sentence_model.MISSING}
-    return _upload_page(
-        request,
-        form_class=TextUploadForm,
-        template="spaces/texts_upload.html",
-        create=create,
-        extra=extra,
     )
 
 
@@ -131,6 +69,7 @@ def records_columns(request: HttpRequest, import_id: int) -> HttpResponse:
                 label_column=form.cleaned_data["label_column"],
                 key_column=form.cleaned_data["key_column"],
                 hidden_columns=form.hidden_columns(),
+                frame=frame,  # read once per request, above
             )
         except InputFileError as exc:
             form.add_error(None, str(exc))

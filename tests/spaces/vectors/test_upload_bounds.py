@@ -11,12 +11,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from spaces.embeddings import EmbeddingReader
 from spaces.exceptions import EmbeddingFormatError
 from spaces.models import EmbeddingImport, EmbeddingSpace
-from spaces.uploads import embedding_import_run
+from spaces.vectors.reader import EmbeddingReader
+from spaces.vectors.uploads import embedding_import_run
 
-from .test_space_upload import glove_text, upload
+from .test_uploads import glove_text, upload
 
 
 @pytest.fixture

@@ -1,160 +1,126 @@
-"""Building blocks of the embedding readers: blocks and the parsers of the binary, ``.npy``
-(+ vocabulary) and CSV formats (a mixin of :class:`spaces.embeddings.EmbeddingReader`).
-
-Import the public names from :mod:`spaces.embeddings`.
+"""How each embedding format becomes blocks of vectors: the parsers of word2vec and GloVe
+text, word2vec binary, ``.npy`` (+ vocabulary) and CSV, a mixin of
+:class:`spaces.vectors.reader.EmbeddingReader` (which validates what they yield).
 """
 
 from __future__ import annotations
 
 import csv
-import gzip
 import re
 from collections.abc import Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from django.conf import settings
 
-from .exceptions import EmbeddingFormatError
+from spaces.exceptions import EmbeddingFormatError
+from spaces.vectors.bounded import decode_utf8, open_bounded
+from spaces.vectors.formats import (
+    BLOCK_ROWS,
+    HEADER,
+    MAX_BLANK_RUN,
+    MAX_KEY_BYTES,
+    TEXT_VALUES_PER_BLOCK,
+    Block,
+)
 
-FORMATS = ("word2vec", "glove", "word2vec-bin", "npy", "csv")
-BLOCK_ROWS = 8192
-# Text values are parsed a block at a time; each pending value is a Python string (~60 bytes),
-# so text blocks are capped at this many values (~4 MB) rather than at BLOCK_ROWS rows.
-TEXT_VALUES_PER_BLOCK = 65536
-MAX_KEY_LENGTH = 255  # Item.key's max_length
-MAX_KEY_BYTES = 4 * MAX_KEY_LENGTH  # UTF-8: a binary record's key, before decoding
-MAX_BLANK_RUN = 1 << 20  # bytes of consecutive blank lines (a file of newlines is no embedding)
-_HEADER = re.compile(r"^\s*(\d+)\s+(\d+)\s*$")
 _NEWLINES = re.compile(rb"[\r\n]*")
 
 
-@dataclass(frozen=True)
-class Block:
-    """Up to ``BLOCK_ROWS`` consecutive vectors with their keys and source positions."""
-
-    keys: list[str]
-    vectors: np.ndarray  # (m, d) float32
-    lines: list[int]
-    payloads: list[dict] | None = None
-
-
-class PreflightBudgetSpent(Exception):
-    """The request's preflight read as much as it may; the rest is the worker's to read."""
-
-
-_preflight_budget: ContextVar[int | None] = ContextVar("preflight_budget", default=None)
-
-
-@contextmanager
-def preflight_budget(max_bytes: int):
-    """Reads opened inside stop with :class:`PreflightBudgetSpent` after ``max_bytes`` (of
-    decompressed data): the web request checks the start of a file, never all of it."""
-    token = _preflight_budget.set(max_bytes)
-    try:
-        yield
-    finally:
-        _preflight_budget.reset(token)
-
-
-class BoundedFile:
-    """A binary file (plain or gzip) read with bounds: at most ``MAX_DECOMPRESSED_MB`` of data
-    and lines of at most ``MAX_LINE_KB``, each a clear :class:`EmbeddingFormatError` (a 1 MB
-    ``.gz`` of 1 GiB of newlines, or one 256 MiB line, held a web worker or took ~1 GB of
-    memory). Iterating yields lines; ``read(n)`` and ``readline(n)`` as a binary file's."""
-
-    def __init__(self, raw, *, compressed: bool) -> None:
-        self.raw = raw
-        self.compressed = compressed
-        self.max_bytes = settings.MAX_DECOMPRESSED_MB * 1024 * 1024
-        self.max_line = settings.MAX_LINE_KB * 1024
-        self.preflight = _preflight_budget.get()
-        self.total = 0
-        self.line_no = 0
-        self.blank_run = 0
-
-    def _count(self, n: int) -> None:
-        self.total += n
-        if self.preflight is not None and self.total > self.preflight:
-            raise PreflightBudgetSpent
-        if self.total > self.max_bytes:
-            what = "decompresses to" if self.compressed else "holds"
-            raise EmbeddingFormatError(
-                f"the file {what} more than {settings.MAX_DECOMPRESSED_MB} MB (MAX_DECOMPRESSED_MB)"
-            )
-
-    def read(self, n: int = -1) -> bytes:
-        if n is None or n < 0:
-            n = self.max_bytes - self.total + 1  # never an unbounded read
-        data = self.raw.read(n)
-        self._count(len(data))
-        return data
-
-    def readline(self, limit: int = -1) -> bytes:
-        bounded = limit is None or limit < 0 or limit > self.max_line
-        line = self.raw.readline(self.max_line + 1 if bounded else limit)
-        self._count(len(line))
-        if line:
-            self.line_no += 1
-        if bounded and len(line) > self.max_line:
-            raise EmbeddingFormatError(
-                f"a line longer than {settings.MAX_LINE_KB} KB (MAX_LINE_KB)", line=self.line_no
-            )
-        self.blank_run = self.blank_run + len(line) if line and not line.strip() else 0
-        if self.blank_run > MAX_BLANK_RUN:
-            raise EmbeddingFormatError(
-                f"more than {MAX_BLANK_RUN // 1024 // 1024} MB of blank lines in a row",
-                line=self.line_no,
-            )
-        return line
-
-    def __iter__(self) -> Iterator[bytes]:
-        while line := self.readline():
-            yield line
-
-    def close(self) -> None:
-        self.raw.close()
-
-    def __enter__(self) -> BoundedFile:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-
-def _open_binary(path: Path) -> BoundedFile:
-    if path.suffix == ".gz":
-        return BoundedFile(gzip.open(path, "rb"), compressed=True)
-    return BoundedFile(open(path, "rb"), compressed=False)
-
-
-def _decode(raw: bytes, line: int, unit: str = "line") -> str:
-    try:
-        text = raw.decode("utf-8")
-        return text.removeprefix("\ufeff") if line == 1 else text  # a byte-order mark
-    except UnicodeDecodeError as exc:
-        raise EmbeddingFormatError(
-            f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1})",
-            line=line,
-            unit=unit,
-        ) from None
-
-
 class FormatParsers:
-    """word2vec binary, .npy + vocabulary and CSV parsing for ``EmbeddingReader``.
+    """One parser per format family for ``EmbeddingReader``.
 
-    Uses the reader's ``path``, ``limit``, ``vocab``/``vectors``/``key_column``/``fields``,
-    sets ``expected_rows`` and ``dimension_hint``, and turns text values into blocks with
-    ``_block``.
+    Uses the reader's ``path``, ``format``, ``limit``, ``vocab``/``vectors``/``key_column``/
+    ``fields``, sets ``expected_rows`` and ``dimension_hint``, and turns text values into blocks
+    with ``_block``.
     """
 
+    def _block(self, keys, flat, lines, payloads=None) -> Block:
+        """Turn collected text values into a float32 block, pinning a bad token to its line."""
+        try:
+            with np.errstate(over="ignore"):
+                values = np.array(flat, dtype=np.float32)
+        except ValueError:
+            d = self.dimension_hint
+            for i, line in enumerate(lines):
+                for token in flat[i * d : (i + 1) * d]:
+                    try:
+                        float(token)
+                    except ValueError:
+                        raise EmbeddingFormatError(
+                            f"{token[:40]!r} is not a number", line=line
+                        ) from None
+            raise
+        return Block(keys, values.reshape(len(keys), self.dimension_hint), lines, payloads)
+
+    # --- text: word2vec (header) and GloVe (no header) ---------------------------------------
+
+    def _text(self) -> Iterator[Block]:
+        d: int | None = None
+        dim_line = 0
+        announced: int | None = None
+        keys: list[str] = []
+        flat: list[str] = []
+        lines: list[int] = []
+        count = 0
+        with open_bounded(self.path) as f:
+            for line_no, raw in enumerate(f, start=1):
+                text = decode_utf8(raw, line_no).rstrip("\r\n")
+                if not text.strip():
+                    continue
+                if self.format == "word2vec" and announced is None:
+                    match = HEADER.match(text)
+                    if not match:
+                        raise EmbeddingFormatError(
+                            "expected the word2vec header '<count> <dimension>' (a file "
+                            "without a header is --format glove)",
+                            line=line_no,
+                        )
+                    announced, d = int(match[1]), int(match[2])
+                    if announced < 1 or d < 1:
+                        raise EmbeddingFormatError("the header announces no vectors", line=line_no)
+                    dim_line = line_no
+                    self.dimension_hint = d
+                    self.expected_rows = min(announced, self.limit or announced)
+                    continue
+                key, _, rest = text.partition(" ")
+                values = rest.split()
+                if d is None:
+                    if not values:
+                        raise EmbeddingFormatError("no vector values after the key", line=line_no)
+                    d, dim_line = len(values), line_no
+                    self.dimension_hint = d
+                elif len(values) != d:
+                    raise EmbeddingFormatError(
+                        f"{len(values)} values, expected {d} (the dimension set at line "
+                        f"{dim_line})",
+                        line=line_no,
+                    )
+                count += 1
+                if announced is not None and count > announced:
+                    raise EmbeddingFormatError(
+                        f"more vectors than the {announced} the header announces", line=line_no
+                    )
+                keys.append(key)
+                flat.extend(values)
+                lines.append(line_no)
+                if self.limit is not None and count >= self.limit:
+                    break
+                if len(flat) >= TEXT_VALUES_PER_BLOCK or len(keys) == BLOCK_ROWS:
+                    yield self._block(keys, flat, lines)
+                    keys, flat, lines = [], [], []
+        if keys:
+            yield self._block(keys, flat, lines)
+        if announced is not None and count < announced and count != self.limit:
+            raise EmbeddingFormatError(
+                f"the header announces {announced} vectors but the file holds {count}", line=1
+            )
+
+    # --- word2vec binary ----------------------------------------------------------------------
+
     def _binary(self) -> Iterator[Block]:
-        with _open_binary(self.path) as f:
-            header = _decode(f.readline(256), 1, "record")
-            match = _HEADER.match(header)
+        with open_bounded(self.path) as f:
+            header = decode_utf8(f.readline(256), 1, "record")
+            match = HEADER.match(header)
             if not match:
                 raise EmbeddingFormatError(
                     "expected the word2vec header '<count> <dimension>'", line=1
@@ -177,7 +143,7 @@ class FormatParsers:
                         line=record,
                         unit="record",
                     )
-                key = _decode(raw_key, record, "record")
+                key = decode_utf8(raw_key, record, "record")
                 data = scanner.take(4 * d)
                 if len(data) < 4 * d:
                     raise EmbeddingFormatError(
@@ -225,9 +191,9 @@ class FormatParsers:
             keys = _parquet_keys(self._vocab_file)
         else:
             keys = []
-            with _open_binary(self._vocab_file) as f:
+            with open_bounded(self._vocab_file) as f:
                 for line_no, raw in enumerate(f, start=1):
-                    keys.append(_decode(raw, line_no).strip())
+                    keys.append(decode_utf8(raw, line_no).strip())
         if keys and keys[-1] == "" and len(keys) == self._matrix.shape[0] + 1:
             keys.pop()  # a final empty line
         if len(keys) != self._matrix.shape[0]:
@@ -250,8 +216,8 @@ class FormatParsers:
 
     def _csv(self) -> Iterator[Block]:
         delimiter = "\t" if self.path.name.lower().removesuffix(".gz").endswith(".tsv") else ","
-        with _open_binary(self.path) as f:
-            decoded = (_decode(raw, n) for n, raw in enumerate(f, start=1))
+        with open_bounded(self.path) as f:
+            decoded = (decode_utf8(raw, n) for n, raw in enumerate(f, start=1))
             reader = csv.reader(decoded, delimiter=delimiter)
             header = next(reader, None)
             if not header or not any(h.strip() for h in header):

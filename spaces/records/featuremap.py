@@ -30,6 +30,7 @@ categorical, each in the order given — the column order of a ``ColumnTransform
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
 
@@ -97,6 +98,12 @@ def feature_names(features: Sequence[dict]) -> list[str]:
         else:
             names.extend(f"{f['column']}={c}" for c in f["categories"])
     return names
+
+
+def feature_map_json(spec: dict) -> bytes:
+    """A specification as stable JSON bytes: sorted keys, UTF-8 (the same map, the same bytes;
+    the body of ``/api/studies/{id}/feature-map/`` and the source of its ETag)."""
+    return json.dumps(spec, sort_keys=True, ensure_ascii=False).encode("utf-8")
 
 
 def build_feature_map(

@@ -1,7 +1,7 @@
 """Record spaces: a table (CSV or Parquet) whose rows are the items; vectors are φ(records).
 
 ``record_space_create`` is the one way a record space is made — by the upload pages and by
-code (the Adult demo): it builds the declared feature map with :mod:`spaces.featuremap`,
+code (the Adult demo): it builds the declared feature map with :mod:`spaces.records.featuremap`,
 embeds every record with it, and stores the space, its items (each keeping its record's
 original field values as JSON, for display) and the map's JSON specification, atomically.
 """
@@ -13,12 +13,11 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from .exceptions import EmbeddingFormatError
-from .featuremap import apply_feature_map, build_feature_map
-from .models import EmbeddingSpace, Item, first_record
-from .services import Progress, space_from_matrix
-
-MAX_KEY = 255
+from spaces.exceptions import EmbeddingFormatError
+from spaces.models import EmbeddingSpace, Item
+from spaces.records.columns import hidden_columns_check
+from spaces.records.featuremap import apply_feature_map, build_feature_map
+from spaces.services import MAX_KEY, Progress, space_from_matrix
 
 
 def frame_records(frame: pd.DataFrame) -> list[dict]:
@@ -39,56 +38,6 @@ def record_keys(frame: pd.DataFrame, key_column: str | None) -> list[str]:
         if not key or key == "nan" or len(key) > MAX_KEY:
             raise EmbeddingFormatError(f"row {i}: the key in {key_column!r} is empty or too long")
     return keys
-
-
-def hidden_columns_check(
-    frame: pd.DataFrame, label_column: str, hidden_columns: Sequence[str] | None
-) -> list[str]:
-    """The columns hidden from annotators: ``hidden_columns`` (each a column of the frame, in
-    the frame's order), or by default the label column alone."""
-    if hidden_columns is None:
-        return [label_column] if label_column else []
-    if isinstance(hidden_columns, str):
-        raise EmbeddingFormatError("hidden_columns is a list of column names")
-    columns = [str(c) for c in frame.columns]
-    unknown = sorted(set(hidden_columns) - set(columns))
-    if unknown:
-        raise EmbeddingFormatError(f"no column {unknown[0]!r} to hide")
-    return [c for c in columns if c in set(hidden_columns)]
-
-
-def record_columns(space: EmbeddingSpace, record: dict | None = None) -> list[str]:
-    """The columns of a record space's table (the fields every record keeps), in an order that
-    does not depend on the database: φ's columns as its feature map lists them, then the
-    excluded ones (the label among them), then the rest by name. (PostgreSQL's JSONB does not
-    keep a record's key order, so the stored records cannot give the table's.) ``record``: the
-    space's ``first_record`` when the caller has read it already."""
-    payload = first_record(space.pk) if record is None else record
-    spec = space.feature_map or {}
-    declared = [f["column"] for f in spec.get("features", [])] + list(spec.get("excluded", []))
-    first = [c for c in dict.fromkeys(declared) if c in payload]
-    return first + sorted(str(c) for c in payload if c not in set(first))
-
-
-def record_hidden_columns_set(space: EmbeddingSpace, hidden: Sequence[str]) -> list[str]:
-    """Change which columns of a record space annotators do not see, after its creation.
-
-    ``hidden`` must name columns of the space's table. Saving the space forgets the facts of
-    every study drawn from it, so the pair queues are chosen again and no queued pair keeps
-    showing a column that is now hidden (``annotation.facts``). φ and Σ do not change: what
-    annotators see is not what the metric reads. Returns the hidden columns in table order.
-    """
-    if space.kind != EmbeddingSpace.Kind.RECORDS:
-        raise EmbeddingFormatError("only a record space has columns to hide")
-    if isinstance(hidden, str):
-        raise EmbeddingFormatError("hidden columns are a list of column names")
-    columns = record_columns(space)
-    unknown = sorted(set(hidden) - set(columns))
-    if unknown:
-        raise EmbeddingFormatError(f"no column {unknown[0]!r} to hide")
-    space.hidden_columns = [c for c in columns if c in set(hidden)]
-    space.save(update_fields=["hidden_columns"])
-    return space.hidden_columns
 
 
 def record_space_create(

@@ -1,15 +1,14 @@
-"""Browser uploads of record and text tables: store, read (all checks), then finish.
+"""Browser uploads of record tables: store, read (all checks), choose the columns, finish.
 
 A record upload is two steps: ``record_upload_create`` stores the file and reads it whole (a
 malformed, empty, too large or non-UTF-8 file is a form error and nothing is kept); the admin
 then chooses the columns' roles and ``record_upload_finish`` creates the space through
-:func:`spaces.records.record_space_create` (atomic) and removes the file. Until then the
+:func:`spaces.records.create.record_space_create` (atomic) and removes the file. Until then the
 ``EmbeddingImport`` row waits (status pending, stage ``columns``).
 """
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Mapping, Sequence
 
 import pandas as pd
@@ -17,44 +16,15 @@ from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 from django.utils import timezone
 
-from .exceptions import EmbeddingFormatError, InputFileError
-from .models import EmbeddingImport, EmbeddingSpace
-from .records import record_space_create
-from .tables import TABLE_FORMATS, guess_format, max_table_bytes, read_table
-from .uploads import _remove_files, _store, import_name_check
+from spaces.exceptions import EmbeddingFormatError
+from spaces.models import EmbeddingImport, EmbeddingSpace
+from spaces.records.create import record_space_create
+from spaces.tables import TABLE_FORMATS, read_table
+from spaces.uploads import table_upload_store, upload_files_remove
 
 Status = EmbeddingImport.Status
 RECORDS_PREFIX = "records-"
 ROLES = ("numeric", "categorical", "excluded")
-
-
-def table_upload_store(
-    *, user, upload: UploadedFile, name: str, prefix: str, formats: tuple[str, ...], **fields
-) -> tuple[EmbeddingImport, pd.DataFrame]:
-    """Store ``upload`` and read it whole; on any error remove it and raise (nothing saved).
-
-    Returns the unsaved import row and the table read.
-    """
-    name = import_name_check(name)
-    if upload.size > max_table_bytes():
-        raise InputFileError(f"{upload.name} is larger than {max_table_bytes() // 2**20} MB")
-    if upload.size == 0:
-        raise InputFileError("the file is empty")
-    fmt = guess_format(upload.name or "", formats)
-    job = EmbeddingImport(
-        name=name,
-        format=prefix + fmt,
-        created_by=user,
-        original_name=(upload.name or "")[:255],
-        **fields,
-    )
-    job.file.name = _store(upload, f"uploads/{uuid.uuid4().hex[:12]}")
-    try:
-        frame = read_table(job.file.path, fmt)
-    except BaseException:
-        _remove_files(job)
-        raise
-    return job, frame
 
 
 def record_upload_create(*, user, upload: UploadedFile, name: str) -> EmbeddingImport:
@@ -79,12 +49,15 @@ def record_upload_finish(
     label_column: str = "",
     key_column: str = "",
     hidden_columns: Sequence[str] | None = None,
+    frame: pd.DataFrame | None = None,
 ) -> EmbeddingSpace:
     """Create the space with the chosen roles and the columns hidden from annotators (None:
-    the label column); on bad choices raise and keep the upload."""
+    the label column); on bad choices raise and keep the upload. ``frame``: the upload's table
+    when the caller has read it already (the columns page has), else it is read here."""
     if job.status != Status.PENDING or not job.format.startswith(RECORDS_PREFIX):
         raise EmbeddingFormatError("this upload is not waiting for its columns")
-    frame = record_upload_table(job)
+    if frame is None:
+        frame = record_upload_table(job)
     unknown = sorted(set(roles) - set(frame.columns))
     if unknown:
         raise EmbeddingFormatError(f"no column {unknown[0]!r} in the file")
@@ -125,5 +98,5 @@ def record_upload_finish(
             },
             finished_at=timezone.now(),
         )
-    _remove_files(job)
+    upload_files_remove(job)
     return space

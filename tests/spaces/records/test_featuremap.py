@@ -12,8 +12,13 @@ from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.compose import ColumnTransformer
 from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
-from spaces import featuremap
-from spaces.featuremap import apply_feature_map, build_feature_map, validate_feature_map
+from spaces.records import featuremap
+from spaces.records.featuremap import (
+    apply_feature_map,
+    build_feature_map,
+    feature_map_json,
+    validate_feature_map,
+)
 
 
 def tiny() -> pd.DataFrame:
@@ -48,6 +53,16 @@ def test_spec_is_plain_json_that_round_trips():
     again = json.loads(json.dumps(spec))
     assert again == spec
     assert_array_equal(apply_feature_map(again, tiny()), apply_feature_map(spec, tiny()))
+
+
+def test_feature_map_json_is_the_same_bytes_for_the_same_map():
+    frame = tiny().assign(job=["café", "thé", "café"])
+    spec = build_feature_map(frame, numeric=["age"], categorical=["job"], excluded=["income"])
+    body = feature_map_json(spec)
+    assert body == json.dumps(spec, sort_keys=True, ensure_ascii=False).encode("utf-8")
+    assert feature_map_json(dict(reversed(spec.items()))) == body  # key order does not matter
+    assert "café".encode() in body  # UTF-8, not \\u escapes
+    assert json.loads(body) == spec
 
 
 def hand_made() -> pd.DataFrame:
@@ -184,6 +199,7 @@ def test_apply_imports_no_sklearn():
     ]
     assert module_imports == [
         "from __future__ import annotations",
+        "import json",
         "import math",
         "from collections.abc import Sequence",
         "import numpy as np",
@@ -196,7 +212,7 @@ def docs_apply():
     import re
     from pathlib import Path
 
-    text = (Path(__file__).resolve().parents[2] / "docs" / "export.md").read_text()
+    text = (Path(__file__).resolve().parents[3] / "docs" / "export.md").read_text()
     found = re.search(
         r"<!-- example:featuremap -->\s*```python\n(.*?)```\s*<!-- /example:featuremap -->",
         text,

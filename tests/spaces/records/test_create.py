@@ -9,9 +9,9 @@ from django.contrib.auth import get_user_model
 from numpy.testing import assert_allclose
 
 from spaces.exceptions import EmbeddingFormatError
-from spaces.featuremap import apply_feature_map
 from spaces.models import EmbeddingSpace, Item
-from spaces.records import record_space_create
+from spaces.records.create import record_space_create
+from spaces.records.featuremap import apply_feature_map
 
 
 def people() -> pd.DataFrame:

@@ -12,9 +12,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
 from spaces.models import EmbeddingImport, EmbeddingSpace, Item, Tag
-from spaces.uploads import embedding_import_run
-
-from ..celery_support import app_pointed_at, worker_database_url
+from spaces.vectors.uploads import embedding_import_run
+from tests.celery_support import app_pointed_at, worker_database_url
 
 URLS = ["spaces:list", "spaces:upload"]
 

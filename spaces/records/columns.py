@@ -1,0 +1,108 @@
+"""A record space's columns: the roles guessed for an uploaded table, the table's column
+order, and which columns annotators see (``hidden_columns``, chosen at creation and changed
+later from the space's "columns shown" page)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pandas as pd
+
+from spaces.exceptions import EmbeddingFormatError
+from spaces.models import EmbeddingSpace, first_record
+
+
+def numeric_columns(frame: pd.DataFrame) -> list[str]:
+    """Columns whose every value reads as a finite number (text cells included), not booleans."""
+    found = []
+    for name in frame.columns:
+        column = frame[name]
+        if pd.api.types.is_bool_dtype(column):
+            continue
+        raw = column.map(lambda v: v.strip() if isinstance(v, str) else v)
+        values = pd.to_numeric(raw, errors="coerce")
+        if (
+            values.notna().all()
+            and len(values)
+            and bool(pd.Series(values).abs().lt(float("inf")).all())
+        ):
+            found.append(name)
+    return found
+
+
+LABEL_NAMES = {"label", "labels", "target", "class", "y", "income", "outcome"}
+KEY_NAMES = {"id", "key", "name", "uid", "record_id"}
+
+
+def guess_roles(frame: pd.DataFrame) -> dict:
+    """A default choice of columns: numbers → numeric, few distinct values → categorical, a
+    column named like a label → the label (excluded), a unique id-like column → the key,
+    anything else (free text, ids) → excluded."""
+    numeric = set(numeric_columns(frame))
+    label = next((c for c in frame.columns if c.lower() in LABEL_NAMES), "")
+    key = next(
+        (c for c in frame.columns if c.lower() in KEY_NAMES and frame[c].astype(str).is_unique),
+        "",
+    )
+    roles = {}
+    limit = max(20, min(100, len(frame) // 2))
+    for name in frame.columns:
+        if name in (label, key):
+            roles[name] = "excluded"
+        elif name in numeric:
+            roles[name] = "numeric"
+        elif frame[name].astype(str).nunique() <= limit:
+            roles[name] = "categorical"
+        else:
+            roles[name] = "excluded"
+    return {"roles": roles, "label_column": label, "key_column": key}
+
+
+def hidden_columns_check(
+    frame: pd.DataFrame, label_column: str, hidden_columns: Sequence[str] | None
+) -> list[str]:
+    """The columns hidden from annotators: ``hidden_columns`` (each a column of the frame, in
+    the frame's order), or by default the label column alone."""
+    if hidden_columns is None:
+        return [label_column] if label_column else []
+    if isinstance(hidden_columns, str):
+        raise EmbeddingFormatError("hidden_columns is a list of column names")
+    columns = [str(c) for c in frame.columns]
+    unknown = sorted(set(hidden_columns) - set(columns))
+    if unknown:
+        raise EmbeddingFormatError(f"no column {unknown[0]!r} to hide")
+    return [c for c in columns if c in set(hidden_columns)]
+
+
+def record_columns(space: EmbeddingSpace, record: dict | None = None) -> list[str]:
+    """The columns of a record space's table (the fields every record keeps), in an order that
+    does not depend on the database: φ's columns as its feature map lists them, then the
+    excluded ones (the label among them), then the rest by name. (PostgreSQL's JSONB does not
+    keep a record's key order, so the stored records cannot give the table's.) ``record``: the
+    space's ``first_record`` when the caller has read it already."""
+    payload = first_record(space.pk) if record is None else record
+    spec = space.feature_map or {}
+    declared = [f["column"] for f in spec.get("features", [])] + list(spec.get("excluded", []))
+    first = [c for c in dict.fromkeys(declared) if c in payload]
+    return first + sorted(str(c) for c in payload if c not in set(first))
+
+
+def record_hidden_columns_set(space: EmbeddingSpace, hidden: Sequence[str]) -> list[str]:
+    """Change which columns of a record space annotators do not see, after its creation.
+
+    ``hidden`` must name columns of the space's table. Saving the space forgets the facts of
+    every study drawn from it, so the pair queues are chosen again and no queued pair keeps
+    showing a column that is now hidden (``annotation.facts``). φ and Σ do not change: what
+    annotators see is not what the metric reads. Returns the hidden columns in table order.
+    """
+    if space.kind != EmbeddingSpace.Kind.RECORDS:
+        raise EmbeddingFormatError("only a record space has columns to hide")
+    if isinstance(hidden, str):
+        raise EmbeddingFormatError("hidden columns are a list of column names")
+    columns = record_columns(space)
+    unknown = sorted(set(hidden) - set(columns))
+    if unknown:
+        raise EmbeddingFormatError(f"no column {unknown[0]!r} to hide")
+    space.hidden_columns = [c for c in columns if c in set(hidden)]
+    space.save(update_fields=["hidden_columns"])
+    return space.hidden_columns
