@@ -253,8 +253,12 @@ def test_dashboard_queries_do_not_grow_with_versions(
 
 def test_the_shipped_measurement_is_readable():
     """The benchmark's committed output (the dashboard's panel) is there and readable."""
-    assert curves.MEASUREMENT_PATH.exists(), "learning/dashboards/data/label_efficiency.json is not shipped"
+    assert curves.MEASUREMENT_PATH.exists(), (
+        "learning/dashboards/data/label_efficiency.json is not shipped"
+    )
     found = curves.strategy_efficiency()
-    assert found is not None, "learning/dashboards/data/label_efficiency.json is malformed (see the log)"
+    assert found is not None, (
+        "learning/dashboards/data/label_efficiency.json is malformed (see the log)"
+    )
     assert found.curves
     assert all(len(c.labels) == len(c.mean) == len(c.seeds) for c in found.curves)
