@@ -3,7 +3,7 @@ one place for each key and its invalidation.
 
 | key | holds | forgotten when |
 |---|---|---|
-| ``fm:facts:study:{id}`` | the ``Study`` row (with its space and pool tags), its gold pairs, and a random **stamp** | the study, its space, pool tags or keys, its items' tags, gold or candidate pairs change (signals below; the bulk writes of ``annotation/setup.py`` call :func:`study_changed`) |
+| ``fm:facts:study:{id}`` | the ``Study`` row (with its space and pool tags), its gold pairs, and a random **stamp** | the study, its space, pool tags or keys, its items' tags, gold or candidate pairs change (signals below; the bulk writes of ``annotation/setup/pairs.py`` call :func:`study_changed`) |
 | ``fm:facts:role:{study}:{user}`` | the user's role in the study (``""`` for none) | the membership is saved or deleted |
 
 Every cached value is read-only: code that writes a study loads it from the database.

@@ -22,7 +22,6 @@ from spaces.models import EmbeddingSpace, Item, first_record
 
 from .access import Action, Role, may
 from .models import (
-    CandidatePair,
     ComparableGroup,
     GoldPair,
     GroupEdit,
@@ -69,32 +68,8 @@ def studies_archived(*, user) -> list[Study]:
     return list(qs.order_by("name"))
 
 
-def members_of(*, study: Study) -> list[Membership]:
-    """The study's memberships with users and each one's answer count, by role then name."""
-    counts = dict(
-        PairJudgment.objects.filter(study=study, annotator__isnull=False)
-        .values_list("annotator_id")
-        .annotate(n=Count("id"))
-        .values_list("annotator_id", "n")
-    )
-    members = list(
-        Membership.objects.filter(study=study)
-        .select_related("user")
-        .order_by("role", "user__username")
-    )
-    for member in members:
-        member.answers = counts.get(member.user_id, 0)
-    return members
-
-
-def setup_counts(*, study: Study) -> dict:
-    """What the set-up pages show: pool size, candidate and gold pairs."""
-    return {
-        "pool": pool_items(study=study).count(),
-        "candidates": CandidatePair.objects.filter(study=study).count(),
-        "gold": GoldPair.objects.filter(study=study).count(),
-        "members": Membership.objects.filter(study=study).count(),
-    }
+def may_manage(*, user, study: Study) -> bool:
+    return may(user, study, Action.MANAGE)
 
 
 def study_get(*, study_id: int) -> Study | None:
@@ -312,6 +287,15 @@ def items_in_pool(*, study: Study, item_ids) -> dict[int, Item]:
     return {item.pk: item for item in pool_items(study=study).filter(pk__in=ids)}
 
 
+def not_in_pool(item_ids, found: dict[int, Item]) -> str | None:
+    """The refusal naming the first of ``item_ids`` missing from ``found`` (what
+    :func:`items_in_pool` gave); None when every one is in the pool."""
+    missing = [i for i in item_ids if i not in found]
+    if missing:
+        return f"Item {missing[0]} does not exist or is not in this study's pool."
+    return None
+
+
 def item_prefix_queryset(*, space_id: int, prefix: str) -> QuerySet[Item]:
     """Items of a space whose lower-cased key starts with ``prefix`` (already lower-cased)."""
     qs = Item.objects.filter(space_id=space_id).annotate(key_lower=Lower("key"))
@@ -466,35 +450,6 @@ def answered_pairs(*, study: Study, user, pairs: list[tuple[int, int]]) -> set[t
 
 def gold_pair_exists(*, study: Study, item_a_id: int, item_b_id: int) -> bool:
     return GoldPair.objects.filter(study=study, item_a_id=item_a_id, item_b_id=item_b_id).exists()
-
-
-# --- Study set-up -------------------------------------------------------------------------------
-
-SETUP_LIST = 200
-
-
-def may_manage(*, user, study: Study) -> bool:
-    return may(user, study, Action.MANAGE)
-
-
-def pool_sample(*, study: Study, limit: int = 50) -> list[Item]:
-    return list(pool_items(study=study).order_by("key")[:limit])
-
-
-def candidate_pairs(*, study: Study, limit: int = SETUP_LIST) -> list[CandidatePair]:
-    return list(
-        CandidatePair.objects.filter(study=study)
-        .select_related("item_a", "item_b")
-        .order_by("-id")[:limit]
-    )
-
-
-def gold_pairs(*, study: Study, limit: int = SETUP_LIST) -> list[GoldPair]:
-    return list(
-        GoldPair.objects.filter(study=study)
-        .select_related("item_a", "item_b")
-        .order_by("-id")[:limit]
-    )
 
 
 # --- Skipped pairs ----------------------------------------------------------------------------

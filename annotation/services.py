@@ -24,7 +24,6 @@ from .models import (
     MAX_GROUP_NAME,
     MAX_GROUP_SIZE,
     ComparableGroup,
-    GoldPair,
     GroupEdit,
     Label,
     PairComment,
@@ -321,22 +320,6 @@ def judgment_undo(
     judgment.pk = judgment_pk
     feedback_changed(study_id=study_id)
     return judgment
-
-
-@transaction.atomic
-def gold_pair_set(*, study: Study, user, item_a_id: int, item_b_id: int, label: str) -> GoldPair:
-    """Set (create or change) a gold pair's known answer; study admins only."""
-    require(user, study, Action.MANAGE, "Only admins of the study set gold pairs.")
-    if label not in (Label.COMPARABLE, Label.INCOMPARABLE):
-        raise InvalidInput("A gold pair's label is comparable or incomparable.")
-    if int(item_a_id) == int(item_b_id):
-        raise InvalidInput("item_a and item_b must be two different items.")
-    pair = canonical_pair(int(item_a_id), int(item_b_id))
-    _pool_members(study, pair)
-    gold, _ = GoldPair.objects.update_or_create(
-        study=study, item_a_id=pair[0], item_b_id=pair[1], defaults={"label": label}
-    )
-    return gold
 
 
 # --- Groups -----------------------------------------------------------------------------------

@@ -19,7 +19,6 @@ from annotation.models import (
     StudyCounter,
 )
 from annotation.services import (
-    gold_pair_set,
     group_create,
     group_update,
     judgment_create,
@@ -367,61 +366,6 @@ def test_concurrent_group_edits_get_distinct_revisions(study, annotator, items):
     )
     assert sorted(results) == [6, 7, 8, 9, 10]
     assert StudyCounter.objects.get(study=study).group_revision == 10
-
-
-# --- Gold pairs -------------------------------------------------------------------------------
-
-
-def test_study_admins_set_gold_pairs_canonically(study, study_admin, annotator, items):
-    gold = gold_pair_set(
-        study=study,
-        user=study_admin,
-        item_a_id=items[4].pk,
-        item_b_id=items[1].pk,
-        label="incomparable",
-    )
-    assert (gold.item_a_id, gold.item_b_id) == (items[1].pk, items[4].pk)
-    again = gold_pair_set(
-        study=study,
-        user=study_admin,
-        item_a_id=items[1].pk,
-        item_b_id=items[4].pk,
-        label="comparable",
-    )
-    assert again.pk == gold.pk
-    assert GoldPair.objects.get().label == "comparable"
-    with pytest.raises(NotAllowed):
-        gold_pair_set(
-            study=study,
-            user=annotator,
-            item_a_id=items[0].pk,
-            item_b_id=items[1].pk,
-            label="comparable",
-        )
-    with pytest.raises(InvalidInput):
-        gold_pair_set(
-            study=study,
-            user=study_admin,
-            item_a_id=items[0].pk,
-            item_b_id=items[1].pk,
-            label="unsure",
-        )
-
-
-def test_the_admin_form_stores_gold_pairs_canonically(study, items):
-    from annotation.admin import GoldPairForm
-
-    form = GoldPairForm(
-        data={
-            "study": study.pk,
-            "item_a": items[7].pk,
-            "item_b": items[3].pk,
-            "label": "comparable",
-        }
-    )
-    assert form.is_valid(), form.errors
-    gold = form.save()
-    assert (gold.item_a_id, gold.item_b_id) == (items[3].pk, items[7].pk)
 
 
 def test_groups_only_studies_take_no_pairs(study, annotator, items):

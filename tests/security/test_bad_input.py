@@ -1319,12 +1319,12 @@ COVERED_ELSEWHERE = [
     (
         "api-judgments",
         "an answer beyond the target of a study that stops there",
-        "tests.annotation.test_setup::test_reaching_the_target_leads_to_the_completion_page",
+        "tests.annotation.test_views::test_reaching_the_target_leads_to_the_completion_page",
     ),
     (
         "annotation:study-items",
         "a file that is not UTF-8",
-        "tests.annotation.test_setup::test_upload_pages_show_unknown_keys_and_write_nothing",
+        "tests.annotation.test_setup_pages::test_upload_pages_show_unknown_keys_and_write_nothing",
     ),
     (
         "annotation:study-gold",
