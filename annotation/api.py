@@ -5,7 +5,6 @@ from __future__ import annotations
 import uuid
 
 from django.conf import settings
-from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
@@ -13,19 +12,14 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from common.errors import NotAllowed, PayloadTooLarge
+from common.errors import PayloadTooLarge
 from spaces.models import attach_spaces
 
 from . import pair_queue, selectors, services
-from .access import Action, StudyAccess, can_edit_group, require_space_reader, study_get, study_role
-from .models import ComparableGroup, Study
+from .access import Action, StudyAccess, study_role
+from .models import Study
 from .serializers import (
     CommentCreateSerializer,
-    GroupCreateSerializer,
-    GroupDetailSerializer,
-    GroupSerializer,
-    GroupUpdateSerializer,
-    ItemSerializer,
     JudgmentBatchResponseSerializer,
     JudgmentBatchSerializer,
     JudgmentCreateSerializer,
@@ -33,11 +27,9 @@ from .serializers import (
     NextPairSerializer,
     PairSerializer,
     StudySerializer,
-    SuggestionsSerializer,
     error_text,
     judgment_data,
 )
-from .suggestions import group_suggestions
 from .throttles import JudgmentRateThrottle
 
 MAX_LIMIT = 200
@@ -69,7 +61,7 @@ class AnnotationAPIView(APIView):
                 )
 
 
-def _int_param(request, name: str, default: int, *, lo: int, hi: int) -> int:
+def int_param(request, name: str, default: int, *, lo: int, hi: int) -> int:
     raw = request.query_params.get(name)
     if raw in (None, ""):
         return default
@@ -82,7 +74,7 @@ def _int_param(request, name: str, default: int, *, lo: int, hi: int) -> int:
     return value
 
 
-def _id_list(raw: str, name: str, *, max_len: int = 1000) -> list[int]:
+def id_list(raw: str, name: str, *, max_len: int = 1000) -> list[int]:
     parts = [p.strip() for p in raw.replace("-", ",").split(",") if p.strip()] if raw else []
     if len(parts) > max_len:
         raise ValidationError({name: f"at most {max_len} ids."})
@@ -109,7 +101,7 @@ class StudyDetail(AnnotationAPIView):
 
 
 def _held_pairs(request) -> list[tuple[int, int]]:
-    held = _id_list(request.query_params.get("exclude", ""), "exclude", max_len=40)
+    held = id_list(request.query_params.get("exclude", ""), "exclude", max_len=40)
     if len(held) % 2:
         raise ValidationError({"exclude": "must list pairs of item ids: 'a-b,c-d'."})
     return list(zip(held[::2], held[1::2], strict=True))
@@ -165,8 +157,8 @@ class JudgmentListCreate(AnnotationAPIView):
     def get(self, request, study_id: int):
         study = self.study
         mine = request.query_params.get("mine", "") in {"1", "true", "yes"}
-        limit = _int_param(request, "limit", 10, lo=1, hi=MAX_LIMIT)
-        before = _int_param(request, "before", 0, lo=0, hi=2**62) or None
+        limit = int_param(request, "limit", 10, lo=1, hi=MAX_LIMIT)
+        before = int_param(request, "before", 0, lo=0, hi=2**62) or None
         rows = selectors.judgments_recent(
             study=study, user=request.user, mine=mine, limit=limit, before_id=before
         )
@@ -271,9 +263,7 @@ class JudgmentBatch(AnnotationAPIView):
         study = self.study
         raw_next = request.query_params.get("next", "")
         limit = int(settings.JUDGMENT_BATCH_MAX)
-        wanted = (
-            1 if raw_next in {"true", "yes"} else _int_param(request, "next", 0, lo=0, hi=limit)
-        )
+        wanted = 1 if raw_next in {"true", "yes"} else int_param(request, "next", 0, lo=0, hi=limit)
         held_pairs = _held_pairs(request) if wanted else None
         answers = self._answers(request)
         granted = getattr(self, "answers_granted", len(answers))
@@ -395,123 +385,3 @@ class PairCommentCreate(AnnotationAPIView):
             "text": comment.text,
         }
         return Response(data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
-
-
-class GroupListCreate(AnnotationAPIView):
-    max_body_bytes = 64 * 1024
-
-    @extend_schema(responses=GroupSerializer(many=True))
-    def get(self, request, study_id: int):
-        study = self.study
-        groups = selectors.groups_visible(study=study, user=request.user)[:500]
-        return Response(GroupSerializer(groups, many=True).data)
-
-    @extend_schema(request=GroupCreateSerializer, responses=GroupDetailSerializer)
-    def post(self, request, study_id: int):
-        study = self.study
-        body = GroupCreateSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        group = services.group_create(
-            study=study,
-            user=request.user,
-            name=body.validated_data["name"],
-            member_ids=body.validated_data["members"],
-        )
-        return Response(_group_detail(group), status=status.HTTP_201_CREATED)
-
-
-def _group_detail(group: ComparableGroup) -> dict:
-    group.size = group.members.count()
-    group.history = selectors.group_history(group=group)
-    data = GroupDetailSerializer(group).data
-    data["members"] = ItemSerializer(selectors.group_members(group=group), many=True).data
-    return data
-
-
-class GroupDetail(AnnotationAPIView):
-    max_body_bytes = 64 * 1024
-
-    def visible_group(self, group_id: int) -> ComparableGroup:
-        groups = selectors.groups_visible(study=self.study, user=self.request.user)
-        return get_object_or_404(groups, pk=group_id)
-
-    @extend_schema(responses=GroupDetailSerializer)
-    def get(self, request, study_id: int, group_id: int):
-        return Response(_group_detail(self.visible_group(group_id)))
-
-    @extend_schema(request=GroupUpdateSerializer, responses=GroupDetailSerializer)
-    def patch(self, request, study_id: int, group_id: int):
-        group = self.visible_group(group_id)
-        if not can_edit_group(request.user, group):
-            raise NotAllowed("Only the group's creator or a reviewer/admin can edit this group.")
-        body = GroupUpdateSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        group = services.group_update(
-            group=group,
-            user=request.user,
-            name=body.validated_data.get("name"),
-            add=body.validated_data["add"],
-            remove=body.validated_data["remove"],
-        )
-        return Response(_group_detail(group))
-
-
-class SuggestionsView(AnnotationAPIView):
-    @extend_schema(
-        parameters=[
-            OpenApiParameter("group", int, description="Start from this saved group's members."),
-            OpenApiParameter("members", str, description="Comma-separated item ids to add."),
-            OpenApiParameter("remove", str, description="Comma-separated item ids to leave out."),
-            OpenApiParameter("k", int, description="How many suggestions per metric (≤ 50)."),
-        ],
-        responses=SuggestionsSerializer,
-    )
-    def get(self, request, study_id: int):
-        """Suggestions for a group being edited: a saved group's members (``group``), plus
-        ``members``, minus ``remove`` — so the URL stays short for large saved groups."""
-        study = self.study
-        members = set(_id_list(request.query_params.get("members", ""), "members"))
-        group_id = _int_param(request, "group", 0, lo=0, hi=2**62)
-        if group_id:
-            group = get_object_or_404(
-                selectors.groups_visible(study=study, user=request.user), pk=group_id
-            )
-            members |= set(group.members.values_list("id", flat=True))
-        members -= set(_id_list(request.query_params.get("remove", ""), "remove"))
-        k = _int_param(request, "k", 10, lo=1, hi=50)
-        result = group_suggestions(study=study, member_ids=members, k=k)
-        return Response(SuggestionsSerializer(result).data)
-
-
-class ItemSearch(AnnotationAPIView):
-    @extend_schema(
-        parameters=[
-            OpenApiParameter(
-                "q",
-                str,
-                description="Key prefix (case-insensitive); in record and text spaces, text "
-                "found in the key, the text or any field (`field:value` for one field).",
-            ),
-            OpenApiParameter("space", int, description="Embedding space id."),
-            OpenApiParameter("study", int, description="Restrict to a study's item pool."),
-            OpenApiParameter("limit", int, description="At most 50 (default 20)."),
-        ],
-        responses=ItemSerializer(many=True),
-    )
-    def get(self, request):
-        limit = _int_param(request, "limit", 20, lo=1, hi=50)
-        study_id = _int_param(request, "study", 0, lo=0, hi=2**62)
-        space_id = _int_param(request, "space", 0, lo=0, hi=2**62)
-        study = None
-        if study_id:
-            study = study_get(request.user, study_id, Action.VIEW)
-            space_id = study.space_id
-        elif not space_id:
-            raise ValidationError({"space": "give a space or a study."})
-        else:
-            require_space_reader(request.user, space_id)
-        query = request.query_params.get("q", "")
-        if len(query) > 255:
-            raise ValidationError({"q": "at most 255 characters."})
-        items = selectors.item_search(space_id=space_id, query=query, study=study, limit=limit)
-        return Response(ItemSerializer(items, many=True).data)

@@ -7,31 +7,24 @@ its transaction; learning's receiver queues a refit once the write has committed
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 from django.db import IntegrityError, transaction
 
 from common.errors import Conflict, InvalidInput, NotAllowed, NotFound
-from common.text import invisible
 
 from . import pair_queue
-from .access import Action, can_edit_group, require
+from .access import Action, require
 from .facts import facts_for
 from .hooks import feedback_changed
 from .models import (
     MAX_ELAPSED_MS,
-    MAX_GROUP_NAME,
-    MAX_GROUP_SIZE,
-    ComparableGroup,
-    GroupEdit,
     Label,
     PairComment,
     PairJudgment,
     PairSkip,
     Source,
     Study,
-    StudyCounter,
     canonical_pair,
 )
 from .selectors import gold_pair_exists, items_in_pool, progress_for, skipped_pairs_forget
@@ -320,164 +313,6 @@ def judgment_undo(
     judgment.pk = judgment_pk
     feedback_changed(study_id=study_id)
     return judgment
-
-
-# --- Groups -----------------------------------------------------------------------------------
-
-
-def _clean_name(name) -> str:
-    name = name.strip() if isinstance(name, str) else ""
-    if not name:
-        raise InvalidInput("A group needs a name.")
-    if invisible(name):
-        raise InvalidInput("A group name needs a visible character (not only zero-width or bidi).")
-    if len(name) > MAX_GROUP_NAME:
-        raise InvalidInput(f"A group name has at most {MAX_GROUP_NAME} characters.")
-    return name
-
-
-def _pool_members(study: Study, item_ids: Iterable) -> list[int]:
-    try:
-        ids = list(dict.fromkeys(int(i) for i in item_ids))
-    except (TypeError, ValueError):
-        raise InvalidInput("Members must be item ids.") from None
-    if not ids:
-        return []
-    found = items_in_pool(study=study, item_ids=ids)
-    missing = [i for i in ids if i not in found]
-    if missing:
-        raise InvalidInput(f"Item {missing[0]} does not exist or is not in this study's pool.")
-    return ids
-
-
-def _require_group_mode(study: Study) -> None:
-    if study.mode == Study.Mode.PAIRS:
-        raise InvalidInput("This study collects pairs only, not groups.")
-    if not study.is_active:
-        raise InvalidInput("This study is closed; it takes no more answers.")
-
-
-@transaction.atomic
-def group_create(
-    *, study: Study, user, name: str, member_ids: Iterable[int] = ()
-) -> ComparableGroup:
-    """Create a named group (optionally with members); history rows and a new group revision."""
-    require(user, study, Action.VIEW)
-    _require_group_mode(study)
-    name = _clean_name(name)
-    ids = _pool_members(study, member_ids)
-    if len(ids) > MAX_GROUP_SIZE:
-        raise InvalidInput(f"A group has at most {MAX_GROUP_SIZE} members.")
-    if ComparableGroup.objects.filter(study=study, name=name).exists():
-        raise Conflict(f"A group named {name!r} already exists in this study.")
-    revision = StudyCounter.group_revision_next(study)
-    try:
-        with transaction.atomic():
-            group = ComparableGroup.objects.create(
-                study=study, name=name, created_by=user, revision=revision
-            )
-    except IntegrityError:
-        raise Conflict(f"A group named {name!r} already exists in this study.") from None
-    group.members.add(*ids)
-    GroupEdit.objects.bulk_create(
-        [
-            GroupEdit(
-                group=group,
-                user=user,
-                action=GroupEdit.Action.CREATE,
-                detail=name,
-                revision=revision,
-            )
-        ]
-        + [
-            GroupEdit(
-                group=group, user=user, action=GroupEdit.Action.ADD, item_id=i, revision=revision
-            )
-            for i in ids
-        ]
-    )
-    feedback_changed(study_id=study.pk)
-    return group
-
-
-@transaction.atomic
-def group_update(
-    *,
-    group: ComparableGroup,
-    user,
-    name: str | None = None,
-    add: Iterable[int] = (),
-    remove: Iterable[int] = (),
-) -> ComparableGroup:
-    """Rename a group and add/remove members; one history row per change, one new revision.
-
-    Adding a member already there or removing one that is not is a no-op; an update that
-    changes nothing writes nothing and queues no refit.
-    """
-    group = ComparableGroup.objects.select_for_update().select_related("study").get(pk=group.pk)
-    study = group.study
-    require(user, study, Action.VIEW)
-    if not can_edit_group(user, group):
-        raise NotAllowed("Only the group's creator or a reviewer/admin can edit this group.")
-    _require_group_mode(study)
-    add_ids = _pool_members(study, add)
-    try:
-        remove_ids = list(dict.fromkeys(int(i) for i in remove))
-    except (TypeError, ValueError):
-        raise InvalidInput("Members must be item ids.") from None
-    if set(add_ids) & set(remove_ids):
-        raise InvalidInput("An item cannot be both added and removed.")
-    current = set(group.members.values_list("id", flat=True))
-    add_ids = [i for i in add_ids if i not in current]
-    remove_ids = [i for i in remove_ids if i in current]
-    if len(current) + len(add_ids) - len(remove_ids) > MAX_GROUP_SIZE:
-        raise InvalidInput(f"A group has at most {MAX_GROUP_SIZE} members.")
-    new_name = None
-    if name is not None:
-        new_name = _clean_name(name)
-        if new_name == group.name:
-            new_name = None
-        elif ComparableGroup.objects.filter(study=study, name=new_name).exists():
-            raise Conflict(f"A group named {new_name!r} already exists in this study.")
-    if new_name is None and not add_ids and not remove_ids:
-        return group
-
-    revision = StudyCounter.group_revision_next(study)
-    edits = []
-    if new_name is not None:
-        edits.append(
-            GroupEdit(
-                group=group,
-                user=user,
-                action=GroupEdit.Action.RENAME,
-                detail=f"{group.name} → {new_name}"[:300],
-                revision=revision,
-            )
-        )
-        group.name = new_name
-    edits += [
-        GroupEdit(group=group, user=user, action=GroupEdit.Action.ADD, item_id=i, revision=revision)
-        for i in add_ids
-    ]
-    edits += [
-        GroupEdit(
-            group=group, user=user, action=GroupEdit.Action.REMOVE, item_id=i, revision=revision
-        )
-        for i in remove_ids
-    ]
-    group.revision = revision
-    try:
-        with transaction.atomic():
-            group.save(update_fields=["name", "revision", "updated_at"])
-    except IntegrityError:
-        raise Conflict(f"A group named {new_name!r} already exists in this study.") from None
-    if add_ids:
-        group.members.add(*add_ids)
-    if remove_ids:
-        group.members.remove(*remove_ids)
-    GroupEdit.objects.bulk_create(edits)
-    feedback_changed(study_id=study.pk)
-    return group
 
 
 # --- Skips and comments on pairs (the labelling page's S and C keys) ----------------------------

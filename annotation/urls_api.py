@@ -3,6 +3,7 @@
 from django.urls import path
 
 from . import api
+from .groups import api as groups_api
 
 urlpatterns = [
     path("studies/", api.StudyList.as_view(), name="api-studies"),
@@ -25,16 +26,16 @@ urlpatterns = [
     ),
     path("studies/<int:study_id>/skips/", api.PairSkipCreate.as_view(), name="api-skips"),
     path("studies/<int:study_id>/comments/", api.PairCommentCreate.as_view(), name="api-comments"),
-    path("studies/<int:study_id>/groups/", api.GroupListCreate.as_view(), name="api-groups"),
+    path("studies/<int:study_id>/groups/", groups_api.GroupListCreate.as_view(), name="api-groups"),
     path(
         "studies/<int:study_id>/groups/<int:group_id>/",
-        api.GroupDetail.as_view(),
+        groups_api.GroupDetail.as_view(),
         name="api-group",
     ),
     path(
         "studies/<int:study_id>/suggestions/",
-        api.SuggestionsView.as_view(),
+        groups_api.SuggestionsView.as_view(),
         name="api-suggestions",
     ),
-    path("items/", api.ItemSearch.as_view(), name="api-items"),
+    path("items/", groups_api.ItemSearch.as_view(), name="api-items"),
 ]
