@@ -8,8 +8,9 @@ one place for each key and its invalidation.
 
 Every cached value is read-only: code that writes a study loads it from the database.
 Invalidation deletes the key at once and again after the commit (a reader between the two
-could otherwise cache the old row). The per-annotator pair queues (``annotation/pair_queue.py``)
-remember the stamp they were built under; a new stamp (any change above) makes them refill.
+could otherwise cache the old row). The per-annotator pair queues
+(``annotation/labelling/pair_queue.py``) remember the stamp they were built under; a new stamp
+(any change above) makes them refill.
 
 A cache that is down costs queries, never an answer: every read falls back to the database.
 """

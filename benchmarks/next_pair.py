@@ -180,7 +180,7 @@ def percentiles(samples_ms):
 def measure(studies, user, repeats: int):
     from django.test import Client
 
-    from annotation.sampling import next_pair
+    from annotation.labelling.sampling import next_pair
 
     client = Client()
     client.force_login(user)

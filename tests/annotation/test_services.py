@@ -9,8 +9,8 @@ import uuid
 import pytest
 from django.db import IntegrityError, connection, connections, transaction
 
+from annotation.labelling.services import judgment_create, judgment_undo
 from annotation.models import GoldPair, Label, PairJudgment, Source, Study
-from annotation.services import judgment_create, judgment_undo
 from common.errors import Conflict, InvalidInput, NotAllowed, NotFound
 from learning.refits.scheduling import refit_request
 from tests.conftest import require

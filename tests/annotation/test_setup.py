@@ -9,8 +9,8 @@ from django.urls import reverse
 
 from annotation import selectors
 from annotation.admin import GoldPairForm
+from annotation.labelling.sampling import next_pair
 from annotation.models import CandidatePair, GoldPair, Membership, PairJudgment, Study
-from annotation.sampling import next_pair
 from annotation.setup import pairs, pool, studies
 from annotation.setup.files import parse_pairs
 from audit.models import AuditEvent

@@ -10,8 +10,8 @@ from django.test import Client
 from django.urls import reverse
 
 from annotation.groups.services import group_create
+from annotation.labelling.services import judgment_create
 from annotation.models import PairJudgment, Study
-from annotation.services import judgment_create
 
 from .factories import make_study
 
