@@ -11,9 +11,7 @@ from rest_framework import serializers
 
 from spaces.models import Item, attach_spaces
 
-from .models import (
-    Study,
-)
+from .models import Study
 
 MAX_ID = 2**63 - 1  # a database bigint; larger ids are refused (400), not an overflow (500)
 

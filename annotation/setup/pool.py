@@ -18,12 +18,14 @@ SHOWN_UNKNOWN = 20
 
 
 def unknown_keys(keys: list[str], what: str) -> InvalidInput:
+    """The refusal that lists unknown ``keys`` (the first ``SHOWN_UNKNOWN``) and says where."""
     shown = ", ".join(repr(k) for k in keys[:SHOWN_UNKNOWN])
     more = f" and {len(keys) - SHOWN_UNKNOWN} more" if len(keys) > SHOWN_UNKNOWN else ""
     return InvalidInput(f"{len(keys)} unknown key(s) {what}: {shown}{more}. Nothing was changed.")
 
 
 def items_by_key(queryset, keys) -> dict[str, Item]:
+    """The items of ``queryset`` with the given keys, by key (500 keys per query)."""
     found: dict[str, Item] = {}
     for chunk in batched(list(dict.fromkeys(keys)), 500):
         found.update({item.key: item for item in queryset.filter(key__in=chunk)})
