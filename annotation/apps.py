@@ -10,7 +10,8 @@ class AnnotationConfig(AppConfig):
         """Connect the audit and cache receivers; give accounts the rule for who may hold API
         tokens (``accounts.hooks``)."""
         from accounts import hooks
-        from annotation import facts, signals  # noqa: F401 - their receivers
+        from annotation import facts  # noqa: F401 - its receivers
         from annotation.access import may_export
+        from annotation.setup import member_audit  # noqa: F401 - its receivers
 
         hooks.provide_token_rule(may_export)

@@ -3,13 +3,14 @@ one place for each key and its invalidation.
 
 | key | holds | forgotten when |
 |---|---|---|
-| ``fm:facts:study:{id}`` | the ``Study`` row (with its space and pool tags), its gold pairs, and a random **stamp** | the study, its space, pool tags or keys, its items' tags, gold or candidate pairs change (signals below; the bulk writes of ``annotation/setup.py`` call :func:`study_changed`) |
+| ``fm:facts:study:{id}`` | the ``Study`` row (with its space and pool tags), its gold pairs, and a random **stamp** | the study, its space, pool tags or keys, its items' tags, gold or candidate pairs change (signals below; the bulk writes of ``annotation/setup/pairs.py`` call :func:`study_changed`) |
 | ``fm:facts:role:{study}:{user}`` | the user's role in the study (``""`` for none) | the membership is saved or deleted |
 
 Every cached value is read-only: code that writes a study loads it from the database.
 Invalidation deletes the key at once and again after the commit (a reader between the two
-could otherwise cache the old row). The per-annotator pair queues (``annotation/pair_queue.py``)
-remember the stamp they were built under; a new stamp (any change above) makes them refill.
+could otherwise cache the old row). The per-annotator pair queues
+(``annotation/labelling/pair_queue.py``) remember the stamp they were built under; a new stamp
+(any change above) makes them refill.
 
 A cache that is down costs queries, never an answer: every read falls back to the database.
 """

@@ -1,41 +1,31 @@
-"""Reads for the annotation pages and API: studies, progress, judgments, items, groups."""
+"""Reads shared by annotation's pages, API and rooms: studies, progress, judgments newest first,
+the study's item pool, visible groups, comments for reviewers. The rooms' own reads:
+``annotation/{setup,labelling,groups}/selectors.py``."""
 
 from __future__ import annotations
 
-import contextlib
-import json
-import logging
 import threading
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from django.core.cache import cache
 from django.db import connection
-from django.db.models import Count, Q, QuerySet, TextField, prefetch_related_objects
-from django.db.models.fields.json import KeyTextTransform
-from django.db.models.functions import Cast, Lower
-from django.db.models.lookups import IContains
+from django.db.models import Count, Q, QuerySet, prefetch_related_objects
 
-from spaces.models import EmbeddingSpace, Item, first_record
+from spaces.models import Item
 
 from .access import Action, Role, may
 from .models import (
-    CandidatePair,
     ComparableGroup,
-    GoldPair,
-    GroupEdit,
     Membership,
     PairComment,
     PairJudgment,
-    PairSkip,
     Source,
     Study,
     pool_queryset,
 )
 
-logger = logging.getLogger(__name__)
 POOL_CACHE_SECONDS = 300
 _pool_cache: dict[int, tuple[tuple, float, StudyPool]] = {}
 _pool_lock = threading.Lock()
@@ -69,32 +59,8 @@ def studies_archived(*, user) -> list[Study]:
     return list(qs.order_by("name"))
 
 
-def members_of(*, study: Study) -> list[Membership]:
-    """The study's memberships with users and each one's answer count, by role then name."""
-    counts = dict(
-        PairJudgment.objects.filter(study=study, annotator__isnull=False)
-        .values_list("annotator_id")
-        .annotate(n=Count("id"))
-        .values_list("annotator_id", "n")
-    )
-    members = list(
-        Membership.objects.filter(study=study)
-        .select_related("user")
-        .order_by("role", "user__username")
-    )
-    for member in members:
-        member.answers = counts.get(member.user_id, 0)
-    return members
-
-
-def setup_counts(*, study: Study) -> dict:
-    """What the set-up pages show: pool size, candidate and gold pairs."""
-    return {
-        "pool": pool_items(study=study).count(),
-        "candidates": CandidatePair.objects.filter(study=study).count(),
-        "gold": GoldPair.objects.filter(study=study).count(),
-        "members": Membership.objects.filter(study=study).count(),
-    }
+def may_manage(*, user, study: Study) -> bool:
+    return may(user, study, Action.MANAGE)
 
 
 def study_get(*, study_id: int) -> Study | None:
@@ -312,82 +278,16 @@ def items_in_pool(*, study: Study, item_ids) -> dict[int, Item]:
     return {item.pk: item for item in pool_items(study=study).filter(pk__in=ids)}
 
 
-def item_prefix_queryset(*, space_id: int, prefix: str) -> QuerySet[Item]:
-    """Items of a space whose lower-cased key starts with ``prefix`` (already lower-cased)."""
-    qs = Item.objects.filter(space_id=space_id).annotate(key_lower=Lower("key"))
-    if connection.vendor == "sqlite":
-        qs = qs.filter(key_lower__gte=prefix, key_lower__lt=prefix + "\U0010ffff")
-    return qs.filter(key_lower__startswith=prefix)
+def not_in_pool(item_ids, found: dict[int, Item]) -> str | None:
+    """The refusal naming the first of ``item_ids`` missing from ``found`` (what
+    :func:`items_in_pool` gave); None when every one is in the pool."""
+    missing = [i for i in item_ids if i not in found]
+    if missing:
+        return f"Item {missing[0]} does not exist or is not in this study's pool."
+    return None
 
 
-def item_field_queryset(*, space_id: int, query: str, hidden: Sequence[str] = ()) -> QuerySet[Item]:
-    """Records and texts: items whose key, text or any shown record field contains ``query``.
-
-    ``field:value`` looks in one field of the record (``sex:female``); otherwise the query is
-    looked for, ignoring case, in the key, the text and the record's JSON as stored (the
-    JSON-escaped form too, as SQLite stores non-ASCII characters escaped). ``hidden``: the
-    space's columns annotators do not see (``EmbeddingSpace.hidden_columns``) are never
-    searched — a ``field:value`` on one finds nothing, and the other fields are then searched
-    one by one instead of the whole JSON. Not indexed: a scan of one space's rows, bounded by
-    the caller's limit.
-    """
-    qs = Item.objects.filter(space_id=space_id)
-    field, sep, value = query.partition(":")
-    field, value = field.strip(), value.strip()
-    if sep and field and value and field.isidentifier():
-        if field in hidden:
-            return qs.none()
-        return qs.filter(**{f"payload__{field}__icontains": value})
-    match = Q(key__icontains=query) | Q(text__icontains=query)
-    if hidden:
-        for name in _shown_fields(space_id, hidden):
-            match |= Q(IContains(KeyTextTransform(name, "payload"), query))
-        return qs.filter(match)
-    escaped = json.dumps(query)[1:-1]
-    match |= Q(payload_text__icontains=query)
-    if escaped != query:
-        match |= Q(payload_text__icontains=escaped)
-    return qs.annotate(payload_text=Cast("payload", TextField())).filter(match)
-
-
-def _shown_fields(space_id: int, hidden: Sequence[str]) -> list[str]:
-    """The record fields of a space annotators see."""
-    return [name for name in first_record(space_id) if name not in set(hidden)]
-
-
-def item_search(*, space_id: int, query: str, study: Study | None = None, limit: int = 20):
-    """Items of a space matching ``query``, at most ``limit``.
-
-    Word spaces: keys that start with ``query``, ignoring case, shortest keys first. Indexed on
-    both databases (migration 0002): PostgreSQL matches ``lower(key) LIKE 'q%'`` with a
-    text_pattern_ops index; SQLite gets the equivalent range on ``lower(key)``, which its plain
-    expression index answers (SQLite's LIKE cannot use it). Record and text spaces: any
-    field annotators see (:func:`item_field_queryset`), in row order.
-    """
-    prefix = query.strip().lower()
-    if not prefix:
-        return []
-    kind, hidden = EmbeddingSpace.objects.filter(pk=space_id).values_list(
-        "kind", "hidden_columns"
-    ).first() or (None, [])
-    by_field = kind in (EmbeddingSpace.Kind.RECORDS, EmbeddingSpace.Kind.TEXTS)
-    if by_field:
-        qs = item_field_queryset(space_id=space_id, query=query.strip(), hidden=hidden or ())
-    else:
-        qs = item_prefix_queryset(space_id=space_id, prefix=prefix)
-    if study is not None and study.pool == Study.Pool.KEYS:
-        qs = qs.filter(pk__in=pool_items(study=study).values("pk"))
-    elif study is not None and study.pool == Study.Pool.TAGS and pool_tag_ids(study=study):
-        qs = qs.filter(tags__in=pool_tag_ids(study=study)).distinct()
-    if by_field:
-        return list(qs.order_by("row")[:limit])
-    # Fetch a bounded window in index order, then rank short (exact) matches first.
-    window = list(qs.order_by("key_lower")[: max(limit * 5, 100)])
-    window.sort(key=lambda item: (len(item.key), item.key.lower()))
-    return window[:limit]
-
-
-# --- Groups -----------------------------------------------------------------------------------
+# --- Groups and comments (the review and completion pages, the groups API) --------------------
 
 
 def groups_visible(*, study: Study, user) -> QuerySet[ComparableGroup]:
@@ -401,131 +301,6 @@ def groups_visible(*, study: Study, user) -> QuerySet[ComparableGroup]:
     if not may(user, study, Action.REVIEW):
         qs = qs.filter(created_by=user)
     return qs
-
-
-def group_members(*, group: ComparableGroup) -> list[Item]:
-    return list(group.members.order_by("key"))
-
-
-def group_history(*, group: ComparableGroup, limit: int = 50) -> list[GroupEdit]:
-    return list(group.edits.select_related("user", "item").order_by("-id")[:limit])
-
-
-PAIR_CHUNK = 200
-
-
-def judged_pairs(
-    *, study: Study, pairs: list[tuple[int, int]], annotator_id: int | None = None
-) -> list[tuple[int, int, int | None]]:
-    """``(item_a, item_b, annotator)`` of people's judgments on the given canonical pairs.
-
-    One index probe per pair, in raw SQL (the ORM's cost per OR term dominates with hundreds
-    of candidate pairs): PostgreSQL joins ``unnest`` of two arrays (a nested loop over the
-    pair index, constant planning time); SQLite gets one ``(item_a = ? AND item_b = ?)`` term
-    per pair, which it answers as a multi-index OR.
-    """
-    if not pairs:
-        return []
-    table = PairJudgment._meta.db_table
-    where = "j.study_id = %s AND j.source = %s"
-    tail: list = [study.pk, Source.ANNOTATED]
-    if annotator_id is not None:
-        where += " AND j.annotator_id = %s"
-        tail.append(annotator_id)
-    found: list[tuple[int, int, int | None]] = []
-    with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            cursor.execute(
-                f"SELECT j.item_a_id, j.item_b_id, j.annotator_id FROM {table} j "
-                "JOIN unnest(%s::bigint[], %s::bigint[]) AS p(a, b) "
-                f"ON j.item_a_id = p.a AND j.item_b_id = p.b WHERE {where}",
-                [[int(a) for a, _ in pairs], [int(b) for _, b in pairs], *tail],
-            )
-            return cursor.fetchall()
-        for start in range(0, len(pairs), PAIR_CHUNK):
-            chunk = pairs[start : start + PAIR_CHUNK]
-            terms = " OR ".join(["(j.item_a_id = %s AND j.item_b_id = %s)"] * len(chunk))
-            params = list(tail)
-            for a, b in chunk:
-                params += [int(a), int(b)]
-            cursor.execute(
-                f"SELECT j.item_a_id, j.item_b_id, j.annotator_id FROM {table} j "
-                f"WHERE {where} AND ({terms})",
-                params,
-            )
-            found.extend(cursor.fetchall())
-    return found
-
-
-def answered_pairs(*, study: Study, user, pairs: list[tuple[int, int]]) -> set[tuple[int, int]]:
-    """Which of the canonical ``pairs`` the user has answered in the study."""
-    if not pairs:
-        return set()
-    return {(a, b) for a, b, _ in judged_pairs(study=study, pairs=pairs, annotator_id=user.pk)}
-
-
-def gold_pair_exists(*, study: Study, item_a_id: int, item_b_id: int) -> bool:
-    return GoldPair.objects.filter(study=study, item_a_id=item_a_id, item_b_id=item_b_id).exists()
-
-
-# --- Study set-up -------------------------------------------------------------------------------
-
-SETUP_LIST = 200
-
-
-def may_manage(*, user, study: Study) -> bool:
-    return may(user, study, Action.MANAGE)
-
-
-def pool_sample(*, study: Study, limit: int = 50) -> list[Item]:
-    return list(pool_items(study=study).order_by("key")[:limit])
-
-
-def candidate_pairs(*, study: Study, limit: int = SETUP_LIST) -> list[CandidatePair]:
-    return list(
-        CandidatePair.objects.filter(study=study)
-        .select_related("item_a", "item_b")
-        .order_by("-id")[:limit]
-    )
-
-
-def gold_pairs(*, study: Study, limit: int = SETUP_LIST) -> list[GoldPair]:
-    return list(
-        GoldPair.objects.filter(study=study)
-        .select_related("item_a", "item_b")
-        .order_by("-id")[:limit]
-    )
-
-
-# --- Skipped pairs ----------------------------------------------------------------------------
-
-SKIPS_CACHED = 3600  # seconds; a new skip forgets the user's entry at once
-
-
-def _skips_key(study_id: int, user_id: int) -> str:
-    return f"annotation:skips:{study_id}:{user_id}"
-
-
-def skipped_pairs(*, study: Study, user) -> set[tuple[int, int]]:
-    """The canonical pairs ``user`` skipped in ``study`` (cached: the sampler asks per pair)."""
-    key = _skips_key(study.pk, user.pk)
-    try:
-        found = cache.get(key)
-    except Exception:  # noqa: BLE001 - a down cache costs a query, never an answer
-        found = None
-    if found is None:
-        rows = PairSkip.objects.filter(study=study, annotator=user)
-        found = set(rows.values_list("item_a_id", "item_b_id"))
-        with contextlib.suppress(Exception):
-            cache.set(key, found, SKIPS_CACHED)
-    return found
-
-
-def skipped_pairs_forget(*, study: Study, user) -> None:
-    try:
-        cache.delete(_skips_key(study.pk, user.pk))
-    except Exception:  # noqa: BLE001 - the entry then expires after SKIPS_CACHED
-        logger.warning("cache unreachable: skips of user %s may be offered again", user.pk)
 
 
 def pair_comments(*, study: Study, limit: int = 200) -> list[PairComment]:

@@ -1,4 +1,9 @@
-"""DRF serializers: request bodies are validated here, then passed to one service call."""
+"""DRF serializers: request bodies are validated here, then passed to one service call.
+
+Here: the request fields every endpoint shares (ids, UUIDs, text), items as annotators see them,
+studies. The labelling page's shapes: ``annotation/labelling/serializers.py``; the groups page's:
+``annotation/groups/serializers.py``.
+"""
 
 from __future__ import annotations
 
@@ -6,17 +11,7 @@ from rest_framework import serializers
 
 from spaces.models import Item, attach_spaces
 
-from .models import (
-    MAX_ELAPSED_MS,
-    MAX_GROUP_NAME,
-    MAX_GROUP_SIZE,
-    ComparableGroup,
-    GroupEdit,
-    Label,
-    PairComment,
-    PairJudgment,
-    Study,
-)
+from .models import Study
 
 MAX_ID = 2**63 - 1  # a database bigint; larger ids are refused (400), not an overflow (500)
 
@@ -68,9 +63,6 @@ class ItemSerializer(serializers.ModelSerializer):
         list_serializer_class = ItemListSerializer
 
 
-_DATETIME = serializers.DateTimeField()
-
-
 def item_data(item: Item) -> dict:
     """``ItemSerializer(item).data`` without building a serializer (the answer path's items;
     tests/annotation/test_batch.py checks they stay equal)."""
@@ -81,34 +73,6 @@ def item_data(item: Item) -> dict:
         "kind": item.kind,
         "payload": item.shown_payload,
     }
-
-
-def judgment_data(judgment: PairJudgment, items: dict[int, dict] | None = None) -> dict:
-    """``JudgmentSerializer(judgment).data`` without building three serializers per answer
-    (DRF's ModelSerializer builds its fields on every instantiation: ~1 ms per answer);
-    ``items``: the two items' data by id when the judgment carries ids only."""
-    if items is None:
-        attach_spaces([judgment.item_a, judgment.item_b])
-        item_a, item_b = item_data(judgment.item_a), item_data(judgment.item_b)
-    else:
-        item_a, item_b = items[judgment.item_a_id], items[judgment.item_b_id]
-    return {
-        "id": judgment.pk,
-        "client_id": str(judgment.client_id),
-        "item_a": item_a,
-        "item_b": item_b,
-        "label": judgment.label,
-        "elapsed_ms": judgment.elapsed_ms,
-        "annotator": judgment.annotator.username if judgment.annotator_id else None,
-        "source": judgment.source,
-        "created_at": _DATETIME.to_representation(judgment.created_at),
-    }
-
-
-class ItemBriefSerializer(serializers.ModelSerializer):
-    class Meta:
-        model = Item
-        fields = ["id", "key"]
 
 
 class StudySerializer(serializers.ModelSerializer):
@@ -136,73 +100,6 @@ class StudySerializer(serializers.ModelSerializer):
         return self.context.get("roles", {}).get(study.pk)
 
 
-class NextPairSerializer(serializers.Serializer):
-    done = serializers.BooleanField()
-    complete = serializers.BooleanField(
-        help_text="The annotator reached the target of a study that stops there."
-    )
-    left = ItemSerializer(allow_null=True)
-    right = ItemSerializer(allow_null=True)
-
-
-class JudgmentCreateSerializer(serializers.Serializer):
-    item_a = item_id_field()
-    item_b = item_id_field()
-    label = serializers.ChoiceField(choices=Label.choices)
-    client_id = StrictUUIDField()
-    elapsed_ms = serializers.IntegerField(
-        min_value=0, max_value=MAX_ELAPSED_MS, required=False, allow_null=True
-    )
-
-    def validate(self, attrs):
-        if attrs["item_a"] == attrs["item_b"]:
-            raise serializers.ValidationError("item_a and item_b must be two different items.")
-        return attrs
-
-
-class PairSerializer(serializers.Serializer):
-    item_a = item_id_field()
-    item_b = item_id_field()
-
-    def validate(self, attrs):
-        if attrs["item_a"] == attrs["item_b"]:
-            raise serializers.ValidationError("item_a and item_b must be two different items.")
-        return attrs
-
-
-class CommentCreateSerializer(PairSerializer):
-    text = serializers.CharField(max_length=PairComment.MAX_LENGTH)
-    client_id = StrictUUIDField()
-
-
-class JudgmentListSerializer(serializers.ListSerializer):
-    def to_representation(self, data):
-        judgments = list(data.all() if hasattr(data, "all") else data)
-        attach_spaces([item for j in judgments for item in (j.item_a, j.item_b)])
-        return super().to_representation(judgments)
-
-
-class JudgmentSerializer(serializers.ModelSerializer):
-    item_a = ItemSerializer(read_only=True)
-    item_b = ItemSerializer(read_only=True)
-    annotator = serializers.CharField(source="annotator.username", default=None, read_only=True)
-
-    class Meta:
-        model = PairJudgment
-        fields = [
-            "id",
-            "client_id",
-            "item_a",
-            "item_b",
-            "label",
-            "elapsed_ms",
-            "annotator",
-            "source",
-            "created_at",
-        ]
-        list_serializer_class = JudgmentListSerializer
-
-
 def error_text(errors) -> str:
     """A serializer's errors as one readable line ("label: … ; client_id: …")."""
     if isinstance(errors, dict):
@@ -213,101 +110,3 @@ def error_text(errors) -> str:
     if isinstance(errors, list):
         return " ".join(error_text(e) for e in errors)
     return str(errors)
-
-
-class JudgmentBatchSerializer(serializers.Serializer):
-    """The request of the batch endpoint (documentation; each answer is checked on its own)."""
-
-    answers = JudgmentCreateSerializer(many=True, help_text="At most JUDGMENT_BATCH_MAX (50).")
-
-
-class BatchResultSerializer(serializers.Serializer):
-    client_id = serializers.CharField()
-    status = serializers.ChoiceField(
-        choices=["created", "duplicate", "error", "throttled"],
-        help_text="created (201 alone), duplicate (a retry: the stored answer, 200 alone), "
-        "error (nothing stored; see detail), throttled (nothing stored: send it again after "
-        "retry_after seconds).",
-    )
-    judgment = JudgmentSerializer(allow_null=True)
-    detail = serializers.CharField(allow_blank=True)
-    retry_after = serializers.FloatField(required=False)
-
-
-class JudgmentBatchResponseSerializer(serializers.Serializer):
-    results = BatchResultSerializer(many=True, help_text="One per answer, in the request's order.")
-    next_pair = NextPairSerializer(required=False, help_text="With next=1 (or more).")
-    next_pairs = NextPairSerializer(
-        many=True, required=False, help_text="With next=n > 1: up to n distinct next pairs."
-    )
-
-
-class GroupEditSerializer(serializers.ModelSerializer):
-    user = serializers.CharField(source="user.username", default=None, read_only=True)
-    item = ItemBriefSerializer(read_only=True)
-
-    class Meta:
-        model = GroupEdit
-        fields = ["id", "action", "item", "detail", "revision", "user", "created_at"]
-
-
-class GroupSerializer(serializers.ModelSerializer):
-    size = serializers.IntegerField(read_only=True)
-    created_by = serializers.CharField(source="created_by.username", default=None, read_only=True)
-
-    class Meta:
-        model = ComparableGroup
-        fields = ["id", "name", "size", "created_by", "source", "revision", "updated_at"]
-
-
-class GroupDetailSerializer(GroupSerializer):
-    members = ItemSerializer(many=True, read_only=True)
-    history = GroupEditSerializer(many=True, read_only=True)
-
-    class Meta(GroupSerializer.Meta):
-        fields = [*GroupSerializer.Meta.fields, "members", "history"]
-
-
-class GroupCreateSerializer(serializers.Serializer):
-    name = TextField(max_length=MAX_GROUP_NAME)
-    members = serializers.ListField(child=item_id_field(), max_length=MAX_GROUP_SIZE, default=list)
-
-
-class GroupUpdateSerializer(serializers.Serializer):
-    name = TextField(max_length=MAX_GROUP_NAME, required=False)
-    add = serializers.ListField(child=item_id_field(), max_length=MAX_GROUP_SIZE, default=list)
-    remove = serializers.ListField(child=item_id_field(), max_length=MAX_GROUP_SIZE, default=list)
-
-
-class HeterogeneitySerializer(serializers.Serializer):
-    method = serializers.CharField()
-    value = serializers.FloatField(allow_null=True)
-    warn = serializers.BooleanField()
-    explanation = serializers.CharField()
-    random_share = serializers.FloatField(
-        allow_null=True,
-        help_text="Share of random groups of the same size from the pool that are at least as "
-        "homogeneous (a one-sided empirical p-value); warn above 0.05.",
-    )
-    random_median = serializers.FloatField(allow_null=True)
-    random_low = serializers.FloatField(allow_null=True, help_text="5th percentile.")
-    random_high = serializers.FloatField(allow_null=True, help_text="95th percentile.")
-
-
-class SuggestionsSerializer(serializers.Serializer):
-    size = serializers.IntegerField()
-    heterogeneity = HeterogeneitySerializer()
-    metric = serializers.SerializerMethodField()
-    nearest_metric = ItemSerializer(many=True)
-    nearest_euclid = ItemSerializer(many=True)
-
-    def get_metric(self, obj) -> dict | None:
-        metric = obj.metric
-        if metric is None:
-            return None
-        return {
-            "id": metric.version_id,
-            "method": metric.method,
-            "label": metric.label,
-            "is_published": metric.is_published,
-        }

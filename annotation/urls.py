@@ -2,7 +2,8 @@
 
 from django.urls import path
 
-from . import views, views_setup
+from . import views
+from .setup import views as setup_views
 
 app_name = "annotation"
 
@@ -12,25 +13,25 @@ urlpatterns = [
     path("<int:study_id>/label/", views.label_pairs, name="label"),
     path("<int:study_id>/groups/", views.curate_groups, name="groups"),
     path("<int:study_id>/review/", views.review, name="review"),
-    path("<int:study_id>/done/", views_setup.study_done, name="study-done"),
+    path("<int:study_id>/done/", views.study_done, name="study-done"),
     # Set-up: reviewers read, admins of the study (and staff) change.
-    path("new/", views_setup.study_new, name="study-new"),
-    path("preview/", views_setup.markdown_preview, name="markdown-preview"),
-    path("<int:study_id>/settings/", views_setup.study_settings, name="study-settings"),
-    path("<int:study_id>/duplicate/", views_setup.study_duplicate, name="study-duplicate"),
-    path("<int:study_id>/archive/", views_setup.study_archive, name="study-archive"),
-    path("<int:study_id>/items/", views_setup.study_items, name="study-items"),
-    path("<int:study_id>/pairs/", views_setup.study_pairs, name="study-pairs"),
-    path("<int:study_id>/gold/", views_setup.study_gold, name="study-gold"),
-    path("<int:study_id>/members/", views_setup.study_members, name="study-members"),
+    path("new/", setup_views.study_new, name="study-new"),
+    path("preview/", setup_views.markdown_preview, name="markdown-preview"),
+    path("<int:study_id>/settings/", setup_views.study_settings, name="study-settings"),
+    path("<int:study_id>/duplicate/", setup_views.study_duplicate, name="study-duplicate"),
+    path("<int:study_id>/archive/", setup_views.study_archive, name="study-archive"),
+    path("<int:study_id>/items/", setup_views.study_items, name="study-items"),
+    path("<int:study_id>/pairs/", setup_views.study_pairs, name="study-pairs"),
+    path("<int:study_id>/gold/", setup_views.study_gold, name="study-gold"),
+    path("<int:study_id>/members/", setup_views.study_members, name="study-members"),
     path(
         "<int:study_id>/members/<int:membership_id>/",
-        views_setup.study_member,
+        setup_views.study_member,
         name="study-member",
     ),
     path(
         "<int:study_id>/members/<int:membership_id>/remove/",
-        views_setup.study_member_remove,
+        setup_views.study_member_remove,
         name="study-member-remove",
     ),
 ]

@@ -3,38 +3,48 @@
 from django.urls import path
 
 from . import api
+from .groups import api as groups_api
+from .labelling import api as labelling_api
 
 urlpatterns = [
     path("studies/", api.StudyList.as_view(), name="api-studies"),
     path("studies/<int:study_id>/", api.StudyDetail.as_view(), name="api-study"),
-    path("studies/<int:study_id>/next-pair/", api.NextPairView.as_view(), name="api-next-pair"),
+    path(
+        "studies/<int:study_id>/next-pair/",
+        labelling_api.NextPairView.as_view(),
+        name="api-next-pair",
+    ),
     path(
         "studies/<int:study_id>/judgments/",
-        api.JudgmentListCreate.as_view(),
+        labelling_api.JudgmentListCreate.as_view(),
         name="api-judgments",
     ),
     path(
         "studies/<int:study_id>/judgments/batch/",
-        api.JudgmentBatch.as_view(),
+        labelling_api.JudgmentBatch.as_view(),
         name="api-judgments-batch",
     ),
     path(
         "studies/<int:study_id>/judgments/<str:ref>/",
-        api.JudgmentUndo.as_view(),
+        labelling_api.JudgmentUndo.as_view(),
         name="api-judgment",
     ),
-    path("studies/<int:study_id>/skips/", api.PairSkipCreate.as_view(), name="api-skips"),
-    path("studies/<int:study_id>/comments/", api.PairCommentCreate.as_view(), name="api-comments"),
-    path("studies/<int:study_id>/groups/", api.GroupListCreate.as_view(), name="api-groups"),
+    path("studies/<int:study_id>/skips/", labelling_api.PairSkipCreate.as_view(), name="api-skips"),
+    path(
+        "studies/<int:study_id>/comments/",
+        labelling_api.PairCommentCreate.as_view(),
+        name="api-comments",
+    ),
+    path("studies/<int:study_id>/groups/", groups_api.GroupListCreate.as_view(), name="api-groups"),
     path(
         "studies/<int:study_id>/groups/<int:group_id>/",
-        api.GroupDetail.as_view(),
+        groups_api.GroupDetail.as_view(),
         name="api-group",
     ),
     path(
         "studies/<int:study_id>/suggestions/",
-        api.SuggestionsView.as_view(),
+        groups_api.SuggestionsView.as_view(),
         name="api-suggestions",
     ),
-    path("items/", api.ItemSearch.as_view(), name="api-items"),
+    path("items/", groups_api.ItemSearch.as_view(), name="api-items"),
 ]

@@ -1,9 +1,11 @@
-"""Server-rendered pages: studies, the pair labelling page, group curation, review tables."""
+"""Server-rendered pages: studies, the pair labelling page, group curation, review tables and the
+annotator's completion page (the set-up pages: ``annotation/setup/views.py``)."""
 
 from __future__ import annotations
 
 import markdown
 import nh3
+from django import forms
 from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
@@ -13,8 +15,7 @@ from django.views.decorators.http import require_safe
 
 from . import selectors
 from .access import SEES_ALL, Action, study_get, study_role
-from .forms import ReviewFilterForm
-from .models import Study
+from .models import Label, Source, Study
 
 REVIEW_PAGE = 100
 
@@ -98,6 +99,15 @@ def curate_groups(request: HttpRequest, study_id: int) -> HttpResponse:
     )
 
 
+class ReviewFilterForm(forms.Form):
+    """Filters of the reviewer's judgment table; every field optional."""
+
+    annotator = forms.CharField(required=False, max_length=150)
+    label = forms.ChoiceField(required=False, choices=[("", "any label"), *Label.choices])
+    source = forms.ChoiceField(required=False, choices=[("", "any source"), *Source.choices])
+    before = forms.IntegerField(required=False, min_value=1, widget=forms.HiddenInput)
+
+
 @login_required
 @require_safe
 def review(request: HttpRequest, study_id: int) -> HttpResponse:
@@ -153,3 +163,17 @@ def review(request: HttpRequest, study_id: int) -> HttpResponse:
     }
     status = 400 if form.is_bound and not form.is_valid() else 200
     return render(request, "annotation/review.html", context, status=status)
+
+
+@login_required
+@require_safe
+def study_done(request: HttpRequest, study_id: int) -> HttpResponse:
+    """The annotator's completion page."""
+    study = study_get(request.user, study_id, Action.VIEW)
+    progress = selectors.progress_for(study=study, user=request.user)
+    context = {
+        "study": study,
+        "progress": progress,
+        "groups": selectors.groups_visible(study=study, user=request.user).count(),
+    }
+    return render(request, "annotation/done.html", context)

@@ -1,5 +1,5 @@
 """DRF-token changes are audited wherever they happen (admin, commands, shell), in the
-transaction of the change. (Membership changes: ``annotation.signals``.)"""
+transaction of the change. (Membership changes: ``annotation.setup.member_audit``.)"""
 
 from __future__ import annotations
 

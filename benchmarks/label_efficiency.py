@@ -24,8 +24,8 @@ one careless (answers at random). Each pair has one true label, drawn once from 
 response model P(comparable) = 2σ(-zᵀΣ₀z) (a hash of the pair and the seed: every strategy
 meets the same truths), and each annotator reports it flipped at their rate.
 
-**The loop** (no HTTP): ``annotation.sampling.next_pair`` (the real sampler: overlap 2, then the
-study's strategy) → ``annotation.services.judgment_create`` → at each checkpoint
+**The loop** (no HTTP): ``annotation.labelling.sampling.next_pair`` (the real sampler: overlap 2, then the
+study's strategy) → ``annotation.labelling.services.judgment_create`` → at each checkpoint
 ``learning.refits.service.refit_study`` (the worker's refit: snapshot, ``fit_explore``, version
 stored and evaluated; FACE off, ``validation_share = 0`` so only one EXPLORE fit per refit).
 The sampler sees the version of the latest checkpoint. **Refit schedule**: after 20 labels and

@@ -180,7 +180,7 @@ def percentiles(samples_ms):
 def measure(studies, user, repeats: int):
     from django.test import Client
 
-    from annotation.sampling import next_pair
+    from annotation.labelling.sampling import next_pair
 
     client = Client()
     client.force_login(user)
@@ -211,7 +211,8 @@ def measure_reads(studies, user, repeats: int):
     """The other reads of the labelling and review pages, on the 1M-judgment study."""
     from django.contrib.auth import get_user_model
 
-    from annotation.selectors import item_search, judgments_recent
+    from annotation.groups.selectors import item_search
+    from annotation.selectors import judgments_recent
 
     study = studies[(2, "random")]
     study.refresh_from_db()

@@ -7,7 +7,7 @@ For each size N it builds a study on a scratch database (SQLite in a temp folder
 --postgres a scratch PostgreSQL database on 127.0.0.1 that is dropped afterwards) with a 5,000
 x d space, a 10-test WEAT suite and N - 50 answers by 20 annotators, fitted once (so the timed
 refit also computes drift against a previous version). Then a burst of 50 answers goes through
-``annotation.services.judgment_create`` (the path the API uses, which queues the refit after
+``annotation.labelling.services.judgment_create`` (the path the API uses, which queues the refit after
 each commit) and the clock runs from the commit of the last answer until both FACE and EXPLORE
 versions covering it are ready *and evaluated* (WEAT suite and drift), as seen by polling the
 database every 20 ms. A real Celery worker process does the work, over the embedded filesystem
@@ -216,8 +216,8 @@ def _wait(predicate, timeout: float, what: str):
 def _measure(n: int, dim: int, timeout: float) -> dict:
     from django.db import transaction
 
+    from annotation.labelling.services import judgment_create
     from annotation.models import PairJudgment
-    from annotation.services import judgment_create
     from learning.refits.scheduling import refit_request
 
     study, burst = _world(n, dim)

@@ -28,8 +28,8 @@ import pyarrow.parquet as pq
 from django.db import transaction
 from django.utils.text import slugify
 
-from annotation.feedback_import import groups_import, judgments_import
 from annotation.models import ComparableGroup, Label, PairJudgment, Source, Study
+from annotation.setup.feedback_import import groups_import, judgments_import
 from learning.models import WeatSuite, WeatTest
 from spaces.models import EmbeddingSpace, Item, Tag
 from spaces.services import npy_sha256

@@ -116,7 +116,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
-                "annotation.context_processors.navigation",
+                "accounts.context_processors.navigation",
             ],
         },
     },
@@ -175,7 +175,7 @@ JUDGMENT_RATE = env_int("JUDGMENT_RATE", 5, minimum=0)
 JUDGMENT_BURST = env_int("JUDGMENT_BURST", 60, minimum=1)
 # Answers one POST /api/studies/{id}/judgments/batch/ may carry (each counts for the limit).
 JUDGMENT_BATCH_MAX = env_int("JUDGMENT_BATCH_MAX", 50, minimum=1)
-# Pairs the sampler chooses at once for an annotator's queue (annotation/pair_queue.py).
+# Pairs the sampler chooses at once for an annotator's queue (annotation/labelling/pair_queue.py).
 PAIR_QUEUE_SIZE = env_int("PAIR_QUEUE_SIZE", 16, minimum=1)
 
 # --- Auth -------------------------------------------------------------------------------------

@@ -38,12 +38,12 @@ from .stack import stop_on_sigterm
 COMPONENTS = {
     "auth (API token)": ("accounts/tokens.py", "authenticate"),
     "access (study, role)": ("annotation/access.py", "has_permission"),
-    "rate limit": ("annotation/throttles.py", "allow_request"),
+    "rate limit": ("annotation/labelling/throttles.py", "allow_request"),
     "request parsing + validation": ("annotation/serializers.py", None),  # see _serializer_time
-    "judgment insert (service)": ("annotation/services.py", "judgment_create"),
+    "judgment insert (service)": ("annotation/labelling/services.py", "judgment_create"),
     "refit hook": ("annotation/hooks.py", "feedback_changed"),
     "refit hook (after commit)": ("learning/refits/scheduling.py", "refit_mark_due"),
-    "next pair": ("annotation/api.py", "_next_pair_data"),
+    "next pair": ("annotation/labelling/api.py", "_next_pair_data"),
     "response (JudgmentSerializer + JSON)": ("rest_framework/response.py", "rendered_content"),
 }
 

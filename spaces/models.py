@@ -57,7 +57,7 @@ class EmbeddingSpace(models.Model):
         """The part of an item's ``payload`` annotators see: the record without the space's
         hidden columns. The one place for that rule: every item the annotation API returns
         goes through it (``Item.shown_payload``), and its record search reads only these
-        fields (``annotation.selectors.item_field_queryset``)."""
+        fields (``annotation.groups.selectors.item_field_queryset``)."""
         if not isinstance(payload, dict) or not self.hidden_columns:
             return payload
         hidden = set(self.hidden_columns)

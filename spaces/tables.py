@@ -127,7 +127,7 @@ def jsonl_objects(
     """``(line number, object)`` for each non-blank line of JSON lines, given as numbered text.
 
     The one JSONL parser of uploads (here) and of the feedback import
-    (``annotation.feedback_import``): a line that is not JSON raises ``error(not_json)`` (``{}``
+    (``annotation.setup.feedback_import``): a line that is not JSON raises ``error(not_json)`` (``{}``
     is the parser's reason), a JSON value other than an object ``error(not_object)``, each with
     its line number — the callers choose the type and words their users and tests know.
     """

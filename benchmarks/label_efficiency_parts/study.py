@@ -92,9 +92,9 @@ def build_space(source: ItemSource):
 
 
 def study_run(strategy, seed, space, ids, users, source, stick, schedule) -> Run:
+    from annotation.labelling.sampling import next_pair
+    from annotation.labelling.services import judgment_create
     from annotation.models import Membership, Study
-    from annotation.sampling import next_pair
-    from annotation.services import judgment_create
     from learning.refits import service
     from learning.versions import selectors
 

@@ -9,7 +9,7 @@ would do, in order:
 2. the study ``Adult income`` (pairs only; FACE off — there are no groups);
 3. the seed paper's pairs (comparable: same income group, opposite gender; incomparable:
    different income groups) written to a CSV of keys and imported with
-   :func:`annotation.feedback_import.feedback_import`, the app's import path;
+   :func:`annotation.setup.feedback_import.feedback_import`, the app's import path;
 4. the refit service the worker runs (:func:`learning.refits.service.refit_study`) fits EXPLORE;
 5. the gender direction is projected out (the seed paper after SenSR): the sensitive
    directions are a logistic regression predicting gender from φ without the gender columns
@@ -33,8 +33,8 @@ from pathlib import Path
 import numpy as np
 from django.db import transaction
 
-from annotation.feedback_import import feedback_import
 from annotation.models import PairJudgment, Source, Study
+from annotation.setup.feedback_import import feedback_import
 from experiments.adult.data import (
     CATEGORICAL,
     GENDER_COLUMN,

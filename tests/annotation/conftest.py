@@ -6,9 +6,9 @@ import pytest
 from django.core.cache import cache
 from rest_framework.test import APIClient
 
+from annotation.groups.suggestions import suggestions_cache_clear
 from annotation.models import Membership
 from annotation.selectors import pool_cache_clear
-from annotation.suggestions import suggestions_cache_clear
 
 from .factories import make_space, make_study, make_user
 

@@ -160,8 +160,9 @@ def test_next_n_brings_n_distinct_pairs_for_batching_clients(study, annotator, c
 
 
 def test_the_fast_representations_equal_the_serializers(study, annotator, items):
-    from annotation.serializers import ItemSerializer, JudgmentSerializer, item_data, judgment_data
-    from annotation.services import judgment_create
+    from annotation.labelling.serializers import JudgmentSerializer, judgment_data
+    from annotation.labelling.services import judgment_create
+    from annotation.serializers import ItemSerializer, item_data
 
     items[0].payload = {"text": "ünïcode", "n": [1, 2]}
     items[0].save()

@@ -14,7 +14,6 @@ from django.core.management.base import CommandError
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from annotation.feedback_import import BATCH_SIZE, FeedbackFormatError, feedback_import
 from annotation.models import (
     ComparableGroup,
     GroupEdit,
@@ -24,6 +23,7 @@ from annotation.models import (
     Study,
     StudyCounter,
 )
+from annotation.setup.feedback_import import BATCH_SIZE, FeedbackFormatError, feedback_import
 from spaces.vectors.importing import space_import
 
 WORDS = ["ann", "bob", "cid", "dee", "eve", "good", "bad"]

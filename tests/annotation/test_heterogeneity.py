@@ -1,5 +1,5 @@
 """The heterogeneity indicator is read against random groups of the same size from the pool
-(annotation.suggestions.heterogeneity): a tight group does not warn even when its raw number
+(annotation.groups.suggestions.heterogeneity): a tight group does not warn even when its raw number
 is high, a random draw of the pool does."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from annotation.suggestions import WARN_RANDOM_SHARE, heterogeneity
+from annotation.groups.suggestions import WARN_RANDOM_SHARE, heterogeneity
 from learning.models import MetricVersion
 
 from .factories import make_metric_version

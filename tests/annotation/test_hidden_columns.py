@@ -8,8 +8,8 @@ import uuid
 import pandas as pd
 import pytest
 
+from annotation.groups.selectors import item_search
 from annotation.models import Membership
-from annotation.selectors import item_search
 from spaces.models import EmbeddingSpace, Item
 from spaces.records.columns import record_columns
 from spaces.records.create import record_space_create

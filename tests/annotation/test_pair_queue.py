@@ -1,4 +1,4 @@
-"""The per-annotator pair queue (annotation/pair_queue.py) and the sampler's bulk form
+"""The per-annotator pair queue (annotation/labelling/pair_queue.py) and the sampler's bulk form
 (sampling.next_pairs): the same pairs the sampler would choose one by one, none twice, and a
 queue that is chosen again when what it was chosen from changes."""
 
@@ -13,10 +13,11 @@ import pytest
 from django.core.cache import cache
 from django.urls import reverse
 
-from annotation import pair_queue
+from annotation.labelling import pair_queue
+from annotation.labelling.sampling import next_pairs
+from annotation.labelling.services import judgment_create
+from annotation.labelling.skips import pair_skip
 from annotation.models import GoldPair, Study, canonical_pair
-from annotation.sampling import next_pairs
-from annotation.services import judgment_create, pair_skip
 
 from .test_sampling import answer, canonical, restrict_pool
 

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from annotation.selectors import item_search
+from annotation.groups.selectors import item_search
 from spaces.models import EmbeddingSpace, Item
 from spaces.records.create import record_space_create
 from spaces.services import space_from_matrix

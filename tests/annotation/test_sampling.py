@@ -8,9 +8,9 @@ from collections import Counter
 import numpy as np
 import pytest
 
+from annotation.labelling.sampling import next_pair
+from annotation.labelling.services import judgment_create
 from annotation.models import GoldPair, Study
-from annotation.sampling import next_pair
-from annotation.services import judgment_create
 from learning.models import MetricVersion
 from tests.conftest import run_benchmark
 
@@ -204,7 +204,7 @@ def test_the_next_pair_benchmark_runs_in_its_quick_form():
 def test_older_open_pairs_are_found_beyond_the_newest_window(
     study, annotator, other_annotator, reviewer, items, monkeypatch
 ):
-    import annotation.sampling as sampling
+    import annotation.labelling.sampling as sampling
 
     monkeypatch.setattr(sampling, "SCAN_ROWS", 4)
     sampling._first_id_cache.clear()
@@ -241,7 +241,7 @@ def small_pool_with_explore(study, items, strategy) -> dict:
 
 
 def test_targeted_offers_pairs_near_the_target_probability(study, annotator, items):
-    from annotation.strategies import TARGET_P
+    from annotation.labelling.strategies import TARGET_P
 
     expected = small_pool_with_explore(study, items, Study.Strategy.TARGETED)
     nearest = min(expected, key=lambda pair: abs(expected[pair] - TARGET_P))

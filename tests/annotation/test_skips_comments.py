@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from django.urls import reverse
 
-from annotation import services
+from annotation.labelling import skips
+from annotation.labelling.sampling import next_pair
 from annotation.models import PairComment, PairJudgment, PairSkip
-from annotation.sampling import next_pair
 from common.errors import Conflict, InvalidInput, NotFound
 
 
@@ -25,11 +25,11 @@ def test_a_skip_is_not_an_answer_and_the_pair_is_never_offered_again(
     study.strategy = "random"
     study.save()
     a, b = items[0], items[1]
-    skip, created = services.pair_skip(study=study, user=annotator, item_a_id=b.pk, item_b_id=a.pk)
+    skip, created = skips.pair_skip(study=study, user=annotator, item_a_id=b.pk, item_b_id=a.pk)
     assert created
     assert (skip.item_a_id, skip.item_b_id) == (a.pk, b.pk)  # canonical
     assert PairJudgment.objects.count() == 0
-    _, again = services.pair_skip(study=study, user=annotator, item_a_id=a.pk, item_b_id=b.pk)
+    _, again = skips.pair_skip(study=study, user=annotator, item_a_id=a.pk, item_b_id=b.pk)
     assert again is False  # a retry stores nothing twice
     assert PairSkip.objects.count() == 1
     rng = np.random.default_rng(0)
@@ -48,15 +48,13 @@ def test_a_skip_is_not_an_answer_and_the_pair_is_never_offered_again(
 
 def test_skips_and_comments_refuse_what_an_answer_refuses(study, annotator, outsider, items):
     with pytest.raises(NotFound):
-        services.pair_skip(study=study, user=outsider, item_a_id=items[0].pk, item_b_id=items[1].pk)
+        skips.pair_skip(study=study, user=outsider, item_a_id=items[0].pk, item_b_id=items[1].pk)
     with pytest.raises(InvalidInput, match="two different items"):
-        services.pair_skip(
-            study=study, user=annotator, item_a_id=items[0].pk, item_b_id=items[0].pk
-        )
+        skips.pair_skip(study=study, user=annotator, item_a_id=items[0].pk, item_b_id=items[0].pk)
     with pytest.raises(InvalidInput, match="not in this study's pool"):
-        services.pair_skip(study=study, user=annotator, item_a_id=items[0].pk, item_b_id=10**9)
+        skips.pair_skip(study=study, user=annotator, item_a_id=items[0].pk, item_b_id=10**9)
     with pytest.raises(InvalidInput, match="needs some text"):
-        services.pair_comment(
+        skips.pair_comment(
             study=study,
             user=annotator,
             item_a_id=items[0].pk,
@@ -73,17 +71,17 @@ def test_a_comment_is_idempotent_on_its_client_id_and_reviewers_see_it(
     client_id = uuid.uuid4()
     pair = {"item_a_id": items[2].pk, "item_b_id": items[3].pk}
     note = "  both  are first names ;  one is also a place "
-    first, created = services.pair_comment(
+    first, created = skips.pair_comment(
         study=study, user=annotator, text=note, client_id=client_id, **pair
     )
     assert created
     assert first.text == "both are first names ; one is also a place"
-    again, created = services.pair_comment(
+    again, created = skips.pair_comment(
         study=study, user=annotator, text=note, client_id=client_id, **pair
     )
     assert (again.pk, created) == (first.pk, False)
     with pytest.raises(Conflict):
-        services.pair_comment(
+        skips.pair_comment(
             study=study, user=annotator, text="something else", client_id=client_id, **pair
         )
     client.force_login(reviewer)

@@ -1,4 +1,4 @@
-"""The active-learning scores (annotation/strategies.py) against independent computations."""
+"""The active-learning scores (annotation/labelling/strategies.py) against independent computations."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 from numpy.testing import assert_allclose
 from scipy.special import expit
 
-from annotation import strategies
+from annotation.labelling import strategies
 
 
 def test_pair_information_is_the_fisher_information_of_the_response_model():

@@ -1,13 +1,17 @@
-"""Pages: study list and detail, labelling and group pages, the reviewer's tables."""
+"""Pages: study list and detail, labelling and group pages, the reviewer's tables, the
+completion page and the progress shown."""
 
 from __future__ import annotations
 
+import re
 import uuid
 
 from django.test import Client
+from django.urls import reverse
 
-from annotation.models import Study
-from annotation.services import group_create, judgment_create
+from annotation.groups.services import group_create
+from annotation.labelling.services import judgment_create
+from annotation.models import PairJudgment, Study
 
 from .factories import make_study
 
@@ -112,3 +116,63 @@ def test_review_page_is_for_reviewers_and_admins(
     )
     assert "w002" in filtered
     assert "w001" not in filtered
+
+
+def test_reaching_the_target_leads_to_the_completion_page(study, annotator, client_for, items):
+    study.stop_at_target, study.target_per_annotator = True, 2
+    study.save()
+    client = client_for(annotator)
+    for b in (items[1], items[2]):
+        PairJudgment.objects.create(
+            study=study,
+            item_a=items[0],
+            item_b=b,
+            label="comparable",
+            annotator=annotator,
+            client_id=uuid.uuid4(),
+        )
+    answer = client.get(reverse("api-next-pair", args=[study.pk])).json()
+    assert answer["done"] is True
+    assert answer["complete"] is True
+    label = client.get(reverse("annotation:label", args=[study.pk]))
+    assert label.status_code == 302
+    assert label["Location"] == reverse("annotation:study-done", args=[study.pk])
+    done = client.get(label["Location"]).content.decode()
+    assert "Thank you" in done
+    assert "What happens next" in done
+    more = client.post(
+        reverse("api-judgments", args=[study.pk]),
+        {
+            "item_a": items[0].pk,
+            "item_b": items[5].pk,
+            "label": "comparable",
+            "client_id": str(uuid.uuid4()),
+        },
+        format="json",
+    )
+    assert more.status_code == 400
+    assert "reached your target" in more.json()["detail"]
+    assert PairJudgment.objects.filter(annotator=annotator).count() == 2
+
+
+def test_progress_never_shows_more_than_the_target(study, annotator, client_for, items):
+    study.target_per_annotator = 2
+    study.save()
+    for b in items[1:5]:
+        PairJudgment.objects.create(
+            study=study,
+            item_a=items[0],
+            item_b=b,
+            label="comparable",
+            annotator=annotator,
+            client_id=uuid.uuid4(),
+        )
+    client = client_for(annotator)
+    for name in ("annotation:label", "annotation:study-detail"):
+        text = client.get(reverse(name, args=[study.pk])).content.decode()
+        assert not re.search(r"4</strong> of 2|>4</span> / <span id=\"target\">2", text), name
+    label = client.get(reverse("annotation:label", args=[study.pk])).content.decode()
+    assert '<span id="answered">2</span> / <span id="target">2</span>' in label
+    assert "+2 beyond the target" in label
+    # The API keeps going when the study does not stop at the target.
+    assert client.get(reverse("api-next-pair", args=[study.pk])).json()["done"] is False

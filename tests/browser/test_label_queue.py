@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from annotation import api as annotation_api
+from annotation.labelling import api as annotation_api
 from annotation.models import Membership, PairComment, PairJudgment, PairSkip
 from tests.annotation.factories import make_space, make_study, make_user
 from tests.browser.conftest import wait_until

@@ -18,8 +18,8 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from annotation.feedback_import import groups_import, judgments_import
 from annotation.models import Label, Study
+from annotation.setup.feedback_import import groups_import, judgments_import
 from learning.models import MetricVersion, WeatResult, WeatSuite, WeatTest
 from learning.versions.sigmas import sigma_of
 from spaces.models import Item

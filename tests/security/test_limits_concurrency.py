@@ -32,8 +32,8 @@ from django.urls import reverse
 
 from accounts.models import ApiToken
 from accounts.tokens import MAX_ACTIVE_TOKENS, api_token_create
+from annotation.labelling.throttles import JudgmentRateThrottle
 from annotation.models import PairJudgment
-from annotation.throttles import JudgmentRateThrottle
 from spaces.models import Item
 from tests.annotation.factories import make_space, make_study, make_user
 

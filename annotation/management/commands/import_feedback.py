@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotation.feedback_import import feedback_import
 from annotation.models import Study
+from annotation.setup.feedback_import import feedback_import
 from spaces.exceptions import InputFileError
 
 

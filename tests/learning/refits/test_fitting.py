@@ -128,7 +128,7 @@ def test_excluded_annotators_are_left_out(world):
 
 
 def test_face_learns_from_curated_groups_and_a_group_edit_is_new_data(db, media_root):
-    from annotation.services import group_create
+    from annotation.groups.services import group_create
 
     rng = np.random.default_rng(3)
     centres = np.zeros((12, 6))

@@ -180,17 +180,17 @@ ELSEWHERE = [
     (
         "api-groups",
         "no name, empty/long name, member not an id or unknown, members as text",
-        "tests.annotation.test_api::test_bad_groups_are_refused",
+        "tests.annotation.test_api_groups::test_bad_groups_are_refused",
     ),
     (
         "api-groups",
         "duplicate group name (409)",
-        "tests.annotation.test_api::test_duplicate_group_name_is_409",
+        "tests.annotation.test_api_groups::test_duplicate_group_name_is_409",
     ),
     (
         "api-group",
         "another annotator's group",
-        "tests.annotation.test_api::test_groups_create_list_patch_and_history",
+        "tests.annotation.test_api_groups::test_groups_create_list_patch_and_history",
     ),
 ]
 

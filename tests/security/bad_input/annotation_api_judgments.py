@@ -298,7 +298,7 @@ ELSEWHERE = [
     (
         "api-judgments",
         "an answer beyond the target of a study that stops there",
-        "tests.annotation.test_setup::test_reaching_the_target_leads_to_the_completion_page",
+        "tests.annotation.test_views::test_reaching_the_target_leads_to_the_completion_page",
     ),
 ]
 

@@ -176,7 +176,7 @@ ELSEWHERE = [
     (
         "api-items",
         "a space of no study of the user",
-        "tests.annotation.test_api::test_item_search_needs_membership",
+        "tests.annotation.test_api_groups::test_item_search_needs_membership",
     ),
 ]
 

@@ -216,7 +216,7 @@ ELSEWHERE = [
     (
         "annotation:study-items",
         "a file that is not UTF-8",
-        "tests.annotation.test_setup::test_upload_pages_show_unknown_keys_and_write_nothing",
+        "tests.annotation.test_setup_pages::test_upload_pages_show_unknown_keys_and_write_nothing",
     ),
     (
         "annotation:study-gold",

@@ -1,6 +1,6 @@
-"""Study set-up pages: new/edit, duplicate, archive, items, candidate and gold pairs, members,
-the invitation link and the annotator's completion page. Reviewers read the set-up pages;
-admins of the study (and staff) change things; annotators see none of them."""
+"""Study set-up pages: new/edit, duplicate, archive, items, candidate and gold pairs, members and
+the invitation link. Reviewers read the set-up pages; admins of the study (and staff) change
+things; annotators see none of them."""
 
 from __future__ import annotations
 
@@ -9,11 +9,14 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_http_methods, require_POST, require_safe
+from django.views.decorators.http import require_http_methods, require_POST
 
-from annotation import selectors, setup
 from annotation.access import Action, require, study_get
-from annotation.forms import (
+from annotation.models import Membership, Study
+from annotation.selectors import may_manage
+from annotation.setup import members, pairs, pool, selectors, studies
+from annotation.setup.files import parse_keys, parse_pairs, read_upload
+from annotation.setup.forms import (
     DuplicateForm,
     InviteForm,
     MemberAddForm,
@@ -21,8 +24,6 @@ from annotation.forms import (
     StudyForm,
     UploadForm,
 )
-from annotation.models import Membership, Study
-from annotation.setup_files import parse_keys, parse_pairs, read_upload
 from annotation.views import render_instructions
 from common.access import require_staff
 from common.errors import AppError, InvalidInput
@@ -37,7 +38,7 @@ def _setup_study(request: HttpRequest, study_id: int) -> tuple[Study, bool]:
     study = study_get(request.user, study_id, Action.REVIEW, message=SETUP_REFUSED)
     if request.method == "POST":
         require(request.user, study, Action.MANAGE, MANAGE_REFUSED)
-    return study, selectors.may_manage(user=request.user, study=study)
+    return study, may_manage(user=request.user, study=study)
 
 
 def _context(study: Study, can_manage: bool, active: str, **extra) -> dict:
@@ -71,7 +72,7 @@ def study_new(request: HttpRequest) -> HttpResponse:
     form = StudyForm(_posted(request))
     if request.method == "POST" and form.is_valid():
         try:
-            study = setup.study_save(user=request.user, data=form.cleaned_data)
+            study = studies.study_save(user=request.user, data=form.cleaned_data)
         except AppError as error:
             _form_error(form, error)
         else:
@@ -90,7 +91,7 @@ def study_settings(request: HttpRequest, study_id: int) -> HttpResponse:
     form = StudyForm(_posted(request), instance=study)
     if request.method == "POST" and form.is_valid():
         try:
-            setup.study_save(user=request.user, study=study, data=form.cleaned_data)
+            studies.study_save(user=request.user, study=study, data=form.cleaned_data)
         except AppError as error:
             _form_error(form, error)
         else:
@@ -113,7 +114,9 @@ def study_duplicate(request: HttpRequest, study_id: int) -> HttpResponse:
     try:
         if not form.is_valid():
             raise InvalidInput("Give the copy a name of at most 200 characters.")
-        copy = setup.study_duplicate(user=request.user, study=study, name=form.cleaned_data["name"])
+        copy = studies.study_duplicate(
+            user=request.user, study=study, name=form.cleaned_data["name"]
+        )
     except AppError as error:
         messages.error(request, error.message)
         context = _context(study, True, "settings", form=StudyForm(instance=study), duplicate=form)
@@ -127,7 +130,7 @@ def study_duplicate(request: HttpRequest, study_id: int) -> HttpResponse:
 def study_archive(request: HttpRequest, study_id: int) -> HttpResponse:
     study, _ = _setup_study(request, study_id)
     archive = request.POST.get("archive", "1") != "0"
-    setup.study_archive(user=request.user, study=study, archive=archive)
+    studies.study_archive(user=request.user, study=study, archive=archive)
     messages.success(request, "Study archived." if archive else "Study restored (still closed).")
     return redirect("annotation:study-settings", study.pk)
 
@@ -161,7 +164,7 @@ def study_items(request: HttpRequest, study_id: int) -> HttpResponse:
         try:
             text, pasted = _upload_text(form)
             keys = parse_keys(text, pasted=pasted)
-            done = setup.pool_upload(
+            done = pool.pool_upload(
                 user=request.user, study=study, keys=keys, replace=form.cleaned_data["replace"]
             )
         except AppError as error:
@@ -190,7 +193,7 @@ def study_pairs(request: HttpRequest, study_id: int) -> HttpResponse:
         try:
             text, _ = _upload_text(form)
             rows = parse_pairs(text, labelled=False)
-            done = setup.candidate_pairs_upload(
+            done = pairs.candidate_pairs_upload(
                 user=request.user, study=study, rows=rows, replace=form.cleaned_data["replace"]
             )
         except AppError as error:
@@ -220,13 +223,13 @@ def study_gold(request: HttpRequest, study_id: int) -> HttpResponse:
             text, _ = _upload_text(form)
             rows = parse_pairs(text, labelled=True)
             if request.POST.get("confirm") == "1":
-                done = setup.gold_pairs_upload(user=request.user, study=study, rows=rows)
+                done = pairs.gold_pairs_upload(user=request.user, study=study, rows=rows)
                 messages.success(
                     request,
                     f"{done['added']} gold pairs added, {done['relabelled']} relabelled.",
                 )
                 return redirect("annotation:study-gold", study.pk)
-            preview = setup.pairs_resolve(study=study, rows=rows)
+            preview = pairs.pairs_resolve(study=study, rows=rows)
             form = UploadForm(initial={"text": text})
             context = _context(
                 study,
@@ -264,7 +267,7 @@ def study_members(request: HttpRequest, study_id: int) -> HttpResponse:
             if invite_form.is_valid():
                 data = invite_form.cleaned_data
                 try:
-                    invitation = setup.member_invite(
+                    invitation = members.member_invite(
                         user=request.user,
                         study=study,
                         username=data["username"],
@@ -284,7 +287,7 @@ def study_members(request: HttpRequest, study_id: int) -> HttpResponse:
             if add_form.is_valid():
                 data = add_form.cleaned_data
                 try:
-                    member = setup.member_add(
+                    member = members.member_add(
                         user=request.user,
                         study=study,
                         who=data["who"],
@@ -319,7 +322,7 @@ def _members_page(
 
 def _membership(request, study_id: int, membership_id: int) -> Membership:
     study, _ = _setup_study(request, study_id)
-    membership = setup.memberships_of(study, membership_id)
+    membership = members.memberships_of(study, membership_id)
     if membership is None:
         raise Http404("No such member.")
     return membership
@@ -334,7 +337,7 @@ def study_member(request: HttpRequest, study_id: int, membership_id: int) -> Htt
         if not form.is_valid():
             errors = "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items())
             raise InvalidInput(f"Not changed: {errors}")
-        setup.member_change(
+        members.member_change(
             user=request.user,
             membership=membership,
             role=form.cleaned_data["role"],
@@ -352,25 +355,9 @@ def study_member(request: HttpRequest, study_id: int, membership_id: int) -> Htt
 def study_member_remove(request: HttpRequest, study_id: int, membership_id: int) -> HttpResponse:
     membership = _membership(request, study_id, membership_id)
     try:
-        setup.member_remove(user=request.user, membership=membership)
+        members.member_remove(user=request.user, membership=membership)
     except AppError as error:
         messages.error(request, error.message)
         return _members_page(request, membership.study, True, status=error.status_code)
     messages.success(request, f"{membership.user.username} removed; their answers stay.")
     return redirect("annotation:study-members", study_id)
-
-
-# --- Annotators: the completion page -----------------------------------------------------------
-
-
-@login_required
-@require_safe
-def study_done(request: HttpRequest, study_id: int) -> HttpResponse:
-    study = study_get(request.user, study_id, Action.VIEW)
-    progress = selectors.progress_for(study=study, user=request.user)
-    context = {
-        "study": study,
-        "progress": progress,
-        "groups": selectors.groups_visible(study=study, user=request.user).count(),
-    }
-    return render(request, "annotation/done.html", context)

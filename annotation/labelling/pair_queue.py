@@ -2,9 +2,9 @@
 
 Choosing a pair reads the overlap windows, the gold and candidate pairs and the annotator's
 answered pairs; doing that for every answer was half of an answer's cost. Instead the sampler
-chooses ``PAIR_QUEUE_SIZE`` pairs at once (:func:`annotation.sampling.next_pairs`: what as many
-successive ``next_pair`` calls would give, so overlap, gold and strategy shares are those of the
-sampler) and the answers take them one by one from the cache:
+chooses ``PAIR_QUEUE_SIZE`` pairs at once (:func:`annotation.labelling.sampling.next_pairs`:
+what as many successive ``next_pair`` calls would give, so overlap, gold and strategy shares are
+those of the sampler) and the answers take them one by one from the cache:
 
 * ``fm:pq:{study}:{user}`` holds the entries (pair, reason, both items as the API shows them),
   a generation id and the **stamp** of the study's facts they were chosen under
@@ -34,12 +34,12 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.core.cache import cache
 
-from .facts import facts_for
-from .hooks import current_metric
-from .models import Study, canonical_pair
-from .sampling import NextPair, next_pair, next_pairs
-from .selectors import judged_pairs
-from .serializers import item_data
+from annotation.facts import facts_for
+from annotation.hooks import current_metric
+from annotation.labelling.sampling import NextPair, next_pair, next_pairs
+from annotation.labelling.selectors import judged_pairs
+from annotation.models import Study, canonical_pair
+from annotation.serializers import item_data
 
 logger = logging.getLogger(__name__)
 

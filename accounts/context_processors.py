@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from .access import may_export
+from .hooks import may_create_tokens
 
 
 def navigation(request) -> dict:
+    """``may_export``: whether the "API tokens" link shows (the rule ``annotation`` registers,
+    ``accounts.hooks``)."""
     user = getattr(request, "user", None)
     # A callable: the query runs only on pages whose template asks (templates call it).
-    return {"may_export": lambda: may_export(user)}
+    return {"may_export": lambda: may_create_tokens(user)}

@@ -28,11 +28,10 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.spatial.distance import pdist
 
+from annotation.hooks import StudyMetric, current_metric
+from annotation.models import Study
+from annotation.selectors import study_pool
 from spaces.models import Item
-
-from .hooks import StudyMetric, current_metric
-from .models import Study
-from .selectors import study_pool
 
 WARN_RANDOM_SHARE = 0.05  # warn when ≥ 5% of random groups are as homogeneous
 RANDOM_GROUPS = 200  # random groups per size, fewer for large groups (RANDOM_ROWS)

@@ -1,4 +1,4 @@
-"""Writes: judgments (idempotent on ``client_id``), undo, and comparable groups.
+"""Writes of answers: judgments (idempotent on ``client_id``), one or a batch, and undo.
 
 Every write that changes the feedback calls :func:`annotation.hooks.feedback_changed` inside
 its transaction; learning's receiver queues a refit once the write has committed.
@@ -7,38 +7,21 @@ its transaction; learning's receiver queues a refit once the write has committed
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 from django.db import IntegrityError, transaction
 
+from annotation.access import Action, require
+from annotation.facts import facts_for
+from annotation.hooks import feedback_changed
+from annotation.labelling.selectors import gold_pair_exists
+from annotation.models import MAX_ELAPSED_MS, Label, PairJudgment, Source, Study, canonical_pair
+from annotation.selectors import items_in_pool, not_in_pool, progress_for
 from common.errors import Conflict, InvalidInput, NotAllowed, NotFound
-from common.text import invisible
-
-from . import pair_queue
-from .access import Action, can_edit_group, require
-from .facts import facts_for
-from .hooks import feedback_changed
-from .models import (
-    MAX_ELAPSED_MS,
-    MAX_GROUP_NAME,
-    MAX_GROUP_SIZE,
-    ComparableGroup,
-    GoldPair,
-    GroupEdit,
-    Label,
-    PairComment,
-    PairJudgment,
-    PairSkip,
-    Source,
-    Study,
-    StudyCounter,
-    canonical_pair,
-)
-from .selectors import gold_pair_exists, items_in_pool, progress_for, skipped_pairs_forget
 
 
-def _parse_uuid(value) -> uuid.UUID:
+def parse_uuid(value) -> uuid.UUID:
+    """A ``client_id`` as a UUID (InvalidInput when it is not one)."""
     if isinstance(value, uuid.UUID):
         return value
     try:
@@ -70,7 +53,7 @@ def _replay(existing: PairJudgment, *, study, annotator, pair, label) -> PairJud
     raise _conflict_reuse()
 
 
-def _two_items(item_a_id, item_b_id) -> tuple[int, int]:
+def two_items(item_a_id, item_b_id) -> tuple[int, int]:
     """Two different item ids, as their canonical pair (no query)."""
     try:
         item_a_id, item_b_id = int(item_a_id), int(item_b_id)
@@ -85,7 +68,7 @@ def _answer_parse(*, label, item_a_id, item_b_id, elapsed_ms) -> tuple[int, int]
     """One answer's own checks (no query); its canonical pair."""
     if label not in Label.values:
         raise InvalidInput(f"label must be one of {', '.join(Label.values)}.")
-    pair = _two_items(item_a_id, item_b_id)
+    pair = two_items(item_a_id, item_b_id)
     valid_elapsed = isinstance(elapsed_ms, int) and 0 <= elapsed_ms <= MAX_ELAPSED_MS
     if elapsed_ms is not None and not valid_elapsed:
         raise InvalidInput(f"elapsed_ms must be an integer between 0 and {MAX_ELAPSED_MS}.")
@@ -102,13 +85,6 @@ def _study_takes_answers(study: Study, annotator) -> None:
 
 TARGET_REACHED = "You reached your target in this study; no more answers are needed."
 ALREADY_ANSWERED = "You already answered this pair; undo that answer first to change it."
-
-
-def _not_in_pool(pair, found) -> str | None:
-    missing = [i for i in pair if i not in found]
-    if missing:
-        return f"Item {missing[0]} does not exist or is not in this study's pool."
-    return None
 
 
 def _is_gold(study: Study, pair) -> bool:
@@ -144,7 +120,7 @@ def judgment_create(
     check of its items, the insert and the hook's read; the study, the role and the gold pairs
     come from the cache (``annotation/facts.py``).
     """
-    client_id = _parse_uuid(client_id)
+    client_id = parse_uuid(client_id)
     pair = _answer_parse(
         label=label, item_a_id=item_a_id, item_b_id=item_b_id, elapsed_ms=elapsed_ms
     )
@@ -164,7 +140,7 @@ def judgment_create(
         items = {"item_a_id": pair[0], "item_b_id": pair[1]}
     else:
         found = items_in_pool(study=study, item_ids=pair)
-        refused = _not_in_pool(pair, found)
+        refused = not_in_pool(pair, found)
         if refused:
             raise InvalidInput(refused)
         items = {"item_a": found[pair[0]], "item_b": found[pair[1]]}  # the response: no query
@@ -223,7 +199,7 @@ def judgments_create_batch(*, study: Study, annotator, answers: list[dict]) -> l
     for n, answer in enumerate(answers):
         raw_id = str(answer.get("client_id", ""))
         try:
-            client_id = _parse_uuid(answer.get("client_id"))
+            client_id = parse_uuid(answer.get("client_id"))
             pair = _answer_parse(
                 label=answer.get("label"),
                 item_a_id=answer.get("item_a"),
@@ -250,7 +226,7 @@ def judgments_create_batch(*, study: Study, annotator, answers: list[dict]) -> l
         answer = answers[n]
         if client_id in before or client_id in first_of:
             continue  # settled below from the stored row
-        refused = closed or _not_in_pool(pair, found)
+        refused = closed or not_in_pool(pair, found)
         if refused is None and room is not None:
             refused = TARGET_REACHED if room <= 0 else None
             room -= 1
@@ -310,7 +286,7 @@ def judgment_undo(
     if judgment_id is not None:
         judgment = qs.filter(pk=judgment_id).first()
     else:
-        judgment = qs.filter(client_id=_parse_uuid(client_id)).first()
+        judgment = qs.filter(client_id=parse_uuid(client_id)).first()
     if judgment is None:
         raise NotFound("No such judgment.")
     if judgment.annotator_id != user.pk:
@@ -321,245 +297,3 @@ def judgment_undo(
     judgment.pk = judgment_pk
     feedback_changed(study_id=study_id)
     return judgment
-
-
-@transaction.atomic
-def gold_pair_set(*, study: Study, user, item_a_id: int, item_b_id: int, label: str) -> GoldPair:
-    """Set (create or change) a gold pair's known answer; study admins only."""
-    require(user, study, Action.MANAGE, "Only admins of the study set gold pairs.")
-    if label not in (Label.COMPARABLE, Label.INCOMPARABLE):
-        raise InvalidInput("A gold pair's label is comparable or incomparable.")
-    if int(item_a_id) == int(item_b_id):
-        raise InvalidInput("item_a and item_b must be two different items.")
-    pair = canonical_pair(int(item_a_id), int(item_b_id))
-    _pool_members(study, pair)
-    gold, _ = GoldPair.objects.update_or_create(
-        study=study, item_a_id=pair[0], item_b_id=pair[1], defaults={"label": label}
-    )
-    return gold
-
-
-# --- Groups -----------------------------------------------------------------------------------
-
-
-def _clean_name(name) -> str:
-    name = name.strip() if isinstance(name, str) else ""
-    if not name:
-        raise InvalidInput("A group needs a name.")
-    if invisible(name):
-        raise InvalidInput("A group name needs a visible character (not only zero-width or bidi).")
-    if len(name) > MAX_GROUP_NAME:
-        raise InvalidInput(f"A group name has at most {MAX_GROUP_NAME} characters.")
-    return name
-
-
-def _pool_members(study: Study, item_ids: Iterable) -> list[int]:
-    try:
-        ids = list(dict.fromkeys(int(i) for i in item_ids))
-    except (TypeError, ValueError):
-        raise InvalidInput("Members must be item ids.") from None
-    if not ids:
-        return []
-    found = items_in_pool(study=study, item_ids=ids)
-    missing = [i for i in ids if i not in found]
-    if missing:
-        raise InvalidInput(f"Item {missing[0]} does not exist or is not in this study's pool.")
-    return ids
-
-
-def _require_group_mode(study: Study) -> None:
-    if study.mode == Study.Mode.PAIRS:
-        raise InvalidInput("This study collects pairs only, not groups.")
-    if not study.is_active:
-        raise InvalidInput("This study is closed; it takes no more answers.")
-
-
-@transaction.atomic
-def group_create(
-    *, study: Study, user, name: str, member_ids: Iterable[int] = ()
-) -> ComparableGroup:
-    """Create a named group (optionally with members); history rows and a new group revision."""
-    require(user, study, Action.VIEW)
-    _require_group_mode(study)
-    name = _clean_name(name)
-    ids = _pool_members(study, member_ids)
-    if len(ids) > MAX_GROUP_SIZE:
-        raise InvalidInput(f"A group has at most {MAX_GROUP_SIZE} members.")
-    if ComparableGroup.objects.filter(study=study, name=name).exists():
-        raise Conflict(f"A group named {name!r} already exists in this study.")
-    revision = StudyCounter.group_revision_next(study)
-    try:
-        with transaction.atomic():
-            group = ComparableGroup.objects.create(
-                study=study, name=name, created_by=user, revision=revision
-            )
-    except IntegrityError:
-        raise Conflict(f"A group named {name!r} already exists in this study.") from None
-    group.members.add(*ids)
-    GroupEdit.objects.bulk_create(
-        [
-            GroupEdit(
-                group=group,
-                user=user,
-                action=GroupEdit.Action.CREATE,
-                detail=name,
-                revision=revision,
-            )
-        ]
-        + [
-            GroupEdit(
-                group=group, user=user, action=GroupEdit.Action.ADD, item_id=i, revision=revision
-            )
-            for i in ids
-        ]
-    )
-    feedback_changed(study_id=study.pk)
-    return group
-
-
-@transaction.atomic
-def group_update(
-    *,
-    group: ComparableGroup,
-    user,
-    name: str | None = None,
-    add: Iterable[int] = (),
-    remove: Iterable[int] = (),
-) -> ComparableGroup:
-    """Rename a group and add/remove members; one history row per change, one new revision.
-
-    Adding a member already there or removing one that is not is a no-op; an update that
-    changes nothing writes nothing and queues no refit.
-    """
-    group = ComparableGroup.objects.select_for_update().select_related("study").get(pk=group.pk)
-    study = group.study
-    require(user, study, Action.VIEW)
-    if not can_edit_group(user, group):
-        raise NotAllowed("Only the group's creator or a reviewer/admin can edit this group.")
-    _require_group_mode(study)
-    add_ids = _pool_members(study, add)
-    try:
-        remove_ids = list(dict.fromkeys(int(i) for i in remove))
-    except (TypeError, ValueError):
-        raise InvalidInput("Members must be item ids.") from None
-    if set(add_ids) & set(remove_ids):
-        raise InvalidInput("An item cannot be both added and removed.")
-    current = set(group.members.values_list("id", flat=True))
-    add_ids = [i for i in add_ids if i not in current]
-    remove_ids = [i for i in remove_ids if i in current]
-    if len(current) + len(add_ids) - len(remove_ids) > MAX_GROUP_SIZE:
-        raise InvalidInput(f"A group has at most {MAX_GROUP_SIZE} members.")
-    new_name = None
-    if name is not None:
-        new_name = _clean_name(name)
-        if new_name == group.name:
-            new_name = None
-        elif ComparableGroup.objects.filter(study=study, name=new_name).exists():
-            raise Conflict(f"A group named {new_name!r} already exists in this study.")
-    if new_name is None and not add_ids and not remove_ids:
-        return group
-
-    revision = StudyCounter.group_revision_next(study)
-    edits = []
-    if new_name is not None:
-        edits.append(
-            GroupEdit(
-                group=group,
-                user=user,
-                action=GroupEdit.Action.RENAME,
-                detail=f"{group.name} → {new_name}"[:300],
-                revision=revision,
-            )
-        )
-        group.name = new_name
-    edits += [
-        GroupEdit(group=group, user=user, action=GroupEdit.Action.ADD, item_id=i, revision=revision)
-        for i in add_ids
-    ]
-    edits += [
-        GroupEdit(
-            group=group, user=user, action=GroupEdit.Action.REMOVE, item_id=i, revision=revision
-        )
-        for i in remove_ids
-    ]
-    group.revision = revision
-    try:
-        with transaction.atomic():
-            group.save(update_fields=["name", "revision", "updated_at"])
-    except IntegrityError:
-        raise Conflict(f"A group named {new_name!r} already exists in this study.") from None
-    if add_ids:
-        group.members.add(*add_ids)
-    if remove_ids:
-        group.members.remove(*remove_ids)
-    GroupEdit.objects.bulk_create(edits)
-    feedback_changed(study_id=study.pk)
-    return group
-
-
-# --- Skips and comments on pairs (the labelling page's S and C keys) ----------------------------
-
-
-def _pair_on_the_page(study: Study, user, item_a_id, item_b_id) -> tuple[int, int]:
-    """The canonical pair, if ``user`` may label pairs in ``study`` and both items are in its
-    pool (the checks of an answer, but the target: one may skip or comment at any time)."""
-    require(user, study, Action.VIEW)
-    if study.mode == Study.Mode.GROUPS:
-        raise InvalidInput("This study collects groups only, not pairs.")
-    pair = _two_items(item_a_id, item_b_id)
-    found = items_in_pool(study=study, item_ids=pair)
-    missing = [i for i in pair if i not in found]
-    if missing:
-        raise InvalidInput(f"Item {missing[0]} does not exist or is not in this study's pool.")
-    return pair
-
-
-def pair_skip(*, study: Study, user, item_a_id: int, item_b_id: int) -> tuple[PairSkip, bool]:
-    """Record that ``user`` passed on a pair: no answer, and the pair is not offered to them
-    again. Idempotent per (study, user, pair); returns ``(skip, created)``."""
-    pair = _pair_on_the_page(study, user, item_a_id, item_b_id)
-    fields = {"study": study, "annotator": user, "item_a_id": pair[0], "item_b_id": pair[1]}
-    try:
-        with transaction.atomic():
-            skip, created = PairSkip.objects.get_or_create(**fields)
-    except IntegrityError:  # a concurrent retry stored it first
-        skip, created = PairSkip.objects.get(**fields), False
-    if created:
-        skipped_pairs_forget(study=study, user=user)
-        pair_queue.forget(study_id=study.pk, user_id=user.pk)
-    return skip, created
-
-
-def pair_comment(
-    *, study: Study, user, item_a_id: int, item_b_id: int, text: str, client_id
-) -> tuple[PairComment, bool]:
-    """A note on a pair for the study's reviewers; idempotent on ``client_id``."""
-    client_id = _parse_uuid(client_id)
-    pair = _pair_on_the_page(study, user, item_a_id, item_b_id)
-    text = " ".join(str(text or "").split())
-    if not text:
-        raise InvalidInput("A comment needs some text.")
-    if len(text) > PairComment.MAX_LENGTH:
-        raise InvalidInput(f"A comment has at most {PairComment.MAX_LENGTH} characters.")
-    existing = PairComment.objects.filter(client_id=client_id).first()
-    if existing is None:
-        try:
-            with transaction.atomic():
-                return PairComment.objects.create(
-                    study=study,
-                    author=user,
-                    item_a_id=pair[0],
-                    item_b_id=pair[1],
-                    text=text,
-                    client_id=client_id,
-                ), True
-        except IntegrityError:  # a concurrent retry stored it first
-            existing = PairComment.objects.get(client_id=client_id)
-    same = (existing.study_id, existing.author_id, existing.item_a_id, existing.item_b_id) == (
-        study.pk,
-        user.pk,
-        *pair,
-    )
-    if not same or existing.text != text:
-        raise Conflict("This client_id was already used for another comment.")
-    return existing, False

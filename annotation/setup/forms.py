@@ -1,25 +1,12 @@
-"""Forms of the annotation pages (the labelling and group pages talk to the JSON API)."""
+"""Forms of the set-up pages: a study's settings, the uploads, duplicate, members."""
 
 from __future__ import annotations
 
 from django import forms
 
+from annotation.models import Membership, Study
+from annotation.setup.studies import STUDY_FIELDS
 from spaces.models import EmbeddingSpace, Tag
-
-from .models import Label, Membership, Source, Study
-from .setup import STUDY_FIELDS
-
-
-class ReviewFilterForm(forms.Form):
-    """Filters of the reviewer's judgment table; every field optional."""
-
-    annotator = forms.CharField(required=False, max_length=150)
-    label = forms.ChoiceField(required=False, choices=[("", "any label"), *Label.choices])
-    source = forms.ChoiceField(required=False, choices=[("", "any source"), *Source.choices])
-    before = forms.IntegerField(required=False, min_value=1, widget=forms.HiddenInput)
-
-
-# --- Study set-up ---------------------------------------------------------------------------------
 
 
 class StudyForm(forms.ModelForm):

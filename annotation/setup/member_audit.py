@@ -6,9 +6,8 @@ from __future__ import annotations
 from django.db.models.signals import post_delete, post_save, pre_save
 from django.dispatch import receiver
 
+from annotation.models import Membership
 from audit.services import Action, audit_record
-
-from .models import Membership
 
 
 @receiver(pre_save, sender=Membership)

@@ -31,13 +31,20 @@ from pathlib import Path
 
 from django.db import connection, transaction
 
+from annotation.hooks import feedback_changed
+from annotation.models import (
+    ComparableGroup,
+    GroupEdit,
+    Label,
+    PairJudgment,
+    Source,
+    Study,
+    StudyCounter,
+)
 from common.iterables import batched
 from spaces.exceptions import InputFileError
 from spaces.models import Item
 from spaces.tables import jsonl_objects
-
-from .hooks import feedback_changed
-from .models import ComparableGroup, GroupEdit, Label, PairJudgment, Source, Study, StudyCounter
 
 BATCH_SIZE = 5000
 MAX_PROVENANCE = 300

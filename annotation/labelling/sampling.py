@@ -21,19 +21,19 @@ In order:
    * ``uncertainty`` — the pair whose ``P(comparable) = 2 sigmoid(-z^T Sigma z)`` under the
      latest ready EXPLORE version is closest to 0.5 (random when there is no such version);
    * ``targeted`` — the pair whose P(comparable) under the latest ready EXPLORE version is
-     nearest 0.65, with a share of uniform picks (``annotation/strategies.py``; random when there
+     nearest 0.65, with a share of uniform picks (``strategies.py``; random when there
      is no such version): the strategy the label-efficiency benchmark found to pay;
    * ``information`` — the pair with the largest expected information gain about Sigma under
      the latest ready EXPLORE version given the study's newest answers (batch D-optimal,
-     ``annotation/strategies.py``; a share of uniform picks; random when there is no version).
+     ``strategies.py``; a share of uniform picks; random when there is no version).
 
 Left and right are shuffled per presentation.
 
 :func:`next_pairs` gives ``k`` distinct pairs at once, as ``k`` successive calls of
 :func:`next_pair` would (each one excluding the pairs before it), sharing the reads of the
 refill: the overlap windows, the gold and candidate pairs and the annotator's answered pairs are
-read once, the items in one query. The per-annotator queue (``annotation/pair_queue.py``) refills
-itself with it.
+read once, the items in one query. The per-annotator queue (``pair_queue.py``) refills itself
+with it.
 """
 
 from __future__ import annotations
@@ -45,12 +45,12 @@ from dataclasses import dataclass, field
 import numpy as np
 from django.db.models import Exists, OuterRef
 
+from annotation.hooks import current_metric
+from annotation.labelling.selectors import answered_pairs, judged_pairs, skipped_pairs
+from annotation.labelling.strategies import information_pick, targeted_pick
+from annotation.models import CandidatePair, GoldPair, PairJudgment, Source, Study, canonical_pair
+from annotation.selectors import newest_first, study_pool
 from spaces.models import Item, attach_spaces
-
-from .hooks import current_metric
-from .models import CandidatePair, GoldPair, PairJudgment, Source, Study, canonical_pair
-from .selectors import answered_pairs, judged_pairs, newest_first, skipped_pairs, study_pool
-from .strategies import information_pick, targeted_pick
 
 CANDIDATES = 256
 SCAN_ROWS = 300  # judgments per overlap window (newest, and a random earlier stretch)

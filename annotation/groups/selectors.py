@@ -1,0 +1,100 @@
+"""Reads of group curation: a group's members and history, and the item search (key prefixes in
+word spaces; any shown field in record and text spaces)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from django.db import connection
+from django.db.models import Q, QuerySet, TextField
+from django.db.models.fields.json import KeyTextTransform
+from django.db.models.functions import Cast, Lower
+from django.db.models.lookups import IContains
+
+from annotation.models import ComparableGroup, GroupEdit, Study
+from annotation.selectors import pool_items, pool_tag_ids
+from spaces.models import EmbeddingSpace, Item, first_record
+
+
+def group_members(*, group: ComparableGroup) -> list[Item]:
+    return list(group.members.order_by("key"))
+
+
+def group_history(*, group: ComparableGroup, limit: int = 50) -> list[GroupEdit]:
+    return list(group.edits.select_related("user", "item").order_by("-id")[:limit])
+
+
+def item_prefix_queryset(*, space_id: int, prefix: str) -> QuerySet[Item]:
+    """Items of a space whose lower-cased key starts with ``prefix`` (already lower-cased)."""
+    qs = Item.objects.filter(space_id=space_id).annotate(key_lower=Lower("key"))
+    if connection.vendor == "sqlite":
+        qs = qs.filter(key_lower__gte=prefix, key_lower__lt=prefix + "\U0010ffff")
+    return qs.filter(key_lower__startswith=prefix)
+
+
+def item_field_queryset(*, space_id: int, query: str, hidden: Sequence[str] = ()) -> QuerySet[Item]:
+    """Records and texts: items whose key, text or any shown record field contains ``query``.
+
+    ``field:value`` looks in one field of the record (``sex:female``); otherwise the query is
+    looked for, ignoring case, in the key, the text and the record's JSON as stored (the
+    JSON-escaped form too, as SQLite stores non-ASCII characters escaped). ``hidden``: the
+    space's columns annotators do not see (``EmbeddingSpace.hidden_columns``) are never
+    searched — a ``field:value`` on one finds nothing, and the other fields are then searched
+    one by one instead of the whole JSON. Not indexed: a scan of one space's rows, bounded by
+    the caller's limit.
+    """
+    qs = Item.objects.filter(space_id=space_id)
+    field, sep, value = query.partition(":")
+    field, value = field.strip(), value.strip()
+    if sep and field and value and field.isidentifier():
+        if field in hidden:
+            return qs.none()
+        return qs.filter(**{f"payload__{field}__icontains": value})
+    match = Q(key__icontains=query) | Q(text__icontains=query)
+    if hidden:
+        for name in _shown_fields(space_id, hidden):
+            match |= Q(IContains(KeyTextTransform(name, "payload"), query))
+        return qs.filter(match)
+    escaped = json.dumps(query)[1:-1]
+    match |= Q(payload_text__icontains=query)
+    if escaped != query:
+        match |= Q(payload_text__icontains=escaped)
+    return qs.annotate(payload_text=Cast("payload", TextField())).filter(match)
+
+
+def _shown_fields(space_id: int, hidden: Sequence[str]) -> list[str]:
+    """The record fields of a space annotators see."""
+    return [name for name in first_record(space_id) if name not in set(hidden)]
+
+
+def item_search(*, space_id: int, query: str, study: Study | None = None, limit: int = 20):
+    """Items of a space matching ``query``, at most ``limit``.
+
+    Word spaces: keys that start with ``query``, ignoring case, shortest keys first. Indexed on
+    both databases (migration 0002): PostgreSQL matches ``lower(key) LIKE 'q%'`` with a
+    text_pattern_ops index; SQLite gets the equivalent range on ``lower(key)``, which its plain
+    expression index answers (SQLite's LIKE cannot use it). Record and text spaces: any
+    field annotators see (:func:`item_field_queryset`), in row order.
+    """
+    prefix = query.strip().lower()
+    if not prefix:
+        return []
+    kind, hidden = EmbeddingSpace.objects.filter(pk=space_id).values_list(
+        "kind", "hidden_columns"
+    ).first() or (None, [])
+    by_field = kind in (EmbeddingSpace.Kind.RECORDS, EmbeddingSpace.Kind.TEXTS)
+    if by_field:
+        qs = item_field_queryset(space_id=space_id, query=query.strip(), hidden=hidden or ())
+    else:
+        qs = item_prefix_queryset(space_id=space_id, prefix=prefix)
+    if study is not None and study.pool == Study.Pool.KEYS:
+        qs = qs.filter(pk__in=pool_items(study=study).values("pk"))
+    elif study is not None and study.pool == Study.Pool.TAGS and pool_tag_ids(study=study):
+        qs = qs.filter(tags__in=pool_tag_ids(study=study)).distinct()
+    if by_field:
+        return list(qs.order_by("row")[:limit])
+    # Fetch a bounded window in index order, then rank short (exact) matches first.
+    window = list(qs.order_by("key_lower")[: max(limit * 5, 100)])
+    window.sort(key=lambda item: (len(item.key), item.key.lower()))
+    return window[:limit]

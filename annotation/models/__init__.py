@@ -1,0 +1,44 @@
+"""Who labels what: studies, memberships, judgments and groups over the items of ``spaces``.
+
+``studies``: a study, its members and its item pool; ``judgments``: answers about pairs, skips
+and comments; ``pairs``: gold and candidate pairs; ``groups``: comparable groups. Import them
+from here (``from annotation.models import Study``).
+"""
+
+from .groups import MAX_GROUP_NAME, MAX_GROUP_SIZE, ComparableGroup, GroupEdit, StudyCounter
+from .judgments import (
+    MAX_ELAPSED_MS,
+    Label,
+    LabelCode,
+    PairComment,
+    PairJudgment,
+    PairSkip,
+    Source,
+    canonical_pair,
+)
+from .pairs import CandidatePair, GoldPair, PoolPair, pair_check, pool_check
+from .studies import Membership, Study, pool_queryset
+
+__all__ = [
+    "MAX_ELAPSED_MS",
+    "MAX_GROUP_NAME",
+    "MAX_GROUP_SIZE",
+    "CandidatePair",
+    "ComparableGroup",
+    "GoldPair",
+    "GroupEdit",
+    "Label",
+    "LabelCode",
+    "Membership",
+    "PairComment",
+    "PairJudgment",
+    "PairSkip",
+    "PoolPair",
+    "Source",
+    "Study",
+    "StudyCounter",
+    "canonical_pair",
+    "pair_check",
+    "pool_check",
+    "pool_queryset",
+]
