@@ -177,7 +177,7 @@ def test_tokens_revoked_in_the_admin_one_event_each(world, new_events):
     client = world.client("su")
     ids = [world.token_ids["ann_a"], world.token_ids["rev_a"]]
     response = client.post(
-        reverse("admin:learning_apitoken_changelist"), {"action": "revoke", "_selected_action": ids}
+        reverse("admin:accounts_apitoken_changelist"), {"action": "revoke", "_selected_action": ids}
     )
     assert response.status_code == 302
     events = new_events()
