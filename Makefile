@@ -15,7 +15,7 @@ help:
 	@echo "make fuzz   schemathesis against the OpenAPI schema"
 	@echo "make limits the rate limits under 30-150 simultaneous requests (gunicorn, PostgreSQL, Redis)"
 	@echo "make extras the optional extras: PyTorch CPU, sentence model, POT (text spaces, make adult)"
-	@echo "make adult  the seed paper's Adult table with the app's Sigma (installs the extras)"
+	@echo "make adult  the seed paper's Adult table, the authors' protocol, Sigma through the app (extras; ~1 h+ on 2 busy cores)"
 
 $(STAMP): requirements.txt requirements-dev.txt requirements-adult-nodeps.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -79,7 +79,8 @@ faults: install
 limits: install
 	$(BIN)/python -m loadtest.limits $(LOAD_ARGS)
 
-# The seed paper's Adult table through the export API (docs/adult.md); a few minutes on 2 cores.
+# The seed paper's Adult table, the authors' protocol, each run's Sigma learned through the app and
+# downloaded through the export API (docs/adult.md); ADULT_ARGS="--runs 3" for a shorter one.
 adult: extras migrate
 	$(BIN)/python manage.py reproduce_adult_table $(ADULT_ARGS)
 

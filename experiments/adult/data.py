@@ -15,8 +15,9 @@ Preprocessing (SenSR's ``get_adult_data``/``preprocess_adult_data``):
 * ``race`` is binary, ``White`` / ``Non-white`` (SenSR keeps only the ``race_White`` column);
 * the label ``income`` is ``>50K`` or ``<=50K`` (the test file's trailing dot removed).
 
-Kept as the files split them (train / test) rather than SenSR's random 80/20 split of both:
-the app's metric is learned from the training file only, so the test file stays unseen.
+The demo keeps the files' split (train / test); the table's runs draw SenSR's random 80/20
+split of both files (:func:`adult_both`, :func:`random_split`). Either way the metric is learned
+from training records only, so the test records stay unseen.
 
 :func:`adult_pairs` builds the seed paper's EXPLORE pairs: comparable = same income group,
 opposite gender; incomparable = different income groups (10,000 comparable pairs per income
@@ -111,6 +112,21 @@ def adult_frame(split: str) -> pd.DataFrame:
     for column in NUMERIC:
         frame[column] = frame[column].astype(np.int64)
     return frame.reset_index(drop=True)
+
+
+def adult_both() -> pd.DataFrame:
+    """Both files, cleaned, one after the other (45,222 rows; keys keep their file)."""
+    return pd.concat([adult_frame("train"), adult_frame("test")], ignore_index=True)
+
+
+def random_split(
+    frame: pd.DataFrame, *, seed: int, train_share: float = 0.8
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """SenSR's per-run split: a random ``train_share`` of the rows for training, the rest to test."""
+    order = np.random.default_rng(seed).permutation(len(frame))
+    cut = int(round(train_share * len(frame)))
+    train, test = frame.iloc[np.sort(order[:cut])], frame.iloc[np.sort(order[cut:])]
+    return train.reset_index(drop=True), test.reset_index(drop=True)
 
 
 def _distinct_pairs(rng, first: np.ndarray, second: np.ndarray, n: int) -> np.ndarray:

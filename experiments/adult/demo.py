@@ -23,34 +23,24 @@ would do, in order:
 
 from __future__ import annotations
 
-import csv
-import tempfile
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
-import numpy as np
 from django.db import transaction
 
-from annotation.models import PairJudgment, Source, Study
-from annotation.setup.feedback_import import feedback_import
-from experiments.adult.data import (
-    CATEGORICAL,
-    GENDER_COLUMN,
-    LABEL,
-    NUMERIC,
-    adult_frame,
-    adult_pairs,
-    gender_directions,
+from annotation.models import Study
+from experiments.adult.data import CATEGORICAL, LABEL, NUMERIC, adult_frame, gender_directions
+from experiments.adult.studies import (
+    fitted_version,
+    pairs_import,
+    projected_version,
+    space_records,
+    space_vectors,
 )
-from experiments.adult.measures import project_out
 from experiments.glove_demo import demo_study
 from learning.models import MetricVersion
-from learning.refits import service, snapshots
 from learning.versions import selectors, storage
-from learning.versions.sigmas import sigma_of
-from spaces.models import EmbeddingSpace, Item
+from spaces.models import EmbeddingSpace
 from spaces.records.create import record_space_create
 
 SPACE_NAME = "UCI Adult, training file (demo)"
@@ -61,7 +51,6 @@ PAIRS_PROVENANCE = (
     "demo: the seed paper's Adult pairs - 10,000 random woman/man pairs per income group "
     f"(comparable) and 5,000 random <=50K/>50K pairs (incomparable), seed {SEED}"
 )
-REFIT_WAIT_SECONDS = 300
 INSTRUCTIONS = """\
 Adult income: should a fair income classifier treat these two people alike?
 
@@ -103,97 +92,13 @@ def _space(created: list[str]) -> EmbeddingSpace:
     return space
 
 
-def _records(space: EmbeddingSpace) -> tuple[list[str], list[dict]]:
-    rows = Item.objects.filter(space=space).order_by("row").values_list("key", "payload")
-    keys, payloads = zip(*rows, strict=True) if rows else ((), ())
-    return list(keys), list(payloads)
-
-
-def _import_pairs(study: Study, keys: list[str], payloads: list[dict], created: list[str]) -> None:
-    seeded = PairJudgment.objects.filter(
-        study=study, source=Source.IMPORTED, provenance=PAIRS_PROVENANCE
-    )
-    if seeded.exists():
-        return
-    income = np.array([p[LABEL] == ">50K" for p in payloads])
-    female = np.array([p[GENDER_COLUMN] == "Female" for p in payloads])
-    pairs, comparable = adult_pairs(income, female, seed=SEED)
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "adult_pairs.csv"
-        with open(path, "w", newline="", encoding="utf-8") as f:
-            writer = csv.writer(f)
-            writer.writerow(["key_a", "key_b", "label"])
-            for (a, b), same in zip(pairs, comparable, strict=True):
-                writer.writerow([keys[a], keys[b], "comparable" if same else "incomparable"])
-        summary = feedback_import(
-            study=study, path=path, kind="pairs", fmt="csv", provenance=PAIRS_PROVENANCE
-        )
-    created.append(f"{summary.judgments:,} imported pair judgments")
-
-
-def _fitted_version(study: Study, log: Callable[[str], None]) -> MetricVersion:
-    """The ready EXPLORE version fitted on all the study's judgments (refits when missing)."""
-    deadline = time.monotonic() + REFIT_WAIT_SECONDS
-    while True:
-        marks = snapshots.study_data_marks(study_id=study.pk)
-        found = (
-            MetricVersion.objects.ready()
-            .filter(
-                study=study,
-                method=MetricVersion.Method.EXPLORE,
-                label="explore",
-                judgment_watermark=marks.judgment_watermark,
-            )
-            .order_by("-id")
-            .first()
-        )
-        if found is not None:
-            return found
-        report = service.refit_study(study_id=study.pk)
-        log(f"refit: {report.outcome}")
-        if report.failed:
-            failed = MetricVersion.objects.get(pk=report.failed[0])
-            raise RuntimeError(f"EXPLORE failed on the Adult pairs: {failed.error}")
-        if time.monotonic() > deadline:
-            raise RuntimeError("no EXPLORE version after waiting for the refit")
-        if report.outcome == service.Outcome.BUSY:
-            time.sleep(report.retry_in)
-
-
 def _projected_version(study: Study, fitted: MetricVersion, created: list[str]) -> MetricVersion:
-    existing = (
-        MetricVersion.objects.ready()
-        .filter(study=study, label=PROJECTED_LABEL, parent=fitted)
-        .order_by("-id")
-        .first()
-    )
-    if existing is not None:
-        return existing
     space = study.space
     names = list(space.feature_map["feature_names"])
-    vectors = np.asarray(space.vectors(np.arange(space.item_count)), dtype=np.float64)
-    directions, info = gender_directions(vectors, names)
-    sigma = project_out(sigma_of(fitted), directions)
-    version = storage.metric_version_create(
-        study=study,
-        method=MetricVersion.Method.EXPLORE,
-        sigma=sigma,
-        label=PROJECTED_LABEL,
-        parameters={
-            "source_version": fitted.pk,
-            "projection": "Sigma <- (I - P) Sigma (I - P), P the projector on the span of the "
-            "sensitive directions (the seed paper, after SenSR)",
-            "feature_names": names,
-            **info,
-        },
-        counts=fitted.counts,
-        diagnostics={"source_spectrum": fitted.diagnostics.get("spectrum")},
-        judgment_watermark=fitted.judgment_watermark,
-        group_watermark=fitted.group_watermark,
-        parent=fitted,
+    directions, info = gender_directions(space_vectors(space), names)
+    return projected_version(
+        study, fitted, label=PROJECTED_LABEL, directions=directions, info=info, created=created
     )
-    created.append(f"EXPLORE version #{version.pk} ({PROJECTED_LABEL}, from #{fitted.pk})")
-    return version
 
 
 def adult_demo_load(
@@ -217,9 +122,9 @@ def adult_demo_load(
         if learning.fit_face:
             learning.fit_face = False  # no groups: the experiment is EXPLORE's
             learning.save(update_fields=["fit_face"])
-    keys, payloads = _records(space)
-    _import_pairs(study, keys, payloads, created)
-    fitted = _fitted_version(study, log)
+    keys, payloads = space_records(space)
+    pairs_import(study, payloads, keys, seed=SEED, provenance=PAIRS_PROVENANCE, created=created)
+    fitted = fitted_version(study, log)
     published = _projected_version(study, fitted, created)
     if not published.is_published:
         published = storage.version_publish(version_id=published.pk, user=None)

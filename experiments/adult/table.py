@@ -1,16 +1,18 @@
-"""The seed paper's Adult table, reproduced with the Sigma the app publishes.
+"""The Adult table's plumbing: the export API download, the test measures, the printout.
 
-What ``python manage.py reproduce_adult_table`` does, as a downstream user would:
+What ``python manage.py reproduce_adult_table`` does with it (:mod:`experiments.adult.protocol`
+runs the runs), as a downstream user would:
 
-1. downloads, over HTTP with an API token, the study's published EXPLORE version (metadata),
+1. downloads, over HTTP with an API token, each run's published EXPLORE version (metadata),
    its Sigma (``sigma.npy``) and the record space's feature map φ (the metadata's
-   ``links.feature_map``) — :func:`download`;
-2. embeds UCI Adult's training and test files with φ (:func:`spaces.records.featuremap.apply_feature_map`,
-   the function the export documentation says to copy);
-3. trains, for each restart, the baseline network and SenSR with that Sigma
-   (:mod:`experiments.adult.sensr`) on the training file and measures on the test file
-   B-Acc, S-Con, GR-Con and the gender and race gaps (:mod:`experiments.adult.measures`);
-4. prints mean ± sd beside the paper's numbers (:func:`format_table`).
+   ``links.feature_map``) — :func:`download`, from this app served in-process by
+   :func:`local_export`;
+2. embeds the run's training and test records with φ
+   (:func:`spaces.records.featuremap.apply_feature_map`, the function the export documentation
+   says to copy);
+3. measures each trained classifier on the test records — B-Acc, S-Con, GR-Con and the gender
+   and race gaps (:class:`TestSet`, :mod:`experiments.adult.measures`);
+4. prints mean ± sd over the runs beside the paper's numbers (:func:`format_table`).
 """
 
 from __future__ import annotations
@@ -33,19 +35,24 @@ from django.utils import timezone
 
 from accounts.tokens import api_token_create, token_revoke
 from annotation.models import Membership
-from experiments.adult.data import GENDER_COLUMN, LABEL, POSITIVE, RACE_COLUMN, adult_frame
+from experiments.adult.data import GENDER_COLUMN, LABEL, POSITIVE, RACE_COLUMN
 from experiments.adult.measures import balanced_accuracy, consistency, rate_gaps
-from experiments.adult.sensr import TrainSettings, train_classifier
 from spaces.records.featuremap import apply_feature_map, validate_feature_map
 
 COLUMNS = ["B-Acc,%", "S-Con", "GR-Con", "GapG RMS", "GapG max", "GapR RMS", "GapR max"]
-# The seed paper's table (its columns reordered: gender gaps, then race gaps).
+# The seed paper's table (its columns reordered: gender gaps, then race gaps), by our row keys.
 PAPER = {
-    "SenSR + EXPLORE (with gender)": [79.4, 0.966, 0.987, 0.065, 0.084, 0.044, 0.059],
-    "SenSR (Yurochkin et al.)": [78.9, 0.934, 0.984, 0.068, 0.087, 0.055, 0.067],
-    "Baseline": [82.9, 0.848, 0.865, 0.179, 0.216, 0.089, 0.105],
+    "baseline": [82.9, 0.848, 0.865, 0.179, 0.216, 0.089, 0.105],
+    "sensr": [78.9, 0.934, 0.984, 0.068, 0.087, 0.055, 0.067],
+    "explore": [79.4, 0.966, 0.987, 0.065, 0.084, 0.044, 0.059],
+    "explore-no-gender": [78.9, 0.933, 0.993, 0.066, 0.084, 0.050, 0.063],
 }
-OURS = {"baseline": "Baseline", "sensr": "SenSR + app's EXPLORE Sigma"}
+ROWS = {
+    "baseline": "Baseline",
+    "sensr": "SenSR (its own metric)",
+    "explore": "SenSR + EXPLORE (with gender)",
+    "explore-no-gender": "SenSR + EXPLORE (without gender)",
+}
 SPOUSES = [("Husband",), ("Wife",)]
 GENDER_RACE = [(g, r) for g in ("Male", "Female") for r in ("White", "Non-white")]
 TIMEOUT = 60
@@ -145,30 +152,6 @@ class TestSet:
         ]
 
 
-def run_experiment(
-    sigma: np.ndarray,
-    feature_map: dict,
-    *,
-    restarts: int,
-    settings: TrainSettings,
-    log: Callable[[str], None] = lambda _: None,
-) -> dict[str, np.ndarray]:
-    """``{"baseline": (restarts, 7), "sensr": (restarts, 7)}`` measured on the test file."""
-    train, test = adult_frame("train"), adult_frame("test")
-    x, y = apply_feature_map(feature_map, train), (train[LABEL] == POSITIVE).to_numpy()
-    tests = TestSet.of(test, feature_map)
-    results: dict[str, list[list[float]]] = {name: [] for name in OURS}
-    for restart in range(restarts):
-        for name in OURS:
-            predict = train_classifier(
-                x, y, seed=restart, settings=settings, sigma=None if name == "baseline" else sigma
-            )
-            row = tests.measure(predict)
-            results[name].append(row)
-            log(f"restart {restart + 1}/{restarts} {name}: " + " ".join(f"{v:.3f}" for v in row))
-    return {name: np.array(rows) for name, rows in results.items()}
-
-
 def _cell(values: np.ndarray, column: int) -> str:
     digits = 1 if column == 0 else 3
     mean = float(np.mean(values))
@@ -178,18 +161,16 @@ def _cell(values: np.ndarray, column: int) -> str:
 
 
 def format_table(results: dict[str, np.ndarray]) -> str:
-    """Our rows (mean ± sd over restarts) above the paper's rows."""
-    width = 30
+    """Each of our rows (mean ± sd over runs) with the paper's figures beneath it."""
+    width = 34
     lines = [f"{'':<{width}}" + "".join(f"{c:>16}" for c in COLUMNS)]
-    for name, label in OURS.items():
-        rows = results[name]
+    for key, rows in results.items():
         cells = [_cell(rows[:, j], j) for j in range(len(COLUMNS))]
-        lines.append(f"{label:<{width}}" + "".join(f"{c:>16}" for c in cells))
-    lines.append("-" * (width + 16 * len(COLUMNS)))
-    lines.append("the paper (10 restarts, SenSR's own split):")
-    for label, values in PAPER.items():
-        cells = [f"{v:.1f}" if j == 0 else f"{v:.3f}" for j, v in enumerate(values)]
-        lines.append(f"{label:<{width}}" + "".join(f"{c:>16}" for c in cells))
+        lines.append(f"{ROWS.get(key, key):<{width}}" + "".join(f"{c:>16}" for c in cells))
+        if key in PAPER:
+            paper = [f"{v:.1f}" if j == 0 else f"{v:.3f}" for j, v in enumerate(PAPER[key])]
+            lines.append(f"{'  the paper':<{width}}" + "".join(f"{c:>16}" for c in paper))
+    lines.append("the paper: 10 restarts, each a random 80/20 split of both files")
     return "\n".join(lines)
 
 
@@ -197,19 +178,20 @@ DOWNSTREAM_USER = "adult-downstream"
 
 
 @contextlib.contextmanager
-def local_export(study) -> Iterator[tuple[str, str]]:
+def local_export(*studies) -> Iterator[tuple[str, str]]:
     """``(base URL, token)`` of this app served in-process on a free local port.
 
     The token belongs to a local user ``adult-downstream`` (no password; a reviewer of the
-    study, the least role that may export) and is revoked, and the server stopped, on exit.
+    studies, the least role that may export) and is revoked, and the server stopped, on exit.
     """
     user, made = get_user_model().objects.get_or_create(username=DOWNSTREAM_USER)
     if made:
         user.set_unusable_password()
         user.save(update_fields=["password"])
-    Membership.objects.get_or_create(
-        user=user, study=study, defaults={"role": Membership.Role.REVIEWER}
-    )
+    for study in studies:
+        Membership.objects.get_or_create(
+            user=user, study=study, defaults={"role": Membership.Role.REVIEWER}
+        )
     token, key = api_token_create(
         user=user, name=f"reproduce_adult_table {timezone.now():%Y-%m-%d %H:%M:%S}"
     )

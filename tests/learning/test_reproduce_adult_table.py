@@ -1,4 +1,5 @@
-"""reproduce_adult_table --quick end to end: the live export API with a token, then the table.
+"""reproduce_adult_table --quick end to end: a run's studies through the app, the live export
+API with a token, the authors' two-stage SenSR, then the table beside the paper's.
 
 Needs PyTorch and inFairness (make extras): skipped locally without them, required
 under CI=true.
@@ -16,7 +17,9 @@ from django.core.management.base import CommandError
 
 from accounts.models import ApiToken
 from audit.models import AuditEvent
-from experiments.adult.table import COLUMNS, DOWNSTREAM_USER, OURS, PAPER, format_table
+from experiments.adult.protocol import Protocol, study_name
+from experiments.adult.table import COLUMNS, DOWNSTREAM_USER, PAPER, ROWS, format_table
+from learning.models import MetricVersion
 from tests.celery_support import require
 
 HAVE_TORCH = all(importlib.util.find_spec(m) for m in ("torch", "inFairness"))
@@ -28,20 +31,30 @@ def test_quick_run_downloads_through_the_api_and_prints_the_table(capsys, tmp_pa
     out_json = tmp_path / "adult.json"
     call_command("reproduce_adult_table", "--quick", "--json", str(out_json))
     out = capsys.readouterr().out
-    assert "through the export API" in out
-    for label in [*OURS.values(), *PAPER]:
+    assert "Sigma downloaded through the export API" in out
+    for label in ROWS.values():
         assert label in out
     figures = json.loads(out_json.read_text())
     assert figures["columns"] == COLUMNS
-    assert figures["restarts"] == 1
-    base = np.array(figures["rows"]["Baseline"])[0]
-    fair = np.array(figures["rows"][OURS["sensr"]])[0]
-    for row in (base, fair):
-        assert 50 < row[0] <= 100  # B-Acc, %
+    assert figures["runs"] == 1
+    assert figures["seeds"] == [0]
+    assert figures["protocol"]["split"] == "random"  # the authors' protocol is the default
+    assert figures["protocol"]["sigma"] == "unprojected"
+    assert figures["schedules"]["explore"]["subspace_lr"] == 10.0
+    for key in ROWS:
+        row = np.array(figures["rows"][key])[0]
+        assert 40 < row[0] <= 100  # B-Acc, %
         assert ((row[1:] >= 0) & (row[1:] <= 1)).all()
-    # the issue's done-when, measured: SenSR with the app's Sigma is more consistent
-    assert fair[1] > base[1]  # S-Con
-    assert fair[2] > base[2]  # GR-Con
+    # each run's Sigma is the unprojected EXPLORE fit its own study published
+    for gender in (True, False):
+        name = study_name(Protocol(quick=True), 0, gender)
+        version = MetricVersion.objects.get(study__name=name, is_published=True)
+        assert version.label == "explore"
+        assert version.parent_id is None
+    names = MetricVersion.objects.get(
+        study__name=study_name(Protocol(quick=True), 0, False), is_published=True
+    ).study.space.feature_map["feature_names"]
+    assert not any(n.startswith("sex=") for n in names)  # without gender: not in φ
     # a downstream user's token did it, and it was revoked afterwards
     token = ApiToken.objects.get(user__username=DOWNSTREAM_USER)
     assert token.revoked_at is not None
@@ -49,7 +62,7 @@ def test_quick_run_downloads_through_the_api_and_prints_the_table(capsys, tmp_pa
     exported = AuditEvent.objects.filter(
         actor__username=DOWNSTREAM_USER, action=AuditEvent.Action.EXPORT_SIGMA
     )
-    assert exported.count() == 1
+    assert exported.count() == 2  # with and without gender
 
 
 @pytest.mark.django_db
@@ -73,14 +86,24 @@ def test_an_unreachable_server_is_one_readable_line():
         )
 
 
-def test_the_table_puts_our_rows_above_the_papers():
-    rows = {"baseline": np.tile(np.arange(7.0), (3, 1)), "sensr": np.ones((1, 7))}
+def test_the_table_puts_the_papers_figures_under_each_row():
+    rows = {"baseline": np.tile(np.arange(7.0), (3, 1)), "explore": np.ones((1, 7))}
     rows["baseline"][:, 0] = [80.0, 82.0, 84.0]
     text = format_table(rows).splitlines()
     assert text[1].startswith("Baseline")
     assert "82.0 ± 2.0" in text[1]
     assert "1.000 ± 0.000" in text[1]
-    assert text[2].startswith(OURS["sensr"])
-    assert "±" not in text[2]
-    assert text[-1].startswith("Baseline")
-    assert "82.9" in text[-1]
+    assert text[2].strip().startswith("the paper")
+    assert "82.9" in text[2]
+    assert text[3].startswith(ROWS["explore"])
+    assert "±" not in text[3]
+    assert "0.065" in text[4]  # the paper's Gap_G RMS of SenSR + EXPLORE
+    assert PAPER["explore-no-gender"][2] == 0.993
+
+
+@pytest.mark.django_db
+def test_a_bad_choice_is_one_readable_line():
+    with pytest.raises(CommandError, match="rows must be among"):
+        call_command("reproduce_adult_table", "--rows", "baseline,nonsense", "--quick")
+    with pytest.raises(CommandError, match="invalid choice"):
+        call_command("reproduce_adult_table", "--split", "halves", "--quick")
