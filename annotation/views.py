@@ -9,9 +9,11 @@ from django import forms
 from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_safe
+
+from common.errors import NotFound
 
 from . import selectors
 from .access import SEES_ALL, Action, study_get, study_role
@@ -62,7 +64,7 @@ def _work_page(request, study_id: int, *, unless: str, template: str, refusal: s
     """The labelling and curation pages: members only, and only in a study of that mode."""
     study, role = _study(request, study_id, Action.VIEW)
     if study.mode == unless:
-        raise Http404(refusal)
+        raise NotFound(refusal)
     context = {
         "study": study,
         "role": role,

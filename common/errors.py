@@ -10,9 +10,8 @@ whose role does not allow the action gets :class:`NotAllowed`.
 
 from __future__ import annotations
 
-from django.core.exceptions import BadRequest, PermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.http import Http404, HttpResponse
+from django.http import HttpResponse
 from django.template.loader import render_to_string
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -67,13 +66,10 @@ class AppErrorMiddleware:
         return self.get_response(request)
 
     def process_exception(self, request, exception):
+        """The app's own error page with the error's message, also with DEBUG on (Django's
+        debug pages are for bugs, not for a refusal the app meant)."""
         if not isinstance(exception, AppError):
             return None
-        if isinstance(exception, NotFound):
-            raise Http404(exception.message) from exception
-        if isinstance(exception, NotAllowed):
-            raise PermissionDenied(exception.message) from exception
-        if exception.status_code == 400:
-            raise BadRequest(exception.message) from exception
-        body = render_to_string("400.html", {"exception": exception.message}, request=request)
+        template = {403: "403.html", 404: "404.html"}.get(exception.status_code, "400.html")
+        body = render_to_string(template, {"exception": exception.message}, request=request)
         return HttpResponse(body, status=exception.status_code)

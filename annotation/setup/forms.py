@@ -5,8 +5,21 @@ from __future__ import annotations
 from django import forms
 
 from annotation.models import Membership, Study
-from annotation.setup.studies import STUDY_FIELDS
+from annotation.setup.studies import NEW_STUDY_DEFAULTS, STUDY_FIELDS
 from spaces.models import EmbeddingSpace, Tag
+
+
+class TagSelect(forms.SelectMultiple):
+    """Tags, each option marked with the spaces whose items carry it (``data-spaces``): the page
+    shows only the chosen space's tags."""
+
+    spaces_of: dict[int, str] = {}
+
+    def create_option(self, name, value, label, selected, index, subindex=None, attrs=None):
+        option = super().create_option(name, value, label, selected, index, subindex, attrs)
+        key = getattr(value, "value", value)
+        option["attrs"]["data-spaces"] = self.spaces_of.get(key, "")
+        return option
 
 
 class StudyForm(forms.ModelForm):
@@ -15,8 +28,8 @@ class StudyForm(forms.ModelForm):
     tags = forms.ModelMultipleChoiceField(
         queryset=Tag.objects.all(),
         required=False,
-        help_text="For a pool of items with given tags.",
-        widget=forms.SelectMultiple(attrs={"size": 6}),
+        help_text="For a pool of items with given tags (the tags of the chosen space).",
+        widget=TagSelect(attrs={"size": 6}),
     )
 
     class Meta:
@@ -30,6 +43,11 @@ class StudyForm(forms.ModelForm):
             "pool": "Item pool",
         }
         widgets = {"instructions": forms.Textarea(attrs={"rows": 10, "data-preview": "1"})}
+        help_texts = {
+            "pool": "All items of the space, the items with given tags, or a list of keys you "
+            "upload on the Items page.",
+            "target_per_annotator": "Answers each annotator is asked for (their progress bar).",
+        }
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -40,6 +58,11 @@ class StudyForm(forms.ModelForm):
         self.fields["gold_rate"].widget.attrs.update(min=0, max=1, step="0.01")
         if self.instance.pk:
             self.initial.setdefault("tags", list(self.instance.pool_tags.all()))
+        else:
+            for field, value in NEW_STUDY_DEFAULTS.items():
+                self.initial.setdefault(field, value)
+        self.fields["tags"].widget = TagSelect(attrs={"size": 6})
+        self.fields["tags"].widget.spaces_of = tag_spaces()
 
     def clean_gold_rate(self):
         value = self.cleaned_data["gold_rate"]
@@ -111,3 +134,12 @@ class InviteForm(forms.Form):
 class MemberChangeForm(forms.Form):
     role = forms.ChoiceField(choices=Membership.Role.choices)
     target = forms.IntegerField(required=False, min_value=1)
+
+
+def tag_spaces() -> dict[int, str]:
+    """Tag id → the ids of the spaces whose items carry it ("1 4"), in one query."""
+    found: dict[int, set[int]] = {}
+    through = Tag.items.through
+    for tag_id, space_id in through.objects.values_list("tag_id", "item__space_id").distinct():
+        found.setdefault(tag_id, set()).add(space_id)
+    return {tag: " ".join(str(s) for s in sorted(spaces)) for tag, spaces in found.items()}

@@ -13,6 +13,20 @@ from audit.services import audit_record
 from common.access import is_staff, require_staff
 from common.errors import Conflict, InvalidInput
 
+# What a new study starts with where its creator says nothing (the page and the set-up API): every
+# item of its space, a modest target, open.
+NEW_STUDY_DEFAULTS = {
+    "pool": Study.Pool.ALL,
+    "mode": Study.Mode.BOTH,
+    "strategy": Study.Strategy.RANDOM,
+    "overlap": 2,
+    "gold_rate": 0.0,
+    "target_per_annotator": 100,
+    "stop_at_target": False,
+    "is_active": True,
+    "instructions": "",
+}
+
 # The settings a study form edits (and a duplicate copies).
 STUDY_FIELDS = [
     "name",
@@ -61,8 +75,9 @@ def _snapshot(study: Study) -> dict:
 
 @transaction.atomic
 def study_save(*, user, data: dict, study: Study | None = None) -> Study:
-    """Create (staff) or change (the study's admins) a study from a form's cleaned data:
-    ``STUDY_FIELDS`` plus ``tags`` (Tag objects, for the ``tags`` pool). The space of a study
+    """Create (staff; the creator becomes its admin member) or change (the study's admins) a
+    study from a form's cleaned data: ``STUDY_FIELDS`` plus ``tags`` (Tag objects, for the
+    ``tags`` pool). The space of a study
     that already has answers, groups, gold or candidate pairs or a key list cannot change."""
     _check_settings(data)
     tags = list(data.get("tags") or [])
@@ -100,6 +115,9 @@ def study_save(*, user, data: dict, study: Study | None = None) -> Study:
             study_id=study.pk,
             detail={"settings": _jsonable(after)},
         )
+        # The creator is the study's first admin: it is listed among its members and stays
+        # its admin should they lose staff rights.
+        Membership.objects.create(study=study, user=user, role=Membership.Role.ADMIN)
     else:
         changes = {
             k: [_jsonable(before[k]), _jsonable(after[k])] for k in after if before[k] != after[k]

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST, require_safe
 
 from annotation.access import Action, may, require, study_get
 from annotation.models import Study
-from common.errors import Conflict
+from common.errors import Conflict, InvalidInput
 from learning.dashboards import (
     curves,
     drift_series,
@@ -43,7 +43,10 @@ def _reviewer_version(request: HttpRequest, version_id) -> MetricVersion:
     try:
         version_id = int(version_id)
     except (TypeError, ValueError):
-        raise Http404("Give the versions to compare as ?a=<id>&b=<id>.") from None
+        raise InvalidInput(
+            "Choose the versions to compare on a version's page (“Compare with”), or give "
+            "them as ?a=<id>&b=<id>."
+        ) from None
     version = get_object_or_404(
         MetricVersion.objects.select_related("study", "study__space", "parent", "published_by"),
         pk=version_id,

@@ -14,10 +14,12 @@
     barmode: "stack", xaxis: { type: "category" },
   }), config);
 
+  // Each label keeps its colour whatever order the counts arrive in.
+  const labelColours = { comparable: "#1e7a3a", incomparable: "#b3261e", unsure: "#9a6700" };
   const labels = Object.keys(data.label_mix);
   Plotly.newPlot("chart-labels", [{
     type: "bar", x: labels, y: labels.map((l) => data.label_mix[l]),
-    marker: { color: ["#1e7a3a", "#b3261e", "#9a6700"] },
+    marker: { color: labels.map((l) => labelColours[l] || "#6b6b70") },
   }], layout("Label mix"), config);
 
   const names = Object.keys(data.per_annotator);

@@ -135,9 +135,15 @@
 
   // --- Search ---------------------------------------------------------------------------------
 
-  function renderResults() {
+  function renderResults(emptyText) {
     const list = el("results");
     list.replaceChildren();
+    if (!results.length && emptyText) {
+      const li = document.createElement("li");
+      li.className = "muted no-results";
+      li.textContent = emptyText;
+      list.appendChild(li);
+    }
     results.forEach((item, i) => {
       const li = itemButton(item, "Add", () => addFromResults(i));
       if (i === highlighted) {
@@ -176,11 +182,10 @@
     }
     results = await r.json();
     highlighted = 0;
-    renderResults();
-    if (!results.length) {
-      const how = byField ? "matches" : "starts with";
-      setStatus(`No item ${how} “${query}”.`, "warn");
-    }
+    const how = byField ? "matches" : "starts with";
+    const none = `No item ${how} “${query}” in this study's pool.`;
+    renderResults(none);
+    if (!results.length) setStatus(none, "warn");
     else setStatus("", "");
   }
 

@@ -35,3 +35,23 @@
   });
   render();
 })();
+
+// The tag list shows the chosen space's tags only (each option names its spaces in
+// data-spaces); a tag of another space is unselected when the space changes.
+(() => {
+  "use strict";
+  const space = document.getElementById("id_space");
+  const tags = document.getElementById("id_tags");
+  if (!space || !tags) return;
+  function filter() {
+    const chosen = space.value;
+    for (const option of tags.options) {
+      const fits = !chosen || (option.dataset.spaces || "").split(" ").includes(chosen);
+      option.hidden = !fits;
+      option.disabled = !fits;
+      if (!fits) option.selected = false;
+    }
+  }
+  space.addEventListener("change", filter);
+  filter();
+})();

@@ -217,7 +217,7 @@ def test_the_dashboard_shows_both_panels(client, study, users, two_versions, shi
     assert "docs/active_learning.md" in page
     assert "more answers of this kind add little" in page
     assert "target (start + 95 % of the gain)" in page
-    assert "No measurement shipped" not in page
+    assert "No strategy measurement is installed" not in page
 
 
 def test_the_dashboard_says_when_no_measurement_is_shipped(client, study, users, shipped):
@@ -226,7 +226,7 @@ def test_the_dashboard_says_when_no_measurement_is_shipped(client, study, users,
     response = client.get(reverse("learning:study-dashboard", args=[study.pk]))
     assert response.status_code == 200
     page = response.content.decode()
-    assert "No measurement shipped" in page
+    assert "No strategy measurement is installed" in page
     assert 'id="chart-efficiency"' not in page
     assert "No ready EXPLORE version with a held-out log-likelihood yet." in page
     assert response.context["charts"]["efficiency"] is None
