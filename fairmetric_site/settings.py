@@ -75,6 +75,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
+    "django.contrib.humanize",  # intcomma: 12,345 answers
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",

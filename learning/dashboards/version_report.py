@@ -107,12 +107,53 @@ def version_report(version: MetricVersion) -> VersionReport:
     )
 
 
+# The words a reader sees for the stored keys (others: the key with spaces for underscores).
+PLAIN_NAMES = {
+    "pairs_distinct": "distinct pairs",
+    "heldout_folds": "held-out folds",
+    "heldout_loglik": "held-out log-likelihood",
+    "heldout_loglik_ci": "held-out log-likelihood, 95 % interval",
+    "heldout_auc": "held-out AUC",
+    "heldout_pairs": "held-out pairs",
+    "heldout_fit": "held-out fit",
+    "held_out": "held out",
+    "judgments_total": "answers in the study",
+    "group_creators": "people who made groups",
+    "groups_used": "groups used",
+    "n_components": "sensitive factors k",
+    "n_components_fitted": "sensitive factors fitted",
+    "n_constrained": "constrained directions",
+    "max_eigenvalue": "largest eigenvalue",
+    "max_eigenvalue_bound": "eigenvalue bound",
+    "bound_active": "bound active",
+    "projected_gradient_norm": "projected gradient norm",
+    "explained_variance_ratio": "explained variance ratio",
+    "singular_values": "singular values",
+    "snapshot_seconds": "snapshot, seconds",
+    "fit_seconds": "fit, seconds",
+    "evaluation_seconds": "evaluation, seconds",
+    "repeat_policy": "repeated answers",
+    "validation_share": "validation share",
+    "excluded_annotators": "excluded annotators",
+    "pairs_as_groups": "pairs as groups",
+    "prior_scale": "prior scale",
+    "penalty_path": "penalty path",
+    "flip_rate": "flip rate",
+    "random_state": "random seed",
+    "operator_norm": "‖ΔΣ‖ (operator norm)",
+    "max_angle_degrees": "largest principal angle, degrees",
+    "angles_degrees": "principal angles, degrees",
+    "sensitive_dims": "sensitive dimensions",
+    "dim_rules": "dimension rules",
+}
+
+
 def scalar_rows(values: dict, prefix: str = "") -> list[tuple[str, str]]:
-    """Diagnostics as table rows: nested dicts flattened (``drift · previous · …``), long
-    lists summarised (the spectrum is charted)."""
+    """Diagnostics as table rows in plain words (``PLAIN_NAMES``): nested dicts flattened
+    (``drift · previous · …``), long lists summarised (the spectrum is charted)."""
     rows = []
     for key, value in sorted(values.items()):
-        name = f"{prefix}{key}".replace("_", " ")
+        name = prefix + PLAIN_NAMES.get(key, str(key).replace("_", " "))
         if isinstance(value, dict):
             rows += scalar_rows(value, prefix=f"{name} · ")
             continue

@@ -123,7 +123,7 @@ def test_version_page_lists_parameters_as_a_table_and_publish_says_what_downstre
     client.force_login(users["admin"])
     page = client.get(reverse("learning:version-detail", args=[version.pk]))
     rows = dict(page.context["parameters"])
-    assert rows == {"n components": "2", "ridge": "0.001", "split · seed": "7"}
+    assert rows == {"sensitive factors k": "2", "ridge": "0.001", "split · seed": "7"}
     html = page.content.decode()
     assert '<table class="grid" id="parameters">' in html
     assert "{&#x27;n_components" not in html  # no Python dict
@@ -241,7 +241,7 @@ def test_version_page_flattens_nested_diagnostics_and_shows_evaluation_errors(
     version.save(update_fields=["diagnostics"])
     client.force_login(users["admin"])
     page = client.get(reverse("learning:version-detail", args=[version.pk])).content.decode()
-    assert "<th>drift · previous · operator norm</th><td>0.25</td>" in page
+    assert "<th>drift · previous · ‖ΔΣ‖ (operator norm)</th><td>0.25</td>" in page
     assert "<th>spectrum</th><td>20 values</td>" in page
     assert "The evaluation of this version failed: ValueError: boom" in page
 
@@ -268,4 +268,6 @@ def test_compare_keeps_its_columns_when_one_version_has_no_sigma(client, users, 
     row = row[: row.index("</tr>")]
     assert row.count("<td>") == 2
     assert "cannot be compared numerically" in page
-    assert client.get(reverse("learning:version-compare") + "?a=x&b=1").status_code == 404
+    refused = client.get(reverse("learning:version-compare") + "?a=x&b=1")
+    assert refused.status_code == 400  # the app's page, saying how to choose two versions
+    assert "Compare with" in refused.content.decode()

@@ -123,8 +123,8 @@ CASES: list[Bad] = [
         "ids not numbers",
         "get",
         lambda w: reverse("learning:version-compare") + "?a=first&b=second",
-        404,
-        "Give the versions to compare",
+        400,
+        "Choose the versions to compare",
         role="rev_a",
     ),
     Bad(
@@ -132,8 +132,8 @@ CASES: list[Bad] = [
         "one version missing",
         "get",
         lambda w: reverse("learning:version-compare") + f"?a={w.version.pk}",
-        404,
-        "Give the versions to compare",
+        400,
+        "Choose the versions to compare",
         role="rev_a",
     ),
     Bad(
