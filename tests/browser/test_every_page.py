@@ -1,7 +1,9 @@
-"""Every page, in real Chromium at a phone's width (375 px): no sideways scroll, and axe-core
+"""Every page, in real Chromium, in the light and the dark theme (``prefers-color-scheme``), at a
+phone's width (375 px) and a laptop's (1280 px): no sideways scroll on the phone, and axe-core
 (vendored under static/vendor/axe-core, served by the app) finds no serious or critical
-accessibility violation. ``PAGES`` must name every page route: a new page without an entry
-fails ``test_every_page_route_is_checked``."""
+accessibility violation — contrast included, so the dark theme's colours are checked too.
+``page_urls`` must name every page route: a new page without an entry fails
+``test_every_page_route_is_checked``."""
 
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ from tests.browser.test_dashboards import (
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 PHONE = {"width": 375, "height": 740}
+LAPTOP = {"width": 1280, "height": 900}
 AXE_URL = "/static/vendor/axe-core/axe.min.js"
 BLOCKING = {"serious", "critical"}
 
@@ -167,12 +170,20 @@ def blocking_violations(page, live_server) -> list[str]:
     return [json.dumps(v) for v in results if v["impact"] in BLOCKING]
 
 
-def test_every_page_fits_a_phone_and_passes_axe(browser, live_server, world, screenshot):
+@pytest.mark.parametrize(
+    ("scheme", "viewport"),
+    [("light", PHONE), ("dark", PHONE), ("light", LAPTOP), ("dark", LAPTOP)],
+    ids=["light-375", "dark-375", "light-1280", "dark-1280"],
+)
+def test_every_page_fits_and_passes_axe(browser, live_server, world, screenshot, scheme, viewport):
     contexts = {}
+    phone = viewport is PHONE
 
     def page_for(who):
         if who not in contexts:
-            context = browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True)
+            context = browser.new_context(
+                viewport=viewport, is_mobile=phone, has_touch=phone, color_scheme=scheme
+            )
             page = context.new_page()
             page.set_default_timeout(15_000)
             page.console_errors = collect_errors(page)
@@ -196,21 +207,27 @@ def test_every_page_fits_a_phone_and_passes_axe(browser, live_server, world, scr
                 page.wait_for_selector(".chart .plot-container svg.main-svg")
             if name == "annotation:label":
                 page.wait_for_selector("#card-left[data-item-id]")
-                screenshot(page, "phone-label")
+                screenshot(page, f"{scheme}-{viewport['width']}-label")
             width = page.evaluate(
                 "Math.max(document.documentElement.scrollWidth, document.body.scrollWidth)"
             )
-            if width > PHONE["width"]:
-                screenshot(page, f"phone-{name.replace(':', '-')}")
-                problems.append(f"{name}: {width} px wide at {PHONE['width']} px")
+            if width > viewport["width"]:
+                screenshot(page, f"{scheme}-{viewport['width']}-{name.replace(':', '-')}")
+                problems.append(f"{name}: {width} px wide at {viewport['width']} px")
             problems += [f"{name}: {v}" for v in blocking_violations(page, live_server)]
         assert problems == [], "\n".join(problems)
-        # The collapsed top bar opens and shows the navigation.
-        page = page_for("rev")
-        page.goto(live_server.url + reverse("home"))
-        assert not page.is_visible("#site-nav")
-        page.click(".menu-toggle")
-        assert page.is_visible("#site-nav >> text=API tokens")
+        if phone:  # the collapsed top bar opens and shows the navigation
+            page = page_for("rev")
+            page.goto(live_server.url + reverse("home"))
+            assert not page.is_visible("#site-nav")
+            page.click(".menu-toggle")
+            assert page.is_visible("#site-nav >> text=API tokens")
+        if scheme == "dark":  # the theme took: the page's background is dark
+            page = page_for("rev")
+            page.goto(live_server.url + reverse("home"))
+            background = page.evaluate("getComputedStyle(document.body).backgroundColor")
+            red = int(background.split("(")[1].split(",")[0])
+            assert red < 60, background
         for page in contexts.values():
             assert page.console_errors == []
     finally:
