@@ -141,10 +141,7 @@
       // The fields are in the side-by-side table under the pair (renderCompare).
       const title = document.createElement("h3");
       title.textContent = display;
-      const note = document.createElement("p");
-      note.className = "muted";
-      note.textContent = `${Object.keys(item.payload).length} fields — compared below`;
-      card.append(title, note);
+      card.append(title);
     } else if (item.kind === "text") {
       for (const para of String(display).split(/\n\s*\n/)) {
         const p = document.createElement("p");
@@ -181,11 +178,18 @@
     if (!box) return;
     box.replaceChildren();
     box.hidden = !(isRecord(left) && isRecord(right));
+    const app = el("label-app");
+    if (app) app.classList.toggle("records", !box.hidden);
+    const pair = document.querySelector(".pair");
+    if (pair) pair.classList.toggle("records", !box.hidden);
     if (box.hidden) return;
     const fields = [...new Set([...Object.keys(left.payload), ...Object.keys(right.payload)])];
     const table = document.createElement("table");
     table.className = "compare";
-    const differing = fields.filter((f) => fieldText(left.payload[f]) !== fieldText(right.payload[f]));
+    // The key column names each record: it always differs, so it is not marked.
+    const isKey = (f) => fieldText(left.payload[f]) === left.key && fieldText(right.payload[f]) === right.key;
+    const differing = fields.filter(
+      (f) => !isKey(f) && fieldText(left.payload[f]) !== fieldText(right.payload[f]));
     table.createCaption().textContent =
       `The two records, field by field: ${differing.length} of ${fields.length} differ (marked ≠).`;
     const head = table.createTHead().insertRow();

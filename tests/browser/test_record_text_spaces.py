@@ -169,8 +169,43 @@ def test_the_compare_table_marks_exactly_the_differing_fields(
         )
         for i in range(rows.count())
     }
-    assert marks == {"id": "1", "age": None, "sex": "1", "city": None}
-    assert "2 of 4 differ" in page.inner_text("#record-compare caption")
+    # The key names the records (it always differs): not marked.
+    assert marks == {"id": None, "age": None, "sex": "1", "city": None}
+    assert "1 of 4 differ" in page.inner_text("#record-compare caption")
+
+
+def test_answer_buttons_stay_in_view_for_long_records(admin, media_root, browser, live_server):
+    """22 shown fields at 1280 × 900: the answer buttons are on screen without scrolling, and
+    the two cards are headings (the fields are in the table)."""
+    import pandas as pd
+
+    from spaces.records.create import record_space_create
+    from tests.annotation.factories import make_study
+
+    columns = {f"field_{i:02d}": [f"value {i} a", f"value {i} b"] for i in range(21)}
+    frame = pd.DataFrame({"id": ["r1", "r2"], **columns})
+    space = record_space_create(
+        name="wide", frame=frame, numeric=[], categorical=list(columns), key_column="id"
+    )
+    study = make_study(space=space, name="Wide", target_per_annotator=1, overlap=1, gold_rate=0)
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    try:
+        page = context.new_page()
+        page.goto(f"{live_server.url}/accounts/login/")
+        page.fill("input[name=username]", admin.username)
+        page.fill("input[name=password]", PASSWORD)
+        page.click("button[type=submit]")
+        page.wait_for_url(f"{live_server.url}/")
+        page.goto(f"{live_server.url}/studies/{study.pk}/label/")
+        page.wait_for_selector("#record-compare table.compare")
+        assert page.locator("#record-compare tbody tr").count() == 22
+        box = page.locator("button.answer.comparable").bounding_box()
+        assert box is not None
+        assert box["y"] + box["height"] <= 900, box
+        card = page.locator("#card-left").bounding_box()
+        assert card["height"] < 80, card
+    finally:
+        context.close()
 
 
 def test_a_file_of_texts_becomes_a_labelled_study(
