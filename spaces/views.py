@@ -126,7 +126,7 @@ def _status(job: EmbeddingImport) -> dict:
         "stage": job.stage,
         "progress_rows": job.progress_rows,
         "total_rows": job.total_rows,
-        "error": job.error,
+        "error": public_error(job.error),  # (rows written before errors lost their paths)
         "space": None
         if space is None
         else {
@@ -137,18 +137,26 @@ def _status(job: EmbeddingImport) -> dict:
             "sha256": space.sha256,
         },
         "finished": job.status in (EmbeddingImport.Status.DONE, EmbeddingImport.Status.FAILED),
+        # A record upload the worker handed back (a value its column choice cannot take).
+        "columns_url": reverse("spaces:records-columns", kwargs={"import_id": job.pk})
+        if _waits_for_columns(job)
+        else None,
     }
+
+
+def _waits_for_columns(job: EmbeddingImport) -> bool:
+    return (
+        job.format.startswith("records-")
+        and job.status == EmbeddingImport.Status.PENDING
+        and job.stage == "columns"
+    )
 
 
 @staff_required
 @require_GET
 def import_detail(request: HttpRequest, import_id: int) -> HttpResponse:
     job = get_object_or_404(EmbeddingImport.objects.select_related("space"), pk=import_id)
-    if (
-        job.format.startswith("records-")
-        and job.status == EmbeddingImport.Status.PENDING
-        and job.stage == "columns"
-    ):
+    if _waits_for_columns(job):
         return redirect("spaces:records-columns", import_id=job.pk)  # waits for its columns
     status_url = reverse("spaces:import-status", kwargs={"import_id": job.pk})
     return render(

@@ -240,24 +240,24 @@ ELSEWHERE = [
     (
         "spaces:records-upload",
         "a Parquet bomb of 4,000,000 rows in a few KB, refused from its footer",
-        "tests.spaces.records.test_record_uploads::test_a_parquet_bomb_is_refused_from_its_footer",
+        "tests.spaces.records.test_record_upload_bounds::test_a_parquet_bomb_is_refused_from_its_footer",
     ),
     (
         "spaces:records-upload",
         "NUL in CSV cells and names, in Parquet strings and column names",
-        "tests.spaces.records.test_record_uploads::"
+        "tests.spaces.records.test_record_upload_bounds::"
         "test_nul_in_a_record_file_is_a_form_error_naming_where",
     ),
     (
         "spaces:records-upload",
         "a Parquet binary column with bytes that are not UTF-8",
-        "tests.spaces.records.test_record_uploads::"
+        "tests.spaces.records.test_record_upload_bounds::"
         "test_a_parquet_binary_column_is_decoded_as_utf8_or_refused_at_upload",
     ),
     (
         "spaces:records-upload",
         "more columns than TABLE_MAX_COLUMNS",
-        "tests.spaces.records.test_record_uploads::"
+        "tests.spaces.records.test_record_upload_bounds::"
         "test_a_table_at_the_column_limit_has_a_form_that_can_be_sent",
     ),
     (
@@ -269,7 +269,7 @@ ELSEWHERE = [
     (
         "spaces:records-columns",
         "a value or a repeated key beyond the first rows (the worker hands the upload back)",
-        "tests.spaces.records.test_record_uploads::"
+        "tests.spaces.records.test_record_import_worker::"
         "test_a_value_beyond_the_first_rows_brings_the_upload_back_to_its_columns",
     ),
     (
