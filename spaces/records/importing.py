@@ -260,25 +260,28 @@ def _store(*, job, chunks, spec, rows, fields) -> EmbeddingSpace:
 
 
 def _items_insert(space_id: int, keys: list[str], chunk) -> None:
-    """The items of a chunk, ``BATCH_SIZE`` rows per ``executemany`` INSERT. Each record's JSON
-    comes from pandas (the rules of ``spaces.records.create.frame_records``, without a round
-    trip through Python objects): a million records take a fraction of ``bulk_create``'s time."""
-    quote = connection.ops.quote_name
-    columns = ["space_id", "key", "text", "kind", "payload", "row"]
-    payload = "%s::jsonb" if connection.vendor == "postgresql" else "%s"
-    sql = (
-        f"INSERT INTO {quote(Item._meta.db_table)} ({', '.join(quote(c) for c in columns)}) "
-        f"VALUES (%s, %s, %s, %s, {payload}, %s)"
-    )
+    """The items of a chunk: PostgreSQL's ``COPY`` (tens of thousands of rows a second), else
+    ``executemany`` INSERTs of ``BATCH_SIZE`` rows. Each record's JSON comes from pandas (the
+    rules of ``spaces.records.create.frame_records``, without a round trip through Python
+    objects); ``bulk_create``'s per-object work made a million records take many minutes."""
     frame = chunk.copy()
     frame.columns = [str(c) for c in frame.columns]
     records = frame.to_json(
         orient="records", lines=True, date_format="iso", double_precision=15
     ).splitlines()
-    params = (
+    rows = (
         (space_id, key, "", Item.Kind.RECORD.value, record, row - 1)
         for key, record, row in zip(keys, records, chunk.index.tolist(), strict=True)
     )
+    quote = connection.ops.quote_name
+    table = quote(Item._meta.db_table)
+    columns = ", ".join(quote(c) for c in ("space_id", "key", "text", "kind", "payload", "row"))
     with connection.cursor() as cursor:
-        for batch in batched(params, BATCH_SIZE):
+        if connection.vendor == "postgresql":
+            with cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row(row)
+            return
+        sql = f"INSERT INTO {table} ({columns}) VALUES (%s, %s, %s, %s, %s, %s)"
+        for batch in batched(rows, BATCH_SIZE):
             cursor.executemany(sql, batch)

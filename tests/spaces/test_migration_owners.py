@@ -31,7 +31,9 @@ def test_uploaded_spaces_get_their_uploader_as_owner_the_rest_stay_staff_only():
         uploaded = Space.objects.create(name="uploaded", matrix="spaces/u.npy", **fields)
         imported = Space.objects.create(name="by command", matrix="spaces/c.npy", **fields)
         orphan = Space.objects.create(name="deleted uploader", matrix="spaces/o.npy", **fields)
-        Import.objects.create(name="uploaded", file="uploads/u.txt", space=uploaded, created_by=boss)
+        Import.objects.create(
+            name="uploaded", file="uploads/u.txt", space=uploaded, created_by=boss
+        )
         Import.objects.create(name="deleted uploader", file="uploads/o.txt", space=orphan)
         Import.objects.create(name="failed", file="uploads/f.txt", created_by=boss)
         migrate(latest)
