@@ -3,8 +3,9 @@
 Every worker queues it with the refit sweep, when it starts and every
 ``LEARNING_SWEEP_SECONDS`` (``fairmetric_site.celery: SweepStep``). Each run:
 
-* **expires** uploads pending longer than ``UPLOAD_PENDING_HOURS`` — a record upload whose
-  columns were never chosen, an import never started — marking them failed ("expired") and
+* **expires** uploads pending longer than ``UPLOAD_PENDING_HOURS`` that nothing touched in
+  that time — a record upload whose columns were never chosen, an import no worker took (one the
+  sweep resends is touched: a live worker will run it) — marking them failed ("expired") and
   deleting their files;
 * **resumes** imports whose message or worker was lost: a pending import (columns chosen) not
   started within ``RESEND_AFTER``, or a running one whose lease ran out (the worker died), gets

@@ -144,16 +144,20 @@ def csv_head(path: str | Path, rows: int, max_bytes: int) -> tuple[pd.DataFrame,
     truncated = len(data) > max_bytes
     if truncated:
         data = data[: data.rfind(b"\n", 0, max_bytes) + 1]
+    too_long = InputFileError(
+        f"the header and the first record do not fit in {max_bytes // 1024} KB (PREFLIGHT_KB)"
+    )
+    if not data.strip():
+        raise too_long if truncated else InputFileError("the file is empty")
     records = csv_records(io.BytesIO(data), truncated=truncated)
-    try:
-        columns = column_names(next(records)[1])
-    except StopIteration:
-        raise InputFileError(f"the first {max_bytes // 1024} KB hold no complete header") from None
+    columns = column_names(next(records)[1])
     body = []
     for _, row in records:
         body.append(row)
         if len(body) > rows:
             return _frame(body[:rows], columns, 1), False
+    if truncated and not body:
+        raise too_long
     if len(body) > limits().rows:
         raise too_many_rows()
     return _frame(body, columns, 1), not truncated

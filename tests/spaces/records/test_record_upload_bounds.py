@@ -128,3 +128,17 @@ def test_a_table_at_the_column_limit_has_a_form_that_can_be_sent(
     assert f"the file has {width + 1} columns; at most {width} (TABLE_MAX_COLUMNS)" in text(
         response
     )
+
+
+def test_a_first_record_longer_than_the_preflight_is_refused_saying_so(
+    staff_client, media_root, settings
+):
+    """The request reads at most PREFLIGHT_KB of a CSV: a first record beyond it is named as
+    such (not "a header but no rows")."""
+    settings.PREFLIGHT_KB = 64
+    header = ",".join(f"c{i}" for i in range(20))
+    row = ",".join("x" * 5000 for _ in range(20))  # 100 KB, each cell within the limit
+    response = post_file(staff_client, f"{header}\n{row}\n{row}\n".encode(), "t.csv")
+    assert response.status_code == 400
+    assert "the header and the first record do not fit in 64 KB (PREFLIGHT_KB)" in text(response)
+    assert nothing_created(media_root)
