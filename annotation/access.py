@@ -8,6 +8,10 @@ study. Everybody else has no role.
 403 or 404: someone with no role in a study gets :class:`~common.errors.NotFound` — the study
 stays hidden, as if it did not exist; a member whose role does not allow the action gets
 :class:`~common.errors.NotAllowed` (403) with the reason.
+
+Spaces: who may attach a space to a study and read its items (:func:`usable_spaces`,
+:func:`require_space_use`, :func:`require_space_reader`) — spaces' own half of the rule is
+``spaces.sharing``.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from rest_framework.permissions import BasePermission
 from common.access import is_staff
 from common.errors import NotAllowed, NotFound
 from spaces.models import EmbeddingSpace
+from spaces.sharing import spaces_for
 
 from .facts import member_role, study_facts
 from .models import Membership, Study
@@ -112,11 +117,44 @@ def study_get(
     return study
 
 
+def is_study_admin(user) -> bool:
+    """Whether ``user`` is an admin (the role) of some study; memoised for the request."""
+    if user is None or not user.is_authenticated:
+        return False
+    if "_is_study_admin" not in user.__dict__:
+        user.__dict__["_is_study_admin"] = Membership.objects.filter(
+            user=user, role=Role.ADMIN
+        ).exists()
+    return user.__dict__["_is_study_admin"]
+
+
+def usable_spaces(user):
+    """The spaces ``user`` may attach to a study they administer and read the items of: every
+    space for staff; else the spaces they own or that are shared with them, and — for an admin
+    of some study — those shared with every study admin (``spaces.sharing``)."""
+    return spaces_for(user, study_admin=not is_staff(user) and is_study_admin(user))
+
+
+def may_use_space(user, space: EmbeddingSpace | int) -> bool:
+    space_id = space if isinstance(space, int) else space.pk
+    return usable_spaces(user).filter(pk=space_id).exists()
+
+
+def require_space_use(user, space: EmbeddingSpace, *, study: Study | None = None) -> None:
+    """NotAllowed unless ``user`` may put ``space`` on a study: a space they may use, or the
+    space ``study`` is on already (its admins keep it when they change other settings)."""
+    if study is not None and study.pk and study.space_id == space.pk:
+        return
+    if not may_use_space(user, space):
+        raise NotAllowed(f"The embedding space {space.name!r} is not shared with you.")
+
+
 def require_space_reader(user, space_id: int) -> None:
-    """Staff, and members of a study on the space, may read its items; others get NotFound."""
-    if is_staff(user):
-        if not EmbeddingSpace.objects.filter(pk=space_id).exists():
-            raise NotFound("No such embedding space.")
+    """Who may read a space's items: staff, members of a study on the space (item reads follow
+    the study's space), and whoever may use the space; others get NotFound."""
+    if not EmbeddingSpace.objects.filter(pk=space_id).exists():
+        raise NotFound("No such embedding space.")
+    if is_staff(user) or may_use_space(user, space_id):
         return
     if not Membership.objects.filter(user=user, study__space_id=space_id).exists():
         raise NotFound("No such embedding space.")

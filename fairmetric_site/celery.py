@@ -1,9 +1,10 @@
 """The Celery app: settings from Django's (namespace ``CELERY_``), tasks autodiscovered.
 
-Every worker also sweeps (:class:`SweepStep`): it queues ``learning.sweep`` when it starts and
-every ``LEARNING_SWEEP_SECONDS`` while it runs, so recovery needs no separately started beat
-process: a worker killed mid-fit leaves a ``fitting`` row and a cleared refit marker, and the next
-worker to start (or any running one, within a sweep period) re-queues that study.
+Every worker also sweeps (:class:`SweepStep`): it queues ``learning.sweep`` and ``spaces.sweep``
+when it starts and every ``LEARNING_SWEEP_SECONDS`` while it runs, so recovery needs no
+separately started beat process: a worker killed mid-fit leaves a ``fitting`` row and a cleared
+refit marker, and the next worker to start (or any running one, within a sweep period) re-queues
+that study; an upload left pending expires and a lost import is resumed (``spaces/sweep.py``).
 """
 
 import logging
@@ -44,15 +45,17 @@ def _prepare_embedded_dirs(sender, **kwargs) -> None:
 
 logger = logging.getLogger(__name__)
 SWEEP_TASK = "learning.sweep"  # by name: the site's app module imports no app's tasks
+SWEEP_TASKS = (SWEEP_TASK, "spaces.sweep")  # refits; uploads (expired, lost, leftovers)
 
 
 def sweep_send() -> None:
-    """Queue one refit sweep on the default queue; a broker error is logged, not raised (the
-    next period tries again)."""
-    try:
-        app.send_task(SWEEP_TASK, queue=settings.CELERY_TASK_DEFAULT_QUEUE, ignore_result=True)
-    except Exception:
-        logger.warning("could not queue the refit sweep", exc_info=True)
+    """Queue one refit sweep and one uploads sweep on the default queue; a broker error is
+    logged, not raised (the next period tries again)."""
+    for task in SWEEP_TASKS:
+        try:
+            app.send_task(task, queue=settings.CELERY_TASK_DEFAULT_QUEUE, ignore_result=True)
+        except Exception:
+            logger.warning("could not queue the sweep %s", task, exc_info=True)
 
 
 class SweepStep(bootsteps.StartStopStep):

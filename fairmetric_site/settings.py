@@ -9,7 +9,8 @@ CELERY_TASK_ALWAYS_EAGER (tests only), CELERY_TASK_DEFAULT_QUEUE, LEARNING_LEASE
 LEARNING_SWEEP_SECONDS, LEARNING_LOST_AFTER_SECONDS, LEARNING_BLAS_THREADS,
 LEARNING_DEBOUNCE_SECONDS, DASHBOARD_INLINE_MAX_JUDGMENTS, DASHBOARD_REFRESH_SECONDS, LOG_LEVEL,
 SECURE_SSL_REDIRECT, MAX_UPLOAD_MB, MAX_DECOMPRESSED_MB, MAX_LINE_KB, PREFLIGHT_KB, MAX_TABLE_MB,
-JUDGMENT_RATE, JUDGMENT_BURST, JUDGMENT_BATCH_MAX, PAIR_QUEUE_SIZE, WORKER_SWEEP.
+TABLE_MAX_ROWS, TABLE_MAX_COLUMNS, TABLE_MAX_CELL_CHARS, TABLE_MAX_DECODED_MB, TABLE_MAX_CATEGORIES,
+UPLOAD_PENDING_HOURS, JUDGMENT_RATE, JUDGMENT_BURST, JUDGMENT_BATCH_MAX, PAIR_QUEUE_SIZE, WORKER_SWEEP.
 """
 
 from __future__ import annotations
@@ -62,8 +63,20 @@ MAX_UPLOAD_MB = env_int("MAX_UPLOAD_MB", 512, minimum=1)
 MAX_DECOMPRESSED_MB = env_int("MAX_DECOMPRESSED_MB", 8192, minimum=1)
 MAX_LINE_KB = env_int("MAX_LINE_KB", 1024, minimum=1)
 PREFLIGHT_KB = env_int("PREFLIGHT_KB", 4096, minimum=64)
-# Record and text uploads (CSV, Parquet, JSONL) are read whole in the web request: at most this.
+# Record and text uploads (CSV, Parquet, JSONL): at most MAX_TABLE_MB as uploaded, and read with
+# bounds before anything is decoded in full (spaces.tables): rows, columns, characters per cell,
+# and (Parquet) the decompressed size its footer declares. The web request reads only a table's
+# header and first rows; the worker reads the rest in chunks (docs/security.md, "Table uploads").
 MAX_TABLE_MB = env_int("MAX_TABLE_MB", 64, minimum=1)
+TABLE_MAX_ROWS = env_int("TABLE_MAX_ROWS", 1_000_000, minimum=1)
+TABLE_MAX_COLUMNS = env_int("TABLE_MAX_COLUMNS", 500, minimum=1)
+TABLE_MAX_CELL_CHARS = env_int("TABLE_MAX_CELL_CHARS", 10_000, minimum=1)
+TABLE_MAX_DECODED_MB = env_int("TABLE_MAX_DECODED_MB", 1024, minimum=1)
+# A record column with more distinct values cannot be categorical (one dimension per value).
+TABLE_MAX_CATEGORIES = env_int("TABLE_MAX_CATEGORIES", 1000, minimum=2)
+# An upload still pending this long (columns never chosen, or never run) expires: the spaces
+# sweep marks it failed and deletes its files.
+UPLOAD_PENDING_HOURS = env_int("UPLOAD_PENDING_HOURS", 24, minimum=1)
 FILE_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024  # request bodies other than file uploads
 
@@ -339,6 +352,7 @@ LEARNING_DEBOUNCE_SECONDS = env_int("LEARNING_DEBOUNCE_SECONDS", 3, minimum=0)
 WORKER_SWEEP = env_bool("WORKER_SWEEP", True)
 CELERY_BEAT_SCHEDULE = {
     "learning-sweep": {"task": "learning.sweep", "schedule": float(LEARNING_SWEEP_SECONDS)},
+    "spaces-sweep": {"task": "spaces.sweep", "schedule": float(LEARNING_SWEEP_SECONDS)},
 }
 
 # --- Dashboards -------------------------------------------------------------------------------

@@ -5,10 +5,13 @@ from .models import EmbeddingImport, EmbeddingSpace, Item, Tag
 
 @admin.register(EmbeddingSpace)
 class EmbeddingSpaceAdmin(admin.ModelAdmin):
-    list_display = ["name", "kind", "dimension", "item_count", "sha256", "created_at"]
-    list_filter = ["kind"]
+    list_display = ["name", "kind", "dimension", "item_count", "owner", "sha256", "created_at"]
+    list_filter = ["kind", "shared_with_study_admins"]
     search_fields = ["name", "source"]
     readonly_fields = ["sha256", "item_count", "created_at", "feature_map", "hidden_columns"]
+    raw_id_fields = ["owner"]
+    filter_horizontal = ["shared_with"]
+    list_select_related = ["owner"]
 
 
 @admin.register(Tag)

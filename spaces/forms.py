@@ -17,3 +17,24 @@ class TableUploadForm(forms.Form):
         if upload.size > settings.MAX_TABLE_MB * 1024 * 1024:
             raise forms.ValidationError(f"The file is larger than {settings.MAX_TABLE_MB} MB.")
         return upload
+
+
+class SharingForm(forms.Form):
+    """Who may use a space besides staff (spaces/sharing.py)."""
+
+    owner = forms.CharField(
+        max_length=254,
+        required=False,
+        help_text="A username or e-mail; empty: staff only (besides the people below).",
+    )
+    shared_with = forms.CharField(
+        required=False,
+        max_length=5000,
+        label="Shared with",
+        widget=forms.Textarea(attrs={"rows": 3}),
+        help_text="Usernames or e-mails, separated by commas or spaces: each may attach the "
+        "space to the studies they administer and read its items.",
+    )
+    study_admins = forms.BooleanField(
+        required=False, label="Shared with every study admin (anyone who administers a study)"
+    )

@@ -44,6 +44,26 @@ class EmbeddingSpace(models.Model):
         help_text="Records: the fields annotators never see nor search (by default the label "
         "column); see shown_payload.",
     )
+    # Who may use the space (spaces/sharing.py): staff always; its owner; the people it is
+    # shared with; every study admin when shared with all of them. No owner: staff only.
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        help_text="Who uploaded it, or who it was given to; none: staff only.",
+    )
+    shared_with = models.ManyToManyField(
+        settings.AUTH_USER_MODEL,
+        blank=True,
+        related_name="shared_spaces",
+        help_text="People who may attach it to the studies they administer.",
+    )
+    shared_with_study_admins = models.BooleanField(
+        default=False,
+        help_text="Every admin of a study may attach it to the studies they administer.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

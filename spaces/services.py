@@ -168,8 +168,10 @@ def space_from_matrix(
     label_column: str = "",
     hidden_columns: Sequence[str] = (),
     progress: Progress | None = None,
+    owner=None,
 ) -> EmbeddingSpace:
     """A new space from an in-memory matrix (records, texts); atomic (nothing stored on error).
+    ``owner``: who may use it besides staff (``spaces.sharing``; None: staff only).
 
     The matrix is written to media storage first (a ``.part`` file renamed when whole), then
     the space and its items are created in one transaction; on any error the file is removed
@@ -206,6 +208,7 @@ def space_from_matrix(
             label_column=label_column,
             hidden_columns=list(hidden_columns),
             progress=progress,
+            owner=owner,
         )
     return space
 
@@ -227,8 +230,10 @@ def _matrix_space_store(
     label_column,
     hidden_columns,
     progress,
+    owner,
 ) -> EmbeddingSpace:
     space = space_row_create(
+        owner=owner,
         name=name,
         kind=space_kind,
         dimension=shape[1],

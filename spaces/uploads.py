@@ -2,19 +2,23 @@
 
 An upload's space name is checked first (:func:`import_name_check`); its file is stored under
 ``uploads/<random>/`` in media storage (:func:`upload_store`; a table of records or texts is
-also read whole there, :func:`table_upload_store`); work for the worker is queued by task name
-after the commit (:func:`import_enqueue`); and the stored files and their folder are removed
-when the upload ends, refused, failed or done (:func:`upload_files_remove`).
+also read there within the web request's bounds, :func:`table_upload_store`); work for the
+worker is queued by task name after the commit (:func:`import_enqueue`), and reports its
+progress on the import's row (:class:`ProgressWriter`); the stored files and their folder are
+removed when the upload ends, refused, failed, expired or done (:func:`upload_files_remove`).
+An error people read never names a server path (:func:`public_error`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import shutil
+import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
-import pandas as pd
 from celery import current_app
 from django.conf import settings
 from django.core.files.storage import default_storage
@@ -22,9 +26,10 @@ from django.core.files.uploadedfile import UploadedFile
 from django.utils import timezone
 from django.utils.text import get_valid_filename
 
+from common.text import without_paths
 from spaces.exceptions import EmbeddingFormatError, InputFileError
 from spaces.models import EmbeddingImport, EmbeddingSpace
-from spaces.tables import guess_format, max_table_bytes, read_table
+from spaces.tables import guess_format, max_table_bytes
 
 logger = logging.getLogger(__name__)
 Status = EmbeddingImport.Status
@@ -42,15 +47,48 @@ def upload_store(upload: UploadedFile, folder: str) -> str:
 
 
 def upload_files_remove(job: EmbeddingImport) -> None:
-    """Delete the uploaded files and their folder (``uploads/<id>/``) when it is left empty."""
+    """Delete the uploaded files and their folder (``uploads/<random>/``, with the work files a
+    worker left beside them)."""
     folders = set()
     for field in (job.file, job.extra_file):
         if field and field.name:
             default_storage.delete(field.name)
             folders.add(Path(default_storage.path(field.name)).parent)
+    uploads = Path(default_storage.path("uploads"))
     for folder in folders:
-        with contextlib.suppress(OSError):  # not empty, or gone already
-            folder.rmdir()
+        if folder.parent == uploads:  # an upload's own folder: remove what is left in it
+            shutil.rmtree(folder, ignore_errors=True)
+        else:
+            with contextlib.suppress(OSError):  # not empty, or gone already
+                folder.rmdir()
+
+
+def public_error(error: BaseException | str) -> str:
+    """The message of an upload's error as people read it: the server's paths cut to file
+    names, at most 2,000 characters. An ``InputFileError`` is its message; anything else is
+    prefixed by its type (``OSError: …``)."""
+    if isinstance(error, BaseException) and not isinstance(error, InputFileError):
+        error = f"{type(error).__name__}: {error}"
+    return without_paths(str(error))[:2000]
+
+
+class ProgressWriter:
+    """Writes an import's progress on its row at most every ``every`` seconds (and at each new
+    stage); ``renew``: also renews the worker's lease (``started_at``)."""
+
+    def __init__(self, import_id: int, *, renew: bool = False, every: float = 0.5):
+        self.import_id, self.renew, self.every = import_id, renew, every
+        self.stage, self.last = "", 0.0
+
+    def __call__(self, stage: str, done: int, total: int | None) -> None:
+        now = time.monotonic()
+        if stage == self.stage and now - self.last < self.every:
+            return
+        self.stage, self.last = stage, now
+        values = {"stage": stage, "progress_rows": done, "total_rows": total}
+        if self.renew:
+            values["started_at"] = timezone.now()
+        EmbeddingImport.objects.filter(pk=self.import_id).update(**values)
 
 
 def import_name_check(name: str) -> str:
@@ -82,13 +120,20 @@ def import_enqueue(import_id: int, task: str) -> None:
 
 
 def table_upload_store(
-    *, user, upload: UploadedFile, name: str, prefix: str, formats: tuple[str, ...], **fields
-) -> tuple[EmbeddingImport, pd.DataFrame]:
-    """Store a table of records or texts and read it whole; on any error remove it and raise
-    (nothing saved).
+    *,
+    user,
+    upload: UploadedFile,
+    name: str,
+    prefix: str,
+    formats: tuple[str, ...],
+    read: Callable,
+    **fields,
+):
+    """Store a table of records or texts and read it with ``read(path, format)`` (within the
+    request's bounds); on any error remove it and raise (nothing saved).
 
-    Returns the unsaved import row (its ``format`` is ``prefix`` + the table's format) and the
-    table read.
+    Returns the unsaved import row (its ``format`` is ``prefix`` + the table's format) and what
+    ``read`` returned.
     """
     name = import_name_check(name)
     if upload.size > max_table_bytes():
@@ -105,8 +150,8 @@ def table_upload_store(
     )
     job.file.name = upload_store(upload, upload_folder())
     try:
-        frame = read_table(job.file.path, fmt)
+        result = read(job.file.path, fmt)
     except BaseException:
         upload_files_remove(job)
         raise
-    return job, frame
+    return job, result

@@ -18,4 +18,5 @@ urlpatterns = [
     path("records/<int:import_id>/columns/", records.records_columns, name="records-columns"),
     path("texts/upload/", texts.texts_upload, name="texts-upload"),
     path("<int:space_id>/shown/", records.records_shown, name="records-shown"),
+    path("<int:space_id>/sharing/", views.space_sharing, name="sharing"),
 ]

@@ -1,22 +1,26 @@
-"""Pages every kind of space shares (staff only): the list, an import's progress, and the
-steps of the upload pages (the staff check, the size check before the body is read, the table
-upload form of records and texts)."""
+"""Pages every kind of space shares (staff only): the list, a space's sharing, an import's
+progress, and the steps of the upload pages (the staff check, the size check before the body is
+read, the table upload form of records and texts)."""
 
 from __future__ import annotations
 
 from functools import wraps
 
 from django.conf import settings
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.csrf import csrf_protect
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_GET, require_http_methods
 
 from common.access import require_staff
 from spaces.exceptions import InputFileError
+from spaces.forms import SharingForm
 from spaces.models import EmbeddingImport, EmbeddingSpace
+from spaces.sharing import space_sharing_set, users_named
+from spaces.uploads import public_error
 
 
 def staff_required(view):
@@ -34,9 +38,43 @@ def staff_required(view):
 @staff_required
 @require_GET
 def space_list(request: HttpRequest) -> HttpResponse:
-    spaces = EmbeddingSpace.objects.order_by("name")
+    spaces = EmbeddingSpace.objects.select_related("owner").order_by("name")
     imports = EmbeddingImport.objects.select_related("space", "created_by")[:20]
     return render(request, "spaces/list.html", {"spaces": spaces, "imports": imports})
+
+
+@staff_required
+@require_http_methods(["GET", "POST"])
+def space_sharing(request: HttpRequest, space_id: int) -> HttpResponse:
+    """Who may use a space besides staff: its owner, named people, every study admin."""
+    space = get_object_or_404(EmbeddingSpace.objects.select_related("owner"), pk=space_id)
+    named = sorted(u.get_username() for u in space.shared_with.all())
+    initial = {
+        "owner": space.owner.get_username() if space.owner else "",
+        "shared_with": ", ".join(named),
+        "study_admins": space.shared_with_study_admins,
+    }
+    posted = request.method == "POST"
+    form = SharingForm(request.POST if posted else None, initial=initial)
+    if posted and form.is_valid():
+        data = form.cleaned_data
+        try:
+            owner = users_named(data["owner"]) if data["owner"].strip() else []
+            if len(owner) > 1:
+                raise InputFileError("the owner is one person")
+            space_sharing_set(
+                space=space,
+                owner=owner[0] if owner else None,
+                shared_with=users_named(data["shared_with"]),
+                study_admins=data["study_admins"],
+            )
+        except InputFileError as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(request, f"Saved who may use “{space.name}”.")
+            return redirect("spaces:sharing", space_id=space.pk)
+    context = {"space": space, "form": form}
+    return render(request, "spaces/sharing.html", context, status=400 if posted else 200)
 
 
 def body_over(request: HttpRequest, megabytes: int) -> bool:
@@ -74,7 +112,7 @@ def _table_upload_form(request, *, form_class, template, create, context):
         try:
             return create(form.cleaned_data)
         except InputFileError as exc:
-            form.add_error("file", str(exc))
+            form.add_error("file", public_error(exc))
     context["form"] = form
     return render(request, template, context, status=400 if posted else 200)
 
@@ -88,7 +126,7 @@ def _status(job: EmbeddingImport) -> dict:
         "stage": job.stage,
         "progress_rows": job.progress_rows,
         "total_rows": job.total_rows,
-        "error": job.error,
+        "error": public_error(job.error),  # (rows written before errors lost their paths)
         "space": None
         if space is None
         else {
@@ -99,14 +137,26 @@ def _status(job: EmbeddingImport) -> dict:
             "sha256": space.sha256,
         },
         "finished": job.status in (EmbeddingImport.Status.DONE, EmbeddingImport.Status.FAILED),
+        # A record upload the worker handed back (a value its column choice cannot take).
+        "columns_url": reverse("spaces:records-columns", kwargs={"import_id": job.pk})
+        if _waits_for_columns(job)
+        else None,
     }
+
+
+def _waits_for_columns(job: EmbeddingImport) -> bool:
+    return (
+        job.format.startswith("records-")
+        and job.status == EmbeddingImport.Status.PENDING
+        and job.stage == "columns"
+    )
 
 
 @staff_required
 @require_GET
 def import_detail(request: HttpRequest, import_id: int) -> HttpResponse:
     job = get_object_or_404(EmbeddingImport.objects.select_related("space"), pk=import_id)
-    if job.format.startswith("records-") and job.status == EmbeddingImport.Status.PENDING:
+    if _waits_for_columns(job):
         return redirect("spaces:records-columns", import_id=job.pk)  # waits for its columns
     status_url = reverse("spaces:import-status", kwargs={"import_id": job.pk})
     return render(

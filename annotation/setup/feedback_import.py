@@ -13,7 +13,9 @@ groups
 Keys are the items' keys in the study's space (exact match). Everything is validated before
 anything is written — an unknown key, a pair of an item with itself, a bad label, a group with
 fewer than two members or a key listed twice, a group name already used in the study, bad JSON,
-undecodable bytes, an empty file — each a :class:`FeedbackFormatError` with the line number;
+undecodable bytes, text with NUL or a lone surrogate (the guard of form input,
+:func:`common.text.text_problem`), an empty file — each a :class:`FeedbackFormatError` with the
+line number;
 then one transaction stores everything (``source=imported`` with the provenance string, no
 annotator) and queues a refit of the study after the commit.
 
@@ -42,6 +44,7 @@ from annotation.models import (
     StudyCounter,
 )
 from common.iterables import batched
+from common.text import text_problem
 from spaces.exceptions import InputFileError
 from spaces.models import Item
 from spaces.tables import jsonl_objects
@@ -247,13 +250,20 @@ def _detect(path: Path, fmt: str) -> str:
     return fmt
 
 
+def _guarded(value: str, what: str, line: int) -> str:
+    problem = text_problem(value)
+    if problem:
+        raise FeedbackFormatError(f"{what} {problem}", line=line)
+    return value
+
+
 def _text(record: dict, field: str, line: int) -> str:
     value = record.get(field)
     if value is None or (isinstance(value, str) and not value.strip()):
         raise FeedbackFormatError(f"missing {field!r}", line=line)
     if not isinstance(value, str | int | float) or isinstance(value, bool):
         raise FeedbackFormatError(f"{field!r} must be a string", line=line)
-    return str(value).strip()
+    return _guarded(str(value).strip(), repr(field), line)
 
 
 class _KeyIndex:
@@ -299,9 +309,12 @@ def _read_groups(records: list[tuple[int, dict]], fmt: str) -> dict[str, list[tu
     for line, record in records:
         if fmt == "jsonl":
             name = str(record.get("name") or f"imported group {line}").strip()[:200]
+            _guarded(name, "'name'", line)
             keys = record.get("keys")
             if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
                 raise FeedbackFormatError("'keys' must be a list of strings", line=line)
+            for key in keys:
+                _guarded(key, "a key in 'keys'", line)
             if name in groups:
                 raise FeedbackFormatError(
                     f"group {name!r} appears twice (first at line {first_line[name]})", line=line
@@ -354,6 +367,9 @@ def feedback_import(
     if kind not in {"pairs", "groups"}:
         raise FeedbackFormatError(f"unknown kind {kind!r}; choose pairs, groups or auto")
     provenance = _clean_provenance(provenance or f"file {path.name}")
+    problem = text_problem(provenance)
+    if problem:
+        raise FeedbackFormatError(f"the provenance {problem}")
     if kind == "pairs":
         pairs = _read_pairs(records)
         index = _KeyIndex(study, {k for _, a, b, _ in pairs for k in (a, b)})

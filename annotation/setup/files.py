@@ -4,8 +4,10 @@ Accepted: CSV, TSV (a tab in the first line), JSONL (lines starting with ``{`` o
 pasted text. Keys: one per row (the ``key`` column when there is a header, else the first
 column); pasted text may also separate keys by commas or tabs. Pairs: ``key_a,key_b`` (gold:
 ``key_a,key_b,label``), a header row optional; JSONL objects ``{"key_a":…, "key_b":…,
-"label":…}``. Every problem raises :class:`common.errors.InvalidInput` naming the line; nothing
-is read from disk twice and nothing is written here.
+"label":…}``. Every problem raises :class:`common.errors.InvalidInput` naming the line — bytes
+that are not UTF-8, and keys with NUL or a lone surrogate (the guard of form input,
+:func:`common.text.text_problem`) among them; nothing is read from disk twice and nothing is
+written here.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from dataclasses import dataclass
 from django.conf import settings
 
 from common.errors import InvalidInput, PayloadTooLarge
+from common.text import text_problem
 
 MAX_KEY = 255
 GOLD_LABELS = {"comparable": "comparable", "incomparable": "incomparable"}
@@ -47,8 +50,10 @@ def decode(data: bytes) -> str:
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as error:
+        line = data[: error.start].count(b"\n") + 1
         raise InvalidInput(
-            f"The file is not UTF-8 text (byte {error.start}); save it as UTF-8 CSV, TSV or JSONL."
+            f"Line {line}: the file is not UTF-8 text (byte {error.start}); save it as UTF-8 "
+            "CSV, TSV or JSONL."
         ) from None
 
 
@@ -87,6 +92,9 @@ def _csv_rows(lines) -> list[tuple[int, list[str]]]:
 def _key(line: int, value) -> str:
     if not isinstance(value, str) or not value.strip():
         raise InvalidInput(f"Line {line}: an empty or non-text item key.")
+    problem = text_problem(value)
+    if problem:
+        raise InvalidInput(f"Line {line}: an item key {problem}.")
     value = value.strip()
     if len(value) > MAX_KEY:
         raise InvalidInput(f"Line {line}: an item key has at most {MAX_KEY} characters.")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django import forms
 
+from annotation.access import usable_spaces
 from annotation.models import Membership, Study
 from annotation.setup.studies import NEW_STUDY_DEFAULTS, STUDY_FIELDS
 from spaces.models import EmbeddingSpace, Tag
@@ -49,9 +50,14 @@ class StudyForm(forms.ModelForm):
             "target_per_annotator": "Answers each annotator is asked for (their progress bar).",
         }
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, user, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["space"].queryset = EmbeddingSpace.objects.order_by("name")
+        # Only the spaces the user may use (annotation.access.usable_spaces), and the study's
+        # own: a space not shared with them is not offered, and posting its id is a form error.
+        spaces = usable_spaces(user)
+        if self.instance.pk:
+            spaces = spaces | EmbeddingSpace.objects.filter(pk=self.instance.space_id)
+        self.fields["space"].queryset = spaces.order_by("name")
         self.fields["overlap"].min_value = 1
         self.fields["overlap"].widget.attrs["min"] = 1
         self.fields["target_per_annotator"].widget.attrs["min"] = 1

@@ -6,7 +6,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from annotation.access import Action, require
+from annotation.access import Action, require, require_space_use
 from annotation.models import CandidatePair, GoldPair, Membership, PairJudgment, Study
 from audit.services import Action as AuditAction
 from audit.services import audit_record
@@ -77,8 +77,9 @@ def _snapshot(study: Study) -> dict:
 def study_save(*, user, data: dict, study: Study | None = None) -> Study:
     """Create (staff; the creator becomes its admin member) or change (the study's admins) a
     study from a form's cleaned data: ``STUDY_FIELDS`` plus ``tags`` (Tag objects, for the
-    ``tags`` pool). The space of a study
-    that already has answers, groups, gold or candidate pairs or a key list cannot change."""
+    ``tags`` pool). The space of a study that already has answers, groups, gold or candidate
+    pairs or a key list cannot change; a new space must be one the user may use
+    (``annotation.access.require_space_use``)."""
     _check_settings(data)
     tags = list(data.get("tags") or [])
     if study is None:
@@ -89,11 +90,12 @@ def study_save(*, user, data: dict, study: Study | None = None) -> Study:
         require(user, study, Action.MANAGE, "Only an admin of the study can change it.")
         study = Study.objects.select_for_update().get(pk=study.pk)
         before = _snapshot(study)
-        if data["space"].pk != study.space_id and _has_data(study):
-            raise InvalidInput(
-                "The embedding space cannot change: the study already has items, pairs or answers "
-                "on its space. Duplicate the study instead."
-            )
+    require_space_use(user, data["space"], study=study)
+    if before is not None and data["space"].pk != study.space_id and _has_data(study):
+        raise InvalidInput(
+            "The embedding space cannot change: the study already has items, pairs or answers "
+            "on its space. Duplicate the study instead."
+        )
     for field in STUDY_FIELDS:
         setattr(study, field, data[field])
     if study.archived_at is not None and study.is_active:

@@ -69,7 +69,7 @@ def _form_error(form, error: AppError) -> None:
 @require_http_methods(["GET", "POST"])
 def study_new(request: HttpRequest) -> HttpResponse:
     require_staff(request.user, "Only staff create studies.")
-    form = StudyForm(_posted(request))
+    form = StudyForm(_posted(request), user=request.user)
     if request.method == "POST" and form.is_valid():
         try:
             study = studies.study_save(user=request.user, data=form.cleaned_data)
@@ -88,7 +88,7 @@ def study_new(request: HttpRequest) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def study_settings(request: HttpRequest, study_id: int) -> HttpResponse:
     study, can_manage = _setup_study(request, study_id)
-    form = StudyForm(_posted(request), instance=study)
+    form = StudyForm(_posted(request), instance=study, user=request.user)
     if request.method == "POST" and form.is_valid():
         try:
             studies.study_save(user=request.user, study=study, data=form.cleaned_data)
@@ -119,7 +119,13 @@ def study_duplicate(request: HttpRequest, study_id: int) -> HttpResponse:
         )
     except AppError as error:
         messages.error(request, error.message)
-        context = _context(study, True, "settings", form=StudyForm(instance=study), duplicate=form)
+        context = _context(
+            study,
+            True,
+            "settings",
+            form=StudyForm(instance=study, user=request.user),
+            duplicate=form,
+        )
         return render(request, "annotation/setup/settings.html", context, status=error.status_code)
     messages.success(request, f"Study duplicated as {copy.name!r} (settings, items and pairs).")
     return redirect("annotation:study-settings", copy.pk)

@@ -37,7 +37,8 @@ KEY_NAMES = {"id", "key", "name", "uid", "record_id"}
 def guess_roles(frame: pd.DataFrame) -> dict:
     """A default choice of columns: numbers → numeric, few distinct values → categorical, a
     column named like a label → the label (excluded), a unique id-like column → the key,
-    anything else (free text, ids) → excluded."""
+    anything else (free text, ids) → excluded. ``frame``: the table's first rows (the upload's
+    head), never more than the web request reads."""
     numeric = set(numeric_columns(frame))
     label = next((c for c in frame.columns if c.lower() in LABEL_NAMES), "")
     key = next(
@@ -59,15 +60,15 @@ def guess_roles(frame: pd.DataFrame) -> dict:
 
 
 def hidden_columns_check(
-    frame: pd.DataFrame, label_column: str, hidden_columns: Sequence[str] | None
+    columns: Sequence[str], label_column: str, hidden_columns: Sequence[str] | None
 ) -> list[str]:
-    """The columns hidden from annotators: ``hidden_columns`` (each a column of the frame, in
-    the frame's order), or by default the label column alone."""
+    """The columns hidden from annotators: ``hidden_columns`` (each one of the table's
+    ``columns``, in the table's order), or by default the label column alone."""
     if hidden_columns is None:
         return [label_column] if label_column else []
     if isinstance(hidden_columns, str):
         raise EmbeddingFormatError("hidden_columns is a list of column names")
-    columns = [str(c) for c in frame.columns]
+    columns = [str(c) for c in columns]
     unknown = sorted(set(hidden_columns) - set(columns))
     if unknown:
         raise EmbeddingFormatError(f"no column {unknown[0]!r} to hide")

@@ -67,7 +67,7 @@ def record_space_create(
         excluded.append(label_column)
     if len(frame) == 0:
         raise EmbeddingFormatError("the table has no rows")
-    hidden = hidden_columns_check(frame, label_column, hidden_columns)
+    hidden = hidden_columns_check(list(frame.columns), label_column, hidden_columns)
     try:
         spec = build_feature_map(frame, numeric=numeric, categorical=categorical, excluded=excluded)
         matrix = apply_feature_map(spec, frame)
@@ -87,4 +87,5 @@ def record_space_create(
         label_column=label_column,
         hidden_columns=hidden,
         progress=progress,
+        owner=owner if getattr(owner, "pk", None) else None,
     )

@@ -25,7 +25,8 @@ Rules (:func:`apply_feature_map`):
 
 :func:`build_feature_map` fits the numbers with scikit-learn (numeric features first, then
 categorical, each in the order given — the column order of a ``ColumnTransformer`` of a
-``StandardScaler`` and a ``OneHotEncoder``).
+``StandardScaler`` and a ``OneHotEncoder``); :class:`FeatureMapFit` does the same a chunk of
+records at a time, for tables read in chunks.
 """
 
 from __future__ import annotations
@@ -106,6 +107,81 @@ def feature_map_json(spec: dict) -> bytes:
     return json.dumps(spec, sort_keys=True, ensure_ascii=False).encode("utf-8")
 
 
+class FeatureMapFit:
+    """φ fitted a chunk of records at a time (the worker's import of a large table): numeric
+    columns with scikit-learn's ``StandardScaler.partial_fit`` (exact for any chunking up to
+    rounding; one chunk is ``fit``), categorical ones as the sorted set of their values (what
+    ``OneHotEncoder`` finds). ``max_categories``: a categorical column with more distinct values
+    raises ``ValueError`` (one dimension per value). ``spec()`` is the JSON specification.
+
+    Raises ``ValueError`` for a column named twice or missing, no features at all, or a bad
+    numeric value (naming the column and row).
+    """
+
+    def __init__(
+        self,
+        *,
+        numeric: Sequence[str],
+        categorical: Sequence[str],
+        excluded: Sequence[str] = (),
+        max_categories: int | None = None,
+    ):
+        from sklearn.preprocessing import StandardScaler
+
+        self.numeric, self.categorical = list(numeric), list(categorical)
+        self.excluded = list(excluded)
+        named = self.numeric + self.categorical + self.excluded
+        twice = sorted({c for c in named if named.count(c) > 1})
+        if twice:
+            raise ValueError(f"column {twice[0]!r} is given more than one role")
+        if not self.numeric and not self.categorical:
+            raise ValueError("choose at least one numeric or categorical column")
+        self.max_categories = max_categories
+        self.scaler = StandardScaler() if self.numeric else None
+        self.categories: dict[str, set[str]] = {c: set() for c in self.categorical}
+        self.rows = 0
+
+    def update(self, frame: pd.DataFrame) -> None:
+        for name in self.numeric + self.categorical + self.excluded:
+            _column(frame, name)
+        if len(frame) == 0:
+            return
+        if self.scaler is not None:
+            x = np.column_stack([_numbers(frame[c], c) for c in self.numeric])
+            self.scaler.partial_fit(x)
+        for name in self.categorical:
+            seen = self.categories[name]
+            seen.update(pd.unique(_strings(frame[name])))
+            if self.max_categories is not None and len(seen) > self.max_categories:
+                raise ValueError(
+                    f"column {name!r} has more than {self.max_categories:,} distinct values "
+                    "(TABLE_MAX_CATEGORIES): make it numeric or excluded"
+                )
+        self.rows += len(frame)
+
+    def spec(self) -> dict:
+        if self.rows == 0:
+            raise ValueError("the table has no rows")
+        features: list[dict] = []
+        if self.scaler is not None:
+            features += [
+                {"column": c, "kind": "numeric", "mean": float(m), "scale": float(s)}
+                for c, m, s in zip(self.numeric, self.scaler.mean_, self.scaler.scale_, strict=True)
+            ]
+        features += [
+            {"column": c, "kind": "categorical", "categories": sorted(self.categories[c])}
+            for c in self.categorical
+        ]
+        spec = {
+            "format": FEATURE_MAP_FORMAT,
+            "version": FEATURE_MAP_VERSION,
+            "features": features,
+            "excluded": self.excluded,
+            "feature_names": feature_names(features),
+        }
+        return validate_feature_map(spec)
+
+
 def build_feature_map(
     frame: pd.DataFrame,
     *,
@@ -113,47 +189,14 @@ def build_feature_map(
     categorical: Sequence[str],
     excluded: Sequence[str] = (),
 ) -> dict:
-    """Fit φ on ``frame`` with scikit-learn and return its JSON specification.
+    """Fit φ on ``frame`` (:class:`FeatureMapFit` in one chunk) and return its specification.
 
     Raises ``ValueError`` for a column named twice or missing, no features at all, or a bad
     numeric value (naming the column and row).
     """
-    from sklearn.preprocessing import OneHotEncoder, StandardScaler
-
-    numeric, categorical, excluded = list(numeric), list(categorical), list(excluded)
-    named = numeric + categorical + excluded
-    twice = sorted({c for c in named if named.count(c) > 1})
-    if twice:
-        raise ValueError(f"column {twice[0]!r} is given more than one role")
-    if not numeric and not categorical:
-        raise ValueError("choose at least one numeric or categorical column")
-    for name in named:
-        _column(frame, name)
-    if len(frame) == 0:
-        raise ValueError("the table has no rows")
-    features: list[dict] = []
-    if numeric:
-        x = np.column_stack([_numbers(frame[c], c) for c in numeric])
-        scaler = StandardScaler().fit(x)
-        features += [
-            {"column": c, "kind": "numeric", "mean": float(m), "scale": float(s)}
-            for c, m, s in zip(numeric, scaler.mean_, scaler.scale_, strict=True)
-        ]
-    if categorical:
-        x = np.column_stack([_strings(frame[c]) for c in categorical])
-        encoder = OneHotEncoder(handle_unknown="ignore").fit(x)
-        features += [
-            {"column": c, "kind": "categorical", "categories": [str(v) for v in cats]}
-            for c, cats in zip(categorical, encoder.categories_, strict=True)
-        ]
-    spec = {
-        "format": FEATURE_MAP_FORMAT,
-        "version": FEATURE_MAP_VERSION,
-        "features": features,
-        "excluded": excluded,
-        "feature_names": feature_names(features),
-    }
-    return validate_feature_map(spec)
+    fit = FeatureMapFit(numeric=numeric, categorical=categorical, excluded=excluded)
+    fit.update(frame)
+    return fit.spec()
 
 
 def validate_feature_map(spec) -> dict:

@@ -1,4 +1,5 @@
-"""The forms of record spaces (admins): each column's role, and which columns annotators see."""
+"""The forms of record spaces (admins): each column's role and whether annotators see it (an
+upload's columns), and which columns annotators see (an existing space)."""
 
 from __future__ import annotations
 
@@ -32,9 +33,21 @@ class ShownColumns:
         return [c for i, c in enumerate(self.columns) if not self.cleaned_data[f"shown_{i}"]]
 
 
-class ColumnsForm(ShownColumns, forms.Form):
-    """One role per column of the uploaded table, whether annotators see it, the label column
-    and the key column. Every column is shown by default except the guessed label column."""
+HIDDEN = ":hidden"
+# One field per column, its role in φ and whether annotators see it: a table at the column limit
+# (TABLE_MAX_COLUMNS, 500) posts 503 fields, within Django's DATA_UPLOAD_MAX_NUMBER_FIELDS (1,000)
+# — a role and a box per column made 1,003, and the form could never be sent.
+COLUMN_CHOICES = [
+    (value, label)
+    for role, _ in ROLE_CHOICES
+    for value, label in ((role, f"{role}, shown"), (role + HIDDEN, f"{role}, hidden"))
+]
+
+
+class ColumnsForm(forms.Form):
+    """Per column of the uploaded table one choice — its role in φ (numeric, categorical,
+    excluded) and whether annotators see it ("shown" or "hidden") — then the label column and
+    the key column. Every column is shown by default except the guessed label column."""
 
     def __init__(
         self, *args, columns: list[str], initial_roles: dict, hidden: Sequence[str] = (), **kwargs
@@ -51,16 +64,27 @@ class ColumnsForm(ShownColumns, forms.Form):
             help_text="Unique per record; without one, items are row 1, row 2, …",
         )
         for i, column in enumerate(columns):
-            self.fields[f"role_{i}"] = forms.ChoiceField(
-                choices=ROLE_CHOICES, label=column, initial=initial_roles.get(column, "excluded")
+            role = initial_roles.get(column, "excluded")
+            self.fields[f"col_{i}"] = forms.ChoiceField(
+                choices=COLUMN_CHOICES,
+                label=column,
+                initial=role + HIDDEN if column in hidden else role,
+                widget=forms.Select(attrs={"data-column": column}),
             )
-        self.add_shown_fields(hidden)
 
-    def role_fields(self):
-        return [self[f"role_{i}"] for i in range(len(self.columns))]
+    def column_fields(self):
+        return [self[f"col_{i}"] for i in range(len(self.columns))]
 
     def roles(self) -> dict[str, str]:
-        return {c: self.cleaned_data[f"role_{i}"] for i, c in enumerate(self.columns)}
+        return {
+            c: self.cleaned_data[f"col_{i}"].removesuffix(HIDDEN)
+            for i, c in enumerate(self.columns)
+        }
+
+    def hidden_columns(self) -> list[str]:
+        return [
+            c for i, c in enumerate(self.columns) if self.cleaned_data[f"col_{i}"].endswith(HIDDEN)
+        ]
 
 
 class ShownColumnsForm(ShownColumns, forms.Form):

@@ -1,5 +1,5 @@
-"""Pages of record spaces (staff only): upload a table, choose its columns, and later change
-which columns annotators see."""
+"""Pages of record spaces (staff only): upload a table, choose its columns (the import then runs
+in the worker), and later change which columns annotators see."""
 
 from __future__ import annotations
 
@@ -16,10 +16,12 @@ from spaces.records.columns import guess_roles, record_columns, record_hidden_co
 from spaces.records.forms import ColumnsForm, ShownColumnsForm
 from spaces.records.uploads import (
     RECORDS_PREFIX,
+    record_upload_choose,
     record_upload_create,
-    record_upload_finish,
-    record_upload_table,
+    record_upload_head,
+    waiting_for_columns,
 )
+from spaces.uploads import public_error
 from spaces.views import staff_required, table_upload_page
 
 PREVIEW_ROWS = 5
@@ -41,17 +43,18 @@ def records_upload(request: HttpRequest) -> HttpResponse:
 @staff_required
 @require_http_methods(["GET", "POST"])
 def records_columns(request: HttpRequest, import_id: int) -> HttpResponse:
+    """Choose the columns of a record upload; the POST checks the choice against the table's
+    first rows and queues the import (the worker reads the whole table)."""
     job = get_object_or_404(EmbeddingImport, pk=import_id, format__startswith=RECORDS_PREFIX)
-    if job.status != EmbeddingImport.Status.PENDING:
+    if not waiting_for_columns(job):
         return redirect("spaces:import", import_id=job.pk)
     try:
-        frame = record_upload_table(job)
+        head = record_upload_head(job)
     except InputFileError as exc:  # the stored file went bad: say so
-        return render(
-            request, "spaces/records_columns.html", {"job": job, "read_error": str(exc)}, status=400
-        )
-    guess = guess_roles(frame)
-    columns = [str(c) for c in frame.columns]
+        context = {"job": job, "read_error": public_error(exc)}
+        return render(request, "spaces/records_columns.html", context, status=400)
+    guess = guess_roles(head.frame)
+    columns = list(head.columns)
     initial = {"label_column": guess["label_column"], "key_column": guess["key_column"]}
     posted = request.method == "POST"
     form = ColumnsForm(
@@ -63,29 +66,31 @@ def records_columns(request: HttpRequest, import_id: int) -> HttpResponse:
     )
     if posted and form.is_valid():
         try:
-            record_upload_finish(
+            record_upload_choose(
                 job=job,
+                head=head,
                 roles=form.roles(),
                 label_column=form.cleaned_data["label_column"],
                 key_column=form.cleaned_data["key_column"],
                 hidden_columns=form.hidden_columns(),
-                frame=frame,  # read once per request, above
             )
         except InputFileError as exc:
-            form.add_error(None, str(exc))
+            form.add_error(None, public_error(exc))
         else:
             return redirect("spaces:import", import_id=job.pk)
-    preview = frame.head(PREVIEW_ROWS)
+    preview = head.frame.head(PREVIEW_ROWS)
     rows = [
-        {
-            "field": field,
-            "shown": shown,
-            "column": c,
-            "values": [str(v) for v in preview[c].tolist()],
-        }
-        for field, shown, c in zip(form.role_fields(), form.shown_fields(), columns, strict=True)
+        {"field": field, "column": c, "values": [str(v) for v in preview[c].tolist()]}
+        for field, c in zip(form.column_fields(), columns, strict=True)
     ]
-    context = {"job": job, "form": form, "rows": rows, "n_rows": len(frame)}
+    context = {
+        "job": job,
+        "form": form,
+        "rows": rows,
+        "n_rows": head.total_rows,
+        "sample_rows": len(head.frame),
+        "worker_error": "" if posted else job.error,
+    }
     return render(request, "spaces/records_columns.html", context, status=400 if posted else 200)
 
 

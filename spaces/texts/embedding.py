@@ -25,7 +25,7 @@ from spaces.services import space_from_matrix
 from spaces.tables import read_table
 from spaces.texts import sentence_model
 from spaces.texts.uploads import TEXTS_PREFIX, text_column_values
-from spaces.uploads import upload_files_remove
+from spaces.uploads import public_error, upload_files_remove
 
 BATCH = 64  # texts per model call (and per progress write)
 SLICE_BATCHES = 20  # batches per task run; then the task queues the next slice
@@ -107,12 +107,13 @@ def text_embed_step(*, import_id: int, max_batches: int = SLICE_BATCHES) -> str:
             item_kind=Item.Kind.TEXT,
             source=f"uploaded {job.original_name} by {job.created_by or 'a deleted user'}; "
             f"embedded with {sentence_model.MODEL_NAME}",
+            owner=job.created_by,
         )
     except InputFileError as exc:
-        _fail(job, str(exc))
+        _fail(job, public_error(exc))
         return "failed"
     except Exception as exc:
-        _fail(job, f"{type(exc).__name__}: {exc}")
+        _fail(job, public_error(exc))
         raise
     EmbeddingImport.objects.filter(pk=import_id).update(
         status=Status.DONE,
@@ -133,6 +134,6 @@ def _remove_job_files(job: EmbeddingImport) -> None:
 
 def _fail(job: EmbeddingImport, error: str) -> None:
     EmbeddingImport.objects.filter(pk=job.pk).update(
-        status=Status.FAILED, error=error[:2000], finished_at=timezone.now()
+        status=Status.FAILED, error=error, finished_at=timezone.now()
     )
     _remove_job_files(job)

@@ -1,9 +1,11 @@
 """Text uploads: a table of short texts checked whole in the request, then queued.
 
 ``text_upload_create`` reads the whole upload in the request (CSV with a text column, or JSONL;
-every text checked: present, not blank, at most ``MAX_TEXT_CHARS``; keys unique) — any problem
-is a form error and nothing is kept — then queues the embedding (``spaces.embed_texts``, whose
-body is :func:`spaces.texts.embedding.text_embed_step`) after the commit.
+read with the bounds of every table, :mod:`spaces.tables`: at most ``MAX_TABLE_MB``,
+``TABLE_MAX_ROWS`` rows, cells that pass the guard of form input; every text checked: present,
+not blank, at most ``MAX_TEXT_CHARS``; keys unique) — any problem is a form error and nothing is
+kept — then queues the embedding (``spaces.embed_texts``, whose body is
+:func:`spaces.texts.embedding.text_embed_step`) after the commit.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from django.db import transaction
 from spaces.exceptions import InputFileError
 from spaces.models import EmbeddingImport
 from spaces.services import MAX_KEY
-from spaces.tables import TEXT_FORMATS
+from spaces.tables import TEXT_FORMATS, read_table
 from spaces.texts import sentence_model
 from spaces.uploads import import_enqueue, table_upload_store, upload_files_remove
 
@@ -70,6 +72,7 @@ def text_upload_create(
         name=name,
         prefix=TEXTS_PREFIX,
         formats=TEXT_FORMATS,
+        read=read_table,
         options=options,
     )
     try:

@@ -77,8 +77,10 @@ def space_import(
     fields: Sequence[str] | None = None,
     item_kinds: Mapping[str, str] | None = None,
     item_tags: Mapping[str, Collection[str]] | None = None,
+    owner=None,
 ) -> EmbeddingSpace:
     """Import an embedding file as a new space; atomic (nothing stored on any error).
+    ``owner``: who may use it besides staff (``spaces.sharing``; None: staff only).
 
     ``kind`` is every item's kind (default: ``record`` when the file has record fields, else
     ``word``); ``item_kinds`` overrides it per key. ``tags`` go on every item, ``item_tags``
@@ -115,6 +117,7 @@ def space_import(
             item_kinds=item_kinds or {},
             item_tags=item_tags or {},
             progress=progress,
+            owner=owner,
         )
     return space
 
@@ -132,8 +135,10 @@ def _space_store(
     item_kinds: Mapping[str, str],
     item_tags: Mapping[str, Collection[str]],
     progress: Progress | None,
+    owner=None,
 ) -> EmbeddingSpace:
     space = space_row_create(
+        owner=owner,
         name=name,
         dimension=rows.dimension,
         source=source,

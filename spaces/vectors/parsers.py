@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from common.text import without_paths
 from spaces.exceptions import EmbeddingFormatError
 from spaces.vectors.bounded import decode_utf8, open_bounded
 from spaces.vectors.formats import (
@@ -188,7 +189,7 @@ class FormatParsers:
 
     def _vocab_keys(self) -> list[str]:
         if self._vocab_file.suffix == ".parquet":
-            keys = _parquet_keys(self._vocab_file)
+            keys = _parquet_keys(self._vocab_file, self._matrix.shape[0])
         else:
             keys = []
             with open_bounded(self._vocab_file) as f:
@@ -295,19 +296,28 @@ class FormatParsers:
             yield Block([r[0] for r in part], block, [r[2] for r in part], [r[1] for r in part])
 
 
-def _parquet_keys(path: Path) -> list[str]:
+def _parquet_keys(path: Path, rows: int) -> list[str]:
     """Keys from a parquet vocabulary: its one string column (row i = key of matrix row i).
 
     A table with several columns needs one named ``key``, ``index`` or ``word``. Errors name
-    the row (``line`` = row number, 1-based) like a text vocabulary's line.
+    the row (``line`` = row number, 1-based) like a text vocabulary's line. The footer's row
+    count must be the matrix's ``rows`` before anything is decoded.
     """
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     try:
+        declared = pq.ParquetFile(path).metadata.num_rows
+        if declared != rows:
+            raise EmbeddingFormatError(
+                f"the vocabulary has {declared} rows but the matrix has {rows} rows"
+            )
         table = pq.read_table(path)
     except (pa.ArrowException, OSError) as exc:
-        raise EmbeddingFormatError(f"{path.name} is not a readable parquet file ({exc})") from None
+        reason = without_paths(str(exc))[:200]
+        raise EmbeddingFormatError(
+            f"{path.name} is not a readable parquet file ({reason})"
+        ) from None
     names = [n for n in table.column_names if not n.startswith("__")]
     column = (
         names[0]
@@ -319,6 +329,10 @@ def _parquet_keys(path: Path) -> list[str]:
             f"{path.name}: a parquet vocabulary needs one string column (or one named key, "
             f"index or word)"
         )
+    try:
+        table.column(column).validate(full=True)
+    except pa.ArrowInvalid:
+        raise EmbeddingFormatError(f"{path.name}: the keys are not UTF-8 text") from None
     keys = table.column(column).to_pylist()
     if None in keys:
         raise EmbeddingFormatError("empty key", line=keys.index(None) + 1)

@@ -22,7 +22,8 @@ Text files may be gzip-compressed (``.gz``). Readers never hold the file in memo
 :class:`Block` objects of at most ``BLOCK_ROWS`` rows (float32).
 
 Validation, each failure an :class:`EmbeddingFormatError` carrying the line (or record) number:
-undecodable bytes (UTF-8 is required), a missing or bad header, wrong or mixed dimensions,
+undecodable bytes (UTF-8 is required), keys and record fields with NUL (the guard of form input,
+:func:`common.text.text_problem`), a missing or bad header, wrong or mixed dimensions,
 values that are not numbers, NaN or infinity (also values beyond float32's range), empty keys,
 keys longer than ``MAX_KEY_LENGTH``, an empty file, and an unknown format.
 
@@ -38,6 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
+from common.text import text_problem
 from spaces.exceptions import EmbeddingFormatError
 from spaces.vectors.bounded import open_bounded
 from spaces.vectors.formats import FORMATS, HEADER, MAX_KEY_LENGTH, Block
@@ -171,6 +173,9 @@ class EmbeddingReader(FormatParsers):
         for key, line in zip(block.keys, block.lines, strict=True):
             if not key:
                 raise EmbeddingFormatError("empty key", line=line, unit=self.unit)
+            problem = text_problem(key)
+            if problem:
+                raise EmbeddingFormatError(f"the key {problem}", line=line, unit=self.unit)
             if len(key) > MAX_KEY_LENGTH:
                 raise EmbeddingFormatError(
                     f"key longer than {MAX_KEY_LENGTH} characters", line=line, unit=self.unit
@@ -183,3 +188,10 @@ class EmbeddingReader(FormatParsers):
                     line=line,
                     unit=self.unit,
                 )
+        for payload, line in zip(block.payloads or (), block.lines, strict=False):
+            for name, value in (payload or {}).items():
+                problem = text_problem(name) or text_problem(value)
+                if problem:
+                    raise EmbeddingFormatError(
+                        f"the field {name!r} {problem}", line=line, unit=self.unit
+                    )

@@ -12,7 +12,6 @@ the row, and removes the uploaded files when it ends.
 
 from __future__ import annotations
 
-import time
 from datetime import timedelta
 
 from django.conf import settings
@@ -25,8 +24,10 @@ from django.utils import timezone
 from spaces.exceptions import EmbeddingFormatError, InputFileError
 from spaces.models import EmbeddingImport, EmbeddingSpace
 from spaces.uploads import (
+    ProgressWriter,
     import_enqueue,
     import_name_check,
+    public_error,
     upload_files_remove,
     upload_folder,
     upload_store,
@@ -38,7 +39,6 @@ from spaces.vectors.reader import EmbeddingReader
 # Kept from before spaces left annotation, so messages already queued still run.
 IMPORT_TASK = "annotation.import_embeddings"
 
-PROGRESS_EVERY = 0.5  # seconds between progress writes
 TIME_LIMIT = 3300  # seconds; a run older than this is dead (the task's hard time limit)
 Status = EmbeddingImport.Status
 
@@ -128,22 +128,6 @@ def _claim(import_id: int) -> bool:
     return claimed == 1
 
 
-class _ProgressWriter:
-    """Writes the row's progress at most every PROGRESS_EVERY seconds (and at each new stage)."""
-
-    def __init__(self, import_id: int):
-        self.import_id, self.stage, self.last = import_id, "", 0.0
-
-    def __call__(self, stage: str, done: int, total: int | None) -> None:
-        now = time.monotonic()
-        if stage == self.stage and now - self.last < PROGRESS_EVERY:
-            return
-        self.stage, self.last = stage, now
-        EmbeddingImport.objects.filter(pk=self.import_id).update(
-            stage=stage, progress_rows=done, total_rows=total
-        )
-
-
 def embedding_import_run(*, import_id: int) -> str:
     """Run one uploaded import (idempotent: a finished or claimed import is left alone)."""
     if not _claim(import_id):
@@ -162,21 +146,22 @@ def embedding_import_run(*, import_id: int) -> str:
             kind=job.kind or None,
             tags=job.tags,
             source=f"uploaded {job.original_name} by {job.created_by or 'a deleted user'}",
-            progress=_ProgressWriter(import_id),
+            progress=ProgressWriter(import_id),
+            owner=job.created_by,
             **_extra_paths(job),
         )
     except InputFileError as exc:
-        _finish(job, status=Status.FAILED, error=str(exc))
+        _finish(job, status=Status.FAILED, error=public_error(exc))
         return "failed"
     except Exception as exc:
-        _finish(job, status=Status.FAILED, error=f"{type(exc).__name__}: {exc}")
+        _finish(job, status=Status.FAILED, error=public_error(exc))
         raise
     _finish(job, status=Status.DONE, space=space)
     return "done"
 
 
 def _finish(job: EmbeddingImport, *, status: str, error: str = "", space=None) -> None:
-    values = {"status": status, "error": error[:2000], "finished_at": timezone.now()}
+    values = {"status": status, "error": error, "finished_at": timezone.now()}
     if space is not None:
         values |= {
             "space": space,

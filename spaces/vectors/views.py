@@ -9,6 +9,7 @@ from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_http_methods
 
 from spaces.exceptions import InputFileError
+from spaces.uploads import public_error
 from spaces.vectors.forms import EmbeddingUploadForm
 from spaces.vectors.uploads import embedding_import_create
 from spaces.views import body_over, staff_required
@@ -47,7 +48,7 @@ def _space_upload(request: HttpRequest) -> HttpResponse:
                 limit=data.get("limit"),
             )
         except InputFileError as exc:
-            form.add_error("file", str(exc))
+            form.add_error("file", public_error(exc))
         else:
             return redirect("spaces:import", import_id=job.pk)
     status = 400 if posted else 200

@@ -35,6 +35,10 @@
       const response = await fetch(url, { headers: { Accept: "application/json" }, credentials: "same-origin" });
       if (response.ok) {
         const s = await response.json();
+        if (s.columns_url) {
+          window.location.assign(s.columns_url); // handed back: its columns page says why
+          return;
+        }
         show(s);
         if (s.finished) return;
       }

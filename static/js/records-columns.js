@@ -1,18 +1,20 @@
 // Record columns page: the label column is hidden from annotators by default, so choosing
-// another label column unticks its "shown to annotators" box and ticks the former label's
-// again (both can still be changed by hand afterwards).
+// another label column hides it ("…, hidden") and shows the former label again ("…, shown"),
+// keeping each one's role in φ (both can still be changed by hand afterwards).
 (() => {
   "use strict";
   const label = document.getElementById("id_label_column");
   if (!label) return;
-  const box = (column) =>
-    [...document.querySelectorAll("input[data-shown]")].find((b) => b.dataset.shown === column);
+  const HIDDEN = ":hidden";
+  const select = (column) =>
+    [...document.querySelectorAll("select[data-column]")].find((s) => s.dataset.column === column);
+  const role = (value) => (value.endsWith(HIDDEN) ? value.slice(0, -HIDDEN.length) : value);
   let previous = label.value;
   label.addEventListener("change", () => {
-    const before = box(previous);
-    const now = box(label.value);
-    if (before) before.checked = true;
-    if (now) now.checked = false;
+    const before = select(previous);
+    const now = select(label.value);
+    if (before) before.value = role(before.value);
+    if (now) now.value = role(now.value) + HIDDEN;
     previous = label.value;
   });
 })();

@@ -71,6 +71,10 @@ def page_urls(world) -> dict[str, tuple[str, str]]:
             reverse("spaces:records-shown", args=[world["records_space"].pk]),
         ),
         "spaces:texts-upload": ("staff", reverse("spaces:texts-upload")),
+        "spaces:sharing": (
+            "staff",
+            reverse("spaces:sharing", args=[world["records_space"].pk]),
+        ),
         # Study set-up (staff creates, the study's admins manage) and the annotator's last page.
         "annotation:study-new": ("staff", reverse("annotation:study-new")),
         "annotation:study-settings": ("adm", reverse("annotation:study-settings", args=[s])),

@@ -76,8 +76,25 @@ def label_one(page, live_server, study: Study, key: str) -> tuple[set[int], str]
 
 
 def test_a_csv_of_records_becomes_a_labelled_study(
-    admin, media_root, tmp_path, logged_in_page, live_server, screenshot
+    admin,
+    media_root,
+    tmp_path,
+    private_redis,
+    start_worker,
+    logged_in_page,
+    live_server,
+    screenshot,
 ):
+    """The columns POST queues the import; a real worker imports the table while the import
+    page shows its progress."""
+    start_worker(
+        queue="celery",
+        DATABASE_URL=worker_database_url(),
+        MEDIA_ROOT=str(media_root),
+        REDIS_URL=private_redis.url,
+        CELERY_BROKER_URL=None,
+        CELERY_RESULT_BACKEND=None,
+    )
     csv_path = tmp_path / "people.csv"
     csv_path.write_text(PEOPLE_CSV)
     page = logged_in_page(admin)
@@ -97,29 +114,35 @@ def test_a_csv_of_records_becomes_a_labelled_study(
         "numeric",
         "categorical",
         "categorical",
-        "excluded",
+        "excluded:hidden",
     ]
     assert page.eval_on_selector("#id_label_column", "s => s.value") == "income"
     assert page.eval_on_selector("#id_key_column", "s => s.value") == "id"
     page.select_option("tr[data-column='hours_per_week'] select", "numeric")
 
-    # Annotators see every column but the label; the box follows the label column chosen.
+    # Annotators see every column but the label; "hidden" follows the label column chosen,
+    # each column keeping its role.
     def shown(column):
-        return page.is_checked(f"tr[data-column='{column}'] input[type=checkbox]")
+        return not role(column).endswith(":hidden")
 
     assert [shown(c) for c in ("id", "age", "sex", "income")] == [True, True, True, False]
     page.select_option("#id_label_column", "sex")
-    assert (shown("sex"), shown("income")) == (False, True)
+    assert (role("sex"), role("income")) == ("categorical:hidden", "excluded")
     page.select_option("#id_label_column", "income")
-    assert (shown("sex"), shown("income")) == (True, False)
+    assert (role("sex"), role("income")) == ("categorical", "excluded:hidden")
     screenshot(page, "records-columns")
-    page.click("#columns-form button[type=submit]")
-    page.wait_for_url(re.compile(r"/spaces/imports/\d+/$"))
-    assert "done" in page.inner_text("#import-state")
+    with app_pointed_at(private_redis.url):
+        page.click("#columns-form button[type=submit]")
+        page.wait_for_url(re.compile(r"/spaces/imports/\d+/$"))
+    wait_until(
+        page, "document.getElementById('import-status').dataset.status === 'done'", timeout=120_000
+    )
+    assert "people (10 items × " in page.inner_text("#import-space")
     space = EmbeddingSpace.objects.get(name="people")
     assert space.kind == "records"
     assert space.feature_map["excluded"] == ["id", "income"]
     assert space.hidden_columns == ["income"]
+    assert space.owner == admin
 
     study = new_study(page, name="People study", space="people")
     pair, page = label_one(page, live_server, study, "2")

@@ -11,16 +11,26 @@ others.
 
 from __future__ import annotations
 
+import importlib
+import inspect
+import pkgutil
 import re
 
 import pytest
+from django import forms
 from django.contrib import admin
 from django.test import RequestFactory
 from django.urls import reverse
+from drf_spectacular.generators import SchemaGenerator
+
+from annotation.models import Membership
+from spaces.models import EmbeddingSpace
+from tests.annotation.factories import make_space, make_study
 
 from .conftest import ROLES, World
 from .matrix import MATRIX, Row
 from .matrix.policies import METHODS, PUBLIC
+from .matrix.spaces_pages import OFFERED, SPACE_USES, SPACES, study_c
 from .routes import DEBUG_ONLY, admin_patterns, app_patterns
 
 
@@ -75,6 +85,91 @@ def test_the_api_answers_a_token_as_it_answers_a_session(world):
     response = bad.get(MATRIX["api-study"].url(world))
     assert response.status_code == 401
     assert response.json()["detail"] == "Invalid or revoked token."
+
+
+# --- Spaces: every field and parameter that names one follows the sharing rule ---------------
+
+
+@pytest.fixture
+def spaces(world) -> dict[str, int]:
+    """The four spaces of ``SPACE_USES`` and study C (adm_a its admin, empty, on the own space)."""
+    shared = make_space(name="shared space", seed=1)
+    shared.shared_with.add(world.users["adm_a"])
+    admins = make_space(name="admins' space", seed=2)
+    EmbeddingSpace.objects.filter(pk=admins.pk).update(shared_with_study_admins=True)
+    foreign = make_space(name="foreign space", seed=3)
+    EmbeddingSpace.objects.filter(pk=foreign.pk).update(owner=world.users["su"])
+    study = make_study(space=world.study_a.space, name="Study C")
+    Membership.objects.create(study=study, user=world.users["adm_a"], role=Membership.Role.ADMIN)
+    ids = [world.study_a.space_id, shared.pk, admins.pk, foreign.pk]
+    return dict(zip(SPACES, ids, strict=True))
+
+
+@pytest.mark.parametrize("use", SPACE_USES, ids=[u.where for u in SPACE_USES])
+def test_every_use_of_a_space_follows_the_sharing_rule(world, spaces, use):
+    got = {
+        role: {label: use.use(world, role, spaces, spaces[label]) for label in SPACES}
+        for role in use.expected
+    }
+    assert got == use.expected
+    assert set(use.expected) == set(ROLES)
+
+
+def test_the_study_form_offers_only_the_spaces_one_may_use(world, spaces):
+    names = {pk: label for label, pk in spaces.items()}
+    url = reverse("annotation:study-settings", args=[study_c(world).pk])
+    for role, offered in OFFERED.items():
+        form = world.client(role).get(url).context["form"]
+        listed = {names[pk] for pk in form.fields["space"].queryset.values_list("pk", flat=True)}
+        assert listed - {None} == offered, role
+        assert set(form.fields["space"].queryset.values_list("pk", flat=True)) <= set(names)
+
+
+def _space_fields() -> set[str]:
+    """Every form field of our apps that chooses a space, as ``form:<module>.<Form>.<field>``."""
+    found = set()
+    for app in ("annotation", "learning", "spaces", "accounts", "audit"):
+        package = importlib.import_module(app)
+        for info in pkgutil.walk_packages(package.__path__, f"{app}."):
+            if not info.name.endswith("forms"):
+                continue
+            module = importlib.import_module(info.name)
+            for name, form in inspect.getmembers(module, inspect.isclass):
+                if not issubclass(form, forms.BaseForm) or form.__module__ != module.__name__:
+                    continue
+                for field_name, field in form.base_fields.items():
+                    queryset = getattr(field, "queryset", None)
+                    if queryset is not None and queryset.model is EmbeddingSpace:
+                        found.add(f"form:{module.__name__}.{name}.{field_name}")
+    return found
+
+
+def _space_parameters() -> set[str]:
+    """Every API parameter or body property named like a space, as ``api:<path>?<name>``."""
+    schema = SchemaGenerator().get_schema(request=None, public=True)
+    found = set()
+    for path, operations in schema["paths"].items():
+        for operation in operations.values():
+            for parameter in operation.get("parameters", []):
+                if "space" in parameter["name"]:
+                    found.add(f"api:{path}?{parameter['name']}")
+            body = operation.get("requestBody", {}).get("content", {})
+            for media in body.values():
+                ref = media.get("schema", {}).get("$ref", "")
+                component = schema["components"]["schemas"].get(ref.rsplit("/", 1)[-1], {})
+                for prop in component.get("properties", {}):
+                    if "space" in prop:
+                        found.add(f"api:{path}?{prop}")
+    return found
+
+
+def test_every_field_and_parameter_that_names_a_space_has_rows():
+    covered = {use.where.split(" (")[0] for use in SPACE_USES}
+    found = _space_fields() | _space_parameters()
+    assert "form:annotation.setup.forms.StudyForm.space" in found
+    assert "api:/api/items/?space" in found
+    assert found <= covered, f"uses of a space without SPACE_USES rows: {sorted(found - covered)}"
+    assert covered <= found, f"SPACE_USES rows for fields that no longer exist: {covered - found}"
 
 
 # --- The Django admin: staff only --------------------------------------------------------------

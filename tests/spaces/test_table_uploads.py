@@ -1,14 +1,13 @@
-"""Record and text uploads through the pages: columns chosen, texts embedded, bad input refused."""
+"""Text uploads through the pages: texts embedded in resumable slices, bad input refused (record
+uploads: tests/spaces/records/test_record_uploads.py)."""
 
 from __future__ import annotations
 
 import html
-import io
 import json
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -16,10 +15,8 @@ from django.urls import reverse
 from numpy.testing import assert_allclose
 
 from spaces.exceptions import InputFileError
-from spaces.models import EmbeddingImport, EmbeddingSpace, Item
-from spaces.records import uploads as record_uploads
-from spaces.records.featuremap import apply_feature_map
-from spaces.tables import read_jsonl
+from spaces.models import EmbeddingImport, EmbeddingSpace
+from spaces.tables import read_table
 from spaces.texts import embedding, sentence_model
 from spaces.texts import uploads as text_uploads
 from tests.celery_support import require
@@ -53,176 +50,6 @@ def nothing_created(media: Path) -> bool:
         and not EmbeddingImport.objects.exists()
         and not uploads_left(media)
     )
-
-
-def test_records_upload_guesses_roles_then_creates_the_space(staff_client, media_root):
-    response = post_file(staff_client, "spaces:records-upload", CSV, "people.csv")
-    job = EmbeddingImport.objects.get()
-    assert response.status_code == 302
-    assert response["Location"] == reverse("spaces:records-columns", args=[job.pk])
-    page = staff_client.get(response["Location"])
-    html = text(page)
-    assert page.status_code == 200
-    assert "3 records" in html
-    form = page.context["form"]
-    guessed = {c: form[f"role_{i}"].initial for i, c in enumerate(form.columns)}
-    assert guessed == {
-        "id": "excluded",
-        "age": "numeric",
-        "sex": "categorical",
-        "hours": "numeric",
-        "income": "excluded",
-    }
-    assert form["label_column"].initial == "income"
-    assert form["key_column"].initial == "id"
-    # Every column is shown to annotators except the guessed label.
-    shown = {c: form[f"shown_{i}"].initial for i, c in enumerate(form.columns)}
-    assert shown == {"id": True, "age": True, "sex": True, "hours": True, "income": False}
-    assert 'name="shown_4"' in html
-    assert 'aria-label="Show income to annotators"' in html
-    # The admin treats hours as categorical; the default shown columns (unticked: income).
-    answer = {"role_0": "excluded", "role_1": "numeric", "role_2": "categorical"}
-    answer |= {"role_3": "categorical", "role_4": "excluded"}
-    answer |= {"label_column": "income", "key_column": "id"}
-    answer |= {f"shown_{i}": "on" for i in range(4)}
-    done = staff_client.post(response["Location"], answer)
-    assert done.status_code == 302
-    assert done["Location"] == reverse("spaces:import", args=[job.pk])
-    space = EmbeddingSpace.objects.get(name="people")
-    assert space.kind == "records"
-    assert space.label_column == "income"
-    assert space.hidden_columns == ["income"]
-    assert space.feature_map["feature_names"] == [
-        "age",
-        "sex=Female",
-        "sex=Male",
-        "hours=13",
-        "hours=40",
-    ]
-    item = Item.objects.get(space=space, key="p2")
-    assert item.payload == {
-        "id": "p2",
-        "age": "50",
-        "sex": "Female",
-        "hours": "13",
-        "income": ">50K",
-    }
-    records = pd.DataFrame(list(space.items.order_by("row").values_list("payload", flat=True)))
-    assert_allclose(apply_feature_map(space.feature_map, records), space.load_matrix(), atol=1e-6)
-    job.refresh_from_db()
-    assert job.status == "done"
-    assert job.space == space
-    assert not uploads_left(media_root)
-    # Done: the columns page now leads to the import's page.
-    assert staff_client.get(reverse("spaces:records-columns", args=[job.pk])).status_code == 302
-
-
-def test_the_columns_page_stores_which_columns_annotators_see(staff_client, media_root):
-    """Shown and in-φ are independent: the excluded id is shown, the numeric age hidden, and
-    the label shown when the admin ticks it."""
-    response = post_file(staff_client, "spaces:records-upload", CSV, "people.csv")
-    job = EmbeddingImport.objects.get()
-    answer = {"role_0": "excluded", "role_1": "numeric", "role_2": "categorical"}
-    answer |= {"role_3": "numeric", "role_4": "excluded"}
-    answer |= {"label_column": "income", "key_column": "id"}
-    answer |= {"shown_0": "on", "shown_2": "on", "shown_3": "on", "shown_4": "on"}
-    assert staff_client.post(response["Location"], answer).status_code == 302
-    space = EmbeddingSpace.objects.get(name="people")
-    assert space.hidden_columns == ["age"]
-    assert space.feature_map["feature_names"][0] == "age"  # hidden, still in φ
-    job.refresh_from_db()
-    assert job.options["hidden_columns"] == ["age"]
-    item = Item.objects.get(space=space, key="p2")
-    assert item.shown_payload == {"id": "p2", "sex": "Female", "hours": "13", "income": ">50K"}
-
-
-def test_the_columns_post_reads_the_uploaded_table_once(staff_client, media_root, monkeypatch):
-    response = post_file(staff_client, "spaces:records-upload", CSV, "people.csv")
-    reads = []
-    read_table = record_uploads.read_table
-    monkeypatch.setattr(record_uploads, "read_table", lambda *a: reads.append(a) or read_table(*a))
-    answer = {"role_0": "excluded", "role_1": "numeric", "role_2": "categorical"}
-    answer |= {"role_3": "numeric", "role_4": "excluded", "label_column": "income"}
-    assert staff_client.post(response["Location"], answer).status_code == 302
-    assert len(reads) == 1
-    assert EmbeddingSpace.objects.get(name="people").item_count == 3
-
-
-def test_parquet_records(staff_client, media_root):
-    buffer = io.BytesIO()
-    pd.DataFrame({"age": [30, 40, 50], "job": ["a", "b", "a"]}).to_parquet(buffer)
-    response = post_file(staff_client, "spaces:records-upload", buffer.getvalue(), "t.parquet")
-    assert response.status_code == 302
-    job = EmbeddingImport.objects.get()
-    answer = {"role_0": "numeric", "role_1": "categorical", "label_column": "", "key_column": ""}
-    assert staff_client.post(response["Location"], answer).status_code == 302
-    space = EmbeddingSpace.objects.get(name="people")
-    assert space.item_count == 3
-    assert space.dimension == 3
-    assert Item.objects.get(space=space, key="row 1").payload == {"age": 30, "job": "a"}
-    assert job.pk
-
-
-@pytest.mark.parametrize(
-    ("content", "filename", "message"),
-    [
-        (b"a,b\n1,2\n3,4,5\n", "t.csv", "line 3: 3 fields where the header has 2"),
-        (b'a,b\n1,"2\n', "t.csv", "malformed CSV"),
-        (b"", "t.csv", "The submitted file is empty."),
-        (b"  \n", "t.csv", "the file is empty"),
-        (b"a,b\n", "t.csv", "a header but no rows"),
-        (b"a,b\n1,caf\xe9\n", "t.csv", "line 2: the file is not UTF-8 text"),
-        (b"a,a\n1,2\n", "t.csv", "the column 'a' appears twice"),
-        (b"not parquet", "t.parquet", "not a readable Parquet file"),
-        (CSV, "t.xlsx", "cannot tell the format"),
-    ],
-)
-def test_bad_record_files_are_form_errors_and_leave_nothing(
-    staff_client, media_root, content, filename, message
-):
-    response = post_file(staff_client, "spaces:records-upload", content, filename)
-    assert response.status_code == 400
-    assert message in text(response)
-    assert nothing_created(media_root)
-
-
-def test_too_large_table_is_refused_unread(staff_client, media_root, settings):
-    settings.MAX_TABLE_MB = 1
-    big = b"a,b\n" + b"1,2\n" * 300_000  # 1.2 MB: read by the form, refused
-    response = post_file(staff_client, "spaces:records-upload", big, "big.csv")
-    assert response.status_code == 400
-    assert "larger than 1 MB" in text(response)
-    huge = big * 3  # 3.6 MB: refused by its Content-Length, before the body is read
-    response = post_file(staff_client, "spaces:records-upload", huge, "big.csv")
-    assert response.status_code == 413
-    assert "larger than 1 MB" in text(response)
-    assert nothing_created(media_root)
-
-
-def test_bad_column_choices_keep_the_upload_and_create_nothing(staff_client, media_root):
-    url = post_file(staff_client, "spaces:records-upload", CSV, "people.csv")["Location"]
-    cases = [
-        ({"role_0": "numeric"}, "the column 'id' is the label or key: exclude it"),
-        ({"role_0": "numeric", "key_column": ""}, "column 'id', row 1: 'p1' is not a number"),
-        ({"role_1": "excluded", "role_2": "excluded", "role_3": "excluded"}, "at least one"),
-        ({"role_4": "categorical"}, "the column 'income' is the label or key"),
-        ({"label_column": "salary"}, "Select a valid choice"),
-        ({"role_2": "ordinal"}, "Select a valid choice"),
-    ]
-    base = {"role_0": "excluded", "role_1": "numeric", "role_2": "categorical"}
-    base |= {
-        "role_3": "numeric",
-        "role_4": "excluded",
-        "label_column": "income",
-        "key_column": "id",
-    }
-    for change, message in cases:
-        response = staff_client.post(url, base | change)
-        assert response.status_code == 400, change
-        assert message in text(response), change
-    assert not EmbeddingSpace.objects.exists()
-    assert EmbeddingImport.objects.get().status == "pending"
-    assert uploads_left(media_root)
 
 
 # --- texts ------------------------------------------------------------------------------------
@@ -264,7 +91,7 @@ def test_read_jsonl_names_the_bad_line(tmp_path, content, message):
     path = tmp_path / "t.jsonl"
     path.write_bytes(content)
     with pytest.raises(InputFileError) as info:
-        read_jsonl(path)
+        read_table(path, "jsonl")
     assert type(info.value) is InputFileError
     assert str(info.value) == message
 
@@ -273,7 +100,7 @@ def test_read_jsonl_keeps_unicode_line_separators_inside_a_text(tmp_path):
     path = tmp_path / "t.jsonl"
     body = '{"text": "one\u2028two\u0085three"}\n{"text": "b"}\n'
     path.write_text(body, encoding="utf-8")  # the raw characters, as JSON allows in strings
-    frame = read_jsonl(path)
+    frame = read_table(path, "jsonl")
     assert frame["text"].tolist() == ["one\u2028two\u0085three", "b"]
 
 
@@ -367,12 +194,3 @@ def test_a_failing_embedding_leaves_nothing(staff_client, media_root, monkeypatc
     assert "ValueError" in job.error
     assert not EmbeddingSpace.objects.exists()
     assert not uploads_left(media_root)
-
-
-def test_a_columns_page_whose_file_is_gone_says_so(staff_client, media_root):
-    url = post_file(staff_client, "spaces:records-upload", CSV, "people.csv")["Location"]
-    for path in uploads_left(media_root):
-        path.unlink()
-    response = staff_client.get(url)
-    assert response.status_code == 400
-    assert "the uploaded file is gone; upload it again" in text(response)

@@ -5,7 +5,8 @@ One module per area, each a ``ROWS`` dict (URL name → ``Row``):
 * ``site_and_accounts`` — home, health, API schema and docs, login/logout, invitations, tokens;
 * ``annotation_api`` — /api/studies/… and /api/items/;
 * ``annotation_pages`` — labelling, groups, review and the study set-up pages;
-* ``spaces_pages`` — embedding-space uploads (staff only);
+* ``spaces_pages`` — embedding-space uploads and sharing (staff only), and ``SPACE_USES``: every
+  form field and API parameter that names a space, by role and by whom the space is shared with;
 * ``learning_and_exports`` — the export API and the learning pages.
 
 ``policies`` holds ``Row`` and the common policies (``MEMBER_PAGE``, ``STAFF_GATE``…). The tests

@@ -1,12 +1,17 @@
-"""Matrix rows of the embedding-space pages (uploads of vectors, records and texts): Django
-staff only."""
+"""Matrix rows of the embedding-space pages (uploads of vectors, records and texts, a space's
+sharing): Django staff only; and every form field and API parameter that names a space, with
+the status each role gets for a space of its own, shared with it, shared with every study admin,
+or foreign (``SPACE_USES``)."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from django.urls import reverse
 
 from ..conftest import World
-from .policies import STAFF_GATE, STAFF_PAGE, Row, record_study, statuses
+from .policies import NON_STAFF, STAFF_GATE, STAFF_PAGE, Row, record_study, statuses
 
 
 def record_space(world: World) -> int:
@@ -47,9 +52,106 @@ ROWS: dict[str, Row] = {
         {"get": STAFF_PAGE, "post": statuses(302, 403, 403, 403, 403, 302)},
         STAFF_GATE,
     ),
+    "spaces:sharing": Row(
+        lambda w: reverse("spaces:sharing", args=[w.study_a.space_id]),
+        {"get": STAFF_PAGE, "post": statuses(302, 403, 403, 403, 403, 302)},
+        STAFF_GATE,
+    ),
     "spaces:texts-upload": Row(
         lambda w: reverse("spaces:texts-upload"),
         {"get": STAFF_PAGE, "post": statuses(302, 403, 403, 403, 403, 400)},
         STAFF_GATE,
     ),
 }
+
+
+# --- Every place that names a space: the sharing rule (annotation.access.usable_spaces) ---------
+#
+# Four spaces: study A's own ("own"; studies A and B are on it), one shared with adm_a by name
+# ("shared"), one shared with every study admin ("admins"), one owned by the superuser and
+# shared with nobody ("foreign"). Study C is an empty study of which adm_a is the only member
+# (its admin), on the own space: attaching a space is changing C's space.
+
+SPACES = ("own", "shared", "admins", "foreign")
+
+
+@dataclass(frozen=True)
+class SpaceUse:
+    """A form field or API parameter that names a space (``where``, as the completeness check
+    finds it), how a role uses it with a space (returns the status), and the status each role
+    gets for each of the four spaces."""
+
+    where: str
+    use: Callable[[World, str, dict, int], int]
+    expected: dict[str, dict[str, int]]
+
+
+def _same(status: dict[str, int]) -> dict[str, dict[str, int]]:
+    return dict.fromkeys(SPACES, status)
+
+
+def study_c(world: World):
+    return type(world.study_a).objects.get(name="Study C")
+
+
+def _settings_post(world: World, role: str, spaces: dict, space_id: int) -> int:
+    study = study_c(world)
+    type(study).objects.filter(pk=study.pk).update(space_id=spaces["own"])
+    body = {"name": study.name, "instructions": "", "mode": "pairs", "pool": "all"}
+    body |= {"strategy": "random", "overlap": 2, "gold_rate": 0, "target_per_annotator": 20}
+    url = reverse("annotation:study-settings", args=[study.pk])
+    return world.client(role).post(url, body | {"space": space_id}).status_code
+
+
+def _new_post(world: World, role: str, spaces: dict, space_id: int) -> int:
+    body = {"name": f"new on {space_id}", "instructions": "", "mode": "pairs", "pool": "all"}
+    body |= {"strategy": "random", "overlap": 1, "gold_rate": 0, "target_per_annotator": 5}
+    return world.client(role).post(reverse("annotation:study-new"), body | {"space": space_id})
+
+
+def _new_status(world, role, spaces, space_id) -> int:
+    return _new_post(world, role, spaces, space_id).status_code
+
+
+def _items(world: World, role: str, spaces: dict, space_id: int) -> int:
+    return world.client(role).get(reverse("api-items") + f"?space={space_id}&q=w").status_code
+
+
+ADMIN_USES = {"own": 302, "shared": 302, "admins": 302, "foreign": 400}
+SPACE_USES: list[SpaceUse] = [
+    SpaceUse(
+        "form:annotation.setup.forms.StudyForm.space (study settings)",
+        _settings_post,
+        {
+            "anon": _same(302),
+            "ann_a": _same(404),
+            "ann_b": _same(404),
+            "rev_a": _same(404),
+            "adm_a": ADMIN_USES,
+            "su": _same(302),
+        },
+    ),
+    SpaceUse(
+        "form:annotation.setup.forms.StudyForm.space (new study)",
+        _new_status,
+        {
+            "anon": _same(302),
+            **{role: _same(403) for role in NON_STAFF},
+            "su": _same(302),
+        },
+    ),
+    SpaceUse(
+        "api:/api/items/?space",
+        _items,
+        {
+            "anon": _same(401),
+            "ann_a": {"own": 200, "shared": 404, "admins": 404, "foreign": 404},
+            "ann_b": {"own": 200, "shared": 404, "admins": 404, "foreign": 404},
+            "rev_a": {"own": 200, "shared": 404, "admins": 404, "foreign": 404},
+            "adm_a": {"own": 200, "shared": 200, "admins": 200, "foreign": 404},
+            "su": _same(200),
+        },
+    ),
+]
+# The spaces each role is offered by the study settings form of study C (its admin and staff).
+OFFERED = {"adm_a": {"own", "shared", "admins"}, "su": set(SPACES)}

@@ -172,6 +172,7 @@ def test_upload_queues_the_task_after_commit_and_the_task_imports(
     job.refresh_from_db()
     assert job.status == "done"
     assert job.space.item_count == 6
+    assert job.space.owner == staff  # what staff upload they own (spaces.sharing)
     assert job.progress_rows == job.total_rows == 6
     assert Tag.objects.get(name="pilot").items.count() == 6
     assert uploads_left(media) == []  # the upload is removed once imported
