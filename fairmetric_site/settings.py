@@ -346,8 +346,9 @@ CELERY_BEAT_SCHEDULE = {
 # has at most this many rows; k at most AUDIT_MAX_K.
 AUDIT_MAX_ROWS = env_int("AUDIT_MAX_ROWS", 1_000_000, minimum=2)
 AUDIT_MAX_K = env_int("AUDIT_MAX_K", 50, minimum=1)
-# The worst violations kept per audit (the summary counts them all).
-AUDIT_MAX_STORED_VIOLATIONS = env_int("AUDIT_MAX_STORED_VIOLATIONS", 20_000, minimum=1)
+# The worst violations kept per audit (and a quarter as many of the largest gaps; the summary
+# counts them all).
+AUDIT_MAX_STORED_VIOLATIONS = env_int("AUDIT_MAX_STORED_VIOLATIONS", 5_000, minimum=1)
 # Threads of the neighbour search in the worker, and bootstrap replicates per figure.
 AUDIT_THREADS = env_int("AUDIT_THREADS", 2, minimum=1)
 AUDIT_BOOTSTRAP = env_int("AUDIT_BOOTSTRAP", 200, minimum=20)

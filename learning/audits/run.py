@@ -109,10 +109,18 @@ def field_blocks(spec: dict | None) -> tuple[list[str], np.ndarray]:
     return names, np.array(starts, dtype=np.int64)
 
 
+def kept_positions(gaps: np.ndarray, limit: int) -> np.ndarray:
+    """Which violations (positions in worst-first order) are stored: the first ``limit``, and
+    the ``limit // 4`` of largest gap wherever they rank (ascending positions)."""
+    by_gap = np.argsort(-gaps, kind="stable")[: limit // 4]
+    return np.union1d(np.arange(min(limit, gaps.size)), by_gap).astype(np.int64)
+
+
 @dataclass(frozen=True)
 class Computed:
     summary: dict
     pairs: object  # learning.core.audit.ViolatingPairs, the stored ones
+    ranks: np.ndarray  # their ranks among all violations (1 = worst)
     total_pairs: int
     euclidean: np.ndarray
     shares: np.ndarray  # (m, fields)
@@ -160,8 +168,8 @@ def audit_compute(
     found = violating_pairs(
         idx_s, dist_s, predictions.scores, epsilon=epsilon, lipschitz=lipschitz
     )
-    keep = slice(0, settings.AUDIT_MAX_STORED_VIOLATIONS)
-    stored = type(found)(found.first[keep], found.second[keep], found.distance[keep], found.gap[keep])
+    positions = kept_positions(found.gap, settings.AUDIT_MAX_STORED_VIOLATIONS)
+    stored = found.take(positions)
     diff = vectors[stored.first] - vectors[stored.second]
     fields, starts = field_blocks(spec)
     shares = field_shares(diff, factor, starts) if fields else np.zeros((len(stored), 0))
@@ -192,6 +200,7 @@ def audit_compute(
     return Computed(
         summary=summary,
         pairs=stored,
+        ranks=positions + 1,
         total_pairs=len(found),
         euclidean=np.linalg.norm(diff, axis=1) if len(stored) else np.zeros(0),
         shares=shares,
@@ -223,11 +232,11 @@ def _violation_rows(audit: ModelAudit, data: Predictions, result: Computed) -> l
         return None, data.new_keys[index - n_items], data.new_records[index - n_items]
 
     rows = []
-    for rank, (i, j) in enumerate(zip(pairs.first.tolist(), pairs.second.tolist(), strict=True)):
+    pairs_ij = zip(pairs.first.tolist(), pairs.second.tolist(), strict=True)
+    for m, (i, j) in enumerate(pairs_ij):
         a, b = side(i), side(j)
         if a[0] is not None and b[0] is not None and a[0] > b[0]:  # canonical: smaller id first
             i, j, a, b = j, i, b, a
-        m = rank
         shares = {
             f: round(float(s), 4)
             for f, s in zip(result.fields, result.shares[m], strict=True)
@@ -238,7 +247,7 @@ def _violation_rows(audit: ModelAudit, data: Predictions, result: Computed) -> l
         rows.append(
             AuditViolation(
                 audit=audit,
-                rank=rank + 1,
+                rank=int(result.ranks[m]),
                 item_a_id=a[0],
                 item_b_id=b[0],
                 key_a=a[1],
@@ -250,6 +259,7 @@ def _violation_rows(audit: ModelAudit, data: Predictions, result: Computed) -> l
                 score_a=float(data.scores[i]),
                 score_b=float(data.scores[j]),
                 gap=float(pairs.gap[m]),
+                needed=float(pairs.needed[m]),
                 decision_a=labels[decisions[i]] if decisions is not None else "",
                 decision_b=labels[decisions[j]] if decisions is not None else "",
                 differing=f",{','.join(differing)}," if differing else "",

@@ -15,8 +15,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import logging
+
 import numpy as np
 
+logging.getLogger("faiss.loader").setLevel(logging.WARNING)  # which CPU build it loaded
 try:  # the fast exact search; optional so that the audit still runs without it
     import faiss
 except ImportError:  # pragma: no cover - exercised where faiss is absent

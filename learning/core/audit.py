@@ -277,16 +277,27 @@ def neighbour_figures(
 
 @dataclass(frozen=True)
 class ViolatingPairs:
-    """Unordered violating pairs ``(first < second)``, worst first (gap descending, then distance
-    ascending, then indices)."""
+    """Unordered violating pairs ``(first < second)``, worst first: by the Lipschitz constant
+    the pair demands, ``needed = |s_i − s_j| / max(d, floor)`` (descending; pairs the metric puts
+    at distance ~0 come first, by their score difference), then by gap, then by index.
+    ``floor`` is ``FLOOR`` times the median positive neighbour distance."""
 
     first: np.ndarray
     second: np.ndarray
     distance: np.ndarray
     gap: np.ndarray
+    needed: np.ndarray
 
     def __len__(self) -> int:
         return int(self.first.size)
+
+    def take(self, positions: np.ndarray) -> ViolatingPairs:
+        return ViolatingPairs(
+            *(getattr(self, f)[positions] for f in ("first", "second", "distance", "gap", "needed"))
+        )
+
+
+FLOOR = 1e-6
 
 
 def violating_pairs(
@@ -304,11 +315,14 @@ def violating_pairs(
     rows, cols = np.nonzero((dist <= epsilon) & (gaps > GAP_TOL))
     i, j = rows.astype(np.int64), idx[rows, cols]
     first, second = np.minimum(i, j), np.maximum(i, j)
-    codes, keep = np.unique(first * s.size + second, return_index=True)
+    _, keep = np.unique(first * s.size + second, return_index=True)
     first, second = first[keep], second[keep]
     d, g = dist[rows, cols][keep], gaps[rows, cols][keep]
-    order = np.lexsort((second, first, d, -g))
-    return ViolatingPairs(first[order], second[order], d[order], g[order])
+    positive = dist[dist > 0]
+    floor = FLOOR * (float(np.median(positive)) if positive.size else 1.0)
+    needed = np.abs(s[first] - s[second]) / np.maximum(d, floor)
+    order = np.lexsort((second, first, -g, -needed))
+    return ViolatingPairs(first[order], second[order], d[order], g[order], needed[order])
 
 
 def field_shares(differences: ArrayLike, factor: ArrayLike, starts: ArrayLike) -> np.ndarray:

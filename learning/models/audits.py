@@ -71,7 +71,8 @@ class ModelAudit(models.Model):
 
 class AuditViolation(models.Model):
     """A violating pair (canonical: ``item_a`` has the smaller id; new records carry no item but
-    their fields in ``record_a``/``record_b``), ranked worst first within its audit."""
+    their fields in ``record_a``/``record_b``), ranked worst first within its audit (by the
+    Lipschitz constant it demands, ``learning.core.audit.violating_pairs``)."""
 
     audit = models.ForeignKey(ModelAudit, on_delete=models.CASCADE, related_name="violations")
     rank = models.PositiveIntegerField()
@@ -90,6 +91,10 @@ class AuditViolation(models.Model):
     score_a = models.FloatField()
     score_b = models.FloatField()
     gap = models.FloatField(help_text="|score_a − score_b| − L·d_Σ")
+    needed = models.FloatField(
+        help_text="|score_a − score_b| / d_Σ: the Lipschitz constant the pair demands (worst "
+        "first; d_Σ floored near 0)."
+    )
     decision_a = models.CharField(max_length=50, blank=True)
     decision_b = models.CharField(max_length=50, blank=True)
     differing = models.CharField(
