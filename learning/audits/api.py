@@ -51,9 +51,7 @@ def audit_data(audit: ModelAudit, request) -> dict:
     summary = audit.summary or {}
     sigma = summary.get("sigma") or {}
     links = {
-        "self": request.build_absolute_uri(
-            reverse("api-audit", args=[audit.study_id, audit.pk])
-        ),
+        "self": request.build_absolute_uri(reverse("api-audit", args=[audit.study_id, audit.pk])),
         "page": request.build_absolute_uri(
             reverse("learning:audit-detail", args=[audit.study_id, audit.pk])
         ),

@@ -108,7 +108,9 @@ def _read(upload) -> pd.DataFrame:
     except InputFileError as exc:
         raise InvalidInput(f"The score file: {exc}.") from None
     if len(frame) > settings.AUDIT_MAX_ROWS:
-        raise InvalidInput(f"The score file has {len(frame):,} rows; at most {settings.AUDIT_MAX_ROWS:,}.")
+        raise InvalidInput(
+            f"The score file has {len(frame):,} rows; at most {settings.AUDIT_MAX_ROWS:,}."
+        )
     missing = [c for c in ("key", "score") if c not in frame.columns]
     if missing:
         raise InvalidInput(
@@ -178,7 +180,9 @@ def predictions_read(*, study: Study, upload) -> Predictions:
     duplicated = pd.Series(keys).duplicated(keep=False).to_numpy()
     if duplicated.any():
         rows = frame.index.to_numpy()[duplicated]
-        raise InvalidInput(f"A key appears more than once (rows {_rows(rows)}): {keys[duplicated][0]!r}.")
+        raise InvalidInput(
+            f"A key appears more than once (rows {_rows(rows)}): {keys[duplicated][0]!r}."
+        )
     scores = _scores(frame["score"])
     decisions, labels = None, []
     if "decision" in frame.columns:

@@ -10,11 +10,21 @@ from learning.audits.selectors import Answers
 from learning.models import AuditViolation, ModelAudit
 
 FIGURE_ROWS = [
-    ("violation_rate", "Violation rate", "share of (item, neighbour) pairs within ε that fail", True),
+    (
+        "violation_rate",
+        "Violation rate",
+        "share of (item, neighbour) pairs within ε that fail",
+        True,
+    ),
     ("mean_gap", "Mean gap", "mean of |Δscore| − L·d over the violations", False),
     ("worst_gap", "Worst gap", "the largest; its interval: the resampled maximum", False),
     ("consistency", "Consistency", "AIF360's, with the metric's k neighbours", False),
-    ("decision_flip", "Decision flips", "items whose nearest neighbour gets the other decision", True),
+    (
+        "decision_flip",
+        "Decision flips",
+        "items whose nearest neighbour gets the other decision",
+        True,
+    ),
 ]
 
 

@@ -53,10 +53,13 @@ def _claim(audit_id: int) -> ModelAudit | None:
     now = timezone.now()
     lease = now + timedelta(seconds=settings.AUDIT_LEASE_SECONDS)
     open_ = Q(status=AuditStatus.QUEUED) | Q(status=AuditStatus.RUNNING, lease_until__lt=now)
-    claimed = (
-        ModelAudit.objects.filter(open_, pk=audit_id)
-        .update(status=AuditStatus.RUNNING, lease_until=lease, started_at=now, progress=0.0,
-                stage="reading the scores", error="")
+    claimed = ModelAudit.objects.filter(open_, pk=audit_id).update(
+        status=AuditStatus.RUNNING,
+        lease_until=lease,
+        started_at=now,
+        progress=0.0,
+        stage="reading the scores",
+        error="",
     )
     if not claimed:
         return None
@@ -129,8 +132,16 @@ class Computed:
 
 
 def audit_compute(
-    *, vectors: np.ndarray, sigma: np.ndarray, predictions: Predictions, method: str, k: int,
-    epsilon: float | None, lipschitz: float | None, spec: dict | None, progress=None,
+    *,
+    vectors: np.ndarray,
+    sigma: np.ndarray,
+    predictions: Predictions,
+    method: str,
+    k: int,
+    epsilon: float | None,
+    lipschitz: float | None,
+    spec: dict | None,
+    progress=None,
 ) -> Computed:
     """The audit's numbers (no database): see the module docstring."""
     progress = progress or _Quiet()
@@ -165,9 +176,7 @@ def audit_compute(
     n_boot = settings.AUDIT_BOOTSTRAP
     sigma_fig = neighbour_figures(idx_s, dist_s, predictions.scores, n_boot=n_boot, **common)
     eucl_fig = neighbour_figures(idx_e, dist_e * scale, predictions.scores, n_boot=n_boot, **common)
-    found = violating_pairs(
-        idx_s, dist_s, predictions.scores, epsilon=epsilon, lipschitz=lipschitz
-    )
+    found = violating_pairs(idx_s, dist_s, predictions.scores, epsilon=epsilon, lipschitz=lipschitz)
     positions = kept_positions(found.gap, settings.AUDIT_MAX_STORED_VIOLATIONS)
     stored = found.take(positions)
     diff = vectors[stored.first] - vectors[stored.second]
@@ -272,8 +281,9 @@ def _violation_rows(audit: ModelAudit, data: Predictions, result: Computed) -> l
 def _vectors(audit: ModelAudit, data: Predictions) -> np.ndarray:
     space = audit.study.space
     known = space.vectors(data.rows)
-    if data.new_vectors.size:
-        return np.vstack([known, data.new_vectors])
+    if data.new_vectors.size:  # rounded as the space's own vectors were stored
+        dtype = space.load_matrix().dtype
+        return np.vstack([known, data.new_vectors.astype(dtype).astype(np.float64)])
     return known
 
 

@@ -13,9 +13,8 @@ candidates at a time — bounded for a million points (docs/audit.md has the mea
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import logging
+from collections.abc import Callable
 
 import numpy as np
 

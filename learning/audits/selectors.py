@@ -69,7 +69,9 @@ def filters_from(params, fields: list[str]) -> Filters:
     )
     for name in (chosen.field, chosen.differs):
         if name and name not in fields:
-            raise InvalidInput(f"Unknown field {name[:60]!r}; the records have {', '.join(fields)}.")
+            raise InvalidInput(
+                f"Unknown field {name[:60]!r}; the records have {', '.join(fields)}."
+            )
     if chosen.asked not in ("", "asked", "not-asked"):
         raise InvalidInput("asked must be 'asked' or 'not-asked'.")
     return chosen

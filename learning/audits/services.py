@@ -47,8 +47,10 @@ def _number(value, name: str, *, integer: bool = False, low=None, high=None):
     except (TypeError, ValueError):
         kind = "a whole number" if integer else "a number"
         raise InvalidInput(f"{name} must be {kind}, got {str(value)[:40]!r}.") from None
-    if not math.isfinite(number) or (low is not None and number < low) or (
-        high is not None and number > high
+    if (
+        not math.isfinite(number)
+        or (low is not None and number < low)
+        or (high is not None and number > high)
     ):
         bounds = f" between {low} and {high}" if high is not None else " above 0"
         raise InvalidInput(f"{name} must be a finite number{bounds}, got {str(value)[:40]!r}.")
@@ -164,7 +166,9 @@ def audit_ask_annotators(*, user, audit: ModelAudit, violation_ids) -> dict:
     chosen = list(AuditViolation.objects.filter(audit=audit, pk__in=ids).order_by("rank"))
     missing = sorted(set(ids) - {v.pk for v in chosen})
     if missing:
-        raise InvalidInput(f"Violation(s) {', '.join(map(str, missing[:10]))} are not in this audit.")
+        raise InvalidInput(
+            f"Violation(s) {', '.join(map(str, missing[:10]))} are not in this audit."
+        )
     new = [v.rank for v in chosen if v.item_a_id is None or v.item_b_id is None]
     if new:
         raise InvalidInput(

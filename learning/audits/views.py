@@ -113,9 +113,9 @@ def audit_detail(request: HttpRequest, study_id: int, audit_id: int) -> HttpResp
         "query": query.urlencode(),
         "loop": selectors.audit_loop(audit=audit) if audit.status == "done" else None,
         "may_ask": may(request.user, study, Action.MANAGE),
-        "others": selectors.study_audits(study=study).exclude(pk=audit.pk).filter(status="done")[
-            :20
-        ],
+        "others": selectors.study_audits(study=study)
+        .exclude(pk=audit.pk)
+        .filter(status="done")[:20],
     }
     return render(request, "learning/audits/detail.html", context)
 

@@ -97,11 +97,12 @@ class AuditFigures:
 
 
 def metric_factor(sigma: ArrayLike, *, rtol: float = 1e-10) -> np.ndarray:
-    """``W`` (d × r) with ``W Wᵀ = Σ``, keeping only the ``r`` directions Σ does not ignore, so a
-    search in ``φW`` works in ``r ≤ d`` dimensions (``‖Wᵀz‖ = d_Σ`` exactly)."""
+    """``W`` (d × r) with ``W Wᵀ = Σ``, keeping only the ``r`` directions whose eigenvalue is above
+    ``rtol · λ_max`` (the others Σ ignores), so a search in ``φW`` works in ``r ≤ d`` dimensions
+    (``‖Wᵀz‖ = d_Σ`` up to the dropped eigenvalues)."""
     factor = psd_factor(sigma)
-    norms = np.linalg.norm(factor, axis=0)
-    keep = norms > rtol * max(float(norms.max(initial=0.0)), np.finfo(float).tiny)
+    eigenvalues = (factor * factor).sum(axis=0)  # the columns are √λ · v
+    keep = eigenvalues > rtol * max(float(eigenvalues.max(initial=0.0)), np.finfo(float).tiny)
     return np.ascontiguousarray(factor[:, keep])
 
 
@@ -209,7 +210,9 @@ def _ratio(num, den) -> np.ndarray:
 def _interval(estimate: float, replicates: np.ndarray) -> Interval:
     finite = replicates[np.isfinite(replicates)]
     if not math.isfinite(estimate) or finite.size == 0:
-        return Interval(float(estimate) if math.isfinite(estimate) else math.nan, math.nan, math.nan)
+        return Interval(
+            float(estimate) if math.isfinite(estimate) else math.nan, math.nan, math.nan
+        )
     tail = (1.0 - LEVEL) / 2.0
     low, high = np.quantile(finite, [tail, 1.0 - tail])
     return Interval(float(estimate), float(low), float(high))

@@ -6,81 +6,191 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('annotation', '0007_study_strategy_active_learning'),
-        ('learning', '0011_apitoken_moved_to_accounts'),
-        ('spaces', '0003_hidden_columns'),
+        ("annotation", "0007_study_strategy_active_learning"),
+        ("learning", "0011_apitoken_moved_to_accounts"),
+        ("spaces", "0003_hidden_columns"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='ModelAudit',
+            name="ModelAudit",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=200)),
-                ('k', models.PositiveSmallIntegerField(help_text='Neighbours per item.')),
-                ('epsilon', models.FloatField(blank=True, help_text='As asked; empty: the default.', null=True)),
-                ('lipschitz', models.FloatField(blank=True, help_text='As asked; empty: 1.', null=True)),
-                ('predictions', models.FileField(max_length=500, upload_to='audits/')),
-                ('original_name', models.CharField(blank=True, max_length=255)),
-                ('item_count', models.PositiveIntegerField(default=0)),
-                ('new_records', models.PositiveIntegerField(default=0)),
-                ('has_decision', models.BooleanField(default=False)),
-                ('status', models.CharField(choices=[('queued', 'queued'), ('running', 'running'), ('done', 'done'), ('failed', 'failed')], default='queued', max_length=10)),
-                ('stage', models.CharField(blank=True, max_length=60)),
-                ('progress', models.FloatField(default=0.0)),
-                ('error', models.TextField(blank=True)),
-                ('lease_until', models.DateTimeField(blank=True, null=True)),
-                ('summary', models.JSONField(blank=True, default=dict)),
-                ('violation_count', models.PositiveIntegerField(default=0, help_text='All violating pairs.')),
-                ('seconds', models.FloatField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('study', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='model_audits', to='annotation.study')),
-                ('version', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='audits', to='learning.metricversion')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=200)),
+                ("k", models.PositiveSmallIntegerField(help_text="Neighbours per item.")),
+                (
+                    "epsilon",
+                    models.FloatField(
+                        blank=True, help_text="As asked; empty: the default.", null=True
+                    ),
+                ),
+                (
+                    "lipschitz",
+                    models.FloatField(blank=True, help_text="As asked; empty: 1.", null=True),
+                ),
+                ("predictions", models.FileField(max_length=500, upload_to="audits/")),
+                ("original_name", models.CharField(blank=True, max_length=255)),
+                ("item_count", models.PositiveIntegerField(default=0)),
+                ("new_records", models.PositiveIntegerField(default=0)),
+                ("has_decision", models.BooleanField(default=False)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("queued", "queued"),
+                            ("running", "running"),
+                            ("done", "done"),
+                            ("failed", "failed"),
+                        ],
+                        default="queued",
+                        max_length=10,
+                    ),
+                ),
+                ("stage", models.CharField(blank=True, max_length=60)),
+                ("progress", models.FloatField(default=0.0)),
+                ("error", models.TextField(blank=True)),
+                ("lease_until", models.DateTimeField(blank=True, null=True)),
+                ("summary", models.JSONField(blank=True, default=dict)),
+                (
+                    "violation_count",
+                    models.PositiveIntegerField(default=0, help_text="All violating pairs."),
+                ),
+                ("seconds", models.FloatField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "study",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="model_audits",
+                        to="annotation.study",
+                    ),
+                ),
+                (
+                    "version",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="audits",
+                        to="learning.metricversion",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-id'],
+                "ordering": ["-id"],
             },
         ),
         migrations.CreateModel(
-            name='AuditViolation',
+            name="AuditViolation",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('rank', models.PositiveIntegerField()),
-                ('key_a', models.CharField(max_length=255)),
-                ('key_b', models.CharField(max_length=255)),
-                ('record_a', models.JSONField(blank=True, help_text="A new record's fields.", null=True)),
-                ('record_b', models.JSONField(blank=True, help_text="A new record's fields.", null=True)),
-                ('distance', models.FloatField(help_text='d_Σ')),
-                ('euclidean', models.FloatField(help_text='‖φ(a) − φ(b)‖')),
-                ('score_a', models.FloatField()),
-                ('score_b', models.FloatField()),
-                ('gap', models.FloatField(help_text='|score_a − score_b| − L·d_Σ')),
-                ('needed', models.FloatField(help_text='|score_a − score_b| / d_Σ: the Lipschitz constant the pair demands (worst first; d_Σ floored near 0).')),
-                ('decision_a', models.CharField(blank=True, max_length=50)),
-                ('decision_b', models.CharField(blank=True, max_length=50)),
-                ('differing', models.CharField(blank=True, help_text="Fields whose values differ, as ',f1,f2,'.", max_length=2000)),
-                ('shares', models.JSONField(blank=True, default=dict, help_text='Field → share of d_Σ².')),
-                ('asked_at', models.DateTimeField(blank=True, help_text='When it was sent to the annotators as a candidate pair.', null=True)),
-                ('item_a', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='spaces.item')),
-                ('item_b', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='spaces.item')),
-                ('audit', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='violations', to='learning.modelaudit')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("rank", models.PositiveIntegerField()),
+                ("key_a", models.CharField(max_length=255)),
+                ("key_b", models.CharField(max_length=255)),
+                (
+                    "record_a",
+                    models.JSONField(blank=True, help_text="A new record's fields.", null=True),
+                ),
+                (
+                    "record_b",
+                    models.JSONField(blank=True, help_text="A new record's fields.", null=True),
+                ),
+                ("distance", models.FloatField(help_text="d_Σ")),
+                ("euclidean", models.FloatField(help_text="‖φ(a) − φ(b)‖")),
+                ("score_a", models.FloatField()),
+                ("score_b", models.FloatField()),
+                ("gap", models.FloatField(help_text="|score_a − score_b| − L·d_Σ")),
+                (
+                    "needed",
+                    models.FloatField(
+                        help_text="|score_a − score_b| / d_Σ: the Lipschitz constant the pair demands (worst first; d_Σ floored near 0)."
+                    ),
+                ),
+                ("decision_a", models.CharField(blank=True, max_length=50)),
+                ("decision_b", models.CharField(blank=True, max_length=50)),
+                (
+                    "differing",
+                    models.CharField(
+                        blank=True,
+                        help_text="Fields whose values differ, as ',f1,f2,'.",
+                        max_length=2000,
+                    ),
+                ),
+                (
+                    "shares",
+                    models.JSONField(blank=True, default=dict, help_text="Field → share of d_Σ²."),
+                ),
+                (
+                    "asked_at",
+                    models.DateTimeField(
+                        blank=True,
+                        help_text="When it was sent to the annotators as a candidate pair.",
+                        null=True,
+                    ),
+                ),
+                (
+                    "item_a",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="spaces.item",
+                    ),
+                ),
+                (
+                    "item_b",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="spaces.item",
+                    ),
+                ),
+                (
+                    "audit",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="violations",
+                        to="learning.modelaudit",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['audit', 'rank'],
+                "ordering": ["audit", "rank"],
             },
         ),
         migrations.AddIndex(
-            model_name='modelaudit',
-            index=models.Index(fields=['study', '-id'], name='audit_study_recent'),
+            model_name="modelaudit",
+            index=models.Index(fields=["study", "-id"], name="audit_study_recent"),
         ),
         migrations.AddConstraint(
-            model_name='auditviolation',
-            constraint=models.UniqueConstraint(fields=('audit', 'rank'), name='audit_violation_rank'),
+            model_name="auditviolation",
+            constraint=models.UniqueConstraint(
+                fields=("audit", "rank"), name="audit_violation_rank"
+            ),
         ),
     ]

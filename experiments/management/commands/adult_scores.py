@@ -20,7 +20,9 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("--out", default="var/adult-scores", help="folder (default %(default)s)")
+        parser.add_argument(
+            "--out", default="var/adult-scores", help="folder (default %(default)s)"
+        )
 
     def handle(self, *args, **options):
         space = EmbeddingSpace.objects.filter(name=SPACE_NAME).first()
