@@ -40,7 +40,8 @@ def test_violations_by_hand():
     assert_allclose(stats["g"], [1.0, 1.5, 2.5, 0.0])
     assert_allclose(stats["m"], [1.0, 1.5, 1.5, -np.inf])
     figures = neighbour_figures(NEIGHBOURS, DISTANCES, SCORES, epsilon=2.5, lipschitz=1.0)
-    assert figures.pairs_within == 6 and figures.violations == 4
+    assert figures.pairs_within == 6
+    assert figures.violations == 4
     assert figures.violation_rate.estimate == pytest.approx(4 / 6)
     assert figures.mean_gap.estimate == pytest.approx(5.0 / 4)
     assert figures.worst_gap.estimate == pytest.approx(1.5)
@@ -127,7 +128,8 @@ def test_figures_match_a_brute_force_reference():
                     bad += 1
                     gaps.append(gap)
                     unordered.add((min(i, j), max(i, j)))
-    assert figures.pairs_within == within and figures.violations == bad
+    assert figures.pairs_within == within
+    assert figures.violations == bad
     assert figures.violation_rate.estimate == pytest.approx(bad / within)
     assert figures.mean_gap.estimate == pytest.approx(np.mean(gaps))
     assert figures.worst_gap.estimate == pytest.approx(max(gaps))

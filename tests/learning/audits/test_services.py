@@ -46,7 +46,8 @@ def test_an_upload_is_stored_and_queued_after_the_commit(
     monkeypatch.setattr(services, "audit_enqueue", sent.append)
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
         audit = create(twins, twin_scores(twins["frame"], sex=True), name="with sex")
-    assert len(callbacks) == 1 and sent == [audit.pk]
+    assert len(callbacks) == 1
+    assert sent == [audit.pk]
     assert audit.status == ModelAudit.Status.QUEUED
     assert audit.version == twins["version"]  # the published one by default
     assert (audit.item_count, audit.k, audit.has_decision) == (2 * TWINS, 10, True)
@@ -78,7 +79,8 @@ def test_the_model_that_uses_sex_violates_between_twins_and_the_other_does_not(t
 def test_stored_pairs_are_canonical_with_shares_and_decisions(twins):
     audit = audited(twins, twin_scores(twins["frame"], sex=True), k=5)
     rows = list(audit.violations.all())
-    assert rows and all(v.item_a_id < v.item_b_id for v in rows)
+    assert rows
+    assert all(v.item_a_id < v.item_b_id for v in rows)
     assert audit.violation_count == len(rows)
     for v in rows:
         assert abs(abs(v.score_a - v.score_b) - v.distance - v.gap) < 1e-9
@@ -112,7 +114,8 @@ def test_a_missing_input_file_fails_the_audit_with_its_reason(twins):
     audit.predictions.storage.delete(audit.predictions.name)
     assert run.audit_run(audit_id=audit.pk) == "failed"
     audit.refresh_from_db()
-    assert audit.status == "failed" and audit.error
+    assert audit.status == "failed"
+    assert audit.error
 
 
 def test_parquet_and_a_chosen_version_epsilon_and_lipschitz(twins):
@@ -122,7 +125,8 @@ def test_parquet_and_a_chosen_version_epsilon_and_lipschitz(twins):
     table = twin_scores(twins["frame"], sex=True)
     audit = audited(twins, parquet_upload(table), version_id=other.pk, epsilon=0.5, lipschitz=2)
     assert audit.version == other
-    assert audit.summary["epsilon"] == 0.5 and audit.summary["lipschitz"] == 2.0
+    assert audit.summary["epsilon"] == 0.5
+    assert audit.summary["lipschitz"] == 2.0
     assert audit.summary["epsilon_rule"] == "given"
 
 
@@ -135,12 +139,16 @@ def test_new_records_are_embedded_with_the_stored_feature_map(twins):
     table = table.reindex(columns=[*table.columns, "age", "job", "sex"])
     both = pd.concat([table, new], ignore_index=True)
     audit = audited(twins, both, k=3)
-    assert audit.new_records == 4 and audit.item_count == 2 * TWINS + 4
+    assert audit.new_records == 4
+    assert audit.item_count == 2 * TWINS + 4
     # new0 is p00 as a man: at distance 0 from p00F, which the model scores apart
     row = AuditViolation.objects.get(audit=audit, key_a="p00F", key_b="new0")
-    assert row.item_a_id is not None and row.item_b_id is None
-    assert row.distance < 1e-9 and row.differing_fields == ["sex"]
-    assert row.record_b["sex"] == "Male" and set(row.record_b) >= {"age", "job", "sex"}
+    assert row.item_a_id is not None
+    assert row.item_b_id is None
+    assert row.distance < 1e-9
+    assert row.differing_fields == ["sex"]
+    assert row.record_b["sex"] == "Male"
+    assert set(row.record_b) >= {"age", "job", "sex"}
 
 
 BAD_FILES = [
