@@ -82,16 +82,13 @@ def audit_list(request: HttpRequest, study_id: int) -> HttpResponse:
     return render(request, "learning/audits/list.html", context, status=status)
 
 
-@login_required
-@require_safe
-def audit_detail(request: HttpRequest, study_id: int, audit_id: int) -> HttpResponse:
-    study = _study(request, study_id)
-    audit = selectors.audit_get(study=study, audit_id=audit_id)
+def _detail(request, study, audit, *, error: str = "", status: int = 200) -> HttpResponse:
+    """The audit page; ``error`` (bad filters, a refused "ask") is shown with status 400."""
     fields = selectors.record_fields(audit)
     try:
         filters = selectors.filters_from(request.GET, fields)
     except InvalidInput as exc:
-        raise Http404(exc.message) from None
+        filters, error, status = selectors.Filters(), exc.message, 400
     page = None
     pairs: list[report.PairView] = []
     if audit.status == ModelAudit.Status.DONE:
@@ -102,6 +99,7 @@ def audit_detail(request: HttpRequest, study_id: int, audit_id: int) -> HttpResp
         pairs = [report.pair_view(v, answers.get(v.pk)) for v in shown]
     query = request.GET.copy()
     query.pop("page", None)
+    done = audit.status == ModelAudit.Status.DONE
     context = _nav(study) | {
         "audit": audit,
         "summary": audit.summary,
@@ -110,14 +108,22 @@ def audit_detail(request: HttpRequest, study_id: int, audit_id: int) -> HttpResp
         "filters": filters,
         "page": page,
         "pairs": pairs,
-        "query": query.urlencode(),
-        "loop": selectors.audit_loop(audit=audit) if audit.status == "done" else None,
+        "query": query.urlencode() if status == 200 else "",
+        "error": error,
+        "loop": selectors.audit_loop(audit=audit) if done else None,
         "may_ask": may(request.user, study, Action.MANAGE),
         "others": selectors.study_audits(study=study)
         .exclude(pk=audit.pk)
         .filter(status="done")[:20],
     }
-    return render(request, "learning/audits/detail.html", context)
+    return render(request, "learning/audits/detail.html", context, status=status)
+
+
+@login_required
+@require_safe
+def audit_detail(request: HttpRequest, study_id: int, audit_id: int) -> HttpResponse:
+    study = _study(request, study_id)
+    return _detail(request, study, selectors.audit_get(study=study, audit_id=audit_id))
 
 
 @login_required
@@ -125,9 +131,12 @@ def audit_detail(request: HttpRequest, study_id: int, audit_id: int) -> HttpResp
 def audit_ask(request: HttpRequest, study_id: int, audit_id: int) -> HttpResponse:
     study = _study(request, study_id)
     audit = selectors.audit_get(study=study, audit_id=audit_id)
-    result = services.audit_ask_annotators(
-        user=request.user, audit=audit, violation_ids=request.POST.getlist("violation")
-    )
+    try:
+        result = services.audit_ask_annotators(
+            user=request.user, audit=audit, violation_ids=request.POST.getlist("violation")
+        )
+    except InvalidInput as exc:
+        return _detail(request, study, audit, error=exc.message, status=400)
     messages.success(
         request,
         f"Asked the annotators about {result['rows']} pair(s): {result['added']} new candidate "
