@@ -16,9 +16,10 @@ from rest_framework.test import APIClient
 from accounts.tokens import api_token_create
 from annotation.models import ComparableGroup, Membership, PairJudgment, Study
 from annotation.selectors import pool_cache_clear
-from learning.models import AuditViolation, MetricVersion, ModelAudit, WeatSuite, WeatTest
+from learning.models import MetricVersion, WeatSuite, WeatTest
 from spaces.models import EmbeddingImport, Item
 from tests.annotation.factories import make_metric_version, make_space, make_study, make_user
+from tests.learning.audits.factories import audit_create_done
 
 Role = Membership.Role
 ROLES = ["anon", "ann_b", "rev_a", "adm_a", "su", "ann_a"]  # the owner of A's objects last
@@ -142,34 +143,3 @@ def world(db, media_root) -> World:
         token, key = api_token_create(user=user, name=f"{role} job")
         world.tokens[role], world.token_ids[role] = key, token.pk
     return world
-
-
-def audit_create_done(study: Study, version: MetricVersion, items: list[Item]) -> ModelAudit:
-    """A done model audit of ``study`` (named "matrix") with one violation, for the audit rows."""
-    audit = ModelAudit.objects.create(
-        study=study,
-        version=version,
-        name="matrix",
-        k=3,
-        predictions="audits/matrix/predictions.npz",
-        item_count=20,
-        status=ModelAudit.Status.DONE,
-        summary={"epsilon": 1.0, "lipschitz": 1.0, "sigma": {}, "euclidean": {}},
-        violation_count=1,
-    )
-    a, b = items[2], items[3]
-    AuditViolation.objects.create(
-        audit=audit,
-        rank=1,
-        item_a=a,
-        item_b=b,
-        key_a=a.key,
-        key_b=b.key,
-        distance=0.1,
-        euclidean=0.2,
-        score_a=0.1,
-        score_b=0.9,
-        gap=0.7,
-        needed=8.0,
-    )
-    return audit
