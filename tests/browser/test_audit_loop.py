@@ -35,7 +35,9 @@ def loop_world(transactional_db, media_root):
         label_column="income",
         key_column="id",
     )
-    study = make_study(space=space, name="Twins", target_per_annotator=ASKED, overlap=1)
+    study = make_study(
+        space=space, name="Twins", target_per_annotator=ASKED, overlap=1, stop_at_target=True
+    )
     names = space.feature_map["feature_names"]
     sigma = np.diag([0.0 if n.startswith("sex=") else 1.0 for n in names])
     make_metric_version(
