@@ -11,9 +11,12 @@
    service a request calls (``audit_create``: read and check the file) and the one the worker
    runs (``audit_run``: search, figures, store), in this process. Printed per model: the figures,
    wall and CPU seconds of the run and of its parts.
-2. **Scale**: the neighbour search alone on n random points in 10 dimensions (each size in a
-   fresh process, its peak memory read from the kernel), and the figures (violations, bootstrap
-   intervals, the worst-first list) at 10⁶ items on a given neighbour graph.
+2. **Scale**: the neighbour search on n random points in 40 dimensions (each size in a fresh
+   process, its peak memory read from the kernel): for the largest sizes only the first
+   ``--queries`` points' neighbours are searched (among all n), so memory is measured at full
+   size and the full search's time is extrapolated linearly from the queries done; and the
+   figures (violations, bootstrap intervals, the worst-first list) at 10⁶ items on a given
+   neighbour graph.
 
 ``--quick`` runs 2,000 Adult records and tiny scales (a test runs it; no timing claims).
 """
@@ -126,18 +129,21 @@ def adult(n: int | None, threads: int) -> list[dict]:
     return rows
 
 
-def scale_one(n: int, threads: int) -> dict:
-    """The neighbour search of n random points (10-d, k = 10) in this process."""
+def scale_one(n: int, threads: int, queries: int) -> dict:
+    """The neighbour search of n random points (40-d, k = 10) in this process: all of it, or
+    the first ``queries`` points' neighbours."""
     import numpy as np
 
     from learning.audits import search
 
-    points = np.random.default_rng(0).normal(size=(n, 10))
+    points = np.random.default_rng(0).normal(size=(n, 40))
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    done = min(n, queries)
     wall, cpu = time.perf_counter(), time.process_time()
-    search.knn(points, 10, threads=threads)
+    search.knn(points, 10, threads=threads, queries=done)
     return {
         "n": n,
+        "queries": done,
         "wall": time.perf_counter() - wall,
         "cpu": time.process_time() - cpu,
         "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
@@ -167,9 +173,19 @@ def figures_at(n: int) -> dict:
     }
 
 
-def _child(kind: str, n: int, threads: int) -> dict:
+def _child(kind: str, n: int, threads: int, queries: int = 0) -> dict:
     out = subprocess.run(
-        [sys.executable, __file__, "--child", kind, str(n), "--threads", str(threads)],
+        [
+            sys.executable,
+            __file__,
+            "--child",
+            kind,
+            str(n),
+            "--threads",
+            str(threads),
+            "--queries",
+            str(queries),
+        ],
         capture_output=True,
         text=True,
         check=True,
@@ -179,24 +195,27 @@ def _child(kind: str, n: int, threads: int) -> dict:
 
 
 def _interval(figure: dict) -> str:
-    return f"{100 * figure['estimate']:.1f} % ({100 * figure['low']:.1f}–{100 * figure['high']:.1f})"
+    return (
+        f"{100 * figure['estimate']:.1f} % ({100 * figure['low']:.1f}–{100 * figure['high']:.1f})"
+    )
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="tiny sizes, for tests")
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--scale", type=int, nargs="*", default=[100_000, 200_000])
+    parser.add_argument("--scale", type=int, nargs="*", default=[30_000, 1_000_000])
+    parser.add_argument("--queries", type=int, default=8_192, help="queries searched per size")
     parser.add_argument("--figures", type=int, default=1_000_000)
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         kind, n = args.child[0], int(args.child[1])
-        result = scale_one(n, args.threads) if kind == "search" else figures_at(n)
+        result = scale_one(n, args.threads, args.queries) if kind == "search" else figures_at(n)
         print(json.dumps(result))
         return 0
     if args.quick:
-        args.scale, args.figures = [3_000], 20_000
+        args.scale, args.figures, args.queries = [3_000, 20_000], 20_000, 2_000
     load = os.getloadavg()[0]
     print(f"machine: {os.cpu_count()} CPUs, load average {load:.1f}; threads {args.threads}")
     print("\n## Adult, end to end (k = 10)\n")
@@ -219,7 +238,9 @@ def main() -> int:
     print("|---|---|---|---|---|")
     for n in args.scale:
         r = _child("search", n, args.threads)
-        print(f"| {n:,} | {r['wall']:.2f} | {r['cpu']:.2f} | {r['peak_mb']:.0f} | {r['input_mb']:.0f} |")
+        print(
+            f"| {n:,} | {r['wall']:.2f} | {r['cpu']:.2f} | {r['peak_mb']:.0f} | {r['input_mb']:.0f} |"
+        )
     r = _child("figures", args.figures, args.threads)
     print(
         f"\nfigures and the worst-first list at {r['n']:,} items (10 neighbours each, bootstrap "

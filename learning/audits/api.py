@@ -142,9 +142,9 @@ def violation_rows(audit: ModelAudit, rows) -> object:
     """CSV rows of violations, answers included, read in chunks (constant memory)."""
     ids = list(rows.values_list("id", flat=True))
     for start in range(0, len(ids), CSV_CHUNK):
-        chunk = list(
-            AuditViolation.objects.filter(pk__in=ids[start : start + CSV_CHUNK]).order_by("rank")
-        )
+        part = ids[start : start + CSV_CHUNK]
+        found = AuditViolation.objects.in_bulk(part)
+        chunk = [found[pk] for pk in part]
         answers = selectors.answers_for(study_id=audit.study_id, violations=chunk)
         for v in chunk:
             top = max(v.shares.items(), key=lambda kv: kv[1], default=("", None))
@@ -178,6 +178,7 @@ class AuditViolations(AuditView):
             OpenApiParameter("value", str, description="pairs where either side has it"),
             OpenApiParameter("differs", str, description="pairs that differ in this field"),
             OpenApiParameter("asked", str, enum=["asked", "not-asked"]),
+            OpenApiParameter("order", str, enum=["gap"], description="largest gap first"),
         ],
         responses={(200, "text/csv"): bytes},
     )

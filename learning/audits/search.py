@@ -8,7 +8,8 @@ their float64 distance (ties by index) and the first ``k`` kept. So the distance
 exact, and the neighbours are the exact ones up to float32 ties beyond the re-rank margin.
 
 Memory: the points once as float32 (n × r), the result (n × k), and one chunk of queries'
-candidates at a time — bounded for a million points (docs/audit.md has the measured figures).
+candidates at a time — linear in n (docs/audit.md has the measured figures). Time: n² distance
+evaluations and as many candidates through the k-selection, which dominates in few dimensions.
 """
 
 from __future__ import annotations
@@ -63,10 +64,12 @@ def knn(
     chunk: int = QUERY_CHUNK,
     progress: Callable[[float], None] | None = None,
     use_faiss: bool | None = None,
+    queries: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(indices, distances)``, both (n, k): each point's k nearest other points (Euclidean, in
     the given coordinates) and their float64 distances, nearest first. ``progress(share)`` is
-    called after each chunk of queries."""
+    called after each chunk of queries. ``queries``: only the first so many points' neighbours
+    (among all points), e.g. to measure a part of a large search."""
     x = np.ascontiguousarray(points, dtype=np.float64)
     n = x.shape[0]
     if x.ndim != 2 or n < 2:
@@ -79,10 +82,11 @@ def knn(
     fast = faiss is not None if use_faiss is None else use_faiss
     search = (_candidates_faiss if fast else _candidates_sklearn)(points32, threads)
     m = min(n, k + 1 + RERANK)
-    indices = np.empty((n, k), dtype=np.int64)
-    distances = np.empty((n, k), dtype=np.float64)
-    for start in range(0, n, chunk):
-        stop = min(start + chunk, n)
+    total = n if queries is None else min(n, int(queries))
+    indices = np.empty((total, k), dtype=np.int64)
+    distances = np.empty((total, k), dtype=np.float64)
+    for start in range(0, total, chunk):
+        stop = min(start + chunk, total)
         found = np.asarray(search(points32[start:stop], m), dtype=np.int64)
         own = np.arange(start, stop)[:, None]
         valid = (found >= 0) & (found != own)
@@ -94,7 +98,7 @@ def knn(
         indices[start:stop] = np.take_along_axis(safe, order, axis=1)
         distances[start:stop] = np.take_along_axis(exact, order, axis=1)
         if progress is not None:
-            progress(stop / n)
+            progress(stop / total)
     if not np.all(np.isfinite(distances)):  # pragma: no cover - a search that found too few
         raise RuntimeError("the neighbour search returned fewer than k neighbours")
     return indices, distances

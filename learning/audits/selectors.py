@@ -53,6 +53,7 @@ class Filters:
     value: str = ""
     differs: str = ""
     asked: str = ""  # "", "asked", "not-asked"
+    order: str = ""  # "": worst first (the Lipschitz constant demanded); "gap": largest gap first
 
     @property
     def active(self) -> bool:
@@ -66,6 +67,7 @@ def filters_from(params, fields: list[str]) -> Filters:
         value=(params.get("value") or "").strip(),
         differs=(params.get("differs") or "").strip(),
         asked=(params.get("asked") or "").strip(),
+        order=(params.get("order") or "").strip(),
     )
     for name in (chosen.field, chosen.differs):
         if name and name not in fields:
@@ -74,6 +76,8 @@ def filters_from(params, fields: list[str]) -> Filters:
             )
     if chosen.asked not in ("", "asked", "not-asked"):
         raise InvalidInput("asked must be 'asked' or 'not-asked'.")
+    if chosen.order not in ("", "gap"):
+        raise InvalidInput("order must be 'gap' (or empty: worst first).")
     return chosen
 
 
@@ -97,7 +101,8 @@ def violations_filtered(*, audit: ModelAudit, filters: Filters) -> QuerySet[Audi
         rows = rows.filter(asked_at__isnull=False)
     elif filters.asked == "not-asked":
         rows = rows.filter(asked_at__isnull=True)
-    return rows.select_related("item_a", "item_b").order_by("rank")
+    order = ("-gap", "rank") if filters.order == "gap" else ("rank",)
+    return rows.select_related("item_a", "item_b").order_by(*order)
 
 
 @dataclass

@@ -83,6 +83,12 @@ def test_a_ci_job_posts_scores_polls_and_downloads_the_violations(twins, auth):
     assert rows[0]["differing_fields"] == "sex"
     filtered = client.get(done["links"]["violations_csv"] + "?differs=job")
     assert b"".join(filtered.streaming_content).decode().count("\n") < len(rows) + 1
+    by_gap = client.get(done["links"]["violations_csv"] + "?order=gap")
+    gaps = [
+        float(r["gap"])
+        for r in csv.DictReader(io.StringIO(b"".join(by_gap.streaming_content).decode()))
+    ]
+    assert gaps == sorted(gaps, reverse=True)
 
     listed = client.get(url).json()
     assert [a["id"] for a in listed] == [audit_id]

@@ -25,5 +25,6 @@ def test_quick_audit_benchmark_prints_its_tables():
     assert out.returncode == 0, out.stderr[-3000:]
     assert "| logreg-with-sex | 2,000 |" in out.stdout
     assert "| logreg-without-sex | 2,000 |" in out.stdout
-    assert "| 3,000 |" in out.stdout
+    assert "| 3,000 | 2,000 |" in out.stdout
+    assert "| 20,000 | 2,000 |" in out.stdout
     assert "figures and the worst-first list at 20,000 items" in out.stdout

@@ -59,3 +59,11 @@ def test_progress_is_reported_per_chunk():
 def test_bad_k_is_refused():
     with pytest.raises(ValueError, match="k must be between 1 and n - 1"):
         search.knn(np.zeros((3, 2)), 3)
+
+
+def test_a_partial_search_gives_the_first_points_neighbours_among_all():
+    x = np.random.default_rng(3).normal(size=(300, 4))
+    whole_idx, whole_dist = search.knn(x, 4)
+    idx, dist = search.knn(x, 4, queries=50, chunk=16)
+    assert idx.shape == (50, 4)
+    assert_allclose(dist, whole_dist[:50])
