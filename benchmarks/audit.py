@@ -207,6 +207,7 @@ def main() -> int:
     parser.add_argument("--scale", type=int, nargs="*", default=[30_000, 1_000_000])
     parser.add_argument("--queries", type=int, default=8_192, help="queries searched per size")
     parser.add_argument("--figures", type=int, default=1_000_000)
+    parser.add_argument("--no-adult", action="store_true", help="only the scale part")
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -218,6 +219,13 @@ def main() -> int:
         args.scale, args.figures, args.queries = [3_000, 20_000], 20_000, 2_000
     load = os.getloadavg()[0]
     print(f"machine: {os.cpu_count()} CPUs, load average {load:.1f}; threads {args.threads}")
+    if not args.no_adult:
+        _adult_table(args)
+    _scale_tables(args)
+    return 0
+
+
+def _adult_table(args) -> None:
     print("\n## Adult, end to end (k = 10)\n")
     print(
         "| model | items | violation rate under Σ | Euclidean | worst 20 differ in sex | "
@@ -233,13 +241,21 @@ def main() -> int:
             f"{p['search_euclidean']:.2f} / {p['figures']:.2f} / {p['store']:.2f} |"
         )
     print(f"\nsearch back-end: {row['search']}; Σ's rank {row['rank']}")
-    print("\n## Neighbour search alone (10-d random points, k = 10, one process each)\n")
-    print("| items | wall (s) | CPU (s) | peak memory (MB) | of which before the search (MB) |")
-    print("|---|---|---|---|---|")
+
+
+def _scale_tables(args) -> None:
+    print("\n## Neighbour search alone (40-d random points, k = 10, one process each)\n")
+    print(
+        "| items | queries searched | wall (s) | CPU (s) | whole search, CPU (s; extrapolated "
+        "when partial) | peak memory (MB) | of which before the search (MB) |"
+    )
+    print("|---|---|---|---|---|---|---|")
     for n in args.scale:
-        r = _child("search", n, args.threads)
+        r = _child("search", n, args.threads, args.queries)
+        whole = r["cpu"] * n / r["queries"]
         print(
-            f"| {n:,} | {r['wall']:.2f} | {r['cpu']:.2f} | {r['peak_mb']:.0f} | {r['input_mb']:.0f} |"
+            f"| {n:,} | {r['queries']:,} | {r['wall']:.2f} | {r['cpu']:.2f} | {whole:,.0f} | "
+            f"{r['peak_mb']:.0f} | {r['input_mb']:.0f} |"
         )
     r = _child("figures", args.figures, args.threads)
     print(
@@ -247,7 +263,6 @@ def main() -> int:
         f"200): {r['wall']:.2f} s wall, {r['cpu']:.2f} s CPU, peak memory {r['peak_mb']:.0f} MB, "
         f"{r['violating_pairs']:,} violating pairs"
     )
-    return 0
 
 
 if __name__ == "__main__":
