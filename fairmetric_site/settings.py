@@ -10,7 +10,9 @@ LEARNING_SWEEP_SECONDS, LEARNING_LOST_AFTER_SECONDS, LEARNING_BLAS_THREADS,
 LEARNING_DEBOUNCE_SECONDS, DASHBOARD_INLINE_MAX_JUDGMENTS, DASHBOARD_REFRESH_SECONDS, LOG_LEVEL,
 SECURE_SSL_REDIRECT, MAX_UPLOAD_MB, MAX_DECOMPRESSED_MB, MAX_LINE_KB, PREFLIGHT_KB, MAX_TABLE_MB,
 TABLE_MAX_ROWS, TABLE_MAX_COLUMNS, TABLE_MAX_CELL_CHARS, TABLE_MAX_DECODED_MB, TABLE_MAX_CATEGORIES,
-UPLOAD_PENDING_HOURS, JUDGMENT_RATE, JUDGMENT_BURST, JUDGMENT_BATCH_MAX, PAIR_QUEUE_SIZE, WORKER_SWEEP.
+UPLOAD_PENDING_HOURS, AUDIT_MAX_ROWS, AUDIT_MAX_K, AUDIT_MAX_STORED_VIOLATIONS, AUDIT_THREADS,
+AUDIT_BOOTSTRAP, AUDIT_LEASE_SECONDS, JUDGMENT_RATE, JUDGMENT_BURST, JUDGMENT_BATCH_MAX, PAIR_QUEUE_SIZE,
+WORKER_SWEEP.
 """
 
 from __future__ import annotations
@@ -354,6 +356,20 @@ CELERY_BEAT_SCHEDULE = {
     "learning-sweep": {"task": "learning.sweep", "schedule": float(LEARNING_SWEEP_SECONDS)},
     "spaces-sweep": {"task": "spaces.sweep", "schedule": float(LEARNING_SWEEP_SECONDS)},
 }
+
+# --- Model audits (learning/audits, docs/audit.md) -------------------------------------------
+# A score file (key,score[,decision], read whole in the web request, bounded by MAX_TABLE_MB)
+# has at most this many rows; k at most AUDIT_MAX_K.
+AUDIT_MAX_ROWS = env_int("AUDIT_MAX_ROWS", 1_000_000, minimum=2)
+AUDIT_MAX_K = env_int("AUDIT_MAX_K", 50, minimum=1)
+# The worst violations kept per audit (and a quarter as many of the largest gaps; the summary
+# counts them all).
+AUDIT_MAX_STORED_VIOLATIONS = env_int("AUDIT_MAX_STORED_VIOLATIONS", 5_000, minimum=1)
+# Threads of the neighbour search in the worker, and bootstrap replicates per figure.
+AUDIT_THREADS = env_int("AUDIT_THREADS", 2, minimum=1)
+AUDIT_BOOTSTRAP = env_int("AUDIT_BOOTSTRAP", 200, minimum=20)
+# A running audit renews this lease; a killed worker's audit is taken over once it expires.
+AUDIT_LEASE_SECONDS = env_int("AUDIT_LEASE_SECONDS", 120, minimum=5)
 
 # --- Dashboards -------------------------------------------------------------------------------
 # Studies with fewer answers get their dashboard figures computed inline (well under a second);

@@ -1,6 +1,7 @@
 """Celery tasks of learning: thin wrappers that take ids and call one service. The worker's entry
 points into the rooms: a finished refit queues the dashboard refresh here, so the refit itself
-(``learning.refits``) knows nothing of the dashboards above it.
+(``learning.refits``) knows nothing of the dashboards above it; ``learning.audit_model`` runs a
+model audit (``learning.audits.run``; idempotent, so acknowledged late too).
 
 ``learning.refit_study`` is idempotent (a refit whose input already has a live version does
 nothing), so it is acknowledged late and redelivered when a worker dies. Transient errors
@@ -20,6 +21,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from annotation.models import Study
+from learning.audits import run as audit_runs
 from learning.dashboards import refresh
 from learning.refits import service
 
@@ -97,3 +99,22 @@ def dashboard_refresh(study_id: int) -> float | None:
         return None
     logger.info("dashboard of study %s refreshed in %s s", study_id, seconds)
     return seconds
+
+
+@shared_task(
+    name="learning.audit_model",
+    acks_late=True,
+    ignore_result=True,
+    reject_on_worker_lost=True,
+    autoretry_for=TRANSIENT_ERRORS,
+    retry_backoff=2,
+    retry_backoff_max=120,
+    max_retries=8,
+    soft_time_limit=3300,
+    time_limit=3600,
+)
+def audit_model(audit_id: int) -> str:
+    """Run a model audit (skipped when done, failed, gone or running under a live lease)."""
+    outcome = audit_runs.audit_run(audit_id=audit_id)
+    logger.info("audit %s: %s", audit_id, outcome)
+    return outcome

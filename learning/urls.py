@@ -3,6 +3,7 @@ live under ``studies/<id>/`` beside annotation's, the version pages under ``vers
 
 from django.urls import path
 
+from learning.audits import views as audits
 from learning.dashboards import views
 
 app_name = "learning"
@@ -22,4 +23,8 @@ urlpatterns = [
     path("versions/compare/", views.version_compare, name="version-compare"),
     path("versions/<int:version_id>/", views.version_detail, name="version-detail"),
     path("versions/<int:version_id>/publish/", views.version_publish, name="version-publish"),
+    path("studies/<int:study_id>/audits/", audits.audit_list, name="audits"),
+    path("studies/<int:study_id>/audits/compare/", audits.audit_compare, name="audit-compare"),
+    path("studies/<int:study_id>/audits/<int:audit_id>/", audits.audit_detail, name="audit-detail"),
+    path("studies/<int:study_id>/audits/<int:audit_id>/ask/", audits.audit_ask, name="audit-ask"),
 ]

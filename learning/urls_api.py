@@ -1,7 +1,8 @@
-"""Export API routes, included under ``api/`` by the site's urls."""
+"""Export and audit API routes, included under ``api/`` by the site's urls."""
 
 from django.urls import path
 
+from learning.audits import api as audits
 from learning.exports import api
 
 urlpatterns = [
@@ -31,5 +32,16 @@ urlpatterns = [
         "studies/<int:study_id>/export/groups.<str:fmt>",
         api.GroupExport.as_view(),
         name="api-export-groups",
+    ),
+    path("studies/<int:study_id>/audits/", audits.AuditList.as_view(), name="api-audits"),
+    path(
+        "studies/<int:study_id>/audits/<int:audit_id>/",
+        audits.AuditDetail.as_view(),
+        name="api-audit",
+    ),
+    path(
+        "studies/<int:study_id>/audits/<int:audit_id>/violations.csv",
+        audits.AuditViolations.as_view(),
+        name="api-audit-violations",
     ),
 ]

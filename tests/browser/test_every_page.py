@@ -24,6 +24,7 @@ from tests.browser.test_dashboards import (
     PASSWORD,
     metric_study,  # noqa: F401  (fixture)
 )
+from tests.learning.audits.factories import audit_create_done
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -56,6 +57,16 @@ def page_urls(world) -> dict[str, tuple[str, str]]:
         "learning:version-compare": (
             "rev",
             reverse("learning:version-compare") + f"?a={versions[0].pk}&b={versions[1].pk}",
+        ),
+        "learning:audits": ("rev", reverse("learning:audits", args=[s])),
+        "learning:audit-detail": (
+            "adm",
+            reverse("learning:audit-detail", args=[s, world["audit"].pk]),
+        ),
+        "learning:audit-compare": (
+            "rev",
+            reverse("learning:audit-compare", args=[s])
+            + f"?a={world['audit'].pk}&b={world['audit'].pk}",
         ),
         "accounts:tokens": ("rev", reverse("accounts:tokens")),
         "spaces:list": ("staff", reverse("spaces:list")),
@@ -99,6 +110,7 @@ NOT_PAGES = {
     "learning:study-dashboard-status",
     "spaces:import-status",
     "learning:version-publish",
+    "learning:audit-ask",  # POST: sends violations to the annotators
     "accounts:token-revoke",
     "annotation:markdown-preview",  # POST: the live preview's fragment
     "annotation:study-duplicate",
@@ -118,6 +130,7 @@ def test_every_page_route_is_checked():
         "import": type("I", (), {"pk": 1})(),
         "records_import": type("I", (), {"pk": 1})(),
         "records_space": type("R", (), {"pk": 1})(),
+        "audit": type("A", (), {"pk": 1})(),
     }
     checked = set(page_urls(fake))
     routes = {
@@ -154,8 +167,11 @@ def world(metric_study):  # noqa: F811
         key_column="id",
     )
     assert Membership.objects.filter(user=users["rev"], role="reviewer").exists()
+    items = list(study.space.items.order_by("row"))
+    audit = audit_create_done(study, metric_study["versions"][0], items)
     return {
         **metric_study,
+        "audit": audit,
         "users": users,
         "import": job,
         "records_import": records,

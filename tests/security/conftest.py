@@ -19,6 +19,7 @@ from annotation.selectors import pool_cache_clear
 from learning.models import MetricVersion, WeatSuite, WeatTest
 from spaces.models import EmbeddingImport, Item
 from tests.annotation.factories import make_metric_version, make_space, make_study, make_user
+from tests.learning.audits.factories import audit_create_done
 
 Role = Membership.Role
 ROLES = ["anon", "ann_b", "rev_a", "adm_a", "su", "ann_a"]  # the owner of A's objects last
@@ -137,6 +138,7 @@ def world(db, media_root) -> World:
         version_b=version_b,
         records_import=records,
     )
+    audit_create_done(study_a, version, items)
     for role, user in users.items():
         token, key = api_token_create(user=user, name=f"{role} job")
         world.tokens[role], world.token_ids[role] = key, token.pk

@@ -8,6 +8,7 @@ inputs it can get, one module per area:
 * ``setup_pages`` — the study set-up pages;
 * ``spaces_uploads`` — embedding-space uploads and import pages;
 * ``learning_and_exports`` — the export API and the learning pages;
+* ``audits`` — the audit API and pages;
 * ``site_and_accounts`` — tokens, invitations, login (and the site's pages without input);
 * ``commands`` — the management commands.
 
@@ -31,6 +32,7 @@ from . import (
     annotation_api_judgments,
     annotation_api_pairs,
     annotation_pages,
+    audits,
     commands,
     learning_and_exports,
     setup_pages,
@@ -47,6 +49,7 @@ AREAS = (
     setup_pages,
     spaces_uploads,
     learning_and_exports,
+    audits,
     site_and_accounts,
     commands,
 )

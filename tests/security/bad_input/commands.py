@@ -8,6 +8,12 @@ from .cases import A
 # (command, bad input, its arguments, the CommandError's message)
 COMMANDS = [
     (
+        "adult_scores",
+        "no Adult demo loaded",
+        lambda w, tmp: ["--out", str(tmp / "scores")],
+        "the Adult demo is not loaded: run manage.py load_adult_demo first",
+    ),
+    (
         "import_feedback",
         "unknown study",
         lambda w, tmp: [str(tmp / "f.csv"), "--study", "nope"],

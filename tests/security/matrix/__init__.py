@@ -7,7 +7,8 @@ One module per area, each a ``ROWS`` dict (URL name → ``Row``):
 * ``annotation_pages`` — labelling, groups, review and the study set-up pages;
 * ``spaces_pages`` — embedding-space uploads and sharing (staff only), and ``SPACE_USES``: every
   form field and API parameter that names a space, by role and by whom the space is shared with;
-* ``learning_and_exports`` — the export API and the learning pages.
+* ``learning_and_exports`` — the export API and the learning pages;
+* ``audits`` — the audit API and pages.
 
 ``policies`` holds ``Row`` and the common policies (``MEMBER_PAGE``, ``STAFF_GATE``…). The tests
 are in tests/security/test_authorization_matrix.py, which also fails on a URL pattern with no
@@ -19,13 +20,21 @@ from __future__ import annotations
 from . import (
     annotation_api,
     annotation_pages,
+    audits,
     learning_and_exports,
     site_and_accounts,
     spaces_pages,
 )
 from .policies import Row
 
-AREAS = (site_and_accounts, annotation_api, annotation_pages, spaces_pages, learning_and_exports)
+AREAS = (
+    site_and_accounts,
+    annotation_api,
+    annotation_pages,
+    spaces_pages,
+    learning_and_exports,
+    audits,
+)
 
 
 def _merged() -> dict[str, Row]:

@@ -1,4 +1,5 @@
-"""What is learned: metric versions (Sigma), WEAT suites and their results."""
+"""What is learned: metric versions (Sigma), WEAT suites and their results, a study's learning
+settings and refit state."""
 
 from __future__ import annotations
 

@@ -1,0 +1,199 @@
+"""The audit API, for a downstream CI job (reviewers and admins of the study; tokens or session):
+
+* ``POST /api/studies/{id}/audits/`` — multipart: ``predictions`` (CSV or Parquet with ``key``,
+  ``score``, optional ``decision``), optional ``version``, ``k``, ``epsilon``, ``lipschitz``,
+  ``name`` → 201 ``{"id", "status", …}``; the audit runs in the worker;
+  ``GET`` lists the study's audits, newest first;
+* ``GET /api/studies/{id}/audits/{aid}/`` — status (queued, running, done, failed), progress,
+  and when done the figures (``violation_rate``, … with their intervals; ``summary`` has all);
+* ``GET /api/studies/{id}/audits/{aid}/violations.csv`` — the stored violations, worst first.
+"""
+
+from __future__ import annotations
+
+from django.http import StreamingHttpResponse
+from django.urls import reverse
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.parsers import MultiPartParser
+from rest_framework.response import Response
+
+from learning.audits import selectors, serializers, services
+from learning.exports.api import ExportView
+from learning.exports.formats import stream_csv
+from learning.models import AuditViolation, ModelAudit
+
+FIGURES = ("violation_rate", "mean_gap", "worst_gap", "consistency", "decision_flip")
+CSV_FIELDS = [
+    "rank",
+    "key_a",
+    "key_b",
+    "distance",
+    "score_a",
+    "score_b",
+    "gap",
+    "euclidean",
+    "decision_a",
+    "decision_b",
+    "differing_fields",
+    "top_field",
+    "top_share",
+    "asked",
+    "comparable_answers",
+    "incomparable_answers",
+    "verdict",
+]
+CSV_CHUNK = 2000
+
+
+def audit_data(audit: ModelAudit, request) -> dict:
+    """The API's view of an audit (the page's status poll reads the same)."""
+    version = audit.version
+    summary = audit.summary or {}
+    sigma = summary.get("sigma") or {}
+    links = {
+        "self": request.build_absolute_uri(reverse("api-audit", args=[audit.study_id, audit.pk])),
+        "page": request.build_absolute_uri(
+            reverse("learning:audit-detail", args=[audit.study_id, audit.pk])
+        ),
+    }
+    if audit.status == ModelAudit.Status.DONE:
+        links["violations_csv"] = request.build_absolute_uri(
+            reverse("api-audit-violations", args=[audit.study_id, audit.pk])
+        )
+    data = {
+        "id": audit.pk,
+        "name": audit.name,
+        "status": audit.status,
+        "stage": audit.stage,
+        "progress": audit.progress,
+        "error": audit.error,
+        "study": audit.study_id,
+        "version": {
+            "id": version.pk,
+            "label": version.label or version.method,
+            "method": version.method,
+            "is_published": version.is_published,
+        },
+        "k": audit.k,
+        "epsilon": summary.get("epsilon", audit.epsilon),
+        "lipschitz": summary.get("lipschitz", audit.lipschitz),
+        "items": audit.item_count,
+        "new_records": audit.new_records,
+        "has_decision": audit.has_decision,
+        "violations": audit.violation_count,
+        "created_at": audit.created_at.isoformat(),
+        "finished_at": audit.finished_at.isoformat() if audit.finished_at else None,
+        "seconds": audit.seconds,
+    }
+    for name in FIGURES:
+        figure = sigma.get(name)
+        data[name] = figure.get("estimate") if figure else None
+        data[f"{name}_interval"] = [figure.get("low"), figure.get("high")] if figure else None
+    data["summary"] = summary
+    data["links"] = links
+    return data
+
+
+class AuditView(ExportView):
+    study_refused = services.AUDIT_REFUSED
+
+
+class AuditList(AuditView):
+    parser_classes = [MultiPartParser]
+
+    @extend_schema(
+        summary="The study's model audits, newest first",
+        responses=serializers.AuditSerializer(many=True),
+    )
+    def get(self, request, study_id: int):
+        audits = selectors.study_audits(study=self.study)[:200]
+        return Response([audit_data(a, request) for a in audits])
+
+    @extend_schema(
+        summary="Audit a model's scores under a metric version (runs in the worker)",
+        request={"multipart/form-data": serializers.AuditCreateSerializer},
+        responses={201: serializers.AuditSerializer},
+    )
+    def post(self, request, study_id: int):
+        audit = services.audit_create(
+            user=request.user,
+            study=self.study,
+            upload=request.FILES.get("predictions"),
+            version_id=request.data.get("version"),
+            k=request.data.get("k"),
+            epsilon=request.data.get("epsilon"),
+            lipschitz=request.data.get("lipschitz"),
+            name=request.data.get("name", ""),
+        )
+        return Response(audit_data(audit, request), status=201)
+
+
+class AuditDetail(AuditView):
+    @extend_schema(
+        summary="A model audit: status and progress; when done, its figures",
+        responses=serializers.AuditSerializer,
+    )
+    def get(self, request, study_id: int, audit_id: int):
+        audit = selectors.audit_get(study=self.study, audit_id=audit_id)
+        return Response(audit_data(audit, request))
+
+
+def violation_rows(audit: ModelAudit, rows) -> object:
+    """CSV rows of violations, answers included, read in chunks (constant memory)."""
+    ids = list(rows.values_list("id", flat=True))
+    for start in range(0, len(ids), CSV_CHUNK):
+        part = ids[start : start + CSV_CHUNK]
+        found = AuditViolation.objects.in_bulk(part)
+        chunk = [found[pk] for pk in part]
+        answers = selectors.answers_for(study_id=audit.study_id, violations=chunk)
+        for v in chunk:
+            top = max(v.shares.items(), key=lambda kv: kv[1], default=("", None))
+            found = answers.get(v.pk)
+            yield {
+                "rank": v.rank,
+                "key_a": v.key_a,
+                "key_b": v.key_b,
+                "distance": v.distance,
+                "score_a": v.score_a,
+                "score_b": v.score_b,
+                "gap": v.gap,
+                "euclidean": v.euclidean,
+                "decision_a": v.decision_a,
+                "decision_b": v.decision_b,
+                "differing_fields": " ".join(v.differing_fields),
+                "top_field": top[0],
+                "top_share": top[1],
+                "asked": "yes" if v.asked_at else "",
+                "comparable_answers": found.counts["comparable"] if found else 0,
+                "incomparable_answers": found.counts["incomparable"] if found else 0,
+                "verdict": found.verdict if found else "",
+            }
+
+
+class AuditViolations(AuditView):
+    @extend_schema(
+        summary="An audit's violations, worst first (CSV; filters as on the page)",
+        parameters=[
+            OpenApiParameter("field", str, description="a record field; with value"),
+            OpenApiParameter("value", str, description="pairs where either side has it"),
+            OpenApiParameter("differs", str, description="pairs that differ in this field"),
+            OpenApiParameter("asked", str, enum=["asked", "not-asked"]),
+            OpenApiParameter("order", str, enum=["gap"], description="largest gap first"),
+        ],
+        responses={(200, "text/csv"): bytes},
+    )
+    def get(self, request, study_id: int, audit_id: int):
+        audit = selectors.audit_get(study=self.study, audit_id=audit_id)
+        if audit.status != ModelAudit.Status.DONE:
+            return Response(
+                {"detail": f"The audit is {audit.status}; its violations come when it is done."},
+                status=409,
+            )
+        filters = selectors.filters_from(request.query_params, selectors.record_fields(audit))
+        rows = selectors.violations_filtered(audit=audit, filters=filters)
+        stream = stream_csv(violation_rows(audit, rows), CSV_FIELDS)
+        response = StreamingHttpResponse(stream, content_type="text/csv; charset=utf-8")
+        name = f"audit-{audit.study_id}-{audit.pk}-violations.csv"
+        response["Content-Disposition"] = f'attachment; filename="{name}"'
+        response["Cache-Control"] = "private, no-store"
+        return response

@@ -1,0 +1,114 @@
+"""What the audit pages show: the summary as rows (Σ beside Euclidean, with intervals), each
+violation as the labelling page shows a pair (records field by field, each differing field
+marked with its share of d_Σ²), and two audits side by side."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from learning.audits.selectors import Answers
+from learning.models import AuditViolation, ModelAudit
+
+FIGURE_ROWS = [
+    (
+        "violation_rate",
+        "Violation rate",
+        "share of (item, neighbour) pairs within ε that fail",
+        True,
+    ),
+    ("mean_gap", "Mean gap", "mean of |Δscore| − L·d over the violations", False),
+    ("worst_gap", "Worst gap", "the largest; its interval: the resampled maximum", False),
+    ("consistency", "Consistency", "AIF360's, with the metric's k neighbours", False),
+    (
+        "decision_flip",
+        "Decision flips",
+        "items whose nearest neighbour gets the other decision",
+        True,
+    ),
+]
+
+
+@dataclass(frozen=True)
+class FigureRow:
+    key: str
+    label: str
+    note: str
+    percent: bool
+    sigma: dict | None
+    euclidean: dict | None
+
+
+def summary_rows(audit: ModelAudit) -> list[FigureRow]:
+    summary = audit.summary or {}
+    rows = []
+    for key, label, note, percent in FIGURE_ROWS:
+        sigma = (summary.get("sigma") or {}).get(key)
+        euclid = (summary.get("euclidean") or {}).get(key)
+        if sigma is None and euclid is None:
+            continue
+        rows.append(FigureRow(key, label, note, percent, sigma, euclid))
+    return rows
+
+
+@dataclass(frozen=True)
+class FieldRow:
+    field: str
+    a: str
+    b: str
+    differs: bool
+    share: float | None
+
+
+@dataclass(frozen=True)
+class PairView:
+    violation: AuditViolation
+    fields: list[FieldRow]
+    answers: Answers | None
+    askable: bool
+
+
+def _text(value) -> str:
+    return "" if value is None else str(value)
+
+
+def _record(item, record) -> dict | None:
+    if record is not None:
+        return record
+    if item is None or item.payload is None:
+        return None
+    return item.shown_payload
+
+
+def pair_view(violation: AuditViolation, answers: Answers | None) -> PairView:
+    left = _record(violation.item_a, violation.record_a)
+    right = _record(violation.item_b, violation.record_b)
+    rows: list[FieldRow] = []
+    if isinstance(left, dict) and isinstance(right, dict):
+        differing = set(violation.differing_fields)
+        for name in dict.fromkeys([*left, *right]):
+            a, b = _text(left.get(name)), _text(right.get(name))
+            rows.append(
+                FieldRow(name, a, b, a != b or name in differing, violation.shares.get(name))
+            )
+    askable = violation.item_a_id is not None and violation.item_b_id is not None
+    return PairView(violation, rows, answers, askable)
+
+
+def compare_rows(first: ModelAudit, second: ModelAudit) -> list[tuple]:
+    """(label, percent, first Σ, second Σ, first Euclidean, second Euclidean) per figure."""
+    a, b = summary_rows(first), summary_rows(second)
+    by_key = {row.key: row for row in b}
+    out = []
+    for row in a:
+        other = by_key.get(row.key)
+        out.append(
+            (
+                row.label,
+                row.percent,
+                row.sigma,
+                other.sigma if other else None,
+                row.euclidean,
+                other.euclidean if other else None,
+            )
+        )
+    return out

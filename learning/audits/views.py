@@ -1,0 +1,169 @@
+"""Pages of the audit room: a study's audits and the upload form, one audit (summary, the worst
+violations with filters, "ask the annotators"), and two audits side by side.
+
+Reviewers and admins of the study (and staff) see them; only admins may ask the annotators.
+Each view: access check, form or filters, one service or selector call, render.
+"""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_http_methods, require_POST, require_safe
+
+from annotation.access import Action, may, study_get
+from common.errors import InvalidInput, PayloadTooLarge
+from learning.audits import report, selectors, services
+from learning.models import MetricVersion, ModelAudit
+
+
+class AuditForm(forms.Form):
+    predictions = forms.FileField(
+        label="Scores (CSV or Parquet: key, score, optional decision)",
+        widget=forms.ClearableFileInput(attrs={"accept": ".csv,.parquet,.pq,.tsv,.txt"}),
+    )
+    name = forms.CharField(required=False, max_length=200, label="Name (e.g. the model)")
+    version = forms.ModelChoiceField(
+        queryset=MetricVersion.objects.none(),
+        required=False,
+        empty_label="the published version (default)",
+        label="Metric version",
+    )
+    k = forms.IntegerField(required=False, min_value=1, initial=10, label="Neighbours k")
+    epsilon = forms.FloatField(required=False, label="ε (empty: from the metric)")
+    lipschitz = forms.FloatField(required=False, label="L (empty: 1)")
+
+    def __init__(self, *args, study, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["version"].queryset = MetricVersion.objects.ready().filter(study=study)
+        self.fields["version"].label_from_instance = lambda v: (
+            f"#{v.pk} {v.label or v.method}{' (published)' if v.is_published else ''}"
+        )
+
+
+def _study(request: HttpRequest, study_id: int):
+    return study_get(request.user, study_id, Action.REVIEW, message=services.AUDIT_REFUSED)
+
+
+def _nav(study, active: str = "audits") -> dict:
+    return {"study": study, "active": active}
+
+
+@login_required
+@require_http_methods(["GET", "HEAD", "POST"])
+def audit_list(request: HttpRequest, study_id: int) -> HttpResponse:
+    study = _study(request, study_id)
+    form = AuditForm(request.POST or None, request.FILES or None, study=study)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            audit = services.audit_create(
+                user=request.user,
+                study=study,
+                upload=data["predictions"],
+                version_id=data["version"].pk if data["version"] else None,
+                k=data["k"],
+                epsilon=data["epsilon"],
+                lipschitz=data["lipschitz"],
+                name=data["name"],
+            )
+        except (InvalidInput, PayloadTooLarge) as exc:
+            form.add_error(None, exc.message)
+        else:
+            messages.success(request, f"Audit {audit.name!r} queued: the worker runs it.")
+            return redirect("learning:audit-detail", study.pk, audit.pk)
+    audits = list(selectors.study_audits(study=study)[:100])
+    status = 400 if request.method == "POST" else 200
+    context = _nav(study) | {"form": form, "audits": audits}
+    return render(request, "learning/audits/list.html", context, status=status)
+
+
+def _detail(request, study, audit, *, error: str = "", status: int = 200) -> HttpResponse:
+    """The audit page; ``error`` (bad filters, a refused "ask") is shown with status 400."""
+    fields = selectors.record_fields(audit)
+    try:
+        filters = selectors.filters_from(request.GET, fields)
+    except InvalidInput as exc:
+        filters, error, status = selectors.Filters(), exc.message, 400
+    page = None
+    pairs: list[report.PairView] = []
+    if audit.status == ModelAudit.Status.DONE:
+        rows = selectors.violations_filtered(audit=audit, filters=filters)
+        page = Paginator(rows, selectors.PAGE_SIZE).get_page(request.GET.get("page"))
+        shown = list(page.object_list)
+        answers = selectors.answers_for(study_id=study.pk, violations=shown)
+        pairs = [report.pair_view(v, answers.get(v.pk)) for v in shown]
+    query = request.GET.copy()
+    query.pop("page", None)
+    done = audit.status == ModelAudit.Status.DONE
+    context = _nav(study) | {
+        "audit": audit,
+        "summary": audit.summary,
+        "figures": report.summary_rows(audit),
+        "fields": fields,
+        "filters": filters,
+        "page": page,
+        "pairs": pairs,
+        "query": query.urlencode() if status == 200 else "",
+        "error": error,
+        "loop": selectors.audit_loop(audit=audit) if done else None,
+        "may_ask": may(request.user, study, Action.MANAGE),
+        "others": selectors.study_audits(study=study)
+        .exclude(pk=audit.pk)
+        .filter(status="done")[:20],
+    }
+    return render(request, "learning/audits/detail.html", context, status=status)
+
+
+@login_required
+@require_safe
+def audit_detail(request: HttpRequest, study_id: int, audit_id: int) -> HttpResponse:
+    study = _study(request, study_id)
+    return _detail(request, study, selectors.audit_get(study=study, audit_id=audit_id))
+
+
+@login_required
+@require_POST
+def audit_ask(request: HttpRequest, study_id: int, audit_id: int) -> HttpResponse:
+    study = _study(request, study_id)
+    audit = selectors.audit_get(study=study, audit_id=audit_id)
+    try:
+        result = services.audit_ask_annotators(
+            user=request.user, audit=audit, violation_ids=request.POST.getlist("violation")
+        )
+    except InvalidInput as exc:
+        return _detail(request, study, audit, error=exc.message, status=400)
+    messages.success(
+        request,
+        f"Asked the annotators about {result['rows']} pair(s): {result['added']} new candidate "
+        f"pair(s) for the study ({result['total']} in all), offered before the sampler's own.",
+    )
+    return redirect("learning:audit-detail", study.pk, audit.pk)
+
+
+def _audit_param(request, study, name: str) -> ModelAudit:
+    try:
+        audit_id = int(request.GET.get(name, ""))
+    except ValueError:
+        raise Http404("Give the audits to compare as ?a=<id>&b=<id>.") from None
+    return selectors.audit_get(study=study, audit_id=audit_id)
+
+
+@login_required
+@require_safe
+def audit_compare(request: HttpRequest, study_id: int) -> HttpResponse:
+    study = _study(request, study_id)
+    first, second = _audit_param(request, study, "a"), _audit_param(request, study, "b")
+    context = _nav(study) | {
+        "a": first,
+        "b": second,
+        "rows": report.compare_rows(first, second),
+        "overlap": selectors.audit_overlap(first, second),
+        "worst_a": list(first.violations.order_by("rank")[:10]),
+        "worst_b": list(second.violations.order_by("rank")[:10]),
+    }
+    return render(request, "learning/audits/compare.html", context)

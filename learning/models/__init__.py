@@ -1,0 +1,30 @@
+"""learning's models, one module per subject, all re-exported here (``learning.models.X``):
+metric versions, WEAT suites and results, learning settings and refit state
+(:mod:`learning.models.metrics`); model audits and their violations
+(:mod:`learning.models.audits`)."""
+
+from .audits import AuditStatus, AuditViolation, ModelAudit
+from .metrics import (
+    MetricVersion,
+    MetricVersionQuerySet,
+    RefitState,
+    StudyLearningSettings,
+    VersionStatus,
+    WeatResult,
+    WeatSuite,
+    WeatTest,
+)
+
+__all__ = [
+    "AuditStatus",
+    "AuditViolation",
+    "MetricVersion",
+    "MetricVersionQuerySet",
+    "ModelAudit",
+    "RefitState",
+    "StudyLearningSettings",
+    "VersionStatus",
+    "WeatResult",
+    "WeatSuite",
+    "WeatTest",
+]

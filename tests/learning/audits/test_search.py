@@ -1,0 +1,69 @@
+"""learning.audits.search.knn against a brute-force reference, with both back-ends."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose
+
+from learning.audits import search
+
+BACKENDS = [pytest.param(True, id="faiss"), pytest.param(False, id="scikit-learn")]
+
+
+def brute(x: np.ndarray, k: int) -> np.ndarray:
+    full = np.sqrt(((x[:, None] - x[None]) ** 2).sum(-1))
+    np.fill_diagonal(full, np.inf)
+    return np.sort(full, axis=1)[:, :k]
+
+
+@pytest.mark.parametrize("use_faiss", BACKENDS)
+def test_neighbours_and_distances_match_brute_force(use_faiss):
+    if use_faiss and search.faiss is None:
+        pytest.skip("faiss is not installed")
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(700, 6)) * [1, 1, 3, 0.1, 1, 10]
+    idx, dist = search.knn(x, 9, use_faiss=use_faiss, chunk=128)
+    assert_allclose(dist, brute(x, 9), atol=1e-12)
+    # the returned indices are at the returned distances, never the point itself
+    assert_allclose(np.linalg.norm(x[idx] - x[:, None], axis=2), dist, atol=1e-12)
+    assert not (idx == np.arange(700)[:, None]).any()
+
+
+@pytest.mark.parametrize("use_faiss", BACKENDS)
+def test_exact_duplicates_are_neighbours_at_zero_but_never_oneself(use_faiss):
+    if use_faiss and search.faiss is None:
+        pytest.skip("faiss is not installed")
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(200, 4))
+    x[50:80] = x[50]  # 30 copies: more than k + 1 + RERANK
+    idx, dist = search.knn(x, 5, use_faiss=use_faiss)
+    assert not (idx == np.arange(200)[:, None]).any()
+    assert_allclose(dist[50:80], 0.0)
+    assert set(idx[50:80].ravel()) <= set(range(50, 80))
+    assert_allclose(dist, brute(x, 5), atol=1e-12)
+
+
+def test_a_metric_that_ignores_everything_puts_everyone_at_zero():
+    idx, dist = search.knn(np.zeros((5, 0)), 2)
+    assert_allclose(dist, 0.0)
+    assert idx.shape == (5, 2)
+
+
+def test_progress_is_reported_per_chunk():
+    seen = []
+    search.knn(np.random.default_rng(2).normal(size=(50, 3)), 3, chunk=20, progress=seen.append)
+    assert seen == pytest.approx([0.4, 0.8, 1.0])
+
+
+def test_bad_k_is_refused():
+    with pytest.raises(ValueError, match="k must be between 1 and n - 1"):
+        search.knn(np.zeros((3, 2)), 3)
+
+
+def test_a_partial_search_gives_the_first_points_neighbours_among_all():
+    x = np.random.default_rng(3).normal(size=(300, 4))
+    whole_idx, whole_dist = search.knn(x, 4)
+    idx, dist = search.knn(x, 4, queries=50, chunk=16)
+    assert idx.shape == (50, 4)
+    assert_allclose(dist, whole_dist[:50])

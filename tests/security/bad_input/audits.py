@@ -1,0 +1,210 @@
+"""Bad inputs of the audit room: its API (reviewer or admin of A) and its pages."""
+
+from __future__ import annotations
+
+from django.urls import reverse
+
+from ..matrix.audits import audit_of
+from .cases import A, B, Bad, upload
+
+
+def scores(text: str, name: str = "scores.csv", **fields):
+    return lambda w: {"predictions": upload(name, text.encode()), **fields}
+
+
+GOOD = "key,score\n" + "".join(f"w{i:03d},{i / 20}\n" for i in range(20))
+
+CASES: list[Bad] = [
+    # --- API ------------------------------------------------------------------------------------
+    Bad(
+        "api-audits",
+        "unknown keys",
+        "post",
+        lambda w: reverse("api-audits", args=[A(w)]),
+        400,
+        "2 unknown key(s) (not in this study's item pool): 'nope', 'zzz'",
+        scores("key,score\nnope,0.1\nzzz,0.2\nw000,0.3\n"),
+        "multipart",
+        role="rev_a",
+    ),
+    Bad(
+        "api-audits",
+        "no score column",
+        "post",
+        lambda w: reverse("api-audits", args=[A(w)]),
+        400,
+        "missing: score",
+        scores("key,prediction\nw000,0.1\n"),
+        "multipart",
+        role="rev_a",
+    ),
+    Bad(
+        "api-audits",
+        "a score that is not a number",
+        "post",
+        lambda w: reverse("api-audits", args=[A(w)]),
+        400,
+        "the score must be a finite number (row 2 has 'high')",
+        scores("key,score\nw000,0.1\nw001,high\n"),
+        "multipart",
+        role="rev_a",
+    ),
+    Bad(
+        "api-audits",
+        "k out of range",
+        "post",
+        lambda w: reverse("api-audits", args=[A(w)]),
+        400,
+        "k must be a finite number between 1 and 50",
+        scores(GOOD, k="500"),
+        "multipart",
+        role="rev_a",
+    ),
+    Bad(
+        "api-audits",
+        "another study's version",
+        "post",
+        lambda w: reverse("api-audits", args=[A(w)]),
+        400,
+        "is not a ready metric version of this study",
+        lambda w: scores(GOOD, version=str(w.version_b.pk))(w),
+        "multipart",
+        role="rev_a",
+    ),
+    Bad(
+        "api-audits",
+        "not a CSV or Parquet file",
+        "post",
+        lambda w: reverse("api-audits", args=[A(w)]),
+        400,
+        "cannot tell the format of 'scores.xlsx'",
+        scores(GOOD, name="scores.xlsx"),
+        "multipart",
+        role="rev_a",
+    ),
+    Bad(
+        "api-audits",
+        "no file",
+        "post",
+        lambda w: reverse("api-audits", args=[A(w)]),
+        400,
+        "Upload the model's scores as predictions",
+        {"k": "3"},
+        "multipart",
+        role="rev_a",
+    ),
+    Bad(
+        "api-audits",
+        "a JSON body",
+        "post",
+        lambda w: reverse("api-audits", args=[A(w)]),
+        415,
+        "Unsupported media type",
+        {"k": 3},
+        role="rev_a",
+    ),
+    Bad(
+        "api-audits",
+        "another study",
+        "get",
+        lambda w: reverse("api-audits", args=[B(w)]),
+        404,
+        "No such study",
+        role="rev_a",
+    ),
+    Bad(
+        "api-audit",
+        "unknown audit",
+        "get",
+        lambda w: reverse("api-audit", args=[A(w), 999_999]),
+        404,
+        "No such audit in this study",
+        role="rev_a",
+    ),
+    Bad(
+        "api-audit-violations",
+        "a field the records do not have",
+        "get",
+        lambda w: reverse("api-audit-violations", args=[A(w), audit_of(w)]) + "?differs=sex",
+        400,
+        "Unknown field 'sex'",
+        role="rev_a",
+    ),
+    # --- pages ----------------------------------------------------------------------------------
+    Bad(
+        "learning:audits",
+        "unknown keys",
+        "post",
+        lambda w: reverse("learning:audits", args=[A(w)]),
+        400,
+        "1 unknown key(s) (not in this study&#x27;s item pool)",
+        scores("key,score\nnope,0.1\nw000,0.3\n"),
+        "multipart",
+        role="rev_a",
+    ),
+    Bad(
+        "learning:audit-detail",
+        "unknown audit",
+        "get",
+        lambda w: reverse("learning:audit-detail", args=[A(w), 999_999]),
+        404,
+        "Not found",
+        role="rev_a",
+    ),
+    Bad(
+        "learning:audit-detail",
+        "a filter on an unknown field",
+        "get",
+        lambda w: reverse("learning:audit-detail", args=[A(w), audit_of(w)]) + "?field=sex&value=x",
+        400,
+        "Unknown field",
+        role="rev_a",
+    ),
+    Bad(
+        "learning:audit-compare",
+        "ids not numbers",
+        "get",
+        lambda w: reverse("learning:audit-compare", args=[A(w)]) + "?a=one&b=two",
+        404,
+        "Not found",
+        role="rev_a",
+    ),
+    Bad(
+        "learning:audit-ask",
+        "a violation of no audit",
+        "post",
+        lambda w: reverse("learning:audit-ask", args=[A(w), audit_of(w)]),
+        400,
+        "Violation(s) 999999 are not in this audit.",
+        {"violation": ["999999"]},
+        "multipart",
+        role="adm_a",
+    ),
+    Bad(
+        "learning:audit-ask",
+        "nothing chosen",
+        "post",
+        lambda w: reverse("learning:audit-ask", args=[A(w), audit_of(w)]),
+        400,
+        "Choose at least one violation",
+        {},
+        "multipart",
+        role="adm_a",
+    ),
+]
+
+# (endpoint, bad input, the test that covers it)
+ELSEWHERE = [
+    (
+        "api-audits",
+        "files over MAX_TABLE_MB or AUDIT_MAX_ROWS, duplicate keys, empty keys and decisions",
+        "tests.learning.audits.test_services::test_bad_files_get_a_clear_error_and_write_nothing",
+    ),
+    (
+        "learning:audits",
+        "an annotator's upload",
+        "tests.learning.audits.test_services::test_annotators_may_not_audit",
+    ),
+]
+
+NO_INPUT: set[str] = set()
