@@ -2,7 +2,9 @@ from django.contrib import admin, messages
 
 from common.errors import AppError
 from learning.models import (
+    AuditViolation,
     MetricVersion,
+    ModelAudit,
     RefitState,
     StudyLearningSettings,
     WeatResult,
@@ -130,3 +132,40 @@ class WeatTestAdmin(admin.ModelAdmin):
     list_filter = ["suite", "kind"]
     search_fields = ["name", "x_name", "y_name", "a_name", "b_name"]
     list_select_related = ["suite"]
+
+
+class AuditViolationInline(admin.TabularInline):
+    model = AuditViolation
+    extra = 0
+    can_delete = False
+    fields = ["rank", "key_a", "key_b", "gap", "needed", "distance", "asked_at"]
+    readonly_fields = fields
+    show_change_link = True
+    max_num = 0
+
+
+@admin.register(ModelAudit)
+class ModelAuditAdmin(admin.ModelAdmin):
+    list_display = [
+        "name",
+        "study",
+        "version",
+        "status",
+        "item_count",
+        "violation_count",
+        "created_at",
+    ]
+    list_filter = ["status"]
+    list_select_related = ["study", "version"]
+    search_fields = ["name", "study__name", "original_name"]
+    raw_id_fields = ["study", "version", "created_by"]
+    readonly_fields = ["summary", "lease_until", "started_at", "finished_at", "seconds"]
+    inlines = [AuditViolationInline]
+
+
+@admin.register(AuditViolation)
+class AuditViolationAdmin(admin.ModelAdmin):
+    list_display = ["audit", "rank", "key_a", "key_b", "gap", "needed", "asked_at"]
+    list_select_related = ["audit"]
+    search_fields = ["key_a", "key_b", "audit__name"]
+    raw_id_fields = ["audit", "item_a", "item_b"]

@@ -232,4 +232,6 @@ def test_a_new_team_goes_from_an_empty_install_to_a_published_metric_in_the_brow
         assert len(judgments.strip().splitlines()) == 1 + 2 * TARGET
         screenshot(page, "team-study-page")
         assert page.console_errors == []
-    assert Membership.objects.filter(study=study).count() == 3
+    # The two annotators, the reviewer, and the admin who created the study (its admin member).
+    roles = sorted(Membership.objects.filter(study=study).values_list("role", flat=True))
+    assert roles == ["admin", "annotator", "annotator", "reviewer"]
