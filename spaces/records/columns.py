@@ -4,6 +4,7 @@ later from the space's "columns shown" page)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import pandas as pd
@@ -30,21 +31,50 @@ def numeric_columns(frame: pd.DataFrame) -> list[str]:
     return found
 
 
-LABEL_NAMES = {"label", "labels", "target", "class", "y", "income", "outcome"}
-KEY_NAMES = {"id", "key", "name", "uid", "record_id"}
+LABEL_NAMES = {"label", "labels", "target", "class", "y", "income", "outcome", "decision"}
+KEY_NAMES = {"id", "key", "name", "uid", "uuid", "record_id"}
+KEY_TOKENS = {"id", "key", "uid", "uuid"}
+LABEL_TOKENS = {"label", "target", "outcome", "decision"}  # not "class": work_class is no label
+
+
+def name_tokens(name: str) -> list[str]:
+    """A column name's words, lower case: ``applicantID`` and ``applicant_id`` → applicant, id."""
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", str(name))
+    return [t for t in re.split(r"[^0-9A-Za-z]+", spaced.lower()) if t]
+
+
+def guess_label(frame: pd.DataFrame) -> str:
+    """A column named like a label (``income``, ``class``, or a last word such as target or
+    outcome: ``credit_outcome``); else the
+    last column when it has exactly two values (tables put the outcome last: Adult's income,
+    German credit's credit); else none."""
+    for name in frame.columns:
+        tokens = name_tokens(name)
+        if str(name).lower() in LABEL_NAMES or (tokens and tokens[-1] in LABEL_TOKENS):
+            return name
+    if len(frame.columns) > 1 and frame[frame.columns[-1]].astype(str).nunique() == 2:
+        return frame.columns[-1]
+    return ""
+
+
+def guess_key(frame: pd.DataFrame, label: str) -> str:
+    """A unique column named like a key (``id``, ``name``, ``applicant_id``, ``customerID``)."""
+    for name in frame.columns:
+        tokens = name_tokens(name)
+        named = str(name).lower() in KEY_NAMES or (tokens and tokens[-1] in KEY_TOKENS)
+        if name != label and named and frame[name].astype(str).is_unique:
+            return name
+    return ""
 
 
 def guess_roles(frame: pd.DataFrame) -> dict:
-    """A default choice of columns: numbers → numeric, few distinct values → categorical, a
-    column named like a label → the label (excluded), a unique id-like column → the key,
-    anything else (free text, ids) → excluded. ``frame``: the table's first rows (the upload's
-    head), never more than the web request reads."""
+    """A default choice of columns: numbers → numeric, few distinct values → categorical, the
+    label (``guess_label``) and the key (``guess_key``) → excluded, anything else (free text,
+    ids) → excluded. ``frame``: the table's first rows (the upload's head), never more than the
+    web request reads."""
     numeric = set(numeric_columns(frame))
-    label = next((c for c in frame.columns if c.lower() in LABEL_NAMES), "")
-    key = next(
-        (c for c in frame.columns if c.lower() in KEY_NAMES and frame[c].astype(str).is_unique),
-        "",
-    )
+    label = guess_label(frame)
+    key = guess_key(frame, label)
     roles = {}
     limit = max(20, min(100, len(frame) // 2))
     for name in frame.columns:

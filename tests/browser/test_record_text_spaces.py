@@ -120,16 +120,20 @@ def test_a_csv_of_records_becomes_a_labelled_study(
     assert page.eval_on_selector("#id_key_column", "s => s.value") == "id"
     page.select_option("tr[data-column='hours_per_week'] select", "numeric")
 
-    # Annotators see every column but the label; "hidden" follows the label column chosen,
-    # each column keeping its role.
+    # Annotators see every column but the label; the label and key columns chosen are excluded
+    # from φ (the label also hidden), and a column no longer chosen gets its role back.
     def shown(column):
         return not role(column).endswith(":hidden")
 
     assert [shown(c) for c in ("id", "age", "sex", "income")] == [True, True, True, False]
     page.select_option("#id_label_column", "sex")
-    assert (role("sex"), role("income")) == ("categorical:hidden", "excluded")
+    assert (role("sex"), role("income")) == ("excluded:hidden", "excluded")
     page.select_option("#id_label_column", "income")
     assert (role("sex"), role("income")) == ("categorical", "excluded:hidden")
+    page.select_option("#id_key_column", "age")
+    assert (role("age"), role("id")) == ("excluded", "excluded")
+    page.select_option("#id_key_column", "id")
+    assert (role("age"), role("id")) == ("numeric", "excluded")
     screenshot(page, "records-columns")
     with app_pointed_at(private_redis.url):
         page.click("#columns-form button[type=submit]")
