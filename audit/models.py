@@ -24,6 +24,9 @@ class AuditEvent(models.Model):
         STUDY_PAIRS = "study.pairs", "candidate pairs uploaded"
         STUDY_GOLD = "study.gold", "gold pairs uploaded"
         MEMBERSHIP_INVITE = "membership.invite", "person invited"
+        SPACE_SHARING = "space.sharing", "space owner or sharing changed"
+        MODEL_AUDIT = "model.audit", "model audited"
+        AUDIT_ASK = "audit.ask", "audit violations sent to annotators"
 
     actor = models.ForeignKey(
         settings.AUTH_USER_MODEL,

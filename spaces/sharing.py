@@ -20,6 +20,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.db.models import Q, QuerySet
 
+from audit.services import Action, audit_record
 from common.access import is_staff
 from spaces.exceptions import InputFileError
 from spaces.models import EmbeddingSpace
@@ -60,8 +61,23 @@ def space_sharing_set(
     """Give the space an owner (or none: staff only), the people it is shared with, and
     whether every study admin may use it. Studies already on the space keep it."""
     space = EmbeddingSpace.objects.select_for_update().get(pk=space.pk)
+    before = sharing_state(space)
     space.owner = owner
     space.shared_with_study_admins = study_admins
     space.save(update_fields=["owner", "shared_with_study_admins"])
     space.shared_with.set(shared_with)
+    after = sharing_state(space)
+    if after != before:
+        audit_record(
+            action=Action.SPACE_SHARING, target=space, detail={"before": before, "after": after}
+        )
     return space
+
+
+def sharing_state(space: EmbeddingSpace) -> dict:
+    """Who owns the space and whom it is shared with, by username (for the audit log)."""
+    return {
+        "owner": space.owner.get_username() if space.owner_id else "",
+        "shared_with": sorted(u.get_username() for u in space.shared_with.all()),
+        "study_admins": space.shared_with_study_admins,
+    }

@@ -24,6 +24,8 @@ from annotation.access import Action, require
 from annotation.models import Study
 from annotation.setup.files import PairRow
 from annotation.setup.pairs import candidate_pairs_upload
+from audit.services import Action as AuditAction
+from audit.services import audit_record
 from common.errors import InvalidInput
 from common.text import invisible, text_problem
 from learning.audits.inputs import predictions_read
@@ -144,6 +146,13 @@ def audit_create(
                 new_records=len(predictions.new_keys),
                 has_decision=predictions.decisions is not None,
             )
+            audit_record(
+                action=AuditAction.MODEL_AUDIT,
+                target=audit,
+                actor=user,
+                study_id=study.pk,
+                detail={"name": name, "version": version.pk, "items": predictions.count},
+            )
             transaction.on_commit(lambda: audit_enqueue(audit.pk))
     except BaseException:
         default_storage.delete(stored)
@@ -180,5 +189,12 @@ def audit_ask_annotators(*, user, audit: ModelAudit, violation_ids) -> dict:
         result = candidate_pairs_upload(user=user, study=audit.study, rows=rows)
         AuditViolation.objects.filter(pk__in=[v.pk for v in chosen], asked_at__isnull=True).update(
             asked_at=timezone.now()
+        )
+        audit_record(
+            action=AuditAction.AUDIT_ASK,
+            target=audit,
+            actor=user,
+            study_id=audit.study_id,
+            detail={"ranks": [v.rank for v in chosen]},
         )
     return result

@@ -15,6 +15,7 @@ from django.urls import reverse
 
 from annotation.access import require_space_use, usable_spaces
 from annotation.models import Membership
+from audit.models import AuditEvent
 from annotation.setup.studies import study_duplicate, study_save
 from common.errors import NotAllowed
 from spaces.models import EmbeddingSpace
@@ -73,6 +74,12 @@ def test_sharing_a_space_lets_an_admin_attach_it_and_their_members_read_it(world
     foreign.refresh_from_db()
     assert [u.username for u in foreign.shared_with.all()] == ["adm_a"]
     assert foreign.owner.username == "su"
+    event = AuditEvent.objects.get(action=AuditEvent.Action.SPACE_SHARING)
+    assert event.actor == world.users["su"]
+    assert event.detail == {
+        "before": {"owner": "su", "shared_with": [], "study_admins": False},
+        "after": {"owner": "su", "shared_with": ["adm_a"], "study_admins": False},
+    }
     study = study_c(world)
     assert _attach(world.client("adm_a"), study, foreign.pk).status_code == 302
     study.refresh_from_db()
@@ -82,6 +89,7 @@ def test_sharing_a_space_lets_an_admin_attach_it_and_their_members_read_it(world
     assert world.client("rev_a").get(items).status_code == 404  # not theirs
     # Taken back: studies already on the space keep it, and their admin may keep saving them.
     assert staff.post(url, {"owner": ""}).status_code == 302
+    assert AuditEvent.objects.filter(action=AuditEvent.Action.SPACE_SHARING).count() == 2
     assert foreign.pk not in set(usable_spaces(world.users["adm_a"]).values_list("pk", flat=True))
     assert _attach(world.client("adm_a"), study, foreign.pk).status_code == 302
     assert world.client("ann_c").get(items).status_code == 200

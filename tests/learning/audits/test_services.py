@@ -16,6 +16,7 @@ from django.utils import timezone
 from annotation.labelling.sampling import next_pair
 from annotation.labelling.services import judgment_create
 from annotation.models import CandidatePair
+from audit.models import AuditEvent
 from common.errors import InvalidInput, NotAllowed, PayloadTooLarge
 from learning.audits import run, selectors, services
 from learning.models import AuditViolation, ModelAudit
@@ -52,6 +53,13 @@ def test_an_upload_is_stored_and_queued_after_the_commit(
     assert audit.version == twins["version"]  # the published one by default
     assert (audit.item_count, audit.k, audit.has_decision) == (2 * TWINS, 10, True)
     assert audit.predictions.storage.exists(audit.predictions.name)
+    event = AuditEvent.objects.get(action=AuditEvent.Action.MODEL_AUDIT)
+    assert (event.actor, event.study_id, event.target_id) == (
+        twins["users"]["reviewer"],
+        twins["study"].pk,
+        str(audit.pk),
+    )
+    assert event.detail == {"name": "with sex", "version": audit.version_id, "items": 2 * TWINS}
 
 
 def test_the_model_that_uses_sex_violates_between_twins_and_the_other_does_not(twins):
@@ -222,6 +230,8 @@ def test_asking_the_annotators_closes_the_loop(twins):
     pairs = set(CandidatePair.objects.filter(study=twins["study"]).values_list("item_a", "item_b"))
     assert pairs == {(v.item_a_id, v.item_b_id) for v in chosen}
     assert audit.violations.filter(asked_at__isnull=False).count() == 20
+    asked = AuditEvent.objects.get(action=AuditEvent.Action.AUDIT_ASK)
+    assert (asked.actor, asked.detail) == (twins["users"]["admin"], {"ranks": list(range(1, 21))})
     # the sampler offers them first
     annotator = twins["users"]["annotator"]
     offered = next_pair(study=twins["study"], user=annotator)
