@@ -3,6 +3,7 @@
 from django.urls import path
 
 from . import views
+from .setup import browse
 from .setup import views as setup_views
 
 app_name = "annotation"
@@ -21,6 +22,9 @@ urlpatterns = [
     path("<int:study_id>/duplicate/", setup_views.study_duplicate, name="study-duplicate"),
     path("<int:study_id>/archive/", setup_views.study_archive, name="study-archive"),
     path("<int:study_id>/items/", setup_views.study_items, name="study-items"),
+    path("<int:study_id>/items/browse/", browse.study_browse, name="study-browse"),
+    path("<int:study_id>/items/pool/", browse.study_pool_from_filter, name="study-pool-filter"),
+    path("<int:study_id>/items/<int:item_id>/", browse.study_item, name="study-item"),
     path("<int:study_id>/pairs/", setup_views.study_pairs, name="study-pairs"),
     path("<int:study_id>/gold/", setup_views.study_gold, name="study-gold"),
     path("<int:study_id>/members/", setup_views.study_members, name="study-members"),

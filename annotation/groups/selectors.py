@@ -3,18 +3,16 @@ word spaces; any shown field in record and text spaces)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 
 from django.db import connection
-from django.db.models import Q, QuerySet, TextField
-from django.db.models.fields.json import KeyTextTransform
-from django.db.models.functions import Cast, Lower
-from django.db.models.lookups import IContains
+from django.db.models import QuerySet
+from django.db.models.functions import Lower
 
 from annotation.models import ComparableGroup, GroupEdit, Study
 from annotation.selectors import pool_items, pool_tag_ids
-from spaces.models import EmbeddingSpace, Item, first_record
+from spaces.models import EmbeddingSpace, Item
+from spaces.search import items_matching
 
 
 def group_members(*, group: ComparableGroup) -> list[Item]:
@@ -34,38 +32,12 @@ def item_prefix_queryset(*, space_id: int, prefix: str) -> QuerySet[Item]:
 
 
 def item_field_queryset(*, space_id: int, query: str, hidden: Sequence[str] = ()) -> QuerySet[Item]:
-    """Records and texts: items whose key, text or any shown record field contains ``query``.
-
-    ``field:value`` looks in one field of the record (``sex:female``); otherwise the query is
-    looked for, ignoring case, in the key, the text and the record's JSON as stored (the
-    JSON-escaped form too, as SQLite stores non-ASCII characters escaped). ``hidden``: the
-    space's columns annotators do not see (``EmbeddingSpace.hidden_columns``) are never
-    searched — a ``field:value`` on one finds nothing, and the other fields are then searched
-    one by one instead of the whole JSON. Not indexed: a scan of one space's rows, bounded by
-    the caller's limit.
+    """Records and texts: items matching every term of ``query`` in the key, the text or a
+    shown record field (``sex:female``, ``age:>40``: the rule of ``spaces.search``). ``hidden``:
+    the space's columns annotators do not see (``EmbeddingSpace.hidden_columns``) are never
+    searched. A term the rule cannot read matches nothing (the group search is typed as you go).
     """
-    qs = Item.objects.filter(space_id=space_id)
-    field, sep, value = query.partition(":")
-    field, value = field.strip(), value.strip()
-    if sep and field and value and field.isidentifier():
-        if field in hidden:
-            return qs.none()
-        return qs.filter(**{f"payload__{field}__icontains": value})
-    match = Q(key__icontains=query) | Q(text__icontains=query)
-    if hidden:
-        for name in _shown_fields(space_id, hidden):
-            match |= Q(IContains(KeyTextTransform(name, "payload"), query))
-        return qs.filter(match)
-    escaped = json.dumps(query)[1:-1]
-    match |= Q(payload_text__icontains=query)
-    if escaped != query:
-        match |= Q(payload_text__icontains=escaped)
-    return qs.annotate(payload_text=Cast("payload", TextField())).filter(match)
-
-
-def _shown_fields(space_id: int, hidden: Sequence[str]) -> list[str]:
-    """The record fields of a space annotators see."""
-    return [name for name in first_record(space_id) if name not in set(hidden)]
+    return items_matching(space_id=space_id, query=query, hidden=hidden, strict=False)
 
 
 def item_search(*, space_id: int, query: str, study: Study | None = None, limit: int = 20):

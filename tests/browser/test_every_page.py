@@ -90,6 +90,14 @@ def page_urls(world) -> dict[str, tuple[str, str]]:
         "annotation:study-new": ("staff", reverse("annotation:study-new")),
         "annotation:study-settings": ("adm", reverse("annotation:study-settings", args=[s])),
         "annotation:study-items": ("adm", reverse("annotation:study-items", args=[s])),
+        "annotation:study-browse": (
+            "adm",
+            reverse("annotation:study-browse", args=[s]) + "?q=a",
+        ),
+        "annotation:study-item": (
+            "adm",
+            reverse("annotation:study-item", args=[s, world["item"].pk]),
+        ),
         "annotation:study-pairs": ("adm", reverse("annotation:study-pairs", args=[s])),
         "annotation:study-gold": ("adm", reverse("annotation:study-gold", args=[s])),
         "annotation:study-members": ("adm", reverse("annotation:study-members", args=[s])),
@@ -115,6 +123,7 @@ NOT_PAGES = {
     "annotation:markdown-preview",  # POST: the live preview's fragment
     "annotation:study-duplicate",
     "annotation:study-archive",
+    "annotation:study-pool-filter",
     "annotation:study-member",
     "annotation:study-member-remove",
 }
@@ -131,6 +140,7 @@ def test_every_page_route_is_checked():
         "records_import": type("I", (), {"pk": 1})(),
         "records_space": type("R", (), {"pk": 1})(),
         "audit": type("A", (), {"pk": 1})(),
+        "item": type("It", (), {"pk": 1})(),
     }
     checked = set(page_urls(fake))
     routes = {
@@ -172,6 +182,7 @@ def world(metric_study):  # noqa: F811
     return {
         **metric_study,
         "audit": audit,
+        "item": items[0],
         "users": users,
         "import": job,
         "records_import": records,

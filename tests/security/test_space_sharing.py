@@ -15,8 +15,8 @@ from django.urls import reverse
 
 from annotation.access import require_space_use, usable_spaces
 from annotation.models import Membership
-from audit.models import AuditEvent
 from annotation.setup.studies import study_duplicate, study_save
+from audit.models import AuditEvent
 from common.errors import NotAllowed
 from spaces.models import EmbeddingSpace
 from tests.annotation.factories import make_space, make_study, make_user

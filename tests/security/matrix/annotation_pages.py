@@ -6,6 +6,7 @@ from __future__ import annotations
 from django.urls import reverse
 
 from annotation.models import Membership
+from spaces.models import Item
 
 from ..conftest import World
 from .policies import (
@@ -24,6 +25,10 @@ def extra_membership(world: World) -> int:
     """The second reviewer of A, for the removal row: made a member again after a removal."""
     user = world.users["extra"]
     return Membership.objects.get_or_create(study=world.study_a, user=user, role="reviewer")[0].pk
+
+
+def first_item(world: World) -> int:
+    return Item.objects.filter(space_id=world.study_a.space_id).order_by("row")[0].pk
 
 
 def ann_a_membership(world: World) -> int:
@@ -77,6 +82,19 @@ ROWS: dict[str, Row] = {
     ),
     "annotation:study-settings": setup_row("annotation:study-settings"),
     "annotation:study-items": setup_row("annotation:study-items"),
+    "annotation:study-browse": Row(
+        lambda w: reverse("annotation:study-browse", args=[A(w)]), {"get": SETUP_PAGE}, PAGE_GATE
+    ),
+    "annotation:study-item": Row(
+        lambda w: reverse("annotation:study-item", args=[A(w), first_item(w)]),
+        {"get": SETUP_PAGE},
+        PAGE_GATE,
+    ),
+    "annotation:study-pool-filter": Row(
+        lambda w: reverse("annotation:study-pool-filter", args=[A(w)]),
+        {"post": SETUP_POST_DONE},  # no filter: every item added to the pool
+        PAGE_GATE,
+    ),
     "annotation:study-pairs": setup_row("annotation:study-pairs"),
     "annotation:study-gold": setup_row("annotation:study-gold"),
     "annotation:study-members": setup_row("annotation:study-members"),
