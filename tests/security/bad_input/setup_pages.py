@@ -211,6 +211,20 @@ CASES: list[Bad] = [
     ),
 ]
 
+CASES += [
+    Bad(
+        "annotation:study-browse",
+        "a field the space does not have",
+        "get",
+        lambda w: reverse("annotation:study-browse", args=[A(w)]) + "?q=colour:red",
+        400,
+        "No field named &#x27;colour&#x27;",
+        None,
+        "multipart",
+        role="adm_a",
+    ),
+]
+
 # (endpoint, bad input, the test that covers it)
 ELSEWHERE = [
     (
@@ -222,6 +236,18 @@ ELSEWHERE = [
         "annotation:study-gold",
         "a key of another space (service, model form, Django admin)",
         "tests.annotation.test_setup::test_a_cross_space_gold_pair_is_refused_by_the_django_admin",
+    ),
+    (
+        "annotation:study-pool-filter",
+        "a filter matching nothing, an unknown field, one dropping a paired item (the message "
+        "after the redirect)",
+        "tests.annotation.test_browse::"
+        "test_a_filter_that_would_drop_a_paired_item_or_matches_nothing_changes_nothing",
+    ),
+    (
+        "annotation:study-item",
+        "an item of another space",
+        "tests.annotation.test_browse::test_one_item_opened",
     ),
 ]
 
