@@ -2,13 +2,27 @@
 
 from django.urls import path
 
-from . import api
 from .groups import api as groups_api
 from .labelling import api as labelling_api
+from .setup import api as setup_api
 
 urlpatterns = [
-    path("studies/", api.StudyList.as_view(), name="api-studies"),
-    path("studies/<int:study_id>/", api.StudyDetail.as_view(), name="api-study"),
+    path("studies/", setup_api.StudyListCreate.as_view(), name="api-studies"),
+    path("studies/<int:study_id>/", setup_api.StudySettings.as_view(), name="api-study"),
+    path("studies/<int:study_id>/pool/", setup_api.PoolUpload.as_view(), name="api-study-pool"),
+    path(
+        "studies/<int:study_id>/candidate-pairs/",
+        setup_api.CandidatePairsUpload.as_view(),
+        name="api-study-candidate-pairs",
+    ),
+    path(
+        "studies/<int:study_id>/gold-pairs/",
+        setup_api.GoldPairsUpload.as_view(),
+        name="api-study-gold-pairs",
+    ),
+    path(
+        "studies/<int:study_id>/members/", setup_api.MemberAdd.as_view(), name="api-study-members"
+    ),
     path(
         "studies/<int:study_id>/next-pair/",
         labelling_api.NextPairView.as_view(),

@@ -159,6 +159,77 @@ CASES: list[Bad] = [
         404,
         "No such study",
     ),
+    # --- the set-up API (admins of the study; staff create studies)
+    Bad(
+        "api-studies",
+        "a study without a space",
+        "post",
+        lambda w: reverse("api-studies"),
+        400,
+        "space",
+        {"name": "no space"},
+        role="su",
+    ),
+    Bad(
+        "api-studies",
+        "a name already taken",
+        "post",
+        lambda w: reverse("api-studies"),
+        409,
+        "already exists",
+        lambda w: {"name": w.study_a.name, "space": w.study_a.space_id},
+        role="su",
+    ),
+    Bad(
+        "api-study",
+        "overlap 0",
+        "patch",
+        lambda w: reverse("api-study", args=[A(w)]),
+        400,
+        "Overlap k is at least 1",
+        {"overlap": 0},
+        role="adm_a",
+    ),
+    Bad(
+        "api-study-pool",
+        "unknown keys",
+        "post",
+        lambda w: reverse("api-study-pool", args=[A(w)]),
+        400,
+        "2 unknown key(s)",
+        {"keys": ["w001", "nope", "nor-this"]},
+        role="adm_a",
+    ),
+    Bad(
+        "api-study-candidate-pairs",
+        "a pair of one key",
+        "post",
+        lambda w: reverse("api-study-candidate-pairs", args=[A(w)]),
+        400,
+        "pair 1: expected two keys",
+        {"pairs": [["w001"], ["w002", "w003"]]},
+        role="adm_a",
+    ),
+    Bad(
+        "api-study-gold-pairs",
+        "a label that is no label",
+        "post",
+        lambda w: reverse("api-study-gold-pairs", args=[A(w)]),
+        400,
+        "maybe",
+        {"pairs": [["w001", "w002", "maybe"]]},
+        role="adm_a",
+    ),
+    Bad(
+        "api-study-members",
+        "nobody to add or invite",
+        "post",
+        lambda w: reverse("api-study-members", args=[A(w)]),
+        400,
+        "Give a user to add, or a username or e-mail to invite",
+        {"role": "annotator"},
+        role="adm_a",
+    ),
 ]
 
 # (endpoint, bad input, the test that covers it)
@@ -181,4 +252,4 @@ ELSEWHERE = [
 ]
 
 # Taking no input beyond authentication (covered by the authorization matrix).
-NO_INPUT = {"api-studies"}
+NO_INPUT: set[str] = set()

@@ -10,6 +10,10 @@ from django.urls import reverse
 from ..conftest import World
 from .policies import API_GATE, MEMBER_API, STUDY_API_GATE, A, Row, statuses
 
+# The set-up API: admins of the study and staff; reviewers and annotators of A 403, others 404.
+SETUP_API = statuses(401, 403, 404, 403, 200, 200)
+SETUP_API_GATE = {"anon": 401, "ann_a": 403, "ann_b": 404, "rev_a": 403}
+
 
 def judgment_body(world: World, role: str) -> dict:
     return {
@@ -22,10 +26,49 @@ def judgment_body(world: World, role: str) -> dict:
 
 ROWS: dict[str, Row] = {
     "api-studies": Row(
-        lambda w: reverse("api-studies"), {"get": statuses(401, 200, 200, 200, 200, 200)}, API_GATE
+        lambda w: reverse("api-studies"),
+        {
+            "get": statuses(401, 200, 200, 200, 200, 200),
+            "post": statuses(401, 403, 403, 403, 403, 201),  # staff create studies
+        },
+        API_GATE,
+        body=lambda w, r: {"name": f"API study {r}", "space": w.study_a.space_id, "mode": "pairs"},
+        fmt="json",
     ),
     "api-study": Row(
-        lambda w: reverse("api-study", args=[A(w)]), {"get": MEMBER_API}, STUDY_API_GATE
+        lambda w: reverse("api-study", args=[A(w)]),
+        {"get": MEMBER_API, "patch": SETUP_API},
+        STUDY_API_GATE,
+        body=lambda w, r: {"target_per_annotator": 7},
+        fmt="json",
+    ),
+    "api-study-pool": Row(
+        lambda w: reverse("api-study-pool", args=[A(w)]),
+        {"post": SETUP_API},
+        SETUP_API_GATE,
+        body=lambda w, r: {"keys": [w.items[0].key, w.items[1].key]},
+        fmt="json",
+    ),
+    "api-study-candidate-pairs": Row(
+        lambda w: reverse("api-study-candidate-pairs", args=[A(w)]),
+        {"post": SETUP_API},
+        SETUP_API_GATE,
+        body=lambda w, r: {"pairs": [[w.items[10].key, w.items[11].key]]},
+        fmt="json",
+    ),
+    "api-study-gold-pairs": Row(
+        lambda w: reverse("api-study-gold-pairs", args=[A(w)]),
+        {"post": SETUP_API},
+        SETUP_API_GATE,
+        body=lambda w, r: {"pairs": [[w.items[12].key, w.items[13].key, "comparable"]]},
+        fmt="json",
+    ),
+    "api-study-members": Row(
+        lambda w: reverse("api-study-members", args=[A(w)]),
+        {"post": statuses(401, 403, 404, 403, 201, 201)},
+        SETUP_API_GATE,
+        body=lambda w, r: {"username": f"invited_by_{r}", "role": "annotator"},
+        fmt="json",
     ),
     "api-next-pair": Row(
         lambda w: reverse("api-next-pair", args=[A(w)]), {"get": MEMBER_API}, STUDY_API_GATE

@@ -117,6 +117,18 @@ def _items(world: World, role: str, spaces: dict, space_id: int) -> int:
     return world.client(role).get(reverse("api-items") + f"?space={space_id}&q=w").status_code
 
 
+def _api_new(world: World, role: str, spaces: dict, space_id: int) -> int:
+    body = {"name": f"api on {space_id}", "space": space_id, "mode": "pairs"}
+    return world.client(role).post(reverse("api-studies"), body, format="json").status_code
+
+
+def _api_settings(world: World, role: str, spaces: dict, space_id: int) -> int:
+    study = study_c(world)
+    type(study).objects.filter(pk=study.pk).update(space_id=spaces["own"])
+    url = reverse("api-study", args=[study.pk])
+    return world.client(role).patch(url, {"space": space_id}, format="json").status_code
+
+
 ADMIN_USES = {"own": 302, "shared": 302, "admins": 302, "foreign": 400}
 SPACE_USES: list[SpaceUse] = [
     SpaceUse(
@@ -138,6 +150,23 @@ SPACE_USES: list[SpaceUse] = [
             "anon": _same(302),
             **{role: _same(403) for role in NON_STAFF},
             "su": _same(302),
+        },
+    ),
+    SpaceUse(
+        "api:/api/studies/?space",
+        _api_new,
+        {"anon": _same(401), **{role: _same(403) for role in NON_STAFF}, "su": _same(201)},
+    ),
+    SpaceUse(
+        "api:/api/studies/{study_id}/?space",
+        _api_settings,
+        {
+            "anon": _same(401),
+            "ann_a": _same(404),
+            "ann_b": _same(404),
+            "rev_a": _same(404),
+            "adm_a": {"own": 200, "shared": 200, "admins": 200, "foreign": 400},
+            "su": _same(200),
         },
     ),
     SpaceUse(
