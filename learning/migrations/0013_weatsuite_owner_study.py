@@ -5,16 +5,22 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('annotation', '0007_study_strategy_active_learning'),
-        ('learning', '0012_model_audits'),
+        ("annotation", "0007_study_strategy_active_learning"),
+        ("learning", "0012_model_audits"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='weatsuite',
-            name='owner_study',
-            field=models.OneToOneField(blank=True, help_text="The study whose admins define these tests on its WEAT pages (empty: a shared suite, such as Caliskan's, attached by staff).", null=True, on_delete=django.db.models.deletion.CASCADE, related_name='own_weat_suite', to='annotation.study'),
+            model_name="weatsuite",
+            name="owner_study",
+            field=models.OneToOneField(
+                blank=True,
+                help_text="The study whose admins define these tests on its WEAT pages (empty: a shared suite, such as Caliskan's, attached by staff).",
+                null=True,
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="own_weat_suite",
+                to="annotation.study",
+            ),
         ),
     ]
