@@ -139,7 +139,8 @@ def _test_page(request: HttpRequest, study: Study, test: WeatTest | None) -> Htt
         "items_url": reverse("api-items"),
         "preview_permutations": weat_tests.PREVIEW_PERMUTATIONS,
     }
-    return render(request, "learning/weat_test_form.html", context)
+    status = 400 if form.is_bound and form.errors else 200
+    return render(request, "learning/weat_test_form.html", context, status=status)
 
 
 def _test_initial(test: WeatTest) -> dict:

@@ -66,9 +66,11 @@ def test_preview_lists_unknown_words_and_shows_both_metrics_then_save(
     url = reverse("learning:study-weat-new", args=[study.pk])
     page = client.post(url, {**POST, "action": "preview"}).content.decode()
     assert 'id="weat-preview"' in page
-    assert 'data-metric="euclidean"' in page and 'data-metric="current"' in page
+    assert 'data-metric="euclidean"' in page
+    assert 'data-metric="current"' in page
     assert f"face-1 (#{versions[0].pk})" in page  # the published version
-    assert "Not in the space, so not added" in page and "tulip" in page
+    assert "Not in the space, so not added" in page
+    assert "tulip" in page
     assert "w0\nw1</textarea>" in page  # the form keeps only the words found
     assert not WeatTest.objects.exists()
     with django_capture_on_commit_callbacks(execute=True):
@@ -76,7 +78,8 @@ def test_preview_lists_unknown_words_and_shows_both_metrics_then_save(
     assert response.status_code == 302
     assert response["Location"] == reverse("learning:study-weat", args=[study.pk])
     test = WeatTest.objects.get()
-    assert test.x_words == ["w0", "w1"] and test.suite.owner_study == study
+    assert test.x_words == ["w0", "w1"]
+    assert test.suite.owner_study == study
     assert sent == [("learning.weat_test", [test.pk])]
     table = client.get(response["Location"]).content.decode()
     assert "Flowers / Pleasant" in table
@@ -126,7 +129,8 @@ def test_shared_suites_tests_are_not_changed_on_the_page(client, users, study, w
     edit = reverse("learning:study-weat-test-edit", args=[study.pk, weat[0].pk])
     assert client.get(edit).status_code == 404
     table = client.get(reverse("learning:study-weat", args=[study.pk])).content.decode()
-    assert "change</a>" not in table and 'id="weat-new"' in table
+    assert "change</a>" not in table
+    assert 'id="weat-new"' in table
 
 
 @pytest.mark.parametrize("kind", ["records", "texts"])
@@ -178,7 +182,8 @@ def test_the_api_creates_lists_and_deletes(
     assert response.status_code == 201, response.content
     data = response.json()
     assert data["unknown_words"] == {"x_words": ["tulip"]}
-    assert data["x_words"] == ["w0", "w1"] and data["editable"] is True
+    assert data["x_words"] == ["w0", "w1"]
+    assert data["editable"] is True
     assert (data["x_name"], data["a_name"]) == ("X", "A")
     assert sent == [("learning.weat_test", [data["id"]])]
     client.force_login(users["reviewer"])

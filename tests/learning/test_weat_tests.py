@@ -119,17 +119,17 @@ def test_record_and_text_studies_have_no_weat(study):
 # --- preview, save, results ------------------------------------------------------------------
 
 
-def test_the_preview_shows_euclidean_and_the_current_metric_storing_nothing(
-    study, space, versions
-):
+def test_the_preview_shows_euclidean_and_the_current_metric_storing_nothing(study, space, versions):
     d = draft(study)
     rows = weat_tests.weat_preview(study=study, draft=d)
     assert [r.version for r in rows] == [None, versions[0]]  # the published version
     for row in rows:
         sigma = None if row.version is None else sigma_of(row.version)
         assert row.outcome.effect_size == pytest.approx(hand_effect_size(space, d.words, sigma))
-        assert row.outcome.exact and row.outcome.n_partitions == 20  # C(6, 3)
-    assert not WeatTest.objects.exists() and not WeatResult.objects.exists()
+        assert row.outcome.exact
+        assert row.outcome.n_partitions == 20
+    assert not WeatTest.objects.exists()
+    assert not WeatResult.objects.exists()
 
 
 def test_the_preview_of_a_study_without_versions_is_euclidean_only(study):
@@ -146,7 +146,8 @@ def test_saving_attaches_the_test_and_queues_its_results_after_the_commit(
     assert len(callbacks) == 1
     assert sent == [("learning.weat_test", [test.pk])]
     suite = test.suite
-    assert suite.owner_study == study and list(suite.studies.all()) == [study]
+    assert suite.owner_study == study
+    assert list(suite.studies.all()) == [study]
     assert (test.name, test.kind, test.x_name, test.x_words) == (
         "Flowers / Pleasant",
         "meaningful",
@@ -161,7 +162,8 @@ def test_saving_attaches_the_test_and_queues_its_results_after_the_commit(
         sigma = None if version is None else sigma_of(version)
         got = results[None if version is None else version.pk]
         assert got.effect_size == pytest.approx(hand_effect_size(space, WORDS, sigma))
-        assert got.ci_low is not None and got.exact
+        assert got.ci_low is not None
+        assert got.exact
     # Again: the results are replaced, not doubled.
     weat_tests.weat_test_evaluate(test.pk)
     assert WeatResult.objects.filter(test=test).count() == 1 + len(versions)
@@ -181,7 +183,8 @@ def test_editing_drops_the_old_results_and_queues_new_ones(
     with django_capture_on_commit_callbacks(execute=True):
         weat_tests.weat_test_save(user=users["admin"], study=study, draft=changed, test=test)
     test.refresh_from_db()
-    assert test.x_words == ["w0", "w1", "w10"] and test.kind == "unfair"
+    assert test.x_words == ["w0", "w1", "w10"]
+    assert test.kind == "unfair"
     assert not WeatResult.objects.filter(test=test).exists()
     assert sent[-1] == ("learning.weat_test", [test.pk])
 

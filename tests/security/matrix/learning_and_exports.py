@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from django.urls import reverse
 
+from learning.models import WeatSuite, WeatTest
+
 from .policies import (
     API_GATE,
     EXPORT_API,
@@ -16,6 +18,45 @@ from .policies import (
     record_study,
     statuses,
 )
+
+
+def own_weat_test(world) -> int:
+    """A test of study A's own suite (made again when a row's earlier role deleted it)."""
+    suite, _ = WeatSuite.objects.get_or_create(
+        owner_study=world.study_a, defaults={"name": "Tests of study A"}
+    )
+    suite.studies.add(world.study_a)
+    test, _ = WeatTest.objects.get_or_create(
+        suite=suite,
+        name="mine",
+        defaults={"kind": "unfair", "x_name": "X", "y_name": "Y", "a_name": "A", "b_name": "B"}
+        | weat_words(),
+    )
+    return test.pk
+
+
+def weat_words() -> dict[str, list[str]]:
+    return {
+        "x_words": ["w010", "w011"],
+        "y_words": ["w012", "w013"],
+        "a_words": ["w014", "w015"],
+        "b_words": ["w016", "w017"],
+    }
+
+
+def weat_form(world, role: str) -> dict:
+    """A valid new test, named after the role (names are unique in a study)."""
+    words = {key: "\n".join(value) for key, value in weat_words().items()}
+    names = {"x_name": "X", "y_name": "Y", "a_name": "A", "b_name": "B"}
+    return {"name": f"test of {role}", "kind": "unfair", "action": "save", **names, **words}
+
+
+def weat_body(world, role: str) -> dict:
+    return {"name": f"api test of {role}", "kind": "meaningful", **weat_words()}
+
+
+ADMIN_PAGE = statuses(302, 403, 404, 403, 200, 200)
+ADMIN_POST = statuses(302, 403, 404, 403, 302, 302)
 
 ROWS: dict[str, Row] = {
     # --- export API (reviewers and admins)
@@ -70,6 +111,35 @@ ROWS: dict[str, Row] = {
         lambda w: reverse("learning:study-weat-test", args=[A(w), w.weat_test.pk]),
         {"get": REVIEWER_PAGE},
         PAGE_GATE,
+    ),
+    "learning:study-weat-new": Row(  # the study's admins (membership) and superusers
+        lambda w: reverse("learning:study-weat-new", args=[A(w)]),
+        {"get": ADMIN_PAGE, "post": ADMIN_POST},
+        PAGE_GATE,
+        body=weat_form,
+    ),
+    "learning:study-weat-test-edit": Row(
+        lambda w: reverse("learning:study-weat-test-edit", args=[A(w), own_weat_test(w)]),
+        {"get": ADMIN_PAGE, "post": ADMIN_POST},
+        PAGE_GATE,
+        body=lambda w, role: weat_form(w, role) | {"name": "mine"},
+    ),
+    "learning:study-weat-test-delete": Row(
+        lambda w: reverse("learning:study-weat-test-delete", args=[A(w), own_weat_test(w)]),
+        {"post": ADMIN_POST},
+        PAGE_GATE,
+    ),
+    "api-weat-tests": Row(
+        lambda w: reverse("api-weat-tests", args=[A(w)]),
+        {"get": EXPORT_API, "post": statuses(401, 403, 404, 403, 201, 201)},
+        EXPORT_STUDY_GATE,
+        body=weat_body,
+        fmt="json",
+    ),
+    "api-weat-test": Row(
+        lambda w: reverse("api-weat-test", args=[A(w), own_weat_test(w)]),
+        {"get": EXPORT_API, "delete": statuses(401, 403, 404, 403, 204, 204)},
+        EXPORT_STUDY_GATE,
     ),
     "learning:study-drift": Row(
         lambda w: reverse("learning:study-drift", args=[A(w)]), {"get": REVIEWER_PAGE}, PAGE_GATE
