@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from django.urls import reverse
 
-from learning.models import WeatSuite, WeatTest
-
+from ..conftest import WEAT_WORDS, own_weat_test
 from .policies import (
     API_GATE,
     EXPORT_API,
@@ -20,39 +19,20 @@ from .policies import (
 )
 
 
-def own_weat_test(world) -> int:
-    """A test of study A's own suite (made again when a row's earlier role deleted it)."""
-    suite, _ = WeatSuite.objects.get_or_create(
-        owner_study=world.study_a, defaults={"name": "Tests of study A"}
-    )
-    suite.studies.add(world.study_a)
-    test, _ = WeatTest.objects.get_or_create(
-        suite=suite,
-        name="mine",
-        defaults={"kind": "unfair", "x_name": "X", "y_name": "Y", "a_name": "A", "b_name": "B"}
-        | weat_words(),
-    )
-    return test.pk
-
-
-def weat_words() -> dict[str, list[str]]:
-    return {
-        "x_words": ["w010", "w011"],
-        "y_words": ["w012", "w013"],
-        "a_words": ["w014", "w015"],
-        "b_words": ["w016", "w017"],
-    }
+def weat_test_of_a(world) -> int:
+    """The test of study A's own suite (``conftest.own_weat_test``, made again if deleted)."""
+    return own_weat_test(world.study_a).pk
 
 
 def weat_form(world, role: str) -> dict:
     """A valid new test, named after the role (names are unique in a study)."""
-    words = {key: "\n".join(value) for key, value in weat_words().items()}
+    words = {key: "\n".join(value) for key, value in WEAT_WORDS.items()}
     names = {"x_name": "X", "y_name": "Y", "a_name": "A", "b_name": "B"}
     return {"name": f"test of {role}", "kind": "unfair", "action": "save", **names, **words}
 
 
 def weat_body(world, role: str) -> dict:
-    return {"name": f"api test of {role}", "kind": "meaningful", **weat_words()}
+    return {"name": f"api test of {role}", "kind": "meaningful", **WEAT_WORDS}
 
 
 ADMIN_PAGE = statuses(302, 403, 404, 403, 200, 200)
@@ -119,13 +99,13 @@ ROWS: dict[str, Row] = {
         body=weat_form,
     ),
     "learning:study-weat-test-edit": Row(
-        lambda w: reverse("learning:study-weat-test-edit", args=[A(w), own_weat_test(w)]),
+        lambda w: reverse("learning:study-weat-test-edit", args=[A(w), weat_test_of_a(w)]),
         {"get": ADMIN_PAGE, "post": ADMIN_POST},
         PAGE_GATE,
         body=lambda w, role: weat_form(w, role) | {"name": "mine"},
     ),
     "learning:study-weat-test-delete": Row(
-        lambda w: reverse("learning:study-weat-test-delete", args=[A(w), own_weat_test(w)]),
+        lambda w: reverse("learning:study-weat-test-delete", args=[A(w), weat_test_of_a(w)]),
         {"post": ADMIN_POST},
         PAGE_GATE,
     ),
@@ -137,7 +117,7 @@ ROWS: dict[str, Row] = {
         fmt="json",
     ),
     "api-weat-test": Row(
-        lambda w: reverse("api-weat-test", args=[A(w), own_weat_test(w)]),
+        lambda w: reverse("api-weat-test", args=[A(w), weat_test_of_a(w)]),
         {"get": EXPORT_API, "delete": statuses(401, 403, 404, 403, 204, 204)},
         EXPORT_STUDY_GATE,
     ),
