@@ -124,13 +124,21 @@ def weat_outcomes(
     n_permutations: int = N_PERMUTATIONS,
     random_state: int = RANDOM_STATE,
     n_boot: int = N_BOOT,
+    factor: np.ndarray | None = None,
 ) -> list[tuple[ResolvedTest, object | None, object | None]]:
     """(resolved test, WEAT outcome, effect-size interval) for each of ``tests``, stored nowhere;
-    the outcome is None for a test left with too few words. One indexed read of the matrix."""
+    the outcome is None for a test left with too few words. One indexed read of the matrix.
+
+    ``factor``: instead of ``sigma``, a ``W`` with ``Σ = W Wᵀ`` (a cached one, as
+    ``learning.versions.sigmas.fitted_metric`` keeps): the vectors are mapped by ``W`` and
+    compared in the Euclidean metric, the same inner products ``xᵀΣy`` without Σ's square root.
+    """
     resolved = resolve_tests(tests, space)
     rows = np.unique(np.concatenate([r.rows[s] for r in resolved for s in SETS] + [[]]))
     rows = rows.astype(np.int64)
     matrix = space.vectors(rows) if rows.size else np.empty((0, space.dimension))
+    if factor is not None:
+        matrix, sigma = matrix @ factor, None
     vectors = dict(zip(rows.tolist(), matrix, strict=True))
     outcomes = []
     for item in resolved:

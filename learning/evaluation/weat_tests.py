@@ -8,7 +8,8 @@
   sets is refused with :class:`WeatInputError` (an ``InvalidInput`` naming the field).
 * :func:`weat_preview`: the draft under the Euclidean metric and the study's current metric
   (published, else newest ready), computed in the request: at most ``MAX_WORDS`` words a set,
-  ``PREVIEW_PERMUTATIONS`` sampled partitions and no bootstrap, so a few milliseconds.
+  ``PREVIEW_PERMUTATIONS`` sampled partitions, no bootstrap, and the metric's factor ``W``
+  cached per process (the vectors mapped by it), so no eigendecomposition after the first.
 * :func:`weat_test_save` stores the draft in the study's own suite (created on first use and
   attached to the study, so every later refit evaluates it as any suite) and, after the commit,
   queues ``learning.weat_test`` (:func:`weat_test_evaluate` in the worker): the Euclidean
@@ -37,7 +38,7 @@ from common.text import text_problem
 from learning.evaluation import weat
 from learning.models import MetricVersion, WeatSuite, WeatTest
 from learning.versions.selectors import version_current
-from learning.versions.sigmas import sigma_of
+from learning.versions.sigmas import fitted_metric, sigma_of
 
 logger = logging.getLogger(__name__)
 
@@ -199,9 +200,14 @@ def weat_preview(*, study: Study, draft: WeatDraft) -> list[PreviewRow]:
         metrics.append((f"{current.label or current.method} (#{current.pk})", current))
     rows = []
     for name, version in metrics:
-        sigma = None if version is None else sigma_of(version)
+        factor = None if version is None else fitted_metric(version).factor  # cached
         [(_, outcome, _)] = weat.weat_outcomes(
-            [test], study.space, sigma, n_permutations=PREVIEW_PERMUTATIONS, n_boot=0
+            [test],
+            study.space,
+            None,
+            n_permutations=PREVIEW_PERMUTATIONS,
+            n_boot=0,
+            factor=factor,
         )
         rows.append(PreviewRow(metric=name, version=version, outcome=outcome))
     return rows
