@@ -214,17 +214,18 @@ def weat_preview(*, study: Study, draft: WeatDraft) -> list[PreviewRow]:
 
 
 def own_suite(study: Study) -> WeatSuite:
-    """The study's own suite (created and attached to the study on first use); call inside a
-    transaction."""
-    suite = WeatSuite.objects.select_for_update().filter(owner_study=study).first()
-    if suite is None:
-        suite = WeatSuite.objects.create(
-            name=f"Tests of study #{study.pk}",
-            owner_study=study,
-            description=f"Defined by the admins of {study.name} on its WEAT page.",
-        )
+    """The study's own suite (created and attached to the study on first use), locked for the
+    rest of the transaction so that two saves number their tests one after the other."""
+    suite, created = WeatSuite.objects.get_or_create(
+        owner_study=study,
+        defaults={
+            "name": f"Tests of study #{study.pk}",
+            "description": f"Defined by the admins of {study.name} on its WEAT page.",
+        },
+    )
+    if created:
         suite.studies.add(study)
-    return suite
+    return WeatSuite.objects.select_for_update().get(pk=suite.pk)
 
 
 def weat_test_save(
