@@ -300,6 +300,8 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Several fields are named "kind"; the WEAT test's gets a name of its own.
+    "ENUM_NAME_OVERRIDES": {"WeatTestKindEnum": "learning.models.WeatTest.Kind"},
 }
 
 # --- Celery -----------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from annotation.models import Study
 from learning.audits import run as audit_runs
 from learning.dashboards import refresh
+from learning.evaluation import weat_tests
 from learning.refits import service
 
 logger = logging.getLogger(__name__)
@@ -118,3 +119,23 @@ def audit_model(audit_id: int) -> str:
     outcome = audit_runs.audit_run(audit_id=audit_id)
     logger.info("audit %s: %s", audit_id, outcome)
     return outcome
+
+
+@shared_task(
+    name="learning.weat_test",
+    acks_late=True,
+    ignore_result=True,
+    reject_on_worker_lost=True,
+    autoretry_for=TRANSIENT_ERRORS,
+    retry_backoff=2,
+    retry_backoff_max=120,
+    max_retries=5,
+    soft_time_limit=540,
+    time_limit=600,
+)
+def weat_test(test_id: int) -> int:
+    """A WEAT test defined or changed on the study's page: its Euclidean baseline and its
+    results under every ready version (idempotent: each result replaces the earlier one)."""
+    stored = weat_tests.weat_test_evaluate(test_id)
+    logger.info("WEAT test %s: %s results stored", test_id, stored)
+    return stored

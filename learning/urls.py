@@ -4,7 +4,7 @@ live under ``studies/<id>/`` beside annotation's, the version pages under ``vers
 from django.urls import path
 
 from learning.audits import views as audits
-from learning.dashboards import views
+from learning.dashboards import views, weat_pages
 
 app_name = "learning"
 
@@ -18,6 +18,17 @@ urlpatterns = [
     path("studies/<int:study_id>/weat/", views.study_weat, name="study-weat"),
     path(
         "studies/<int:study_id>/weat/<int:test_id>/", views.study_weat_test, name="study-weat-test"
+    ),
+    path("studies/<int:study_id>/weat/tests/new/", weat_pages.weat_test_new, name="study-weat-new"),
+    path(
+        "studies/<int:study_id>/weat/tests/<int:test_id>/",
+        weat_pages.weat_test_edit,
+        name="study-weat-test-edit",
+    ),
+    path(
+        "studies/<int:study_id>/weat/tests/<int:test_id>/delete/",
+        weat_pages.weat_test_delete,
+        name="study-weat-test-delete",
     ),
     path("studies/<int:study_id>/drift/", views.study_drift, name="study-drift"),
     path("versions/compare/", views.version_compare, name="version-compare"),

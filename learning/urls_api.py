@@ -3,6 +3,7 @@
 from django.urls import path
 
 from learning.audits import api as audits
+from learning.dashboards import weat_api
 from learning.exports import api
 
 urlpatterns = [
@@ -32,6 +33,16 @@ urlpatterns = [
         "studies/<int:study_id>/export/groups.<str:fmt>",
         api.GroupExport.as_view(),
         name="api-export-groups",
+    ),
+    path(
+        "studies/<int:study_id>/weat-tests/",
+        weat_api.WeatTestList.as_view(),
+        name="api-weat-tests",
+    ),
+    path(
+        "studies/<int:study_id>/weat-tests/<int:test_id>/",
+        weat_api.WeatTestDetail.as_view(),
+        name="api-weat-test",
     ),
     path("studies/<int:study_id>/audits/", audits.AuditList.as_view(), name="api-audits"),
     path(

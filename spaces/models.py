@@ -73,6 +73,12 @@ class EmbeddingSpace(models.Model):
     def __str__(self) -> str:
         return self.name
 
+    @property
+    def holds_words(self) -> bool:
+        """Whether the items are words (an uploaded embedding matrix): what word-set tests such
+        as WEAT need; records and texts are not."""
+        return self.kind == self.Kind.VECTORS
+
     def shown_payload(self, payload):
         """The part of an item's ``payload`` annotators see: the record without the space's
         hidden columns. The one place for that rule: every item the annotation API returns

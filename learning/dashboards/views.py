@@ -23,6 +23,7 @@ from learning.dashboards import (
     version_report,
     weat_table,
 )
+from learning.evaluation.weat_tests import require_weat
 from learning.models import MetricVersion, WeatTest
 from learning.versions import storage
 
@@ -125,12 +126,14 @@ def study_dashboard_status(request: HttpRequest, study_id: int) -> JsonResponse:
 @require_safe
 def study_weat(request: HttpRequest, study_id: int) -> HttpResponse:
     study = _reviewer_study(request, study_id)
+    require_weat(study)
     show_all = request.GET.get("all") == "1"
     table = weat_table.weat_table(study, show_all=show_all)
     context = _study_nav(study, "weat") | {
         "table": table,
         "show_all": show_all,
         "significance": weat_table.SIGNIFICANCE,
+        "can_manage": may(request.user, study, Action.MANAGE),
     }
     return render(request, "learning/weat.html", context)
 
@@ -139,7 +142,11 @@ def study_weat(request: HttpRequest, study_id: int) -> HttpResponse:
 @require_safe
 def study_weat_test(request: HttpRequest, study_id: int, test_id: int) -> HttpResponse:
     study = _reviewer_study(request, study_id)
-    test = get_object_or_404(WeatTest.objects.filter(suite__studies=study).distinct(), pk=test_id)
+    require_weat(study)
+    test = get_object_or_404(
+        WeatTest.objects.filter(suite__studies=study).select_related("suite").distinct(),
+        pk=test_id,
+    )
     show_all = request.GET.get("all") == "1"
     versions, hidden = weat_table.table_versions(study, show_all=show_all)
     found = weat_table.weat_results(study, [test], versions)
@@ -161,6 +168,8 @@ def study_weat_test(request: HttpRequest, study_id: int, test_id: int) -> HttpRe
         "chart": chart,
         "hidden": hidden,
         "significance": weat_table.SIGNIFICANCE,
+        "can_edit": test.suite.owner_study_id == study.pk
+        and may(request.user, study, Action.MANAGE),
     }
     return render(request, "learning/weat_test.html", context)
 

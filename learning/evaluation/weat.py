@@ -39,6 +39,8 @@ RANDOM_STATE = 0
 N_BOOT = 2000  # bootstrap resamples for the effect size's 95% interval (0: none)
 EUCLIDEAN = "euclidean"
 SETS = ("x_words", "y_words", "a_words", "b_words")
+# The fewest words of each set found in the space for a test statistic to exist.
+MIN_WORDS = {"x_words": 2, "y_words": 2, "a_words": 1, "b_words": 1}
 
 
 @dataclass(frozen=True)
@@ -52,30 +54,32 @@ class ResolvedTest:
 
     @property
     def runnable(self) -> bool:
-        return (
-            len(self.rows["x_words"]) >= 2
-            and len(self.rows["y_words"]) >= 2
-            and len(self.rows["a_words"]) >= 1
-            and len(self.rows["b_words"]) >= 1
-        )
+        return all(len(self.rows[name]) >= least for name, least in MIN_WORDS.items())
+
+
+def word_rows(words: Iterable[str], space: EmbeddingSpace) -> dict[str, int]:
+    """{word: its row in ``space``} for the words found: the exact key, else the lowercased one
+    (one query per 900 words); words not found are absent."""
+    wanted = set(words)
+    keys = sorted(wanted | {w.lower() for w in wanted})
+    row_of: dict[str, int] = {}
+    for start in range(0, len(keys), 900):
+        chunk = keys[start : start + 900]
+        row_of.update(Item.objects.filter(space=space, key__in=chunk).values_list("key", "row"))
+    found = {w: row_of.get(w, row_of.get(w.lower())) for w in wanted}
+    return {w: row for w, row in found.items() if row is not None}
 
 
 def resolve_tests(tests: Sequence[WeatTest], space: EmbeddingSpace) -> list[ResolvedTest]:
     """Look every word of ``tests`` up in ``space`` (one query for all of them)."""
-    wanted = {w for t in tests for s in SETS for w in getattr(t, s)}
-    candidates = wanted | {w.lower() for w in wanted}
-    row_of: dict[str, int] = {}
-    keys = sorted(candidates)
-    for start in range(0, len(keys), 900):
-        chunk = keys[start : start + 900]
-        row_of.update(Item.objects.filter(space=space, key__in=chunk).values_list("key", "row"))
+    row_of = word_rows((w for t in tests for s in SETS for w in getattr(t, s)), space)
     resolved = []
     for test in tests:
         words, rows, missing = {}, {}, []
         for name in SETS:
             found = []
             for word in getattr(test, name):
-                row = row_of.get(word, row_of.get(word.lower()))
+                row = row_of.get(word)
                 if row is None:
                     missing.append(word)
                 else:
@@ -112,6 +116,46 @@ def _scores(resolved: ResolvedTest, result) -> dict[str, float]:
     return {w: round(float(v), 6) for w, v in zip(words, values, strict=True)}
 
 
+def weat_outcomes(
+    tests: Sequence[WeatTest],
+    space: EmbeddingSpace,
+    sigma: np.ndarray | None,
+    *,
+    n_permutations: int = N_PERMUTATIONS,
+    random_state: int = RANDOM_STATE,
+    n_boot: int = N_BOOT,
+    factor: np.ndarray | None = None,
+) -> list[tuple[ResolvedTest, object | None, object | None]]:
+    """(resolved test, WEAT outcome, effect-size interval) for each of ``tests``, stored nowhere;
+    the outcome is None for a test left with too few words. One indexed read of the matrix.
+
+    ``factor``: instead of ``sigma``, a ``W`` with ``Σ = W Wᵀ`` (a cached one, as
+    ``learning.versions.sigmas.fitted_metric`` keeps): the vectors are mapped by ``W`` and
+    compared in the Euclidean metric, the same inner products ``xᵀΣy`` without Σ's square root.
+    """
+    resolved = resolve_tests(tests, space)
+    rows = np.unique(np.concatenate([r.rows[s] for r in resolved for s in SETS] + [[]]))
+    rows = rows.astype(np.int64)
+    matrix = space.vectors(rows) if rows.size else np.empty((0, space.dimension))
+    if factor is not None:
+        matrix, sigma = matrix @ factor, None
+    vectors = dict(zip(rows.tolist(), matrix, strict=True))
+    outcomes = []
+    for item in resolved:
+        if not item.runnable:
+            logger.warning(
+                "WEAT %r skipped in space %s: too few words found (missing %s)",
+                item.test.name,
+                space.name,
+                ", ".join(item.missing),
+            )
+            outcomes.append((item, None, None))
+            continue
+        outcome, interval = _run(item, vectors, sigma, n_permutations, random_state, n_boot)
+        outcomes.append((item, outcome, interval))
+    return outcomes
+
+
 def weat_evaluate(
     *,
     tests: Sequence[WeatTest],
@@ -129,22 +173,18 @@ def weat_evaluate(
     row of the same test and version, or the same test and space for the baseline, is
     replaced). Returns the stored rows in the order of ``tests``.
     """
-    resolved = resolve_tests(tests, space)
-    rows = np.unique(np.concatenate([r.rows[s] for r in resolved for s in SETS] + [[]]))
-    rows = rows.astype(np.int64)
-    matrix = space.vectors(rows) if rows.size else np.empty((0, space.dimension))
-    vectors = dict(zip(rows.tolist(), matrix, strict=True))
+    outcomes = weat_outcomes(
+        tests,
+        space,
+        sigma,
+        n_permutations=n_permutations,
+        random_state=random_state,
+        n_boot=n_boot,
+    )
     results = []
-    for item in resolved:
-        if not item.runnable:
-            logger.warning(
-                "WEAT %r skipped in space %s: too few words found (missing %s)",
-                item.test.name,
-                space.name,
-                ", ".join(item.missing),
-            )
+    for item, outcome, interval in outcomes:
+        if outcome is None:
             continue
-        outcome, interval = _run(item, vectors, sigma, n_permutations, random_state, n_boot)
         results.append(
             WeatResult(
                 test=item.test,

@@ -109,6 +109,15 @@ class WeatSuite(models.Model):
     description = models.TextField(blank=True)
     provenance = models.TextField(blank=True)
     studies = models.ManyToManyField(Study, blank=True, related_name="weat_suites")
+    owner_study = models.OneToOneField(
+        Study,
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="own_weat_suite",
+        help_text="The study whose admins define these tests on its WEAT pages (empty: a "
+        "shared suite, such as Caliskan's, attached by staff).",
+    )
 
     def __str__(self) -> str:
         return self.name

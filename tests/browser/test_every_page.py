@@ -12,9 +12,12 @@ import json
 import pandas as pd
 import pytest
 from django.core.files.base import ContentFile
+from django.db import transaction
 from django.urls import reverse
 
 from annotation.models import ComparableGroup, Membership
+from learning.evaluation.weat_tests import own_suite
+from learning.models import WeatTest
 from spaces.models import EmbeddingImport
 from spaces.records.create import record_space_create
 from tests.annotation.factories import PASSWORD as STAFF_PASSWORD
@@ -49,6 +52,11 @@ def page_urls(world) -> dict[str, tuple[str, str]]:
         "learning:study-dashboard": ("rev", reverse("learning:study-dashboard", args=[s])),
         "learning:study-weat": ("rev", reverse("learning:study-weat", args=[s])),
         "learning:study-weat-test": ("rev", reverse("learning:study-weat-test", args=[s, test.pk])),
+        "learning:study-weat-new": ("adm", reverse("learning:study-weat-new", args=[s])),
+        "learning:study-weat-test-edit": (
+            "adm",
+            reverse("learning:study-weat-test-edit", args=[s, world["own_test"].pk]),
+        ),
         "learning:study-drift": ("rev", reverse("learning:study-drift", args=[s])),
         "learning:version-detail": (
             "adm",
@@ -119,6 +127,7 @@ NOT_PAGES = {
     "spaces:import-status",
     "learning:version-publish",
     "learning:audit-ask",  # POST: sends violations to the annotators
+    "learning:study-weat-test-delete",  # POST
     "accounts:token-revoke",
     "annotation:markdown-preview",  # POST: the live preview's fragment
     "annotation:study-duplicate",
@@ -141,6 +150,7 @@ def test_every_page_route_is_checked():
         "records_space": type("R", (), {"pk": 1})(),
         "audit": type("A", (), {"pk": 1})(),
         "item": type("It", (), {"pk": 1})(),
+        "own_test": type("T", (), {"pk": 1})(),
     }
     checked = set(page_urls(fake))
     routes = {
@@ -179,8 +189,18 @@ def world(metric_study):  # noqa: F811
     assert Membership.objects.filter(user=users["rev"], role="reviewer").exists()
     items = list(study.space.items.order_by("row"))
     audit = audit_create_done(study, metric_study["versions"][0], items)
+    with transaction.atomic():
+        suite = own_suite(study)  # the study's own WEAT suite, which its admins edit
+    own_test = WeatTest.objects.create(
+        suite=suite,
+        name="own test",
+        kind="unfair",
+        **{f"{s}_name": s.upper() for s in "xyab"},
+        **{f"{s}_words": [f"word{10 + 2 * i}", f"word{11 + 2 * i}"] for i, s in enumerate("xyab")},
+    )
     return {
         **metric_study,
+        "own_test": own_test,
         "audit": audit,
         "item": items[0],
         "users": users,

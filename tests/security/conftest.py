@@ -25,6 +25,25 @@ Role = Membership.Role
 ROLES = ["anon", "ann_b", "rev_a", "adm_a", "su", "ann_a"]  # the owner of A's objects last
 
 
+WEAT_WORDS = {
+    "x_words": ["w010", "w011"],
+    "y_words": ["w012", "w013"],
+    "a_words": ["w014", "w015"],
+    "b_words": ["w016", "w017"],
+}
+
+
+def own_weat_test(study: Study) -> WeatTest:
+    """The test "mine" of the study's own suite (made again when a request deleted it)."""
+    suite, _ = WeatSuite.objects.get_or_create(
+        owner_study=study, defaults={"name": f"Tests of {study.name}"}
+    )
+    suite.studies.add(study)
+    names = {"kind": "unfair", "x_name": "X", "y_name": "Y", "a_name": "A", "b_name": "B"}
+    test, _ = WeatTest.objects.get_or_create(suite=suite, name="mine", defaults=names | WEAT_WORDS)
+    return test
+
+
 @dataclass
 class World:
     study_a: Study
@@ -113,6 +132,7 @@ def world(db, media_root) -> World:
         a_words=["w002"],
         b_words=["w003"],
     )
+    own_weat_test(study_a)  # a test of A's own suite, which its admins change on the pages
     job = EmbeddingImport(name="imp", status=EmbeddingImport.Status.FAILED, error="bad file")
     job.file.save("imp.txt", ContentFile(b"x 1 2\n"), save=False)
     job.save()

@@ -20,6 +20,8 @@ from django.db import close_old_connections
 from hypothesis import HealthCheck, settings
 from schemathesis.checks import not_a_server_error
 
+from .conftest import own_weat_test
+
 MAX_EXAMPLES = int(os.environ.get("FUZZ_MAX_EXAMPLES", "12"))
 
 
@@ -36,6 +38,7 @@ def _real_ids(world) -> dict[str, object]:
         "version_id": world.version.pk,
         "ref": str(world.judgment.client_id),
         "method": "face",
+        "test_id": own_weat_test(world.study_a).pk,
     }
 
 

@@ -5,7 +5,18 @@ from __future__ import annotations
 
 from django.urls import reverse
 
+from ..matrix.learning_and_exports import weat_body, weat_form
+from ..matrix.policies import record_study
 from .cases import A, B, Bad
+
+
+def weat_page(w, **change) -> dict:
+    return weat_form(w, "adm_a") | change
+
+
+def weat_api(w, **change) -> dict:
+    return weat_body(w, "adm_a") | change
+
 
 CASES: list[Bad] = [
     # --- Export API (reviewer of A) -----------------------------------------------------------
@@ -108,6 +119,149 @@ CASES: list[Bad] = [
         404,
         "Not found",
         role="su",
+    ),
+    Bad(
+        "learning:study-weat",
+        "a study of records",
+        "get",
+        lambda w: reverse("learning:study-weat", args=[record_study(w)]),
+        404,
+        "WEAT compares sets of words",
+        role="rev_a",
+    ),
+    # --- WEAT tests of a study (its admins): pages and API ------------------------------------
+    Bad(
+        "learning:study-weat-new",
+        "an empty set",
+        "post",
+        lambda w: reverse("learning:study-weat-new", args=[A(w)]),
+        400,
+        "Second target set (Y) is empty",
+        lambda w: weat_page(w, y_words=""),
+        "multipart",
+        role="adm_a",
+    ),
+    Bad(
+        "learning:study-weat-new",
+        "a set of unknown words only",
+        "post",
+        lambda w: reverse("learning:study-weat-new", args=[A(w)]),
+        400,
+        "not in the space: rose, tulip",
+        lambda w: weat_page(w, a_words="rose\ntulip"),
+        "multipart",
+        role="adm_a",
+    ),
+    Bad(
+        "learning:study-weat-new",
+        "a word in two sets",
+        "post",
+        lambda w: reverse("learning:study-weat-new", args=[A(w)]),
+        400,
+        "is in two sets",
+        lambda w: weat_page(w, b_words="w010\nw030"),
+        "multipart",
+        role="adm_a",
+    ),
+    Bad(
+        "learning:study-weat-new",
+        "the name of a test the study has",
+        "post",
+        lambda w: reverse("learning:study-weat-new", args=[A(w)]),
+        400,
+        "already has a WEAT test named",
+        lambda w: weat_page(w, name=w.weat_test.name),
+        "multipart",
+        role="adm_a",
+    ),
+    Bad(
+        "learning:study-weat-new",
+        "a study of records",
+        "get",
+        lambda w: reverse("learning:study-weat-new", args=[record_study(w)]),
+        404,
+        "WEAT compares sets of words",
+        role="adm_a",
+    ),
+    Bad(
+        "learning:study-weat-test-edit",
+        "a test of a shared suite",
+        "post",
+        lambda w: reverse("learning:study-weat-test-edit", args=[A(w), w.weat_test.pk]),
+        404,
+        "No such WEAT test of this study",
+        lambda w: weat_page(w),
+        "multipart",
+        role="adm_a",
+    ),
+    Bad(
+        "learning:study-weat-test-delete",
+        "a test of a shared suite",
+        "post",
+        lambda w: reverse("learning:study-weat-test-delete", args=[A(w), w.weat_test.pk]),
+        404,
+        "No such WEAT test of this study",
+        {},
+        "multipart",
+        role="adm_a",
+    ),
+    Bad(
+        "api-weat-tests",
+        "too few words of the space",
+        "post",
+        lambda w: reverse("api-weat-tests", args=[A(w)]),
+        400,
+        "needs at least 2 words of the space (1 found; not in the space: tulip)",
+        lambda w: weat_api(w, x_words=["w010", "tulip"]),
+        role="adm_a",
+    ),
+    Bad(
+        "api-weat-tests",
+        "words not a list",
+        "post",
+        lambda w: reverse("api-weat-tests", args=[A(w)]),
+        400,
+        "x_words",
+        lambda w: weat_api(w, x_words="w010 w011"),
+        role="adm_a",
+    ),
+    Bad(
+        "api-weat-tests",
+        "an unknown kind",
+        "post",
+        lambda w: reverse("api-weat-tests", args=[A(w)]),
+        400,
+        "kind",
+        lambda w: weat_api(w, kind="sinister"),
+        role="adm_a",
+    ),
+    Bad(
+        "api-weat-tests",
+        "a word in two sets",
+        "post",
+        lambda w: reverse("api-weat-tests", args=[A(w)]),
+        400,
+        "is in two sets",
+        lambda w: weat_api(w, a_words=["w010", "w030"]),
+        role="adm_a",
+    ),
+    Bad(
+        "api-weat-test",
+        "delete a test of a shared suite",
+        "delete",
+        lambda w: reverse("api-weat-test", args=[A(w), w.weat_test.pk]),
+        404,
+        "No such WEAT test of this study",
+        role="adm_a",
+    ),
+    Bad(
+        "api-weat-test",
+        "a test of another study",
+        "get",
+        lambda w: reverse("api-weat-test", args=[B(w), w.weat_test.pk]),
+        404,
+        "No such study",
+        role="rev_a",
     ),
     Bad(
         "learning:study-drift",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from django.urls import reverse
 
+from ..conftest import WEAT_WORDS, own_weat_test
 from .policies import (
     API_GATE,
     EXPORT_API,
@@ -16,6 +17,26 @@ from .policies import (
     record_study,
     statuses,
 )
+
+
+def weat_test_of_a(world) -> int:
+    """The test of study A's own suite (``conftest.own_weat_test``, made again if deleted)."""
+    return own_weat_test(world.study_a).pk
+
+
+def weat_form(world, role: str) -> dict:
+    """A valid new test, named after the role (names are unique in a study)."""
+    words = {key: "\n".join(value) for key, value in WEAT_WORDS.items()}
+    names = {"x_name": "X", "y_name": "Y", "a_name": "A", "b_name": "B"}
+    return {"name": f"test of {role}", "kind": "unfair", "action": "save", **names, **words}
+
+
+def weat_body(world, role: str) -> dict:
+    return {"name": f"api test of {role}", "kind": "meaningful", **WEAT_WORDS}
+
+
+ADMIN_PAGE = statuses(302, 403, 404, 403, 200, 200)
+ADMIN_POST = statuses(302, 403, 404, 403, 302, 302)
 
 ROWS: dict[str, Row] = {
     # --- export API (reviewers and admins)
@@ -70,6 +91,35 @@ ROWS: dict[str, Row] = {
         lambda w: reverse("learning:study-weat-test", args=[A(w), w.weat_test.pk]),
         {"get": REVIEWER_PAGE},
         PAGE_GATE,
+    ),
+    "learning:study-weat-new": Row(  # the study's admins (membership) and superusers
+        lambda w: reverse("learning:study-weat-new", args=[A(w)]),
+        {"get": ADMIN_PAGE, "post": ADMIN_POST},
+        PAGE_GATE,
+        body=weat_form,
+    ),
+    "learning:study-weat-test-edit": Row(
+        lambda w: reverse("learning:study-weat-test-edit", args=[A(w), weat_test_of_a(w)]),
+        {"get": ADMIN_PAGE, "post": ADMIN_POST},
+        PAGE_GATE,
+        body=lambda w, role: weat_form(w, role) | {"name": "mine"},
+    ),
+    "learning:study-weat-test-delete": Row(
+        lambda w: reverse("learning:study-weat-test-delete", args=[A(w), weat_test_of_a(w)]),
+        {"post": ADMIN_POST},
+        PAGE_GATE,
+    ),
+    "api-weat-tests": Row(
+        lambda w: reverse("api-weat-tests", args=[A(w)]),
+        {"get": EXPORT_API, "post": statuses(401, 403, 404, 403, 201, 201)},
+        EXPORT_STUDY_GATE,
+        body=weat_body,
+        fmt="json",
+    ),
+    "api-weat-test": Row(
+        lambda w: reverse("api-weat-test", args=[A(w), weat_test_of_a(w)]),
+        {"get": EXPORT_API, "delete": statuses(401, 403, 404, 403, 204, 204)},
+        EXPORT_STUDY_GATE,
     ),
     "learning:study-drift": Row(
         lambda w: reverse("learning:study-drift", args=[A(w)]), {"get": REVIEWER_PAGE}, PAGE_GATE
