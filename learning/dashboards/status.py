@@ -11,7 +11,7 @@ from django.db.models import Count
 
 from annotation.models import Label, LabelCode, PairJudgment, Study
 from learning.models import MetricVersion, RefitState
-from learning.refits import fitting
+from learning.refits import fitting, service
 from learning.versions.selectors import version_latest_ready
 
 
@@ -80,7 +80,7 @@ def refit_status(study: Study) -> list[MethodStatus]:
     )
     waits = {}
     if outcome.startswith("waiting: "):
-        for part in outcome.removeprefix("waiting: ").split("; "):
+        for part in outcome.removeprefix("waiting: ").split(service.WAITING_SEPARATOR):
             method, _, reason = part.partition(": ")
             waits[method] = reason
     needs = {MetricVersion.Method.EXPLORE: _explore_needs(study)}

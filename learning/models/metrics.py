@@ -288,7 +288,7 @@ class RefitState(models.Model):
     lease_until = models.DateTimeField(null=True, blank=True)
     last_started_at = models.DateTimeField(null=True, blank=True)
     last_finished_at = models.DateTimeField(null=True, blank=True)
-    last_outcome = models.CharField(max_length=200, blank=True)
+    last_outcome = models.CharField(max_length=500, blank=True)
 
     def __str__(self) -> str:
         return f"refit state of study {self.study_id}"
