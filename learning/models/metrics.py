@@ -246,10 +246,13 @@ class StudyLearningSettings(models.Model):
         default=5,
         help_text="… or this many minutes since its last version (then any new answer counts).",
     )
-    drift_threshold = models.FloatField(
-        default=0.5,
-        validators=[MinValueValidator(0.0)],
-        help_text="Operator-norm change of Sigma above which drift is flagged.",
+    drift_alarm_rate = models.FloatField(
+        default=0.001,
+        validators=[MinValueValidator(1e-6), MaxValueValidator(0.2)],
+        help_text="Drift sensitivity: a new EXPLORE version is flagged when the answers since "
+        "the previous (or published) version fit that version worse than its own held-out "
+        "pairs did, beyond chance; this is the share of versions flagged by chance when the "
+        "annotators' rule did not change. Larger: more sensitive, more false alarms.",
     )
     auto_publish = models.BooleanField(
         default=False, help_text="Publish each ready version that passes the checks below."
