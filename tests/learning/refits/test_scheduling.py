@@ -206,3 +206,25 @@ def test_a_refit_of_a_deleted_study_says_so(db):
 
     with pytest.raises(Study.DoesNotExist):
         service.refit_study(study_id=987654)
+
+
+def test_the_dashboard_and_the_drift_page_say_when_the_next_version_is_due(world, client):
+    from django.urls import reverse
+
+    from .helpers import admin_of
+
+    _, _, study, _ = world
+    learning = selectors.learning_settings_get(study_id=study.pk)
+    learning.version_min_new_answers, learning.debounce_seconds = 10, 30
+    learning.save()
+    add_simulated(world, 300)
+    service.refit_study(study_id=study.pk)
+    add_simulated(world, 4, seed=2)
+    report = service.refit_study(study_id=study.pk)
+    assert report.outcome == "waiting"
+    client.force_login(admin_of(study))
+    for name in ("learning:study-dashboard", "learning:study-drift"):
+        page = client.get(reverse(name, args=[study.pk])).content.decode()
+        assert "4 new answers since version" in page
+        assert "UTC (quiet for 30 s), or after 6 more answers" in page
+        assert 'data-testid="refit-queued">A refit is queued for' in page
