@@ -53,16 +53,24 @@ def standardised(frame: pd.DataFrame, column: str) -> np.ndarray:
     return (values - values.mean()) / values.std()
 
 
+def _distance_rule(frame: pd.DataFrame, columns: list[str], share: float = 0.45):
+    """Comparable when the squared distance on ``columns`` (standardised) is below the value
+    that ``share`` of random pairs of the table fall under."""
+    values = np.stack([standardised(frame, c) for c in columns], axis=1)
+    rng = np.random.default_rng(0)
+    a, b = rng.integers(0, len(frame), size=(2, 20_000))
+    cut = np.quantile(np.sum((values[a] - values[b]) ** 2, axis=1), share)
+    return lambda a, b: np.sum((values[a] - values[b]) ** 2, axis=1) < cut
+
+
 def rule_money(frame: pd.DataFrame):
     """Credit amount and duration matter, sex does not."""
-    amount, duration = standardised(frame, "amount"), standardised(frame, "duration")
-    return lambda a, b: (amount[a] - amount[b]) ** 2 + (duration[a] - duration[b]) ** 2 < 0.5
+    return _distance_rule(frame, ["amount", "duration"])
 
 
-def rule_sex_age(frame: pd.DataFrame):
-    """The changed rule: personal status and sex, and age, matter; money does not."""
-    status, age = frame["status_sex"].to_numpy(), standardised(frame, "age")
-    return lambda a, b: (status[a] == status[b]) & (np.abs(age[a] - age[b]) < 0.8)
+def rule_changed(frame: pd.DataFrame):
+    """The changed rule: age and the installment rate matter, money does not."""
+    return _distance_rule(frame, ["age", "installment_rate"])
 
 
 class CreditStudy:

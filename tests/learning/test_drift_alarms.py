@@ -9,7 +9,7 @@ import pytest
 
 from learning.versions import storage
 
-from .drift_world import CreditStudy, rule_money, rule_sex_age
+from .drift_world import CreditStudy, rule_money, rule_changed
 
 pytestmark = pytest.mark.slow
 
@@ -49,6 +49,6 @@ def test_annotators_who_keep_their_rule_raise_no_drift_flag(db, media_root):
 
 def test_a_change_of_the_annotators_rule_halfway_raises_a_flag(db, media_root):
     credit = CreditStudy(media_root, name="german credit changed")
-    drifts = _run(credit, rule_sex_age)
+    drifts = _run(credit, rule_changed)
     assert _flags(drifts[:5]) == []  # before the change
     assert _flags(drifts[5:]), "no version flagged after the rule changed"
