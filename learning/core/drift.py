@@ -36,6 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 from scipy.linalg import subspace_angles
+from scipy.special import expit
 
 from ._pairloss import pair_loglik, psd_quad_forms
 from .psd import symmetrize, validate_sigma
@@ -154,15 +155,25 @@ def answers_fit_change(
     y: ArrayLike,
     expected: float,
     expected_ci: tuple[float, float],
+    flip_rate: float = 0.0,
 ) -> AnswersFit:
     """The module docstring's ``z`` for the later answers (``differences`` = x_a − x_b rows,
     ``y`` in [0, 1]) under ``sigma``, against the held-out figure ``expected`` and its 95 %
-    interval. Needs at least two answers."""
+    interval. Needs at least two answers.
+
+    ``flip_rate`` e: a Σ fitted jointly with the annotators' flip rates (``reliability.py``)
+    predicts the true label, so an observed answer is scored under
+    ``P(y = 1) = e + (1 − 2e)·2σ(−zᵀΣz)``, as that fit modelled it; 0: EXPLORE's own model."""
     z_rows = np.asarray(differences, dtype=np.float64)
     labels = np.asarray(y, dtype=np.float64)
     if labels.size < 2:
         raise ValueError("at least two answers are needed")
-    values = pair_loglik(psd_quad_forms(z_rows, validate_sigma(sigma)), labels)
+    d = psd_quad_forms(z_rows, validate_sigma(sigma))
+    if flip_rate > 0:
+        p = flip_rate + (1 - 2 * flip_rate) * 2 * expit(-d)
+        values = labels * np.log(p) + (1 - labels) * np.log1p(-p)
+    else:
+        values = pair_loglik(d, labels)
     mean = float(values.mean())
     se_new = float(values.std(ddof=1)) / np.sqrt(values.size)
     low, high = (float(v) for v in expected_ci)

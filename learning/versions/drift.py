@@ -15,7 +15,8 @@ that beyond what chance explains at the study's ``drift_alarm_rate`` (one-sided:
 comparisons flagged when the annotators' rule did not change). FACE has no model of the answers:
 its drift is shown, never flagged. Fewer than ``CHECK_MIN_ANSWERS`` later answers, an older
 version fitted on fewer than ``CHECK_MIN_VERSION_ANSWERS`` answers or without a held-out figure
-are not judged (and say so).
+are not judged (and say so). A version weighted by reliability is scored as its fit modelled
+the answers: its Σ predicts the true label, flipped at the annotators' mean estimated flip rate.
 """
 
 from __future__ import annotations
@@ -124,6 +125,19 @@ def _later_answers(before: MetricVersion, after: MetricVersion) -> tuple[np.ndar
     return space.vectors(row_a) - space.vectors(row_b), np.array([LABEL_Y[v] for v in labels])
 
 
+def _flip_rate(version: MetricVersion) -> float:
+    """The answers' mean flip rate a reliability-weighted fit estimated (0 when not weighted)."""
+    rows = [
+        row
+        for row in (version.diagnostics or {}).get("reliability") or []
+        if row.get("flip_rate") is not None
+    ]
+    answers = sum(int(row["answers"]) for row in rows)
+    if not answers:
+        return 0.0
+    return min(0.49, sum(int(row["answers"]) * float(row["flip_rate"]) for row in rows) / answers)
+
+
 def drift_check(before: MetricVersion, after: MetricVersion, alarm_rate: float) -> DriftCheck:
     """Whether ``after``'s data says the annotators' rule changed since ``before``."""
     if before.method != MetricVersion.Method.EXPLORE:
@@ -144,7 +158,9 @@ def drift_check(before: MetricVersion, after: MetricVersion, alarm_rate: float) 
         return DriftCheck(
             False, f"{y.size} answers since #{before.pk}; {CHECK_MIN_ANSWERS} are needed to judge"
         )
-    found = answers_fit_change(sigma_of(before), differences, y, expected, tuple(interval))
+    found = answers_fit_change(
+        sigma_of(before), differences, y, expected, tuple(interval), _flip_rate(before)
+    )
     limit = drift_limit(alarm_rate)
     flagged = found.z < -limit
     note = (

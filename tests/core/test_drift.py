@@ -83,3 +83,12 @@ def test_answers_fit_change_by_hand():
     )
     with pytest.raises(ValueError):
         answers_fit_change(np.eye(3), z[:1], [1], -0.5, (-0.6, -0.4))
+
+
+def test_answers_fit_change_scores_a_reliability_fit_with_its_flip_rate():
+    """z = 0: the model says comparable for sure; flipped at e = 0.1 an answer is comparable with
+    probability 0.9, so three comparable and one incomparable answer score (3 ln 0.9 + ln 0.1) / 4
+    (EXPLORE's own model would give ln 0 for the incomparable one)."""
+    z = np.zeros((4, 2))
+    found = answers_fit_change(np.eye(2), z, [1, 1, 1, 0], -0.5, (-0.6, -0.4), flip_rate=0.1)
+    assert found.loglik == pytest.approx((3 * np.log(0.9) + np.log(0.1)) / 4)
