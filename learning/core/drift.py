@@ -26,7 +26,11 @@ against what its own held-out pairs promised (its held-out log-likelihood and 95
 ``z = (ℓ_new − ℓ_heldout) / √(se_new² + se_heldout²)``; strongly negative ``z`` says the new
 answers follow another rule than the one the older version learned. Sampling noise (the few new
 answers, the older version's few held-out pairs) is in the standard errors, so a small young
-study needs a larger fall than a large one.
+study needs a larger fall than a large one. ``z_constant`` compares the same answers, paired,
+with guessing their own comparable rate: a version whose held-out figure flattered it (few
+answers; issue 25) falls short of its promise on any later answers, but a version that learned
+the annotators' rule does not predict their later answers worse than guessing unless the rule
+changed.
 """
 
 from __future__ import annotations
@@ -147,6 +151,8 @@ class AnswersFit:
     loglik: float  # mean per-answer log-likelihood of the later answers under the older Σ
     expected: float  # the older version's held-out log-likelihood
     z: float  # (loglik - expected) / combined standard error; negative: worse than promised
+    constant: float = 0.0  # the same answers' mean log-likelihood under their own comparable rate
+    z_constant: float = 0.0  # (loglik - constant) / its paired standard error; < 0: worse
 
 
 def answers_fit_change(
@@ -180,4 +186,16 @@ def answers_fit_change(
     se_old = (high - low) / (2 * 1.959964) if np.isfinite(high - low) else np.inf
     spread = float(np.hypot(se_new, se_old))
     z = (mean - float(expected)) / spread if spread > 0 else 0.0
-    return AnswersFit(answers=int(values.size), loglik=mean, expected=float(expected), z=z)
+    # Against guessing: the later answers' own comparable rate, paired answer by answer.
+    rate = float(np.clip(labels.mean(), 0.5 / labels.size, 1 - 0.5 / labels.size))
+    gain = values - (labels * np.log(rate) + (1 - labels) * np.log1p(-rate))
+    se_gain = float(gain.std(ddof=1)) / np.sqrt(gain.size)
+    z_constant = float(gain.mean()) / se_gain if se_gain > 0 else 0.0
+    return AnswersFit(
+        answers=int(values.size),
+        loglik=mean,
+        expected=float(expected),
+        z=z,
+        constant=mean - float(gain.mean()),
+        z_constant=z_constant,
+    )

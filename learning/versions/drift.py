@@ -10,9 +10,10 @@ read it from there (:func:`drift_of`) and compute only pairs the worker did not 
 whether the answers that came after the older version follow the rule it learned. Those answers
 (at most the newer version's watermark, the same annotators left out) are scored under the older
 EXPLORE Σ and compared with the older version's own held-out log-likelihood and its interval
-(:func:`learning.core.drift.answers_fit_change`); the version is flagged when they fit worse than
-that beyond what chance explains at the study's ``drift_alarm_rate`` (one-sided: the share of
-comparisons flagged when the annotators' rule did not change). FACE has no model of the answers:
+(:func:`learning.core.drift.answers_fit_change`), and with guessing their own comparable rate;
+the version is flagged when they fit worse than both beyond what chance explains at the study's
+``drift_alarm_rate`` (one-sided each: the share of comparisons flagged when the annotators' rule
+did not change is at most that rate). FACE has no model of the answers:
 its drift is shown, never flagged. Fewer than ``CHECK_MIN_ANSWERS`` later answers, an older
 version fitted on fewer than ``CHECK_MIN_VERSION_ANSWERS`` answers or without a held-out figure
 are not judged (and say so). A version weighted by reliability is scored as its fit modelled
@@ -98,7 +99,9 @@ class DriftCheck:
     loglik: float | None = None  # mean log-likelihood of the later answers, older Sigma
     expected: float | None = None  # the older version's held-out log-likelihood
     z: float | None = None
-    limit: float | None = None  # flagged when z < -limit
+    limit: float | None = None  # flagged when z < -limit and z_constant < -limit
+    constant: float | None = None  # the later answers under their own comparable rate
+    z_constant: float | None = None
 
 
 def drift_limit(alarm_rate: float) -> float:
@@ -162,13 +165,24 @@ def drift_check(before: MetricVersion, after: MetricVersion, alarm_rate: float) 
         sigma_of(before), differences, y, expected, tuple(interval), _flip_rate(before)
     )
     limit = drift_limit(alarm_rate)
-    flagged = found.z < -limit
+    flagged = found.z < -limit and found.z_constant < -limit
     note = (
-        f"the {found.answers} answers since #{before.pk} score {found.loglik:.3f} under it "
-        f"where its held-out pairs promised {found.expected:.3f} (z = {found.z:.2f}; "
-        f"flagged below {-limit:.2f})"
+        f"the {found.answers} answers since #{before.pk} score {found.loglik:.3f} under it, "
+        f"where its held-out pairs promised {found.expected:.3f} (z = {found.z:.2f}) and "
+        f"guessing their comparable rate scores {found.constant:.3f} (z = "
+        f"{found.z_constant:.2f}); flagged when both fall below {-limit:.2f}"
     )
-    return DriftCheck(flagged, note, found.answers, found.loglik, found.expected, found.z, limit)
+    return DriftCheck(
+        flagged,
+        note,
+        found.answers,
+        found.loglik,
+        found.expected,
+        found.z,
+        limit,
+        found.constant,
+        found.z_constant,
+    )
 
 
 def drift_record(

@@ -92,3 +92,16 @@ def test_answers_fit_change_scores_a_reliability_fit_with_its_flip_rate():
     z = np.zeros((4, 2))
     found = answers_fit_change(np.eye(2), z, [1, 1, 1, 0], -0.5, (-0.6, -0.4), flip_rate=0.1)
     assert found.loglik == pytest.approx((3 * np.log(0.9) + np.log(0.1)) / 4)
+
+
+def test_answers_fit_change_against_guessing_by_hand():
+    """Each answer scores ln ½ under Σ; guessing the answers' own rate 4/6 scores ln ⅔ for a
+    comparable and ln ⅓ for an incomparable answer; the paired differences give z_constant."""
+    z = np.zeros((6, 3))
+    z[:, 0] = np.sqrt(np.log(3.0))
+    y = np.array([1, 0, 1, 0, 1, 1])
+    found = answers_fit_change(np.eye(3), z, y, -0.5, (-0.6, -0.4))
+    guess = np.where(y == 1, np.log(2 / 3), np.log(1 / 3))
+    gain = np.log(0.5) - guess
+    assert found.constant == pytest.approx(guess.mean())
+    assert found.z_constant == pytest.approx(gain.mean() / (gain.std(ddof=1) / np.sqrt(6)))
