@@ -55,7 +55,7 @@ class LearningSettingsForm(forms.ModelForm):
             "is fitted once, this long after its last answer (plus the fit). 1–60; default 3.",
             "drift_alarm_rate": "A new EXPLORE version is flagged when the answers since the "
             "previous (or published) version fit that version worse than its own held-out "
-            "pairs promised, beyond chance. This is the share of versions flagged by chance "
+            "pairs promised and worse than guessing their comparable rate, beyond chance. This is the share of versions flagged by chance "
             "when the annotators' rule did not change: larger is more sensitive, with more "
             "false alarms. Between 0.000001 and 0.2; default 0.001.",
             "face_components": "How many sensitive directions FACE removes (the directions in "

@@ -19,7 +19,7 @@ class Migration(migrations.Migration):
             name="drift_alarm_rate",
             field=models.FloatField(
                 default=0.001,
-                help_text="Drift sensitivity: a new EXPLORE version is flagged when the answers since the previous (or published) version fit that version worse than its own held-out pairs did, beyond chance; this is the share of versions flagged by chance when the annotators' rule did not change. Larger: more sensitive, more false alarms.",
+                help_text="Drift sensitivity: a new EXPLORE version is flagged when the answers since the previous (or published) version fit that version worse than its own held-out pairs promised and worse than guessing, beyond chance; this is the share of versions flagged by chance when the annotators' rule did not change. Larger: more sensitive, more false alarms.",
                 validators=[
                     django.core.validators.MinValueValidator(1e-06),
                     django.core.validators.MaxValueValidator(0.2),

@@ -251,8 +251,9 @@ class StudyLearningSettings(models.Model):
         validators=[MinValueValidator(1e-6), MaxValueValidator(0.2)],
         help_text="Drift sensitivity: a new EXPLORE version is flagged when the answers since "
         "the previous (or published) version fit that version worse than its own held-out "
-        "pairs did, beyond chance; this is the share of versions flagged by chance when the "
-        "annotators' rule did not change. Larger: more sensitive, more false alarms.",
+        "pairs promised and worse than guessing, beyond chance; this is the share of versions "
+        "flagged by chance when the annotators' rule did not change. Larger: more sensitive, "
+        "more false alarms.",
     )
     auto_publish = models.BooleanField(
         default=False, help_text="Publish each ready version that passes the checks below."
