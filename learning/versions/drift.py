@@ -165,7 +165,7 @@ def drift_check(before: MetricVersion, after: MetricVersion, alarm_rate: float) 
         sigma_of(before), differences, y, expected, tuple(interval), _flip_rate(before)
     )
     limit = drift_limit(alarm_rate)
-    flagged = found.z < -limit and found.z_constant < -limit
+    flagged = bool(found.z < -limit and found.z_constant < -limit)
     note = (
         f"the {found.answers} answers since #{before.pk} score {found.loglik:.3f} under it, "
         f"where its held-out pairs promised {found.expected:.3f} (z = {found.z:.2f}) and "
@@ -175,13 +175,9 @@ def drift_check(before: MetricVersion, after: MetricVersion, alarm_rate: float) 
     return DriftCheck(
         flagged,
         note,
-        found.answers,
-        found.loglik,
-        found.expected,
-        found.z,
-        limit,
-        found.constant,
-        found.z_constant,
+        int(found.answers),
+        *(float(v) for v in (found.loglik, found.expected, found.z, limit)),
+        *(float(v) for v in (found.constant, found.z_constant)),
     )
 
 
