@@ -50,6 +50,10 @@ def page_urls(world) -> dict[str, tuple[str, str]]:
         "learning:study-weat": ("rev", reverse("learning:study-weat", args=[s])),
         "learning:study-weat-test": ("rev", reverse("learning:study-weat-test", args=[s, test.pk])),
         "learning:study-drift": ("rev", reverse("learning:study-drift", args=[s])),
+        "learning:study-learning-settings": (
+            "adm",
+            reverse("learning:study-learning-settings", args=[s]),
+        ),
         "learning:version-detail": (
             "adm",
             reverse("learning:version-detail", args=[versions[1].pk]),
