@@ -13,6 +13,12 @@ versions covering it are ready *and evaluated* (WEAT suite and drift), as seen b
 database every 20 ms. A real Celery worker process does the work, over the embedded filesystem
 broker by default or Redis with --redis. The study's debounce window (3 s) is included.
 
+Then, once the worker is idle again (the dashboard refresh the burst queued is done), the tail
+of a burst: TAIL = 9 more answers, one every TAIL_GAP seconds, fewer than the
+study's ``version_min_new_answers`` (10, with ``version_min_minutes`` 5: the defaults). The
+clock runs from the last of them to versions covering it: the debounce window after the study
+goes quiet plus the fit, never the churn rule's minutes (before the quiet rule: 5 minutes).
+
 --quick runs one tiny size with no timing claims (a test runs it to keep this script working).
 """
 
@@ -30,6 +36,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 BURST = 50
+TAIL = 9  # < version_min_new_answers: the churn rule alone would keep them waiting
+TAIL_GAP = 0.5  # seconds between the tail's answers (a person pressing keys)
 ANNOTATORS = 20
 N_ITEMS = 5000
 DEBOUNCE = 3
@@ -167,11 +175,11 @@ def _world(n: int, dim: int):
         np.sort(rng.integers(0, N_ITEMS, size=(int(n * 1.2) + 100, 2)), axis=1), axis=0
     )
     pairs = pairs[pairs[:, 0] != pairs[:, 1]]
-    pairs = pairs[rng.permutation(len(pairs))[:n]]
+    pairs = pairs[rng.permutation(len(pairs))[: n + TAIL]]
     basis = np.linalg.qr(rng.normal(size=(dim, 5)))[0]
     z = matrix[pairs[:, 0]] - matrix[pairs[:, 1]]
     d = 4.0 * np.sum((z @ basis) ** 2, axis=1)
-    labels = np.where(rng.random(n) < 2 / (1 + np.exp(d)), "comparable", "incomparable")
+    labels = np.where(rng.random(len(d)) < 2 / (1 + np.exp(d)), "comparable", "incomparable")
     bulk = n - BURST
     PairJudgment.objects.bulk_create(
         (
@@ -213,19 +221,14 @@ def _wait(predicate, timeout: float, what: str):
     raise SystemExit(f"timed out after {timeout:.0f} s waiting for {what}")
 
 
-def _measure(n: int, dim: int, timeout: float) -> dict:
-    from django.db import transaction
-
+def _answer(study, answers, gap: float = 0.0) -> int:
+    """Send ``answers`` through the API's service; the top judgment id after the last."""
     from annotation.labelling.services import judgment_create
     from annotation.models import PairJudgment
-    from learning.refits.scheduling import refit_request
 
-    study, burst = _world(n, dim)
-    with transaction.atomic():
-        refit_request(study_id=study.pk)
-    first_top = PairJudgment.objects.filter(study=study).order_by("-id").first().pk
-    _wait(lambda: _evaluated(study, first_top), timeout, f"the first fit at N={n}")
-    for user, a, b, label in burst:
+    for number, (user, a, b, label) in enumerate(answers):
+        if number and gap:
+            time.sleep(gap)
         judgment_create(
             study=study,
             annotator=user,
@@ -234,10 +237,43 @@ def _measure(n: int, dim: int, timeout: float) -> dict:
             label=label,
             client_id=uuid.uuid4(),
         )
+    return PairJudgment.objects.filter(study=study).order_by("-id").first().pk
+
+
+def _worker_idle(timeout: float) -> None:
+    """Wait until the solo worker has run everything queued before now (a ping queued behind)."""
+    from celery import current_app
+    from django.conf import settings
+
+    ping = current_app.send_task("fairmetric.ping", queue=settings.CELERY_TASK_DEFAULT_QUEUE)
+    ping.get(timeout=timeout)
+
+
+def _measure(n: int, dim: int, timeout: float) -> dict:
+    from django.db import transaction
+
+    from annotation.models import PairJudgment
+    from learning.refits.scheduling import refit_request
+
+    study, burst = _world(n, dim)
+    burst, tail = burst[:BURST], burst[BURST:]
+    with transaction.atomic():
+        refit_request(study_id=study.pk)
+    first_top = PairJudgment.objects.filter(study=study).order_by("-id").first().pk
+    _wait(lambda: _evaluated(study, first_top), timeout, f"the first fit at N={n}")
+    top = _answer(study, burst)
     last_commit = time.perf_counter()
-    top = PairJudgment.objects.filter(study=study).order_by("-id").first().pk
     versions = _wait(lambda: _evaluated(study, top), timeout, f"the versions at N={n}")
     total = time.perf_counter() - last_commit
+    _worker_idle(timeout)  # the burst's dashboard refresh done: the burst is over
+    top = _answer(study, tail, gap=TAIL_GAP)
+    last_commit = time.perf_counter()
+    tail_versions = _wait(lambda: _evaluated(study, top), timeout, f"the tail's versions at N={n}")
+    tail_total = time.perf_counter() - last_commit
+    # The work after the window: the snapshot, both fits and both evaluations (one after another).
+    tail_work = sum(
+        (v.fit_seconds or 0.0) + v.diagnostics.get("evaluation_seconds", 0.0) for v in tail_versions
+    ) + max(v.diagnostics.get("snapshot_seconds", 0.0) for v in tail_versions)
     by_method = {v.method: v for v in versions}
     failed = [f"{v.method}: {v.error}" for v in versions if v.status == "failed"]
     if failed:
@@ -247,6 +283,8 @@ def _measure(n: int, dim: int, timeout: float) -> dict:
         "n": n,
         "dim": dim,
         "total": total,
+        "tail": tail_total,
+        "tail_work": tail_work,
         "debounce": DEBOUNCE,
         "snapshot": explore.diagnostics.get("snapshot_seconds", 0.0),
         "explore_fit": explore.fit_seconds,
@@ -267,18 +305,26 @@ def _print_table(rows: list[dict], args, database_url: str) -> None:
     )
     print(
         f"{'judgments':>10} {'d':>4} {'total s':>8} {'debounce':>8} {'snapshot':>8} "
-        f"{'EXPLORE':>8} {'FACE':>7} {'eval':>6} {'iters':>6} {'AUC':>6}"
+        f"{'EXPLORE':>8} {'FACE':>7} {'eval':>6} {'iters':>6} {'AUC':>6} {'tail s':>7} "
+        f"{'tail work':>9}"
     )
     for r in rows:
         auc = f"{r['auc']:.3f}" if r["auc"] is not None else "-"
         print(
             f"{r['n']:>10,} {r['dim']:>4} {r['total']:>8.2f} {r['debounce']:>8} "
             f"{r['snapshot']:>8.2f} {r['explore_fit']:>8.2f} {r['face_fit']:>7.2f} "
-            f"{r['evaluation']:>6.2f} {r['iterations']!s:>6} {auc:>6}"
+            f"{r['evaluation']:>6.2f} {r['iterations']!s:>6} {auc:>6} {r['tail']:>7.2f} "
+            f"{r['tail_work']:>9.2f}"
         )
     print(
         "EXPLORE and FACE columns: fit seconds incl. the held-out validation fit; eval: WEAT "
         "suite + drift of both versions. Target: total <= 10 s at 100,000 judgments."
+    )
+    print(
+        f"tail: the last of {TAIL} answers {TAIL_GAP} s apart after that version (fewer than "
+        "the study's 10 new answers; churn rule's 5 minutes not passed) -> versions covering "
+        "it; tail work: its snapshot, both fits and both evaluations. Target: tail <= "
+        "debounce + work + 2 s (the rest: queueing, the 0.2 s margin, polling)."
     )
 
 

@@ -59,7 +59,8 @@ def refit_study(self, study_id: int) -> dict:
         return {"study_id": study_id, "outcome": "study deleted"}
     if report.outcome == "busy":
         raise self.retry(countdown=report.retry_in, max_retries=BUSY_RETRIES)
-    refresh.dashboard_refresh_request(study_id=study_id)  # the figures, in the worker
+    if report.outcome != "waiting":  # a waiting refit comes back when the burst is over
+        refresh.dashboard_refresh_request(study_id=study_id)  # the figures, in the worker
     logger.info("refit of study %s: %s", study_id, report)
     return asdict(report)
 

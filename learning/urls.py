@@ -4,7 +4,7 @@ live under ``studies/<id>/`` beside annotation's, the version pages under ``vers
 from django.urls import path
 
 from learning.audits import views as audits
-from learning.dashboards import views, weat_pages
+from learning.dashboards import learning_settings, views, weat_pages
 
 app_name = "learning"
 
@@ -31,6 +31,11 @@ urlpatterns = [
         name="study-weat-test-delete",
     ),
     path("studies/<int:study_id>/drift/", views.study_drift, name="study-drift"),
+    path(
+        "studies/<int:study_id>/learning-settings/",
+        learning_settings.study_learning_settings,
+        name="study-learning-settings",
+    ),
     path("versions/compare/", views.version_compare, name="version-compare"),
     path("versions/<int:version_id>/", views.version_detail, name="version-detail"),
     path("versions/<int:version_id>/publish/", views.version_publish, name="version-publish"),

@@ -145,4 +145,4 @@ def test_the_checker_catches_a_wrong_name():
     assert problems_of("learning/no_such_room/")
     assert problems_of("learning.versions.no_such_module")
     assert problems_of("learning.versions.drift.no_such_name")
-    assert problems_of("learning.versions.drift.drift_flagged") == []
+    assert problems_of("learning.versions.drift.drift_check") == []

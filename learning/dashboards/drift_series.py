@@ -1,5 +1,5 @@
 """The drift page: per method, per ready version, the drift to the previous and to the published
-version, the largest principal angle, WEAT effect sizes and the held-out log-likelihood; alerts
+version (‖ΔΣ‖ relative to ‖Σ‖; the flags are the worker's, :mod:`learning.versions.drift`), the largest principal angle, WEAT effect sizes and the held-out log-likelihood; alerts
 about each method's newest version. Drift is read through :mod:`learning.versions.drift`."""
 
 from __future__ import annotations
@@ -7,21 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from annotation.models import Study
-from learning.models import MetricVersion, StudyLearningSettings, WeatResult, WeatTest
-from learning.versions.drift import Drift, drift_flagged, drift_of
+from learning.models import MetricVersion, WeatResult, WeatTest
+from learning.versions.drift import Drift, drift_alarm, drift_of
 
 from .weat_table import crossings, study_tests, weat_results
-
-DEFAULT_DRIFT_THRESHOLD = StudyLearningSettings._meta.get_field("drift_threshold").default
-
-
-def drift_threshold(study: Study) -> float:
-    found = (
-        StudyLearningSettings.objects.filter(study=study)
-        .values_list("drift_threshold", flat=True)
-        .first()
-    )
-    return float(DEFAULT_DRIFT_THRESHOLD if found is None else found)
 
 
 @dataclass(frozen=True)
@@ -68,10 +57,10 @@ def drift_series(study: Study) -> DriftSeries:
         if version.is_published:
             to_published_value = 0.0
         else:
-            to_published_value = to_published.operator_norm if to_published else None
+            to_published_value = to_published.relative if to_published else None
         method["ids"].append(version.pk)
         method["labels"].append(f"#{version.pk} {version.label}".strip())
-        method["to_previous"].append(before.operator_norm if before else None)
+        method["to_previous"].append(before.relative if before else None)
         method["to_published"].append(to_published_value)
         method["max_angle"].append(before.max_angle_degrees if before else None)
         method["heldout_loglik"].append(version.diagnostics.get("heldout_loglik"))
@@ -91,8 +80,7 @@ def drift_series(study: Study) -> DriftSeries:
 
 
 def drift_alerts(study: Study, data: DriftSeries) -> list[str]:
-    """Alerts about each method's newest version (crossings and drift above the threshold)."""
-    threshold = drift_threshold(study)
+    """Alerts about each method's newest version (crossings and flagged drift)."""
     alerts = []
     for method, latest in sorted(data.latest.items()):
         ids = data.series[method]["ids"]
@@ -106,11 +94,12 @@ def drift_alerts(study: Study, data: DriftSeries) -> list[str]:
                     {k: v for k, v in before.items() if v}, {k: v for k, v in after.items() if v}
                 )
             ]
-        moved = (data.last_drift.get(method), data.last_published_drift.get(method))
-        for name, drift in zip(("previous", "published"), moved, strict=True):
-            if drift_flagged(drift, threshold):
+        others = (before_id, data.published.get(method))
+        for name, other in zip(("previous", "published"), others, strict=True):
+            alarm = drift_alarm(latest, name, other)
+            if alarm and other != latest.pk:
                 alerts.append(
-                    f"{latest.get_method_display()} #{latest.pk}: ‖ΔΣ‖ to the {name} version = "
-                    f"{drift.operator_norm:.3g} exceeds the study threshold {threshold:.3g}."
+                    f"{latest.get_method_display()} #{latest.pk}: drift from the {name} version "
+                    f"#{other}: {alarm}."
                 )
     return alerts

@@ -5,13 +5,14 @@ annotators' reliability as the latest EXPLORE version estimated it."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
 import numpy as np
 from django.db.models import Count
 
 from annotation.models import Label, LabelCode, PairJudgment, Study
 from learning.models import MetricVersion, RefitState
-from learning.refits import fitting
+from learning.refits import fitting, service
 from learning.versions.selectors import version_latest_ready
 
 
@@ -26,6 +27,7 @@ class MethodStatus:
     failed: MetricVersion | None  # the newest lasting failure after last_good
     waiting: str = ""
     needs: str = ""
+    queued: datetime | None = None  # a refit of the study is queued for this time
 
 
 @dataclass(frozen=True)
@@ -75,12 +77,13 @@ def refit_status(study: Study) -> list[MethodStatus]:
             newest[version.method] = (version, None)
         else:
             newest[version.method] = (good, version)
-    outcome = (
-        RefitState.objects.filter(study=study).values_list("last_outcome", flat=True).first() or ""
-    )
+    outcome, queued = RefitState.objects.filter(study=study).values_list(
+        "last_outcome", "due_at"
+    ).first() or ("", None)
+    outcome = outcome or ""
     waits = {}
     if outcome.startswith("waiting: "):
-        for part in outcome.removeprefix("waiting: ").split("; "):
+        for part in outcome.removeprefix("waiting: ").split(service.WAITING_SEPARATOR):
             method, _, reason = part.partition(": ")
             waits[method] = reason
     needs = {MetricVersion.Method.EXPLORE: _explore_needs(study)}
@@ -90,7 +93,9 @@ def refit_status(study: Study) -> list[MethodStatus]:
         need = needs.get(method, "")
         if good is None and failed is None and method not in waits and not need:
             continue
-        statuses.append(MethodStatus(method, name, good, failed, waits.get(method, ""), need))
+        statuses.append(
+            MethodStatus(method, name, good, failed, waits.get(method, ""), need, queued)
+        )
     return statuses
 
 

@@ -11,11 +11,10 @@ from dataclasses import dataclass, field
 
 from learning.evaluation import spectra
 from learning.models import MetricVersion, WeatResult, WeatTest
-from learning.versions.drift import Drift, drift_flagged, drift_of
+from learning.versions.drift import Drift, drift_alarm, drift_of
 from learning.versions.selectors import version_published
 from learning.versions.sigmas import sigma_of
 
-from .drift_series import DEFAULT_DRIFT_THRESHOLD, drift_threshold
 from .weat_table import crossings
 
 
@@ -38,9 +37,9 @@ def weat_rows_for(versions: list[MetricVersion]) -> dict[int, dict[int, WeatResu
     return found
 
 
-def version_alerts(version, previous, published, threshold: float, weat, moved) -> list[str]:
+def version_alerts(version, previous, published, weat) -> list[str]:
     """Alerts for a version: WEAT tests crossing 0.05 vs the previous version, flagged drift
-    (``moved``: the drift from the previous and from the published version)."""
+    from the previous and from the published version (as the worker judged it)."""
     alerts = [f"Safeguard: {warning}" for warning in version.diagnostics.get("warnings", [])]
     if version.diagnostics.get("evaluation_error"):
         alerts.append(
@@ -48,14 +47,10 @@ def version_alerts(version, previous, published, threshold: float, weat, moved) 
         )
     if previous is not None:
         alerts += crossings(weat.get(previous.pk, {}), weat.get(version.pk, {}))
-    for name, other, drift in zip(
-        ("previous", "published"), (previous, published), moved, strict=True
-    ):
-        if drift_flagged(drift, threshold):
-            alerts.append(
-                f"Drift from the {name} version #{other.pk}: ‖ΔΣ‖ = "
-                f"{drift.operator_norm:.3g} exceeds the study threshold {threshold:.3g}."
-            )
+    for name, other in zip(("previous", "published"), (previous, published), strict=True):
+        alarm = drift_alarm(version, name, other.pk if other is not None else None)
+        if alarm and other.pk != version.pk:
+            alerts.append(f"Drift from the {name} version #{other.pk}: {alarm}.")
     return alerts
 
 
@@ -71,14 +66,12 @@ class VersionReport:
     drift_published: Drift | None
     weat: list[tuple[WeatTest, WeatResult | None, WeatResult | None]]  # test, euclid, this
     alerts: list[str] = field(default_factory=list)
-    threshold: float = DEFAULT_DRIFT_THRESHOLD
 
 
 def version_report(version: MetricVersion) -> VersionReport:
     ready = version.status == MetricVersion.Status.READY and bool(version.sigma)
     previous = previous_version(version)
     published = version_published(study_id=version.study_id, method=version.method)
-    threshold = drift_threshold(version.study)
     weat = weat_rows_for([v for v in (version, previous) if v is not None])
     euclid = {
         r.test_id: r
@@ -100,10 +93,7 @@ def version_report(version: MetricVersion) -> VersionReport:
         drift_previous=moved[0],
         drift_published=moved[1],
         weat=[(t, euclid.get(t.pk), weat[version.pk].get(t.pk)) for t in tests],
-        alerts=(
-            version_alerts(version, previous, published, threshold, weat, moved) if ready else []
-        ),
-        threshold=threshold,
+        alerts=(version_alerts(version, previous, published, weat) if ready else []),
     )
 
 

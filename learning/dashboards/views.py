@@ -180,7 +180,7 @@ def study_drift(request: HttpRequest, study_id: int) -> HttpResponse:
     study = _reviewer_study(request, study_id)
     data = drift_series.drift_series(study)
     context = _study_nav(study, "drift") | {
-        "chart": {"series": data.series, "threshold": drift_series.drift_threshold(study)},
+        "chart": {"series": data.series},
         "alerts": drift_series.drift_alerts(study, data),
         "methods": sorted(data.series),
         "latest": data.latest,

@@ -57,10 +57,7 @@ def _auto_publish_failures(version: MetricVersion, learning: StudyLearningSettin
             failed.append(f"held-out AUC {auc:.3f} is below {learning.auto_publish_min_auc:.3f}")
     published = (diag.get("drift") or {}).get("published")
     if learning.auto_publish_block_on_drift and published and published.get("flagged"):
-        failed.append(
-            f"drift from the published version ({published['operator_norm']:.3f}) exceeds "
-            f"{learning.drift_threshold:.3f}"
-        )
+        failed.append(f"drift from the published version: {published['check']['note']}")
     if diag.get("evaluation_error"):
         failed.append("the evaluation failed")
     return failed
@@ -81,8 +78,8 @@ def version_evaluate(version: MetricVersion, *, learning: StudyLearningSettings)
     try:
         published = version_published(study_id=version.study_id, method=version.method)
         update["drift"] = {
-            "previous": drift_record(version.parent, version, learning.drift_threshold),
-            "published": drift_record(published, version, learning.drift_threshold),
+            "previous": drift_record(version.parent, version, learning.drift_alarm_rate),
+            "published": drift_record(published, version, learning.drift_alarm_rate),
         }
         update["drift"]["flagged"] = any(
             part and part["flagged"] for part in update["drift"].values()

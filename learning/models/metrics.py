@@ -255,10 +255,14 @@ class StudyLearningSettings(models.Model):
         default=5,
         help_text="… or this many minutes since its last version (then any new answer counts).",
     )
-    drift_threshold = models.FloatField(
-        default=0.5,
-        validators=[MinValueValidator(0.0)],
-        help_text="Operator-norm change of Sigma above which drift is flagged.",
+    drift_alarm_rate = models.FloatField(
+        default=0.001,
+        validators=[MinValueValidator(1e-6), MaxValueValidator(0.2)],
+        help_text="Drift sensitivity: a new EXPLORE version is flagged when the answers since "
+        "the previous (or published) version fit that version worse than its own held-out "
+        "pairs promised and worse than guessing, beyond chance; this is the share of versions "
+        "flagged by chance when the annotators' rule did not change. Larger: more sensitive, "
+        "more false alarms.",
     )
     auto_publish = models.BooleanField(
         default=False, help_text="Publish each ready version that passes the checks below."
@@ -297,7 +301,7 @@ class RefitState(models.Model):
     lease_until = models.DateTimeField(null=True, blank=True)
     last_started_at = models.DateTimeField(null=True, blank=True)
     last_finished_at = models.DateTimeField(null=True, blank=True)
-    last_outcome = models.CharField(max_length=200, blank=True)
+    last_outcome = models.CharField(max_length=500, blank=True)
 
     def __str__(self) -> str:
         return f"refit state of study {self.study_id}"

@@ -3,7 +3,11 @@
 Annotation services call :func:`refit_request` inside their transaction. After the commit it
 sets the study's "refit due" marker with a conditional UPDATE; only the request that sets it
 sends the task, with a countdown of the study's debounce window, so a burst of answers becomes
-one message and one fit at the end of the window. The task clears the marker when it starts
+one message and one fit at the end of the window. A refit that finds a burst still going on
+(an answer newer than the window) and too few new answers for the churn rule re-queues itself
+for the moment the study goes quiet (:func:`study_quiet_in`): the churn rule limits versions
+during a burst only, and what has arrived when the study is quiet always gets a version, at
+most one window plus the fit time after the last answer. The task clears the marker when it starts
 (before it snapshots the data), so an answer committed while the marker is set is always
 covered by the queued refit. A marker older than the window plus ``LEARNING_LOST_AFTER_SECONDS``
 is treated as a lost message and re-sent (the periodic sweep does
@@ -30,6 +34,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from annotation.models import PairJudgment
 from learning.models import RefitState, StudyLearningSettings
 
 logger = logging.getLogger(__name__)
@@ -73,7 +78,21 @@ def study_debounce_seconds(study_id: int) -> int:
     return settings.LEARNING_DEBOUNCE_SECONDS if value is None else int(value)
 
 
-def refit_mark_due(*, study_id: int, debounce: int | None = None) -> bool:
+def study_quiet_in(*, study_id: int, debounce: float, now: datetime) -> float:
+    """Seconds until the study has had no new answer for ``debounce`` seconds (0 when it has:
+    the study is quiet). One indexed read: the newest answer's time."""
+    last = (
+        PairJudgment.objects.filter(study_id=study_id)
+        .order_by("-id")
+        .values_list("created_at", flat=True)
+        .first()
+    )
+    if last is None:
+        return 0.0
+    return max(0.0, debounce - (now - last).total_seconds())
+
+
+def refit_mark_due(*, study_id: int, debounce: float | None = None) -> bool:
     """Set the study's "refit due" marker and send the task if no refit is queued yet.
 
     Returns True when this call sent (or tried to send) a message, False when it coalesced
@@ -164,7 +183,7 @@ def lease_release(*, study_id: int, token: str, outcome: str) -> None:
         lease_token="",
         lease_until=None,
         last_finished_at=timezone.now(),
-        last_outcome=outcome[:200],
+        last_outcome=outcome[:500],
     )
 
 

@@ -33,12 +33,14 @@ Method = MetricVersion.Method
 
 TRANSIENT_DB_ERRORS = (OperationalError, InterfaceError)
 BUSY_RETRY_MAX = 5.0  # seconds
+WAITING_SEPARATOR = " | "  # between the methods' reasons in RefitState.last_outcome
+QUIET_MARGIN = 0.2  # seconds after the study turns quiet that a waiting refit comes back
 
 
 class Outcome(StrEnum):
     BUSY = "busy"  # another refit of the study holds its lease
     NOTHING_NEW = "nothing new"
-    WAITING = "waiting"  # new data, but not yet worth a version (the study's churn settings)
+    WAITING = "waiting"  # a burst goes on and its answers are not yet worth a version
     FITTED = "fitted"
 
 
@@ -48,7 +50,7 @@ class RefitReport:
 
     study_id: int
     outcome: Outcome
-    retry_in: float = 0.0
+    retry_in: float = 0.0  # busy: when the lease may be free; waiting: when the study is quiet
     ready: list[int] = field(default_factory=list)
     failed: list[int] = field(default_factory=list)
     published: list[int] = field(default_factory=list)
@@ -117,11 +119,15 @@ def refit_study(*, study_id: int) -> RefitReport:
     finally:
         summary = f"{report.outcome}: ready {report.ready} failed {report.failed}"
         if report.waiting:
-            summary = f"{report.outcome}: {'; '.join(report.waiting)}"
+            summary = f"{report.outcome}: {WAITING_SEPARATOR.join(report.waiting)}"
         try:
             scheduling.lease_release(study_id=study_id, token=token, outcome=summary)
         except DatabaseError:
             logger.warning("could not release the refit lease of study %s", study_id)
+    if report.outcome == Outcome.WAITING:
+        # Come back when the burst is over (a marker that is set already covers it; a down
+        # broker leaves it to the sweep).
+        scheduling.refit_mark_due(study_id=study_id, debounce=report.retry_in + QUIET_MARGIN)
     return report
 
 
@@ -168,13 +174,15 @@ def _method_plans(
     return plans
 
 
-def _waits(method: str, plan: MethodPlan, marks, learning, now) -> str:
-    """Why new data is not yet worth a new version of ``method`` ("" when it is).
+def _waits(method: str, plan: MethodPlan, marks, learning, now, quiet_in: float) -> str:
+    """Why new data is not yet worth a new version of ``method`` during a burst ("" when it is).
 
-    A version is worth it when there is none yet, when the settings or the groups changed, when
-    at least ``version_min_new_answers`` answers came (or went) since the method's last version,
-    or when ``version_min_minutes`` passed since it. Until then the sweep keeps the study due,
-    so the data is fitted at the latest one sweep after the wait.
+    The churn rule, which limits versions while answers keep coming: a version is worth it when
+    there is none yet, when the settings or the groups changed, when at least
+    ``version_min_new_answers`` answers came (or went) since the method's last version, or when
+    ``version_min_minutes`` passed since it. The caller asks only while the burst goes on
+    (``quiet_in`` > 0, seconds until the study has been quiet for its debounce window); a quiet
+    study's answers always get a version, and a waiting refit re-queues itself for that moment.
     """
     latest = selectors.version_latest_live(study_id=learning.study_id, method=method)
     if latest is None or latest.status == MetricVersion.Status.FITTING:
@@ -191,9 +199,12 @@ def _waits(method: str, plan: MethodPlan, marks, learning, now) -> str:
     due = latest.created_at + timedelta(minutes=learning.version_min_minutes)
     if new >= learning.version_min_new_answers or now >= due:
         return ""
+    more = learning.version_min_new_answers - new
+    quiet_at = now + timedelta(seconds=quiet_in)
     return (
-        f"{method}: {new} new answer{'s' * (new != 1)} since version #{latest.pk}; the next "
-        f"version comes at {learning.version_min_new_answers} or at {due:%H:%M} UTC"
+        f"{method}: {new} new answer{'s' * (new != 1)} since version #{latest.pk}; next version "
+        f"due {quiet_at:%H:%M:%S} UTC (quiet for {learning.debounce_seconds} s), or after "
+        f"{more} more answer{'s' * (more != 1)}, by {due:%H:%M} UTC at the latest"
     )
 
 
@@ -215,14 +226,18 @@ def _refit_claimed(study_id: int, report: RefitReport) -> None:
         )
     }
     now = timezone.now()
-    for method in list(plans):
-        reason = _waits(method, plans[method], marks, learning, now)
+    quiet_in = scheduling.study_quiet_in(
+        study_id=study_id, debounce=learning.debounce_seconds, now=now
+    )
+    for method in list(plans) if quiet_in > 0 else []:  # quiet: every method gets a version
+        reason = _waits(method, plans[method], marks, learning, now, quiet_in)
         if reason:
             report.waiting.append(reason)
             del plans[method]
     if not plans:
         if report.waiting:
             report.outcome = Outcome.WAITING
+            report.retry_in = quiet_in
         return
     report.outcome = Outcome.FITTED
     started = time.perf_counter()

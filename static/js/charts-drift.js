@@ -25,10 +25,7 @@
     norms.push(line(m + ": to previous", data.series[m], "to_previous"));
     norms.push(line(m + ": to published", data.series[m], "to_published", "dot"));
   });
-  Plotly.newPlot("chart-norm", norms, layout("‖ΔΣ‖ (operator norm)", {
-    shapes: [{ type: "line", xref: "paper", x0: 0, x1: 1, y0: data.threshold, y1: data.threshold,
-      line: { color: "#b3261e", dash: "dash", width: 1 } }],
-  }), config);
+  Plotly.newPlot("chart-norm", norms, layout("‖ΔΣ‖ / ‖Σ‖ (relative operator norm)"), config);
 
   // An empty chart says so instead of showing bare axes; methods without a value get no trace
   // (and so no empty legend entry).

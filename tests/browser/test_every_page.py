@@ -58,6 +58,10 @@ def page_urls(world) -> dict[str, tuple[str, str]]:
             reverse("learning:study-weat-test-edit", args=[s, world["own_test"].pk]),
         ),
         "learning:study-drift": ("rev", reverse("learning:study-drift", args=[s])),
+        "learning:study-learning-settings": (
+            "adm",
+            reverse("learning:study-learning-settings", args=[s]),
+        ),
         "learning:version-detail": (
             "adm",
             reverse("learning:version-detail", args=[versions[1].pk]),

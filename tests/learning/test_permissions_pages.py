@@ -174,16 +174,28 @@ def test_version_page_lists_sensitive_words_and_the_crossing_alert(
     assert 'data-testid="alerts"' in page
 
 
-def test_drift_page_alerts_when_drift_exceeds_the_study_threshold(
+def test_drift_pages_alert_on_the_flag_the_worker_stored_not_on_the_size_of_the_change(
     client, users, study, versions, weat
 ):
-    from learning.models import StudyLearningSettings
-
-    StudyLearningSettings.objects.create(study=study, drift_threshold=0.01)
+    first, second = versions[0], versions[1]  # face-1 (published), face-2 (newer)
+    note = "the 40 answers since #%d score -1.200 under it where its held-out pairs promised"
+    second.diagnostics = second.diagnostics | {
+        "drift": {
+            # A large change of Sigma, not flagged: no alert.
+            "previous": {"version": first.pk, "operator_norm": 657.0, "flagged": False,
+                         "check": {"note": "fine", "flagged": False}},
+            "published": {"version": first.pk, "operator_norm": 657.0, "flagged": True,
+                          "check": {"note": note % first.pk, "flagged": True}},
+        }
+    }  # fmt: skip
+    second.save(update_fields=["diagnostics"])
     client.force_login(users["reviewer"])
     page = client.get(reverse("learning:study-drift", args=[study.pk])).content.decode()
-    assert "exceeds the study threshold 0.01" in page
+    assert f"drift from the published version #{first.pk}: the 40 answers since" in page
+    assert "drift from the previous version" not in page
     assert "lost significance" in page
+    page = client.get(reverse("learning:version-detail", args=[second.pk])).content.decode()
+    assert f"Drift from the published version #{first.pk}: the 40 answers" in page
 
 
 def test_many_versions_keep_query_counts_flat(

@@ -64,7 +64,11 @@ def test_ready_versions_are_evaluated_with_weat_and_drift(world):
     assert drift["published"]["version"] == first.pk
     expected = np.abs(np.linalg.eigvalsh(sigma_of(second) - sigma_of(first))).max()
     assert drift["previous"]["operator_norm"] == pytest.approx(expected, rel=1e-6)
-    assert drift["flagged"] == (expected > 0.5)
+    # The same annotators' rule: judged on the 100 later answers (the first version rests on
+    # 400), and not flagged, whatever the size of the change of Sigma.
+    assert drift["previous"]["check"]["answers"] == 100
+    assert drift["previous"]["check"]["z"] is not None
+    assert drift["flagged"] is False
     # The Euclidean baseline was computed once and reused.
     assert (
         list(WeatResult.objects.filter(metric_version__isnull=True).values_list("id", flat=True))

@@ -108,25 +108,37 @@ def test_a_held_lease_makes_a_second_refit_wait(world):
     assert service.refit_study(study_id=study.pk).outcome == "fitted"
 
 
-def test_a_few_new_answers_wait_for_the_churn_threshold_or_the_time_limit(world):
+def _quiet_for(study, seconds: float) -> None:
+    """As if the study's newest answer came ``seconds`` ago."""
+    PairJudgment.objects.filter(study=study).update(
+        created_at=timezone.now() - timedelta(seconds=seconds)
+    )
+
+
+def test_during_a_burst_a_few_answers_wait_for_the_churn_threshold_or_the_time_limit(world):
     _, _, study, _ = world
     learning = selectors.learning_settings_get(study_id=study.pk)
     learning.version_min_new_answers, learning.version_min_minutes = 10, 5
+    learning.debounce_seconds = 30  # the burst goes on for this test's whole length
     learning.save()
     add_simulated(world, 300)
     service.refit_study(study_id=study.pk)
     first = {v.method: v.pk for v in versions(study)}
     assert sorted(first) == ["explore", "face"]
 
-    add_simulated(world, 4, seed=2)  # 4 < 10 new answers, 0 < 5 minutes
+    add_simulated(world, 4, seed=2)  # 4 < 10 new answers, 0 < 5 minutes, the burst goes on
     report = service.refit_study(study_id=study.pk)
     assert report.outcome == "waiting"
     assert report.ready == []
+    assert 25 < report.retry_in <= 30  # until the study has been quiet for 30 s
     assert any("explore: 4 new answers since version" in reason for reason in report.waiting)
+    assert any("or after 6 more answers" in reason for reason in report.waiting)
     assert len(versions(study)) == 2
     assert study.refit_state.last_outcome.startswith("waiting: ")
-    # The sweep keeps the study due, so the answers are fitted once the wait is over.
-    assert study.pk in snapshots.study_ids_with_newer_data()
+    # The waiting refit queued itself again for the moment the study turns quiet.
+    study.refit_state.refresh_from_db()
+    queued_in = (study.refit_state.due_at - timezone.now()).total_seconds()
+    assert 25 < queued_in <= 30.5
 
     add_simulated(world, 6, seed=3)  # 10 new answers: worth a version
     assert service.refit_study(study_id=study.pk).outcome == "fitted"
@@ -139,6 +151,40 @@ def test_a_few_new_answers_wait_for_the_churn_threshold_or_the_time_limit(world)
     )  # the time limit passed: one new answer is enough
     assert service.refit_study(study_id=study.pk).outcome == "fitted"
     assert len(versions(study, method="explore")) == 3
+
+
+def test_when_the_study_goes_quiet_what_has_arrived_gets_a_version_whatever_the_churn(world):
+    _, _, study, _ = world
+    learning = selectors.learning_settings_get(study_id=study.pk)
+    learning.version_min_new_answers, learning.version_min_minutes = 1000, 600
+    learning.debounce_seconds = 3
+    learning.save()
+    add_simulated(world, 300)
+    service.refit_study(study_id=study.pk)
+    add_simulated(world, 9, seed=2)  # the issue's last 9 answers of a burst
+    _quiet_for(study, 1)  # not yet quiet for 3 s
+    report = service.refit_study(study_id=study.pk)
+    assert report.outcome == "waiting"
+    assert 0 < report.retry_in <= 2.0
+    _quiet_for(study, 3.5)  # quiet: fitted, though 9 < 1000 and 0 < 600 minutes
+    report = service.refit_study(study_id=study.pk)
+    assert report.outcome == "fitted"
+    top = snapshots.study_data_marks(study_id=study.pk).judgment_watermark
+    assert {v.method for v in versions(study, judgment_watermark=top)} == {"explore", "face"}
+    assert service.refit_study(study_id=study.pk).outcome == "nothing new"
+
+
+def test_the_quiet_time_is_the_newest_answer_plus_the_window(world):
+    _, _, study, _ = world
+    now = timezone.now()
+    assert scheduling.study_quiet_in(study_id=study.pk, debounce=3, now=now) == 0.0  # no answers
+    add_simulated(world, 5)
+    _quiet_for(study, 1.0)
+    assert scheduling.study_quiet_in(
+        study_id=study.pk, debounce=3, now=timezone.now()
+    ) == pytest.approx(2.0, abs=0.2)
+    _quiet_for(study, 4.0)
+    assert scheduling.study_quiet_in(study_id=study.pk, debounce=3, now=timezone.now()) == 0.0
 
 
 def test_changed_settings_refit_at_once_whatever_the_churn_threshold(world):
@@ -160,3 +206,25 @@ def test_a_refit_of_a_deleted_study_says_so(db):
 
     with pytest.raises(Study.DoesNotExist):
         service.refit_study(study_id=987654)
+
+
+def test_the_dashboard_and_the_drift_page_say_when_the_next_version_is_due(world, client):
+    from django.urls import reverse
+
+    from .helpers import admin_of
+
+    _, _, study, _ = world
+    learning = selectors.learning_settings_get(study_id=study.pk)
+    learning.version_min_new_answers, learning.debounce_seconds = 10, 30
+    learning.save()
+    add_simulated(world, 300)
+    service.refit_study(study_id=study.pk)
+    add_simulated(world, 4, seed=2)
+    report = service.refit_study(study_id=study.pk)
+    assert report.outcome == "waiting"
+    client.force_login(admin_of(study))
+    for name in ("learning:study-dashboard", "learning:study-drift"):
+        page = client.get(reverse(name, args=[study.pk])).content.decode()
+        assert "4 new answers since version" in page
+        assert "UTC (quiet for 30 s), or after 6 more answers" in page
+        assert 'data-testid="refit-queued">A refit is queued for' in page

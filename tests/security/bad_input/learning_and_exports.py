@@ -1,5 +1,5 @@
 """Bad inputs of the export API (reviewer of A) and the learning pages: dashboards, WEAT,
-drift, version pages and publishing."""
+drift, version pages, publishing and the learning settings."""
 
 from __future__ import annotations
 
@@ -348,6 +348,24 @@ CASES: list[Bad] = [
         404,
         "No such study",
         role="rev_a",
+    ),
+    # --- learning settings (admin of A) -------------------------------------------------------
+    Bad(
+        "learning:study-learning-settings",
+        "FACE's k not below the dimension, alarm rate over 0.2, no quiet window",
+        "post",
+        lambda w: reverse("learning:study-learning-settings", args=[A(w)]),
+        400,
+        "FACE&#x27;s k must lie between 1 and 7",
+        {
+            "version_min_new_answers": "10",
+            "version_min_minutes": "5",
+            "debounce_seconds": "0",
+            "drift_alarm_rate": "0.5",
+            "face_components": "8",
+        },
+        "multipart",
+        role="adm_a",
     ),
 ]
 

@@ -1,5 +1,6 @@
 """Matrix rows of the export API (reviewers and admins of a study) and the learning pages
-(dashboards, WEAT, drift, versions; publishing is for study admins and superusers)."""
+(dashboards, WEAT, drift, versions; publishing and the learning settings are for study admins
+and superusers)."""
 
 from __future__ import annotations
 
@@ -120,6 +121,21 @@ ROWS: dict[str, Row] = {
         lambda w: reverse("api-weat-test", args=[A(w), weat_test_of_a(w)]),
         {"get": EXPORT_API, "delete": statuses(401, 403, 404, 403, 204, 204)},
         EXPORT_STUDY_GATE,
+    ),
+    "learning:study-learning-settings": Row(  # study admins (and staff) only
+        lambda w: reverse("learning:study-learning-settings", args=[A(w)]),
+        {
+            "get": statuses(302, 403, 404, 403, 200, 200),
+            "post": statuses(302, 403, 404, 403, 302, 302),
+        },
+        PAGE_GATE,
+        body=lambda w, r: {
+            "version_min_new_answers": "12",
+            "version_min_minutes": "4",
+            "debounce_seconds": "3",
+            "drift_alarm_rate": "0.001",
+            "face_components": "",
+        },
     ),
     "learning:study-drift": Row(
         lambda w: reverse("learning:study-drift", args=[A(w)]), {"get": REVIEWER_PAGE}, PAGE_GATE

@@ -1,0 +1,52 @@
+"""The drift flag through the refit service where the fit has learned the annotators' rule (a
+synthetic space with a known Sigma0): 100 more answers under the same rule raise no flag, 100
+under another rule do, and the stored check says why (learning/versions/drift.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from learning.refits import service
+from learning.versions import storage
+
+from ..synthetic import SIGMA0, judgments_create, simulate
+from .helpers import versions
+
+SIGMA1 = np.diag([0.0, 0.0, 0.0, 0.0, 2.0, 3.0])  # the changed rule: other directions matter
+
+
+def _answer(world, n, *, sigma, seed, annotator):
+    """``n`` distinct pairs answered by one annotator (each batch by another: a person answers
+    a pair once)."""
+    space, items, study, users = world
+    a, b, y = simulate(space.load_matrix(), n, sigma0=sigma, seed=seed)
+    judgments_create(study, items, a, b, y, annotator=users[annotator])
+
+
+def test_the_same_rule_raises_no_flag_and_a_changed_rule_does(world):
+    _, _, study, _ = world
+    _answer(world, 300, sigma=SIGMA0, seed=1, annotator=0)
+    service.refit_study(study_id=study.pk)
+    first = versions(study, method="explore")[-1]
+    storage.version_publish(version_id=first.pk, user=None)
+
+    _answer(world, 100, sigma=SIGMA0, seed=2, annotator=1)  # the same rule
+    service.refit_study(study_id=study.pk)
+    same = versions(study, method="explore")[-1].diagnostics["drift"]
+    check = same["published"]["check"]
+    assert check["answers"] == 100
+    assert check["z"] is not None
+    assert same["flagged"] is False, check["note"]
+
+    _answer(world, 100, sigma=SIGMA1, seed=3, annotator=2)  # the annotators' rule changed
+    service.refit_study(study_id=study.pk)
+    changed = versions(study, method="explore")[-1].diagnostics["drift"]
+    assert changed["previous"]["flagged"], changed["previous"]["check"]["note"]
+    assert changed["flagged"] is True
+    note = changed["previous"]["check"]["note"]
+    assert "the 100 answers since" in note
+    assert "guessing their comparable rate" in note
+    # FACE has no model of the answers: shown, never flagged.
+    face = versions(study, method="face")[-1].diagnostics["drift"]["previous"]
+    assert face["flagged"] is False
+    assert "FACE" in face["check"]["note"]
