@@ -150,3 +150,12 @@ def _private_cache(settings) -> None:
             "LOCATION": f"test-{uuid.uuid4().hex}",
         }
     }
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist (``make test``: two workers) the browser tests run one after another
+    on one worker — two Chromiums at once would starve the timing-sensitive ones — while the
+    rest is shared out (``--dist loadgroup``)."""
+    for item in items:
+        if item.get_closest_marker("browser"):
+            item.add_marker(pytest.mark.xdist_group("browser"))
