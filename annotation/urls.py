@@ -3,6 +3,7 @@
 from django.urls import path
 
 from . import views
+from .review import views as review_views
 from .setup import views as setup_views
 
 app_name = "annotation"
@@ -12,7 +13,12 @@ urlpatterns = [
     path("<int:study_id>/", views.study_detail, name="study-detail"),
     path("<int:study_id>/label/", views.label_pairs, name="label"),
     path("<int:study_id>/groups/", views.curate_groups, name="groups"),
-    path("<int:study_id>/review/", views.review, name="review"),
+    path("<int:study_id>/review/", review_views.review, name="review"),
+    path(
+        "<int:study_id>/review/disagreements/",
+        review_views.adjudication,
+        name="adjudication",
+    ),
     path("<int:study_id>/done/", views.study_done, name="study-done"),
     # Set-up: reviewers read, admins of the study (and staff) change.
     path("new/", setup_views.study_new, name="study-new"),

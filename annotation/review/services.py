@@ -17,6 +17,7 @@ from common.errors import InvalidInput, NotFound
 
 DECISIONS = (Label.COMPARABLE, Label.INCOMPARABLE)
 REFUSED = "Only reviewers and admins of this study can resolve disagreements."
+REFUSED_REVIEW = "Only reviewers and admins of this study can review it."
 
 
 def _answered_pair(study: Study, item_a_id: int, item_b_id: int) -> tuple[int, int]:

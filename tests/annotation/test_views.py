@@ -111,7 +111,7 @@ def test_review_page_is_for_reviewers_and_admins(
     assert "pair of w" in html
     filtered = (
         page_client(study_admin)
-        .get(f"/studies/{study.pk}/review/", {"annotator": "ann2"})
+        .get(f"/studies/{study.pk}/review/", {"annotator": other_annotator.pk})
         .content.decode()
     )
     assert "w002" in filtered
