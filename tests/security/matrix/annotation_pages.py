@@ -60,6 +60,12 @@ ROWS: dict[str, Row] = {
     "annotation:review": Row(
         lambda w: reverse("annotation:review", args=[A(w)]), {"get": REVIEWER_PAGE}, PAGE_GATE
     ),
+    "annotation:adjudication": Row(  # reviewers and admins resolve disagreements
+        lambda w: reverse("annotation:adjudication", args=[A(w)]),
+        {"get": REVIEWER_PAGE, "post": statuses(302, 403, 404, 302, 302, 302)},
+        PAGE_GATE,
+        body=lambda w, r: {"item_a": w.items[0].pk, "item_b": w.items[1].pk, "label": "comparable"},
+    ),
     "annotation:study-done": Row(
         lambda w: reverse("annotation:study-done", args=[A(w)]), {"get": MEMBER_PAGE}, PAGE_GATE
     ),
