@@ -27,6 +27,8 @@ class DecisionSerializer(serializers.Serializer):
 class SharedPairSerializer(serializers.Serializer):
     item_a = serializers.IntegerField()
     item_b = serializers.IntegerField()
+    key_a = serializers.CharField()
+    key_b = serializers.CharField()
     comparable = serializers.IntegerField()
     incomparable = serializers.IntegerField()
     unsure = serializers.IntegerField()
@@ -86,7 +88,7 @@ class DisagreementList(ReviewAPIView):
             "shared": review.shared,
             "metric": review.metric,
             "count": len(review.pairs),
-            "pairs": review.pairs[:limit],
+            "pairs": selectors.keys_attach(review.pairs[:limit]),
         }
         return Response(DisagreementsSerializer(data).data)
 

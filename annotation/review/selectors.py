@@ -50,6 +50,8 @@ class SharedPair:
     unsure: int
     adjudicated: str | None = None  # the adjudicated label
     p_comparable: float | None = None  # under the current metric
+    key_a: str = ""  # the items' keys, filled for the pairs listed (``keys_attach``)
+    key_b: str = ""
 
     @property
     def answers(self) -> int:
@@ -173,6 +175,15 @@ def review_pairs(
         metric=metric,
         truncated=truncated,
     )
+
+
+def keys_attach(pairs: list[SharedPair]) -> list[SharedPair]:
+    """Fill the items' keys of ``pairs`` (one query); returns them."""
+    ids = {i for p in pairs for i in (p.item_a, p.item_b)}
+    keys = dict(Item.objects.filter(pk__in=ids).values_list("pk", "key"))
+    for pair in pairs:
+        pair.key_a, pair.key_b = keys.get(pair.item_a, ""), keys.get(pair.item_b, "")
+    return pairs
 
 
 def disagreement_progress(*, study: Study) -> tuple[int, int]:

@@ -135,7 +135,7 @@ def adjudication(request: HttpRequest, study_id: int) -> HttpResponse:
         "study": study,
         "form": form,
         "review": review,
-        "listed": review.pairs[:LISTED],
+        "listed": selectors.keys_attach(review.pairs[:LISTED]),
         "detail": detail,
         "summary": summary,
         "compare": selectors.record_compare(detail.left, detail.right)
