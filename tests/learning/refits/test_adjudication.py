@@ -7,6 +7,7 @@ import numpy as np
 
 from annotation.models import LabelCode, PairJudgment
 from annotation.review import services as review
+from learning.dashboards import figures
 from learning.refits import fitting, service, snapshots
 
 from .helpers import add_simulated, admin_of, versions
@@ -63,3 +64,29 @@ def test_the_adjudicated_label_replaces_the_answers_in_the_fit(world):
     assert explore.pk != before["explore"]
     assert explore.parameters["adjudications"] == marks.adjudications
     assert service.refit_study(study_id=study.pk).outcome == "nothing new"
+
+
+def test_the_dashboard_counts_resolved_disagreements_and_a_decision_refreshes_it(world):
+    _, items, study, users = world
+    pairs = [sorted((items[i], items[i + 1]), key=lambda item: item.pk) for i in (0, 2, 4)]
+    for (first, second), labels in zip(
+        pairs, [("comparable", "incomparable")] * 2 + [("unsure",) * 2], strict=True
+    ):
+        for user, label in zip(users, labels, strict=False):
+            PairJudgment.objects.create(
+                study=study, annotator=user, item_a=first, item_b=second, label=label
+            )
+    board = figures.study_dashboard(study)
+    assert (board.disagreements_resolved, board.disagreements) == (0, 2)  # unsure-unsure agrees
+    before = figures.data_watermark(study)
+    first, second = pairs[0]
+    review.adjudicate(
+        study=study,
+        user=admin_of(study),
+        item_a_id=first.pk,
+        item_b_id=second.pk,
+        label="incomparable",
+    )
+    assert figures.data_watermark(study) != before  # the cached figures are no longer current
+    board = figures.study_dashboard(study)
+    assert (board.disagreements_resolved, board.disagreements) == (1, 2)
