@@ -4,6 +4,7 @@ from django.urls import path
 
 from . import views
 from .review import views as review_views
+from .setup import import_views
 from .setup import views as setup_views
 
 app_name = "annotation"
@@ -30,6 +31,7 @@ urlpatterns = [
     path("<int:study_id>/pairs/", setup_views.study_pairs, name="study-pairs"),
     path("<int:study_id>/gold/", setup_views.study_gold, name="study-gold"),
     path("<int:study_id>/members/", setup_views.study_members, name="study-members"),
+    path("<int:study_id>/import/", import_views.study_import, name="study-import"),
     path(
         "<int:study_id>/members/<int:membership_id>/",
         setup_views.study_member,
