@@ -74,31 +74,29 @@ def _problem(error: Exception) -> str:
     return f"{where}{text}. Nothing was stored."
 
 
-def _confirm(request: HttpRequest, study: Study) -> HttpResponse:
-    """Store the previewed file (read and checked again), or say why not."""
+def _confirm(request: HttpRequest, study: Study) -> str | None:
+    """Store the previewed file (read and checked again): None when stored, else why not."""
     choice = request.session.get(SESSION_KEY) or {}
     token = request.POST.get("token", "")
     path = _folder() / f"{token}.upload"
     known = token.isalnum() and choice.get("token") == token and choice.get("study") == study.pk
     if not (known and path.is_file()):
-        messages.error(request, "This preview is no longer available: upload the file again.")
-        return redirect("annotation:study-import", study.pk)
+        return "This preview is no longer available: upload the file again. Nothing was stored."
     try:
         plan = _read(study, path.read_bytes(), choice)
         summary = feedback_store(study=study, plan=plan)
     except FeedbackFormatError as error:
-        messages.error(request, _problem(error))
-    else:
-        what = (
-            f"{summary.judgments:,} pair judgments"
-            if plan.kind == "pairs"
-            else f"{summary.groups:,} groups with {summary.members:,} members"
-        )
-        messages.success(request, f"Imported {what} ({summary.provenance}); a refit is queued.")
+        return _problem(error)
     finally:
         path.unlink(missing_ok=True)
         request.session.pop(SESSION_KEY, None)
-    return redirect("annotation:study-import", study.pk)
+    what = (
+        f"{summary.judgments:,} pair judgments"
+        if plan.kind == "pairs"
+        else f"{summary.groups:,} groups with {summary.members:,} members"
+    )
+    messages.success(request, f"Imported {what} ({summary.provenance}); a refit is queued.")
+    return None
 
 
 @login_required
@@ -106,11 +104,16 @@ def _confirm(request: HttpRequest, study: Study) -> HttpResponse:
 def study_import(request: HttpRequest, study_id: int) -> HttpResponse:
     """Upload → preview → confirm. Reviewers read the page; the study's admins import."""
     study, can_manage = _setup_study(request, study_id)
+    plan = token = problem = None
     if request.method == "POST" and request.POST.get("confirm"):
-        return _confirm(request, study)
-    form = FeedbackUploadForm(_posted(request), _posted(request, files=True))
-    plan = token = None
-    status = 400 if form.is_bound else 200
+        problem = _confirm(request, study)
+        if problem is None:
+            return redirect("annotation:study-import", study.pk)
+        form = FeedbackUploadForm()
+        status = 400
+    else:
+        form = FeedbackUploadForm(_posted(request), _posted(request, files=True))
+        status = 400 if form.is_bound else 200
     if form.is_bound and form.is_valid():
         upload = form.cleaned_data["file"]
         choice = {
@@ -131,6 +134,7 @@ def study_import(request: HttpRequest, study_id: int) -> HttpResponse:
         can_manage,
         "import",
         form=form,
+        problem=problem,
         plan=plan,
         token=token,
         first_pairs=plan.pairs[:PREVIEW_ROWS] if plan else [],

@@ -94,6 +94,7 @@ def page_urls(world) -> dict[str, tuple[str, str]]:
         "annotation:study-pairs": ("adm", reverse("annotation:study-pairs", args=[s])),
         "annotation:study-gold": ("adm", reverse("annotation:study-gold", args=[s])),
         "annotation:study-members": ("adm", reverse("annotation:study-members", args=[s])),
+        "annotation:study-import": ("adm", reverse("annotation:study-import", args=[s])),
         "annotation:study-done": ("ann1", reverse("annotation:study-done", args=[s])),
         "accounts:invitation": (
             "anon",

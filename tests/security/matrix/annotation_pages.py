@@ -86,6 +86,7 @@ ROWS: dict[str, Row] = {
     "annotation:study-pairs": setup_row("annotation:study-pairs"),
     "annotation:study-gold": setup_row("annotation:study-gold"),
     "annotation:study-members": setup_row("annotation:study-members"),
+    "annotation:study-import": setup_row("annotation:study-import"),
     "annotation:study-duplicate": Row(
         lambda w: reverse("annotation:study-duplicate", args=[A(w)]),
         {"post": SETUP_POST_DONE},
