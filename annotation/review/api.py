@@ -81,14 +81,15 @@ class DisagreementList(ReviewAPIView):
             agreement=agreement or Agreement.OPEN,
             label=label,
             annotator_id=annotator,
+            limit=limit,
         )
         data = {
             "resolved": review.resolved,
             "disagreements": review.disagreements,
             "shared": review.shared,
             "metric": review.metric,
-            "count": len(review.pairs),
-            "pairs": selectors.keys_attach(review.pairs[:limit]),
+            "count": review.count,
+            "pairs": selectors.keys_attach(review.pairs),
         }
         return Response(DisagreementsSerializer(data).data)
 

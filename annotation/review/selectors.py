@@ -8,17 +8,20 @@ pairs the metric is least sure of; without a metric, the most evenly split pairs
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 from django.contrib.auth import get_user_model
+from django.core.cache import cache
 from django.db.models import Count, Max, Q
 
 from annotation.hooks import current_metric
 from annotation.models import Adjudication, GoldPair, Label, PairComment, PairJudgment, Study
 from spaces.models import Item, attach_spaces
 
-MAX_PAIRS = 50_000  # shared pairs read per request (the order needs them all)
+MAX_PAIRS = 50_000  # shared pairs read per study (the order needs them all)
+CACHE_SECONDS = 600
+A, B, ROW_A, ROW_B, NC, NI, NU = range(7)  # the columns of the counts array
 
 
 class Agreement:
@@ -43,70 +46,59 @@ class SharedPair:
 
     item_a: int
     item_b: int
-    row_a: int
-    row_b: int
     comparable: int
     incomparable: int
     unsure: int
     adjudicated: str | None = None  # the adjudicated label
     p_comparable: float | None = None  # under the current metric
-    key_a: str = ""  # the items' keys, filled for the pairs listed (``keys_attach``)
+    key_a: str = ""  # the items' keys (``keys_attach``)
     key_b: str = ""
-
-    @property
-    def answers(self) -> int:
-        return self.comparable + self.incomparable + self.unsure
-
-    @property
-    def disagreed(self) -> bool:
-        return max(self.comparable, self.incomparable, self.unsure) < self.answers
-
-    @property
-    def split(self) -> float:
-        """0 when everyone agreed, up to 2/3 (three labels, evenly)."""
-        return 1 - max(self.comparable, self.incomparable, self.unsure) / self.answers
 
     @property
     def ref(self) -> str:
         return f"{self.item_a}-{self.item_b}"
 
-    def count_of(self, label: str) -> int:
-        return getattr(self, label)
-
 
 @dataclass
 class Review:
-    pairs: list[SharedPair]  # filtered, most important first
+    pairs: list[SharedPair]  # the first ``limit`` the filters keep, most important first
+    count: int  # how many the filters keep
     shared: int  # pairs answered two or more times
     disagreements: int
     resolved: int  # disagreements with an adjudicated label
     metric: str = ""  # the metric that ordered them ("" when none)
     truncated: bool = False
-    filters: dict = field(default_factory=dict)
 
 
-def shared_pairs(*, study: Study) -> tuple[list[SharedPair], bool]:
-    """Every pair of the study answered two or more times (people and imports), with its
-    adjudicated label: one grouped query and one over the adjudications."""
-    rows = list(
-        PairJudgment.objects.filter(study=study)
-        .values("item_a_id", "item_b_id")
-        .annotate(
-            n=Count("id"),
-            nc=Count("id", filter=Q(label=Label.COMPARABLE)),
-            ni=Count("id", filter=Q(label=Label.INCOMPARABLE)),
-            nu=Count("id", filter=Q(label=Label.UNSURE)),
-            ra=Max("item_a__row"),
-            rb=Max("item_b__row"),
+def answer_counts(*, study: Study) -> tuple[np.ndarray, bool]:
+    """Every pair of the study answered two or more times (people and imports) as rows of
+        (item a, item b, row a, row b, comparable, incomparable, unsure) — one grouped query, kept
+        in the cache while the study's judgments stay the same (their highest id and count: ids are
+    never reused, and an undo lowers the count)."""
+    marks = PairJudgment.objects.filter(study=study).aggregate(top=Max("id"), n=Count("id"))
+    made = study.created_at.timestamp() if study.created_at else 0  # ids alone may recur
+    key = f"annotation:review:counts:{study.pk}:{made}:{marks['top']}:{marks['n']}"
+    found = cache.get(key)
+    if found is None:
+        rows = list(
+            PairJudgment.objects.filter(study=study)
+            .values("item_a_id", "item_b_id")
+            .annotate(
+                n=Count("id"),
+                nc=Count("id", filter=Q(label=Label.COMPARABLE)),
+                ni=Count("id", filter=Q(label=Label.INCOMPARABLE)),
+                nu=Count("id", filter=Q(label=Label.UNSURE)),
+                ra=Max("item_a__row"),
+                rb=Max("item_b__row"),
+            )
+            .filter(n__gte=2)
+            .order_by("item_a_id", "item_b_id")
+            .values_list("item_a_id", "item_b_id", "ra", "rb", "nc", "ni", "nu")[: MAX_PAIRS + 1]
         )
-        .filter(n__gte=2)
-        .order_by("item_a_id", "item_b_id")
-        .values_list("item_a_id", "item_b_id", "ra", "rb", "nc", "ni", "nu")[: MAX_PAIRS + 1]
-    )
-    truncated = len(rows) > MAX_PAIRS
-    decided = adjudicated_labels(study=study)
-    pairs = [SharedPair(*row[:7], adjudicated=decided.get(row[:2])) for row in rows[:MAX_PAIRS]]
-    return pairs, truncated
+        counts = np.asarray(rows[:MAX_PAIRS], dtype=np.int64).reshape(-1, 7)
+        found = (counts, len(rows) > MAX_PAIRS)
+        cache.set(key, found, CACHE_SECONDS)
+    return found
 
 
 def adjudicated_labels(*, study: Study) -> dict[tuple[int, int], str]:
@@ -118,25 +110,28 @@ def adjudicated_labels(*, study: Study) -> dict[tuple[int, int], str]:
     }
 
 
-def _metric_order(study: Study, pairs: list[SharedPair]) -> str:
-    """Fill ``p_comparable`` under the current metric (one read of the rows involved); its
-    name, or "" when the study has none."""
+def _decided(counts: np.ndarray, decided: dict) -> np.ndarray:
+    """Per row: 1 comparable, 0 incomparable adjudicated, -1 not adjudicated."""
+    codes = {Label.COMPARABLE: 1, Label.INCOMPARABLE: 0}
+    return np.fromiter(
+        (codes.get(decided.get((int(a), int(b))), -1) for a, b in counts[:, :2]),
+        dtype=np.int8,
+        count=len(counts),
+    )
+
+
+def _p_comparable(study: Study, counts: np.ndarray) -> tuple[np.ndarray | None, str]:
+    """P(comparable) of each row under the current metric (one read of the rows involved) and
+    the metric's name; (None, "") when the study has none."""
     metric = current_metric(study_id=study.pk)
-    if metric is None or not pairs:
-        return ""
-    rows_a = np.fromiter((p.row_a for p in pairs), dtype=np.int64, count=len(pairs))
-    rows_b = np.fromiter((p.row_b for p in pairs), dtype=np.int64, count=len(pairs))
-    unique, inverse = np.unique(np.concatenate([rows_a, rows_b]), return_inverse=True)
+    if metric is None or not len(counts):
+        return None, ""
+    unique, inverse = np.unique(counts[:, [ROW_A, ROW_B]].T.ravel(), return_inverse=True)
     vectors = study.space.vectors(unique)
-    z = vectors[inverse[: len(pairs)]] - vectors[inverse[len(pairs) :]]
-    for pair, p in zip(pairs, metric.p_comparable(z), strict=True):
-        pair.p_comparable = float(p)
-    return f"{metric.label} (version #{metric.version_id})"
-
-
-def _importance(pair: SharedPair) -> tuple:
-    uncertainty = 0.0 if pair.p_comparable is None else abs(pair.p_comparable - 0.5)
-    return (uncertainty, -pair.split, -pair.answers, pair.item_a, pair.item_b)
+    z = vectors[inverse[: len(counts)]] - vectors[inverse[len(counts) :]]
+    return np.asarray(metric.p_comparable(z), dtype=np.float64), (
+        f"{metric.label} (version #{metric.version_id})"
+    )
 
 
 def review_pairs(
@@ -145,33 +140,55 @@ def review_pairs(
     agreement: str = Agreement.OPEN,
     label: str = "",
     annotator_id: int | None = None,
+    limit: int = 100,
 ) -> Review:
-    """The shared pairs the filters keep, most important first, and the study's progress."""
-    pairs, truncated = shared_pairs(study=study)
-    disagreed = [p for p in pairs if p.disagreed]
-    resolved = sum(p.adjudicated is not None for p in disagreed)
-    kept = {
-        Agreement.OPEN: [p for p in disagreed if p.adjudicated is None],
-        Agreement.RESOLVED: [p for p in pairs if p.adjudicated is not None],
+    """The shared pairs the filters keep, most important first (the first ``limit``), and the
+    study's progress. Vectorised: nothing per pair but the ``limit`` pairs returned."""
+    counts, truncated = answer_counts(study=study)
+    decided = _decided(counts, adjudicated_labels(study=study))
+    labels = counts[:, [NC, NI, NU]]
+    answers = labels.sum(axis=1)
+    disagreed = labels.max(axis=1, initial=0) < answers
+    keep = {
+        Agreement.OPEN: disagreed & (decided < 0),
+        Agreement.RESOLVED: decided >= 0,
         Agreement.DISAGREED: disagreed,
-        Agreement.AGREED: [p for p in pairs if not p.disagreed],
+        Agreement.AGREED: ~disagreed,
     }[agreement]
     if label:
-        kept = [p for p in kept if p.count_of(label)]
+        keep &= labels[:, [Label.COMPARABLE, Label.INCOMPARABLE, Label.UNSURE].index(label)] > 0
     if annotator_id is not None:
         theirs = set(
             PairJudgment.objects.filter(study=study, annotator_id=annotator_id).values_list(
                 "item_a_id", "item_b_id"
             )
         )
-        kept = [p for p in kept if (p.item_a, p.item_b) in theirs]
-    metric = _metric_order(study, kept)
-    kept.sort(key=_importance)
+        keep &= np.fromiter(
+            ((int(a), int(b)) in theirs for a, b in counts[:, :2]), dtype=bool, count=len(counts)
+        )
+    kept = np.flatnonzero(keep)
+    p, metric = _p_comparable(study, counts[kept])
+    uncertainty = np.zeros(kept.size) if p is None else np.abs(p - 0.5)
+    split = 1 - labels[kept].max(axis=1, initial=0) / np.maximum(answers[kept], 1)
+    # Most uncertain first; then the most even split, more answers, the pair's ids.
+    order = np.lexsort((counts[kept, B], counts[kept, A], -answers[kept], -split, uncertainty))[
+        :limit
+    ]
+    names = {1: Label.COMPARABLE.value, 0: Label.INCOMPARABLE.value}
+    pairs = [
+        SharedPair(
+            *(int(x) for x in counts[kept[i], [A, B, NC, NI, NU]]),
+            adjudicated=names.get(int(decided[kept[i]])),
+            p_comparable=None if p is None else float(p[i]),
+        )
+        for i in order
+    ]
     return Review(
-        pairs=kept,
-        shared=len(pairs),
-        disagreements=len(disagreed),
-        resolved=resolved,
+        pairs=pairs,
+        count=int(kept.size),
+        shared=len(counts),
+        disagreements=int(disagreed.sum()),
+        resolved=int((disagreed & (decided >= 0)).sum()),
         metric=metric,
         truncated=truncated,
     )
@@ -188,9 +205,11 @@ def keys_attach(pairs: list[SharedPair]) -> list[SharedPair]:
 
 def disagreement_progress(*, study: Study) -> tuple[int, int]:
     """(resolved, disagreements) of the study, for the agreement figures."""
-    pairs, _ = shared_pairs(study=study)
-    disagreed = [p for p in pairs if p.disagreed]
-    return sum(p.adjudicated is not None for p in disagreed), len(disagreed)
+    counts, _ = answer_counts(study=study)
+    labels = counts[:, [NC, NI, NU]]
+    disagreed = labels.max(axis=1, initial=0) < labels.sum(axis=1)
+    decided = _decided(counts[disagreed], adjudicated_labels(study=study))
+    return int((decided >= 0).sum()), int(disagreed.sum())
 
 
 def answering_annotators(*, study: Study):

@@ -120,7 +120,7 @@ def adjudication(request: HttpRequest, study_id: int) -> HttpResponse:
             url = reverse("annotation:adjudication", args=[study.pk])
             return redirect(f"{url}?{query.urlencode()}" if query else url)
     form, filters, focus = _filters(request, study)
-    review = selectors.review_pairs(study=study, **filters)
+    review = selectors.review_pairs(study=study, limit=LISTED, **filters)
     if focus is None and review.pairs:
         focus = (review.pairs[0].item_a, review.pairs[0].item_b)
     detail = None
@@ -135,7 +135,7 @@ def adjudication(request: HttpRequest, study_id: int) -> HttpResponse:
         "study": study,
         "form": form,
         "review": review,
-        "listed": selectors.keys_attach(review.pairs[:LISTED]),
+        "listed": selectors.keys_attach(review.pairs),
         "detail": detail,
         "summary": summary,
         "compare": selectors.record_compare(detail.left, detail.right)
