@@ -52,6 +52,13 @@ def test_a_reviewer_resolves_a_disagreement_with_one_key_and_the_fit_reads_it(
         page.emulate_media(color_scheme=scheme)
         assert blocking_violations(page, live_server) == [], scheme
     screenshot(page, "adjudication-dark")
+    page.set_viewport_size({"width": 375, "height": 740})  # a phone: nothing wider than it
+    width = page.evaluate(
+        "Math.max(document.documentElement.scrollWidth, document.body.scrollWidth)"
+    )
+    assert width <= 375, width
+    assert blocking_violations(page, live_server) == []
+    page.set_viewport_size({"width": 1366, "height": 768})
 
     page.emulate_media(color_scheme="light")
     with page.expect_navigation():
