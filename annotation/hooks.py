@@ -4,10 +4,10 @@ Annotation sits below learning and imports nothing of it. Two needs go upward, b
 this module, registered once by ``learning.apps.LearningConfig.ready``:
 
 * **feedback changed → refit later.** Every write that changes a study's feedback (answers,
-  undo, groups, imports) calls :func:`feedback_changed` inside its transaction; learning's
+  undo, groups, imports, adjudications) calls :func:`feedback_changed` inside its transaction; learning's
   receiver queues a debounced refit after the commit.
-* **the study's current metric**, for the sampler's ``uncertainty`` strategy and the group
-  suggestions: :func:`current_metric` returns a :class:`StudyMetric` (distances and EXPLORE's
+* **the study's current metric**, for the sampler's ``uncertainty`` strategy, the group
+  suggestions and the order of the disagreements to adjudicate (``annotation/review/``): :func:`current_metric` returns a :class:`StudyMetric` (distances and EXPLORE's
   P(comparable) under a fitted Sigma) or None when nothing is fitted or learning is absent.
 """
 

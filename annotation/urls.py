@@ -3,7 +3,8 @@
 from django.urls import path
 
 from . import views
-from .setup import browse
+from .review import views as review_views
+from .setup import browse, import_views
 from .setup import views as setup_views
 
 app_name = "annotation"
@@ -13,7 +14,12 @@ urlpatterns = [
     path("<int:study_id>/", views.study_detail, name="study-detail"),
     path("<int:study_id>/label/", views.label_pairs, name="label"),
     path("<int:study_id>/groups/", views.curate_groups, name="groups"),
-    path("<int:study_id>/review/", views.review, name="review"),
+    path("<int:study_id>/review/", review_views.review, name="review"),
+    path(
+        "<int:study_id>/review/disagreements/",
+        review_views.adjudication,
+        name="adjudication",
+    ),
     path("<int:study_id>/done/", views.study_done, name="study-done"),
     # Set-up: reviewers read, admins of the study (and staff) change.
     path("new/", setup_views.study_new, name="study-new"),
@@ -28,6 +34,7 @@ urlpatterns = [
     path("<int:study_id>/pairs/", setup_views.study_pairs, name="study-pairs"),
     path("<int:study_id>/gold/", setup_views.study_gold, name="study-gold"),
     path("<int:study_id>/members/", setup_views.study_members, name="study-members"),
+    path("<int:study_id>/import/", import_views.study_import, name="study-import"),
     path(
         "<int:study_id>/members/<int:membership_id>/",
         setup_views.study_member,

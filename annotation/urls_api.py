@@ -4,6 +4,7 @@ from django.urls import path
 
 from .groups import api as groups_api
 from .labelling import api as labelling_api
+from .review import api as review_api
 from .setup import api as setup_api
 
 urlpatterns = [
@@ -59,6 +60,16 @@ urlpatterns = [
         "studies/<int:study_id>/suggestions/",
         groups_api.SuggestionsView.as_view(),
         name="api-suggestions",
+    ),
+    path(
+        "studies/<int:study_id>/disagreements/",
+        review_api.DisagreementList.as_view(),
+        name="api-disagreements",
+    ),
+    path(
+        "studies/<int:study_id>/adjudications/",
+        review_api.AdjudicationCreate.as_view(),
+        name="api-adjudications",
     ),
     path("items/", groups_api.ItemSearch.as_view(), name="api-items"),
 ]

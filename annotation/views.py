@@ -1,13 +1,11 @@
-"""Server-rendered pages: studies, the pair labelling page, group curation, review tables and the
-annotator's completion page (the set-up pages: ``annotation/setup/views.py``)."""
+"""Server-rendered pages: studies, the pair labelling page, group curation and the annotator's
+completion page (the set-up pages: ``annotation/setup/views.py``; review and adjudication:
+``annotation/review/views.py``)."""
 
 from __future__ import annotations
 
 import markdown
 import nh3
-from django import forms
-from django.contrib import messages
-from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -17,9 +15,7 @@ from common.errors import NotFound
 
 from . import selectors
 from .access import SEES_ALL, Action, study_get, study_role
-from .models import Label, Source, Study
-
-REVIEW_PAGE = 100
+from .models import Study
 
 
 def render_instructions(text: str) -> str:
@@ -99,72 +95,6 @@ def curate_groups(request: HttpRequest, study_id: int) -> HttpResponse:
         template="annotation/groups.html",
         refusal="This study collects pairs, not groups.",
     )
-
-
-class ReviewFilterForm(forms.Form):
-    """Filters of the reviewer's judgment table; every field optional."""
-
-    annotator = forms.CharField(required=False, max_length=150)
-    label = forms.ChoiceField(required=False, choices=[("", "any label"), *Label.choices])
-    source = forms.ChoiceField(required=False, choices=[("", "any source"), *Source.choices])
-    before = forms.IntegerField(required=False, min_value=1, widget=forms.HiddenInput)
-
-
-@login_required
-@require_safe
-def review(request: HttpRequest, study_id: int) -> HttpResponse:
-    """Reviewers and admins: every judgment (newest first, filterable) and every group."""
-    study, role = _study(
-        request, study_id, Action.REVIEW, "Only reviewers and admins of this study can review it."
-    )
-    form = ReviewFilterForm(request.GET or None)
-    filters: dict = {}
-    before = annotator_id = None
-    if form.is_valid():
-        data = form.cleaned_data
-        if data["annotator"]:
-            found = get_user_model().objects.filter(username=data["annotator"]).first()
-            annotator_id = found.pk if found else 0  # 0: nobody, an empty table
-        if data["label"]:
-            filters["label"] = data["label"]
-        if data["source"]:
-            filters["source"] = data["source"]
-        before = data["before"]
-    elif form.is_bound:  # bad filters: the unfiltered table, a 400 and the reason on top
-        messages.error(
-            request,
-            "Filters ignored: "
-            + "; ".join(f"{name}: {' '.join(errors)}" for name, errors in form.errors.items()),
-        )
-
-    rows = selectors.judgments_newest(
-        study=study,
-        limit=REVIEW_PAGE + 1,
-        before_id=before,
-        annotator_id=annotator_id,
-        filters=filters,
-    )
-    more = len(rows) > REVIEW_PAGE
-    rows = rows[:REVIEW_PAGE]
-    next_query = None
-    if more:
-        query = request.GET.copy()
-        query["before"] = rows[-1].pk
-        next_query = query.urlencode()
-    counts = selectors.study_counts(study=study)
-    context = {
-        "study": study,
-        "role": role,
-        "form": form,
-        "judgments": rows,
-        "next_query": next_query,
-        "annotators": counts["per_annotator"],
-        "counts": counts,
-        "groups": selectors.groups_visible(study=study, user=request.user)[:200],
-        "comments": selectors.pair_comments(study=study),
-    }
-    status = 400 if form.is_bound and not form.is_valid() else 200
-    return render(request, "annotation/review.html", context, status=status)
 
 
 @login_required

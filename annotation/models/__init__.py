@@ -1,8 +1,8 @@
 """Who labels what: studies, memberships, judgments and groups over the items of ``spaces``.
 
 ``studies``: a study, its members and its item pool; ``judgments``: answers about pairs, skips
-and comments; ``pairs``: gold and candidate pairs; ``groups``: comparable groups. Import them
-from here (``from annotation.models import Study``).
+and comments; ``pairs``: gold and candidate pairs; ``groups``: comparable groups; ``review``:
+adjudicated labels. Import them from here (``from annotation.models import Study``).
 """
 
 from .groups import MAX_GROUP_NAME, MAX_GROUP_SIZE, ComparableGroup, GroupEdit, StudyCounter
@@ -17,9 +17,11 @@ from .judgments import (
     canonical_pair,
 )
 from .pairs import CandidatePair, GoldPair, PoolPair, pair_check, pool_check
+from .review import Adjudication
 from .studies import Membership, Study, pool_queryset
 
 __all__ = [
+    "Adjudication",
     "MAX_ELAPSED_MS",
     "MAX_GROUP_NAME",
     "MAX_GROUP_SIZE",

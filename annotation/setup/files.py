@@ -37,13 +37,18 @@ class PairRow:
 
 def read_upload(upload) -> str:
     """An uploaded file as text (UTF-8, a BOM allowed), refused over SETUP_UPLOAD_MAX_MB."""
+    return decode(read_upload_bytes(upload))
+
+
+def read_upload_bytes(upload) -> bytes:
+    """An uploaded file's bytes, refused over SETUP_UPLOAD_MAX_MB."""
     limit = settings.SETUP_UPLOAD_MAX_MB * 1024 * 1024
     if upload.size is not None and upload.size > limit:
         raise PayloadTooLarge(f"The file is larger than {settings.SETUP_UPLOAD_MAX_MB} MB.")
     data = upload.read(limit + 1)
     if len(data) > limit:
         raise PayloadTooLarge(f"The file is larger than {settings.SETUP_UPLOAD_MAX_MB} MB.")
-    return decode(data)
+    return data
 
 
 def decode(data: bytes) -> str:

@@ -120,6 +120,26 @@ class UploadForm(forms.Form):
         return data
 
 
+class FeedbackUploadForm(forms.Form):
+    """Existing judgments or groups to import: the file and how to read it (the
+    ``import_feedback`` command's options)."""
+
+    file = forms.FileField(label="File (CSV, TSV or JSONL)")
+    kind = forms.ChoiceField(
+        choices=[("auto", "from the columns"), ("pairs", "pair judgments"), ("groups", "groups")],
+        initial="auto",
+        label="What it holds",
+    )
+    fmt = forms.ChoiceField(
+        choices=[("auto", "from the file name"), ("csv", "CSV"), ("jsonl", "JSON lines")],
+        initial="auto",
+        label="Format",
+    )
+    provenance = forms.CharField(
+        required=False, max_length=300, label="Where it comes from (default: the file name)"
+    )
+
+
 class DuplicateForm(forms.Form):
     name = forms.CharField(max_length=200)
 

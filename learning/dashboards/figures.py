@@ -54,6 +54,7 @@ from annotation.models import (
     Source,
     Study,
 )
+from annotation.review.selectors import disagreement_progress
 from learning.dashboards import agreement
 from learning.refits import snapshots
 
@@ -108,6 +109,8 @@ class StudyDashboard:
     alpha: float | None
     overlapping_pairs: int
     thresholds: dict[str, float] = field(default_factory=dict)
+    disagreements: int = 0  # pairs answered twice or more with two labels
+    disagreements_resolved: int = 0  # of them, adjudicated (annotation/review/)
     computed_at: float = field(default_factory=time.time)
     stale: bool = False  # newer answers exist; a refresh is on its way
 
@@ -118,7 +121,8 @@ class StudyDashboard:
 
 def data_watermark(study: Study) -> tuple:
     """What the figures depend on: (top judgment id, judgments, top gold id, gold pairs,
-    group revision); figures computed at one watermark are current while it holds."""
+    group revision, adjudications); figures computed at one watermark are current while it
+    holds."""
     marks = snapshots.study_data_marks(study_id=study.pk)
     gold = GoldPair.objects.filter(study=study).aggregate(top=Max("id"), n=Count("id"))
     return (
@@ -127,6 +131,7 @@ def data_watermark(study: Study) -> tuple:
         gold["top"] or 0,
         gold["n"],
         marks.group_watermark,
+        marks.adjudications,
     )
 
 
@@ -182,6 +187,7 @@ def _compute(study: Study) -> StudyDashboard:
     per_day = {users.get(k, k) if isinstance(k, int) else k: v for k, v in per_day.items()}
     groups = ComparableGroup.objects.filter(study=study)
     members = ComparableGroup.members.through.objects.filter(comparablegroup__study=study)
+    resolved, disagreements = disagreement_progress(study=study)
     return StudyDashboard(
         total=sum(by_source.values()),
         annotated=by_source.get(Source.ANNOTATED, 0),
@@ -195,6 +201,8 @@ def _compute(study: Study) -> StudyDashboard:
         kappas=kappas,
         alpha=alpha,
         overlapping_pairs=overlapping,
+        disagreements=disagreements,
+        disagreements_resolved=resolved,
         thresholds={
             "too_fast_seconds": TOO_FAST_SECONDS,
             "low_majority_agreement": LOW_MAJORITY_AGREEMENT,

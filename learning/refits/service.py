@@ -155,6 +155,8 @@ def _method_plans(
         "excluded_annotators": excluded,
         "validation_share": learning.validation_share,
     }
+    if marks.adjudications:  # adjudicated labels read in place of answers (absent: none)
+        common["adjudications"] = marks.adjudications
     plans = {}
     # FACE first: its new Sigma is EXPLORE's prior in the same refit.
     uses_pairs = learning.face_pairs_as_groups and marks.judgment_count > 0

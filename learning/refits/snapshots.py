@@ -20,6 +20,7 @@ from annotation.models import (
     PairJudgment,
     StudyCounter,
 )
+from annotation.review.fit import adjudication_mark, fit_rows
 from learning.models import MetricVersion, StudyLearningSettings
 
 LABEL_CODES = {label.value: LabelCode.of(label) for label in Label}
@@ -27,11 +28,13 @@ LABEL_CODES = {label.value: LabelCode.of(label) for label in Label}
 
 @dataclass(frozen=True)
 class DataMarks:
-    """How far a study's data goes: highest judgment id, judgments up to it, group revision."""
+    """How far a study's data goes: highest judgment id, judgments up to it, group revision,
+    and which adjudicated labels there are (``annotation/review/fit.py``; "" when none)."""
 
     judgment_watermark: int
     judgment_count: int
     group_watermark: int
+    adjudications: str = ""
 
 
 @dataclass(frozen=True)
@@ -64,7 +67,8 @@ def excluded_annotator_ids(*, learning_settings: StudyLearningSettings) -> list[
 
 
 def study_data_marks(*, study_id: int) -> DataMarks:
-    """Two queries: the judgment id watermark with its count, and the group revision."""
+    """Three queries: the judgment id watermark with its count, the group revision, the
+    adjudications' mark."""
     agg = PairJudgment.objects.filter(study_id=study_id).aggregate(top=Max("id"), n=Count("id"))
     revision = (
         StudyCounter.objects.filter(study_id=study_id).values_list("group_revision", flat=True)
@@ -73,34 +77,24 @@ def study_data_marks(*, study_id: int) -> DataMarks:
         judgment_watermark=int(agg["top"] or 0),
         judgment_count=int(agg["n"] or 0),
         group_watermark=int(revision or 0),
+        adjudications=adjudication_mark(study_id=study_id),
     )
 
 
 def judgment_snapshot(
     *, study_id: int, watermark: int, excluded_annotators: list[int]
 ) -> JudgmentSnapshot:
-    """All judgments of the study with id <= watermark (one query), with the gold label of
-    answers to gold pairs that still exist."""
+    """All judgments of the study with id <= watermark, with the gold label of answers to gold
+    pairs that still exist; an adjudicated pair's answers replaced by its adjudicated label
+    (``annotation/review/fit.py: fit_rows``, two queries)."""
     gold_label = GoldPair.objects.filter(
         study_id=study_id, item_a=OuterRef("item_a"), item_b=OuterRef("item_b")
     ).values("label")[:1]
-    queryset = PairJudgment.objects.filter(study_id=study_id, id__lte=watermark).annotate(
-        gold=Case(When(is_gold=True, then=Subquery(gold_label)))
-    )
+    queryset = PairJudgment.objects.filter(study_id=study_id, id__lte=watermark)
     if excluded_annotators:
         queryset = queryset.exclude(annotator_id__in=excluded_annotators)
-    rows = list(
-        queryset.order_by("id").values_list(
-            "id",
-            "item_a_id",
-            "item_b_id",
-            "item_a__row",
-            "item_b__row",
-            "label",
-            "annotator_id",
-            "gold",
-        )
-    )
+    gold = Case(When(is_gold=True, then=Subquery(gold_label)))
+    rows = fit_rows(queryset, study_id=study_id, gold=gold)
     if not rows:
         empty = np.empty(0, dtype=np.int64)
         return JudgmentSnapshot(empty, empty, empty, empty, empty, empty, empty, empty)

@@ -49,6 +49,7 @@ def page_urls(world) -> dict[str, tuple[str, str]]:
         "annotation:label": ("ann1", reverse("annotation:label", args=[s])),
         "annotation:groups": ("ann1", reverse("annotation:groups", args=[s])),
         "annotation:review": ("rev", reverse("annotation:review", args=[s])),
+        "annotation:adjudication": ("rev", reverse("annotation:adjudication", args=[s])),
         "learning:study-dashboard": ("rev", reverse("learning:study-dashboard", args=[s])),
         "learning:study-weat": ("rev", reverse("learning:study-weat", args=[s])),
         "learning:study-weat-test": ("rev", reverse("learning:study-weat-test", args=[s, test.pk])),
@@ -113,6 +114,7 @@ def page_urls(world) -> dict[str, tuple[str, str]]:
         "annotation:study-pairs": ("adm", reverse("annotation:study-pairs", args=[s])),
         "annotation:study-gold": ("adm", reverse("annotation:study-gold", args=[s])),
         "annotation:study-members": ("adm", reverse("annotation:study-members", args=[s])),
+        "annotation:study-import": ("adm", reverse("annotation:study-import", args=[s])),
         "annotation:study-done": ("ann1", reverse("annotation:study-done", args=[s])),
         "accounts:invitation": (
             "anon",

@@ -5,6 +5,7 @@ inputs it can get, one module per area:
 * ``annotation_api_pairs`` — skips, comments, undo, the next pair, item search, the study;
 * ``annotation_api_groups`` — groups and member suggestions;
 * ``annotation_pages`` — a study's pages and the review filters;
+* ``review`` — the adjudication page and API;
 * ``setup_pages`` — the study set-up pages;
 * ``spaces_uploads`` — embedding-space uploads and import pages;
 * ``learning_and_exports`` — the export API and the learning pages;
@@ -35,6 +36,7 @@ from . import (
     audits,
     commands,
     learning_and_exports,
+    review,
     setup_pages,
     site_and_accounts,
     spaces_uploads,
@@ -46,6 +48,7 @@ AREAS = (
     annotation_api_pairs,
     annotation_api_groups,
     annotation_pages,
+    review,
     setup_pages,
     spaces_uploads,
     learning_and_exports,

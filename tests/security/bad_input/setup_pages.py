@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.urls import reverse
 
-from .cases import A, Bad
+from .cases import A, Bad, upload
 
 CASES: list[Bad] = [
     # --- study set-up pages (admins of the study; staff for a new study) ----------------------
@@ -121,6 +121,47 @@ CASES: list[Bad] = [
         400,
         "not in this study",
         {"text": "w001,ghost,comparable", "confirm": "1"},
+        "multipart",
+        role="adm_a",
+    ),
+    Bad(
+        "annotation:study-import",
+        "a key of no item of the space",
+        "post",
+        lambda w: reverse("annotation:study-import", args=[A(w)]),
+        400,
+        "Line 2: unknown key",
+        lambda w: {
+            "file": upload("p.csv", b"key_a,key_b,label\nw001,ghost,1\n"),
+            "kind": "auto",
+            "fmt": "auto",
+        },
+        "multipart",
+        role="adm_a",
+    ),
+    Bad(
+        "annotation:study-import",
+        "an unknown kind",
+        "post",
+        lambda w: reverse("annotation:study-import", args=[A(w)]),
+        400,
+        "Select a valid choice",
+        lambda w: {
+            "file": upload("p.csv", b"key_a,key_b,label\nw001,w002,1\n"),
+            "kind": "x",
+            "fmt": "auto",
+        },
+        "multipart",
+        role="adm_a",
+    ),
+    Bad(
+        "annotation:study-import",
+        "a confirmation of no preview",
+        "post",
+        lambda w: reverse("annotation:study-import", args=[A(w)]),
+        400,
+        "This preview is no longer available",
+        {"confirm": "1", "token": "0123456789abcdef"},
         "multipart",
         role="adm_a",
     ),

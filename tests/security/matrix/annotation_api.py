@@ -1,5 +1,6 @@
 """Matrix rows of the annotation API (/api/studies/…, /api/items/): members answer, undo
-their own answers and keep groups; outsiders of a study get 404."""
+their own answers and keep groups; reviewers and admins resolve disagreements; outsiders of a
+study get 404."""
 
 from __future__ import annotations
 
@@ -8,7 +9,16 @@ import uuid
 from django.urls import reverse
 
 from ..conftest import World
-from .policies import API_GATE, MEMBER_API, STUDY_API_GATE, A, Row, statuses
+from .policies import (
+    API_GATE,
+    EXPORT_API,
+    EXPORT_STUDY_GATE,
+    MEMBER_API,
+    STUDY_API_GATE,
+    A,
+    Row,
+    statuses,
+)
 
 # The set-up API: admins of the study and staff; reviewers and annotators of A 403, others 404.
 SETUP_API = statuses(401, 403, 404, 403, 200, 200)
@@ -127,6 +137,16 @@ ROWS: dict[str, Row] = {
     ),
     "api-suggestions": Row(
         lambda w: reverse("api-suggestions", args=[A(w)]), {"get": MEMBER_API}, STUDY_API_GATE
+    ),
+    "api-disagreements": Row(  # reviewers and admins
+        lambda w: reverse("api-disagreements", args=[A(w)]), {"get": EXPORT_API}, EXPORT_STUDY_GATE
+    ),
+    "api-adjudications": Row(
+        lambda w: reverse("api-adjudications", args=[A(w)]),
+        {"post": statuses(401, 403, 404, 201, 201, 201)},
+        EXPORT_STUDY_GATE,
+        body=lambda w, r: {"item_a": w.items[1].pk, "item_b": w.items[0].pk, "label": "comparable"},
+        fmt="json",
     ),
     "api-items": Row(
         lambda w: reverse("api-items") + f"?study={A(w)}&q=w", {"get": MEMBER_API}, API_GATE

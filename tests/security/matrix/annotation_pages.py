@@ -65,6 +65,12 @@ ROWS: dict[str, Row] = {
     "annotation:review": Row(
         lambda w: reverse("annotation:review", args=[A(w)]), {"get": REVIEWER_PAGE}, PAGE_GATE
     ),
+    "annotation:adjudication": Row(  # reviewers and admins resolve disagreements
+        lambda w: reverse("annotation:adjudication", args=[A(w)]),
+        {"get": REVIEWER_PAGE, "post": statuses(302, 403, 404, 302, 302, 302)},
+        PAGE_GATE,
+        body=lambda w, r: {"item_a": w.items[0].pk, "item_b": w.items[1].pk, "label": "comparable"},
+    ),
     "annotation:study-done": Row(
         lambda w: reverse("annotation:study-done", args=[A(w)]), {"get": MEMBER_PAGE}, PAGE_GATE
     ),
@@ -98,6 +104,7 @@ ROWS: dict[str, Row] = {
     "annotation:study-pairs": setup_row("annotation:study-pairs"),
     "annotation:study-gold": setup_row("annotation:study-gold"),
     "annotation:study-members": setup_row("annotation:study-members"),
+    "annotation:study-import": setup_row("annotation:study-import"),
     "annotation:study-duplicate": Row(
         lambda w: reverse("annotation:study-duplicate", args=[A(w)]),
         {"post": SETUP_POST_DONE},

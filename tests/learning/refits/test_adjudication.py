@@ -1,0 +1,92 @@
+"""An adjudicated label is what the fit reads in place of its pair's answers, and a decision is
+new data for the refit (annotation/review/fit.py, read by learning/refits/snapshots.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from annotation.models import LabelCode, PairJudgment
+from annotation.review import services as review
+from learning.dashboards import figures
+from learning.refits import fitting, service, snapshots
+
+from .helpers import add_simulated, admin_of, versions
+
+
+def _rows_of(snapshot, a: int, b: int) -> np.ndarray:
+    return np.flatnonzero((snapshot.item_a == a) & (snapshot.item_b == b))
+
+
+def test_the_adjudicated_label_replaces_the_answers_in_the_fit(world):
+    _, items, study, users = world
+    add_simulated(world, 300)
+    first, second = sorted((items[0], items[1]), key=lambda item: item.pk)
+    for user, label in zip(users, ["comparable", "incomparable", "incomparable"], strict=True):
+        PairJudgment.objects.create(
+            study=study, annotator=user, item_a=first, item_b=second, label=label
+        )
+    assert service.refit_study(study_id=study.pk).outcome == "fitted"
+    before = {v.method: v.pk for v in versions(study, status="ready")}
+    marks = snapshots.study_data_marks(study_id=study.pk)
+    raw = snapshots.judgment_snapshot(
+        study_id=study.pk, watermark=marks.judgment_watermark, excluded_annotators=[]
+    )
+    assert len(_rows_of(raw, first.pk, second.pk)) == 3
+
+    decision = review.adjudicate(
+        study=study,
+        user=admin_of(study),
+        item_a_id=first.pk,
+        item_b_id=second.pk,
+        label="comparable",
+    )
+    marks = snapshots.study_data_marks(study_id=study.pk)
+    assert marks.adjudications == f"1:{decision.pk}"
+    snapshot = snapshots.judgment_snapshot(
+        study_id=study.pk, watermark=marks.judgment_watermark, excluded_annotators=[]
+    )
+    rows = _rows_of(snapshot, first.pk, second.pk)
+    assert len(rows) == 1  # the three answers gave way to the decision
+    assert snapshot.label[rows[0]] == LabelCode.COMPARABLE
+    assert snapshot.ids[rows[0]] == -decision.pk
+    assert snapshot.annotator[rows[0]] == -1
+    assert len(snapshot) == len(raw) - 2  # every other answer is still there
+    pairs = fitting.pair_data(snapshot, policy="all", validation_share=0.0)
+    at = np.flatnonzero(
+        (pairs.row_a == first.row) & (pairs.row_b == second.row)
+        | (pairs.row_a == second.row) & (pairs.row_b == first.row)
+    )
+    assert pairs.y[at].tolist() == [1.0]  # the training data holds the decision, once
+
+    report = service.refit_study(study_id=study.pk)  # the watermark did not move; the data did
+    assert report.outcome == "fitted"
+    explore = versions(study, status="ready", method="explore")[-1]
+    assert explore.pk != before["explore"]
+    assert explore.parameters["adjudications"] == marks.adjudications
+    assert service.refit_study(study_id=study.pk).outcome == "nothing new"
+
+
+def test_the_dashboard_counts_resolved_disagreements_and_a_decision_refreshes_it(world):
+    _, items, study, users = world
+    pairs = [sorted((items[i], items[i + 1]), key=lambda item: item.pk) for i in (0, 2, 4)]
+    for (first, second), labels in zip(
+        pairs, [("comparable", "incomparable")] * 2 + [("unsure",) * 2], strict=True
+    ):
+        for user, label in zip(users, labels, strict=False):
+            PairJudgment.objects.create(
+                study=study, annotator=user, item_a=first, item_b=second, label=label
+            )
+    board = figures.study_dashboard(study)
+    assert (board.disagreements_resolved, board.disagreements) == (0, 2)  # unsure-unsure agrees
+    before = figures.data_watermark(study)
+    first, second = pairs[0]
+    review.adjudicate(
+        study=study,
+        user=admin_of(study),
+        item_a_id=first.pk,
+        item_b_id=second.pk,
+        label="incomparable",
+    )
+    assert figures.data_watermark(study) != before  # the cached figures are no longer current
+    board = figures.study_dashboard(study)
+    assert (board.disagreements_resolved, board.disagreements) == (1, 2)
