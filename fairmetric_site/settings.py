@@ -166,9 +166,8 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # Shared by every process: Redis when REDIS_URL is set, else files under VAR_DIR (LocMem would
 # give each gunicorn worker its own counters).
 
-# Every Redis call gives up after REDIS_TIMEOUT_MS (connecting, and waiting for an answer):
-# whoever asks then goes on without the cache (sessions from the database, limits from their
-# database fallback), so an unreachable Redis costs milliseconds per request, not seconds.
+# A Redis call gives up after REDIS_TIMEOUT_MS (connect, answer): the caller goes on without
+# the cache (common/redis_cache.py), so a dead Redis costs milliseconds per request.
 REDIS_TIMEOUT_MS = env_int("REDIS_TIMEOUT_MS", 500, minimum=1)
 if env_url("REDIS_URL", {"redis", "rediss"}):
     CACHES = {
@@ -250,10 +249,9 @@ if not DEBUG:
     SECURE_HSTS_PRELOAD = True
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SESSION_COOKIE_HTTPONLY = True
-# Sessions read from the cache (written through to the database): the labelling page's answers
-# cost no session query; from the database whenever the cache does not answer
-# (accounts/sessions.py). A cached copy lives at most SESSION_CACHE_SECONDS, which bounds how
-# long a logout made while Redis was unreachable can be missed by a Redis that comes back.
+# Sessions read from the cache (written through to the database; answers cost no session
+# query), from the database when the cache does not answer (accounts/sessions.py); a cached
+# copy lives SESSION_CACHE_SECONDS at most (a logout missed by a down cache, bounded).
 SESSION_ENGINE = "accounts.sessions"
 SESSION_CACHE_SECONDS = env_int("SESSION_CACHE_SECONDS", 600, minimum=0)
 X_FRAME_OPTIONS = "DENY"
