@@ -22,7 +22,7 @@ restart must cost neither any 5xx.
 
 The virtual annotators retry connection errors and 5xx with the same ``client_id`` (as the
 labelling page does), so 5xx during a fault are expected and reported — except at a Redis
-restart, where any failure is a problem; the invariants are checked as in the load test, plus:
+restart, where a 5xx is a problem; the invariants are checked as in the load test, plus:
 the killed fit's ``fitting`` row is retired, no ``fitting`` row is left, and a final version of
 each method covers the last answer.
 """
@@ -248,9 +248,13 @@ def main(argv: list[str] | None = None) -> int:
         if dead:
             problems.append(f"processes died: {dead}")
         failures = attribute_failures(record.failures_at, injector.events)
-        at_redis = {k: n for k, n in failures.items() if "restart-redis" in k}
+        # A Redis restart must cost no 5xx (sessions and limits go on from the database);
+        # client timeouts are reported with the rest (a loaded machine has them in every window).
+        at_redis = {
+            k: n for k, n in failures.items() if "restart-redis" in k and k[-3:].startswith("5")
+        }
         if at_redis:
-            problems.append(f"failures while Redis restarted (must be none): {at_redis}")
+            problems.append(f"5xx while Redis restarted (must be none): {at_redis}")
         result = {
             "mode": "quick" if args.quick else "full",
             "annotators": args.annotators,
