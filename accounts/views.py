@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from django.contrib.auth import login as auth_login
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import redirect, render
 from django.urls import reverse_lazy
 from django.views.decorators.http import require_http_methods, require_POST
@@ -12,6 +13,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from common.errors import NotAllowed
 
 from . import hooks, tokens
+from .invitations import invitation_accept
 from .models import ApiToken
 
 NEW_TOKEN_SESSION_KEY = "fairmetric:new-token"
@@ -78,3 +80,13 @@ class InvitationView(auth_views.PasswordResetConfirmView):
     post_reset_login_backend = "django.contrib.auth.backends.ModelBackend"
     success_url = reverse_lazy("annotation:study-list")
     reset_url_token = "set-password"
+
+    def form_valid(self, form):
+        """The password is set by one conditional UPDATE: of simultaneous uses of one link,
+        one sets it and signs in; the others are told the link was used (409)."""
+        if not invitation_accept(person=self.user, password=form.cleaned_data["new_password1"]):
+            form.add_error(None, "This invitation link was used already; log in instead.")
+            return self.render_to_response(self.get_context_data(form=form), status=409)
+        del self.request.session[auth_views.INTERNAL_RESET_SESSION_TOKEN]
+        auth_login(self.request, self.user, self.post_reset_login_backend)
+        return HttpResponseRedirect(self.get_success_url())

@@ -6,11 +6,19 @@ project's DRF ``EXCEPTION_HANDLER``); the pages into the matching error page
 (:class:`AppErrorMiddleware`). The rule for 403 against 404 lives in ``annotation.access``:
 someone who may not see a study at all gets :class:`NotFound` (the study stays hidden), a member
 whose role does not allow the action gets :class:`NotAllowed`.
+
+A write that loses a race to a unique constraint (two identical set-up POSTs at once: both
+read "not there yet", both insert) is a :class:`Conflict` with the same message the read
+check gives, never a 500: :func:`duplicate_as_conflict` around the insert.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import IntegrityError, transaction
 from django.http import HttpResponse
 from django.template.loader import render_to_string
 from rest_framework.response import Response
@@ -45,6 +53,28 @@ class Conflict(AppError):
 
 class PayloadTooLarge(AppError):
     status_code = 413
+
+
+def is_unique_violation(error: IntegrityError) -> bool:
+    """A unique constraint or index refused the write (not a foreign key, not a NOT NULL)."""
+    cause = error.__cause__
+    if getattr(cause, "sqlstate", None) == "23505":  # PostgreSQL (psycopg)
+        return True
+    return "UNIQUE constraint failed" in str(error)  # SQLite
+
+
+@contextmanager
+def duplicate_as_conflict(message: str | Callable[[], str]) -> Iterator[None]:
+    """Inserts in a savepoint; a unique violation becomes ``Conflict(message)`` (a callable
+    message is asked after the savepoint rolled back, so it may query). Other integrity errors
+    pass through."""
+    try:
+        with transaction.atomic():
+            yield
+    except IntegrityError as error:
+        if not is_unique_violation(error):
+            raise
+        raise Conflict(message() if callable(message) else message) from error
 
 
 def api_exception_handler(exc, context):

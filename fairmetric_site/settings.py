@@ -12,7 +12,7 @@ SECURE_SSL_REDIRECT, MAX_UPLOAD_MB, MAX_DECOMPRESSED_MB, MAX_LINE_KB, PREFLIGHT_
 TABLE_MAX_ROWS, TABLE_MAX_COLUMNS, TABLE_MAX_CELL_CHARS, TABLE_MAX_DECODED_MB, TABLE_MAX_CATEGORIES,
 UPLOAD_PENDING_HOURS, AUDIT_MAX_ROWS, AUDIT_MAX_K, AUDIT_MAX_STORED_VIOLATIONS, AUDIT_THREADS,
 AUDIT_BOOTSTRAP, AUDIT_LEASE_SECONDS, JUDGMENT_RATE, JUDGMENT_BURST, JUDGMENT_BATCH_MAX, PAIR_QUEUE_SIZE,
-WORKER_SWEEP.
+WORKER_SWEEP, REDIS_TIMEOUT_MS, SESSION_CACHE_SECONDS.
 """
 
 from __future__ import annotations
@@ -166,12 +166,19 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # Shared by every process: Redis when REDIS_URL is set, else files under VAR_DIR (LocMem would
 # give each gunicorn worker its own counters).
 
+# A Redis call gives up after REDIS_TIMEOUT_MS (connect, answer): the caller goes on without
+# the cache (common/redis_cache.py), so a dead Redis costs milliseconds per request.
+REDIS_TIMEOUT_MS = env_int("REDIS_TIMEOUT_MS", 500, minimum=1)
 if env_url("REDIS_URL", {"redis", "rediss"}):
     CACHES = {
         "default": {
             "BACKEND": "common.redis_cache.RedisCache",  # keeps its client objects
             "LOCATION": env_str("REDIS_URL"),
             "KEY_PREFIX": "fm",
+            "OPTIONS": {
+                "socket_connect_timeout": REDIS_TIMEOUT_MS / 1000,
+                "socket_timeout": REDIS_TIMEOUT_MS / 1000,
+            },
         }
     }
 else:
@@ -242,9 +249,11 @@ if not DEBUG:
     SECURE_HSTS_PRELOAD = True
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SESSION_COOKIE_HTTPONLY = True
-# Sessions read from the cache (written through to the database): the labelling page's answers
-# cost no session query.
-SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
+# Sessions read from the cache (written through to the database; answers cost no session
+# query), from the database when the cache does not answer (accounts/sessions.py); a cached
+# copy lives SESSION_CACHE_SECONDS at most (a logout missed by a down cache, bounded).
+SESSION_ENGINE = "accounts.sessions"
+SESSION_CACHE_SECONDS = env_int("SESSION_CACHE_SECONDS", 600, minimum=0)
 X_FRAME_OPTIONS = "DENY"
 # Every asset is served by the app itself (no CDN) and no template has inline script, so scripts
 # come only from 'self'; inline styles stay allowed (plotly and the error pages use them).
@@ -322,6 +331,8 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
     }
 else:
     CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+    if CELERY_BROKER_URL.startswith("redis"):  # a dead broker refuses a message in milliseconds
+        CELERY_BROKER_TRANSPORT_OPTIONS["socket_connect_timeout"] = REDIS_TIMEOUT_MS / 1000
 CELERY_RESULT_BACKEND = env_url("CELERY_RESULT_BACKEND", {"redis", "rediss", "file", "db"})
 if not CELERY_RESULT_BACKEND:
     CELERY_RESULT_BACKEND = REDIS_URL or (VAR_DIR / "results").as_uri()

@@ -1,10 +1,11 @@
 from django.contrib.auth.decorators import login_required
-from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_safe
 
 from annotation.models import Membership
+
+from .health import health
 
 
 @login_required
@@ -21,7 +22,7 @@ def home(request: HttpRequest) -> HttpResponse:
 
 @require_safe
 def healthz(request: HttpRequest) -> JsonResponse:
-    """Liveness and database reachability, for load balancers and the start script."""
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT 1")
-    return JsonResponse({"status": "ok", "database": connection.vendor})
+    """Each dependency and the verdict: ok, degraded (200: the database answers, Redis does
+    not) or unhealthy (503: no database) — for load balancers, monitors and the start script."""
+    report, status = health()
+    return JsonResponse(report, status=status)

@@ -24,12 +24,15 @@ import time
 import uuid
 from dataclasses import dataclass
 
+from .browser import login_form
 from .connection import ConnectionFailed, HttpConnection
 from .record import Record
 
 LABELS = ("comparable", "incomparable", "unsure")
 LABEL_WEIGHTS = (0.45, 0.45, 0.10)
 RETRY_STATUSES = {429, 500, 502, 503, 504}
+PAGE_EVERY = 10  # a browser annotator loads the labelling page every this many answers
+LOGIN_PROBE_SECONDS = 1.0
 
 
 @dataclass
@@ -47,18 +50,49 @@ class LoadConfig:
     batch: int = 1  # answers per request (> 1: the batch endpoint)
     ports: tuple[int, ...] = ()  # more web "machines": annotator i talks to ports[i % n]
     seed: int = 0
+    login_probe: tuple[str, str] | None = None  # (username, password): post the login form
 
 
-async def run_annotators(config: LoadConfig, tokens: list[str]) -> Record:
+async def run_annotators(config: LoadConfig, tokens: list[str | dict]) -> Record:
+    """``tokens``: one credential per annotator (an API token, or a browser's headers)."""
     record = Record()
     record.started = time.perf_counter() + config.warmup
     deadline = record.started + config.seconds
     run = _batch_annotator if config.batch > 1 else _annotator
+    probes = [_login_prober(config, deadline, record)] if config.login_probe else []
     await asyncio.gather(
-        *(run(config, token, i, deadline, record) for i, token in enumerate(tokens))
+        *(run(config, token, i, deadline, record) for i, token in enumerate(tokens)), *probes
     )
     record.finished = time.perf_counter()
     return record
+
+
+def _auth(credential: str | dict) -> tuple[dict, str]:
+    """(request headers, endpoint-name suffix) of a token or a browser session."""
+    if isinstance(credential, dict):
+        return {**credential, "Accept": "application/json"}, " (session)"
+    return {"Authorization": f"Bearer {credential}", "Accept": "application/json"}, ""
+
+
+async def _login_prober(config: LoadConfig, deadline: float, record: Record) -> None:
+    conn = HttpConnection(config.host, _port(config, 0), config.timeout)
+    body, headers = login_form(*config.login_probe)
+    try:
+        while time.perf_counter() < deadline:
+            await _call(
+                conn,
+                record,
+                "POST login form",
+                "POST",
+                "/accounts/login/",
+                headers,
+                body,
+                give_up_at=time.perf_counter() + config.give_up_after,
+            )
+            conn.close()  # a new browser each time
+            await asyncio.sleep(LOGIN_PROBE_SECONDS)
+    finally:
+        conn.close()
 
 
 async def _call(conn, record, endpoint, method, path, headers, body=b"", *, give_up_at):
@@ -83,24 +117,34 @@ async def _call(conn, record, endpoint, method, path, headers, body=b"", *, give
         delay = min(2.0, delay * 2)
 
 
-async def _next_pair(conn, record, base: str, auth: dict, config: LoadConfig):
+async def _next_pair(conn, record, base: str, auth: dict, config: LoadConfig, kind: str = ""):
     give_up_at = time.perf_counter() + config.give_up_after
     return await _call(
-        conn, record, "GET next-pair", "GET", f"{base}/next-pair/", auth, give_up_at=give_up_at
+        conn,
+        record,
+        "GET next-pair" + kind,
+        "GET",
+        f"{base}/next-pair/",
+        auth,
+        give_up_at=give_up_at,
     )
 
 
-async def _annotator(config: LoadConfig, token: str, index: int, deadline: float, record: Record):
+async def _annotator(
+    config: LoadConfig, token: str | dict, index: int, deadline: float, record: Record
+):
     rng = random.Random(config.seed * 1000 + index)
     conn = HttpConnection(config.host, _port(config, index), config.timeout)
-    auth = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
+    auth, kind = _auth(token)
     post_headers = {**auth, "Content-Type": "application/json"}
     base = f"/api/studies/{config.study_id}"
+    page = f"/studies/{config.study_id}/label/"
+    answers = 0
     try:
         status, payload = await _call(
             conn,
             record,
-            "GET studies",
+            "GET studies" + kind,
             "GET",
             "/api/studies/",
             auth,
@@ -111,8 +155,24 @@ async def _annotator(config: LoadConfig, token: str, index: int, deadline: float
             return
         pair = None
         while time.perf_counter() < deadline:
+            if kind and answers % PAGE_EVERY == 0:  # the labelling page, as a browser loads it
+                page_auth = {**auth, "Accept": "text/html"}
+                give_up_at = time.perf_counter() + config.give_up_after
+                status, payload = await _call(
+                    conn,
+                    record,
+                    "GET label page" + kind,
+                    "GET",
+                    page,
+                    page_auth,
+                    give_up_at=give_up_at,
+                )
+                if status != 200:
+                    record.problems.append(f"annotator {index}: label page {status}")
+                    return
+            answers += 1
             if pair is None:
-                status, payload = await _next_pair(conn, record, base, auth, config)
+                status, payload = await _next_pair(conn, record, base, auth, config, kind)
                 if status != 200:
                     record.problems.append(
                         f"annotator {index}: next-pair {status} {payload[:200]!r}"
@@ -145,17 +205,18 @@ async def _annotator(config: LoadConfig, token: str, index: int, deadline: float
                 rng.random() < config.lost_share,
                 config,
                 index,
+                kind,
             )
     finally:
         conn.close()
 
 
-async def _answer(conn, record, path, headers, body, client_id, lose_first, config, index):
+async def _answer(conn, record, path, headers, body, client_id, lose_first, config, index, kind):
     """Send one answer (and its simulated retry); returns the next pair it carried, or None."""
     give_up_at = time.perf_counter() + config.give_up_after
     record.sent.add(client_id)
     status, payload = await _call(
-        conn, record, "POST judgment", "POST", path, headers, body, give_up_at=give_up_at
+        conn, record, "POST judgment" + kind, "POST", path, headers, body, give_up_at=give_up_at
     )
     first_id = None
     if status in (200, 201):
@@ -167,7 +228,7 @@ async def _answer(conn, record, path, headers, body, client_id, lose_first, conf
             status, payload = await _call(
                 conn,
                 record,
-                "POST judgment (retry)",
+                "POST judgment (retry)" + kind,
                 "POST",
                 path,
                 headers,
@@ -206,11 +267,11 @@ def _new_answer(rng, pair) -> dict:
 
 
 async def _batch_annotator(
-    config: LoadConfig, token: str, index: int, deadline: float, record: Record
+    config: LoadConfig, token: str | dict, index: int, deadline: float, record: Record
 ):
     rng = random.Random(config.seed * 1000 + index)
     conn = HttpConnection(config.host, _port(config, index), config.timeout)
-    auth = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
+    auth, _ = _auth(token)
     post_headers = {**auth, "Content-Type": "application/json"}
     base = f"/api/studies/{config.study_id}"
     path = f"{base}/judgments/batch/?next={config.batch}"

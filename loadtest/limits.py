@@ -117,13 +117,16 @@ def judgment_burst(base: str, study_id: int, token: str, item_ids: list[int], n:
     }
 
 
-def token_creates(base: str, n: int = 30) -> dict:
+def token_creates(base: str, study_id: int, n: int = 30) -> dict:
     from django.contrib.auth import get_user_model
     from django.test import Client
 
     from accounts.models import ApiToken
+    from annotation.models import Membership
 
     user = get_user_model().objects.create_user("scripted", password=PASSWORD)
+    # A reviewer: only people who may export may create tokens (annotation.access.may_export).
+    Membership.objects.create(user=user, study_id=study_id, role=Membership.Role.REVIEWER)
     client = Client()
     client.force_login(user)
     from django.conf import settings
@@ -137,6 +140,7 @@ def token_creates(base: str, n: int = 30) -> dict:
         "sent": n,
         "created_200": results.count(200),
         "refused_400": results.count(400),
+        "other": sorted(set(results) - {200, 400}),
         "active": active,
     }
 
@@ -187,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         logins = login_rounds(stack.base_url, args.rounds)
         judgments = judgment_burst(stack.base_url, world.study_id, world.tokens[0], item_ids)
-        tokens = token_creates(stack.base_url)
+        tokens = token_creates(stack.base_url, world.study_id)
         if args.show_log:
             print(stack.log_tail("web", 60))
     finally:
@@ -206,7 +210,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(
         f"tokens: {tokens['sent']} simultaneous creates -> {tokens['active']} active "
-        f"(cap {TOKEN_CAP}); 200: {tokens['created_200']}, 400: {tokens['refused_400']}"
+        f"(cap {TOKEN_CAP}); 200: {tokens['created_200']}, 400: {tokens['refused_400']}, "
+        f"other: {tokens['other']}"
     )
     problems = []
     if judgments["accepted"] > judgments["bound"] or judgments["other"]:

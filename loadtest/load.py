@@ -48,9 +48,17 @@ def prepare(stack: Stack, args: argparse.Namespace):
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
+    if getattr(args, "browser", 0):  # pages (login, labelling) need the static manifest
+        call_command("collectstatic", interactive=False, verbosity=0)
     from .seed import seed
 
-    world = seed(annotators=args.annotators, items=args.items, dim=args.dim, history=args.history)
+    world = seed(
+        annotators=args.annotators,
+        items=args.items,
+        dim=args.dim,
+        history=args.history,
+        browser=getattr(args, "browser", 0),
+    )
     from django.db import connections
 
     connections.close_all()

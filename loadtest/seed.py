@@ -4,7 +4,9 @@ Runs in the orchestrating process (Django configured for the scratch database). 
 ``items`` random vectors; the study (pairs mode, random strategy, overlap 2 — the defaults)
 starts with ``history`` answers by ten "seed" annotators, labelled from EXPLORE's response model
 with a rank-3 Sigma0, so every refit of the run fits real data. The ``annotators`` load users
-each get a study membership and an API token (``Authorization: Bearer fm_…``).
+each get a study membership and an API token (``Authorization: Bearer fm_…``); the last
+``browser`` of them also a password (``LOAD_PASSWORD``), for annotators that log in through the
+login form and answer with a browser session (loadtest/browser.py).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import numpy as np
 
 SEED_USERS = 10
 LOAD_USER_PREFIX = "load-annotator-"
+LOAD_PASSWORD = "load-annotator-password-1"
 
 
 @dataclass(frozen=True)
@@ -24,11 +27,15 @@ class World:
     study_id: int
     tokens: list[str]  # one per load annotator
     history: int
+    browser_users: tuple[str, ...] = ()  # the last load annotators: LOAD_PASSWORD is theirs
 
 
-def seed(*, annotators: int, items: int, dim: int, history: int, rng_seed: int = 0) -> World:
+def seed(
+    *, annotators: int, items: int, dim: int, history: int, rng_seed: int = 0, browser: int = 0
+) -> World:
     from django.conf import settings
     from django.contrib.auth import get_user_model
+    from django.contrib.auth.hashers import make_password
     from django.db import transaction
 
     from accounts.tokens import api_token_create
@@ -92,9 +99,14 @@ def seed(*, annotators: int, items: int, dim: int, history: int, rng_seed: int =
                 batch_size=5000,
             )
     tokens = [api_token_create(user=u, name="load test")[1] for u in users]
+    browser_users = tuple(u.username for u in users[len(users) - browser :]) if browser else ()
+    if browser_users:  # one hash for all: the production hasher's cost is paid once here
+        User.objects.filter(username__in=browser_users).update(
+            password=make_password(LOAD_PASSWORD)
+        )
     from django.db import connection
 
     if connection.vendor == "postgresql":  # planner statistics, as an established database has
         with connection.cursor() as cursor:
             cursor.execute("ANALYZE")
-    return World(study_id=study.pk, tokens=tokens, history=history)
+    return World(study_id=study.pk, tokens=tokens, history=history, browser_users=browser_users)

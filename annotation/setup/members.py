@@ -15,7 +15,7 @@ from annotation.models import Membership, Study
 from audit.services import Action as AuditAction
 from audit.services import audit_record
 from common.access import is_staff
-from common.errors import Conflict, InvalidInput, NotAllowed
+from common.errors import Conflict, InvalidInput, NotAllowed, duplicate_as_conflict
 
 Role = Membership.Role
 
@@ -46,9 +46,11 @@ def member_add(*, user, study: Study, who: str, role: str, target=None) -> Membe
     person = find_user(who)
     if person is None:
         raise InvalidInput(f"Nobody is called {who.strip()!r}; invite them instead.")
+    taken = f"{person.username} is already a member of this study."
     if Membership.objects.filter(study=study, user=person).exists():
-        raise Conflict(f"{person.username} is already a member of this study.")
-    return Membership.objects.create(study=study, user=person, role=role, target=target)
+        raise Conflict(taken)
+    with duplicate_as_conflict(taken):  # the same person added twice at once
+        return Membership.objects.create(study=study, user=person, role=role, target=target)
 
 
 @dataclass(frozen=True)

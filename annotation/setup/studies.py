@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -11,7 +11,7 @@ from annotation.models import CandidatePair, GoldPair, Membership, PairJudgment,
 from audit.services import Action as AuditAction
 from audit.services import audit_record
 from common.access import is_staff, require_staff
-from common.errors import Conflict, InvalidInput
+from common.errors import Conflict, InvalidInput, duplicate_as_conflict
 
 # What a new study starts with where its creator says nothing (the page and the set-up API): every
 # item of its space, a modest target, open.
@@ -100,13 +100,11 @@ def study_save(*, user, data: dict, study: Study | None = None) -> Study:
         setattr(study, field, data[field])
     if study.archived_at is not None and study.is_active:
         raise InvalidInput("An archived study stays closed; restore it first.")
+    taken = f"A study named {study.name!r} already exists."
     if Study.objects.filter(name=study.name).exclude(pk=study.pk).exists():
-        raise Conflict(f"A study named {study.name!r} already exists.")
-    try:
-        with transaction.atomic():
-            study.save()
-    except IntegrityError:
-        raise Conflict(f"A study named {study.name!r} already exists.") from None
+        raise Conflict(taken)
+    with duplicate_as_conflict(taken):
+        study.save()
     study.pool_tags.set(tags if study.pool == Study.Pool.TAGS else [])
     after = _snapshot(study)
     if before is None:
@@ -156,13 +154,15 @@ def study_duplicate(*, user, study: Study, name: str) -> Study:
         raise InvalidInput("The copy needs a name.")
     if len(name) > 200:
         raise InvalidInput("A study name has at most 200 characters.")
+    taken = f"A study named {name!r} already exists."
     if Study.objects.filter(name=name).exists():
-        raise Conflict(f"A study named {name!r} already exists.")
-    copy = Study.objects.create(
-        **{f: getattr(study, f) for f in STUDY_FIELDS if f not in ("name", "is_active")},
-        name=name,
-        is_active=True,
-    )
+        raise Conflict(taken)
+    with duplicate_as_conflict(taken):  # two copies under one name at once
+        copy = Study.objects.create(
+            **{f: getattr(study, f) for f in STUDY_FIELDS if f not in ("name", "is_active")},
+            name=name,
+            is_active=True,
+        )
     copy.pool_tags.set(study.pool_tags.all())
     copy.pool_keys.set(study.pool_keys.all())
     GoldPair.objects.bulk_create(
