@@ -1,18 +1,9 @@
 """fairmetric settings: one file, driven by environment variables.
 
-Every variable is read through a small typed helper (``fairmetric_site/env.py``) that raises ``ImproperlyConfigured`` with one
-readable line when the value is bad, so a misconfigured process stops at start-up.
-
-Variables: DEBUG, SECRET_KEY, ALLOWED_HOSTS, CSRF_TRUSTED_ORIGINS, DATABASE_URL, REDIS_URL,
-CELERY_BROKER_URL, CELERY_RESULT_BACKEND, MEDIA_ROOT, STATIC_ROOT, VAR_DIR, EMBEDDED_BROKER_DIR,
-CELERY_TASK_ALWAYS_EAGER (tests only), CELERY_TASK_DEFAULT_QUEUE, LEARNING_LEASE_SECONDS,
-LEARNING_SWEEP_SECONDS, LEARNING_LOST_AFTER_SECONDS, LEARNING_BLAS_THREADS,
-LEARNING_DEBOUNCE_SECONDS, DASHBOARD_INLINE_MAX_JUDGMENTS, DASHBOARD_REFRESH_SECONDS, LOG_LEVEL,
-SECURE_SSL_REDIRECT, MAX_UPLOAD_MB, MAX_DECOMPRESSED_MB, MAX_LINE_KB, PREFLIGHT_KB, MAX_TABLE_MB,
-TABLE_MAX_ROWS, TABLE_MAX_COLUMNS, TABLE_MAX_CELL_CHARS, TABLE_MAX_DECODED_MB, TABLE_MAX_CATEGORIES,
-UPLOAD_PENDING_HOURS, AUDIT_MAX_ROWS, AUDIT_MAX_K, AUDIT_MAX_STORED_VIOLATIONS, AUDIT_THREADS,
-AUDIT_BOOTSTRAP, AUDIT_LEASE_SECONDS, JUDGMENT_RATE, JUDGMENT_BURST, JUDGMENT_BATCH_MAX, PAIR_QUEUE_SIZE,
-WORKER_SWEEP, REDIS_TIMEOUT_MS, SESSION_CACHE_SECONDS.
+Every variable is read below through a small typed helper (``fairmetric_site/env.py``) that
+raises ``ImproperlyConfigured`` with one readable line when the value is bad, so a misconfigured
+process stops at start-up. The README's "Configuration" table lists them; each is defined here,
+with its default, next to what it configures.
 """
 
 from __future__ import annotations
