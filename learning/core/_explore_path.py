@@ -148,10 +148,8 @@ def _walk(
     """The path over several folds from ``b0`` (fitted: ``sols0``, held-out ``best_v``): a
     decade at a time, first down (warm starts, ending exactly at the floor), then — if that
     gained nothing — up (warm start or the prior, whichever is better), each direction walked
-    while the held-out gain exceeds ``PATH_MIN_GAIN``. When the fit at ``b0`` scores below the
-    prior itself (``prior_v``: the first penalty is far too weak, as on a few dozen pairs in
-    many dimensions), the path comes down from ``PATH_MAX`` instead (near the prior, where fits
-    take a few steps) while it gains. Returns the best penalty."""
+    while the held-out gain exceeds ``PATH_MIN_GAIN``; when the fit at ``b0`` scores below the
+    prior (``prior_v``: β₀ far too weak), down from ``PATH_MAX`` instead. Returns the best β."""
     if best_v < prior_v:
         return _walk_down_from_top(search, b0, inclusive=False)
     best_b = b0
@@ -182,9 +180,8 @@ def _walk(
 
 
 def _walk_down_from_top(search: _Search, lowest: float, *, inclusive: bool) -> float:
-    """Decades from ``PATH_MAX`` down toward ``lowest`` (fitted too when ``inclusive``), each
-    fit warm-started from the previous one, while the held-out gain exceeds ``PATH_MIN_GAIN``.
-    Returns the best penalty."""
+    """Decades from ``PATH_MAX`` toward ``lowest`` (fitted when ``inclusive``), warm-started,
+    while the held-out gain exceeds ``PATH_MIN_GAIN``. Returns the best penalty."""
     beta, sols = PATH_MAX, [f.prior for f in search.folds]
     best_v, sols = _fit_folds(search, beta, sols)
     best_b = beta
