@@ -1,7 +1,7 @@
 """Coverage of fairmetric's intervals against simulated truths: nominal level against measured
 coverage, with its Monte Carlo standard error, printed as markdown.
 
-    python benchmarks/coverage.py           # full (a few minutes on one core)
+    python benchmarks/coverage.py           # full (1,000 and 100 replicates; tens of minutes on a busy core)
     python benchmarks/coverage.py --quick   # a few replicates (smoke test, seconds)
 
 WEAT effect size (``learning/core/weat.py``): target words drawn from two populations in
@@ -117,7 +117,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="a few replicates (smoke test)")
     args = parser.parse_args()
     started = time.perf_counter()
-    weat_reps, n_boot, pair_reps = (20, 200, 4) if args.quick else (2000, 1000, 200)
+    weat_reps, n_boot, pair_reps = (20, 200, 4) if args.quick else (1000, 500, 100)
     truth = 20_000 if args.quick else TRUTH_WORDS
     print(HEADER)
     print("|---" * (HEADER.count("|") - 1) + "|")
