@@ -36,7 +36,7 @@ logger = logging.getLogger(__name__)
 
 N_PERMUTATIONS = 50_000
 RANDOM_STATE = 0
-N_BOOT = 2000  # nonzero: the effect size's 95% interval (noncentral t, no resamples); 0: none
+N_BOOT = 2000  # resamples of the effect size's 95% interval (studentized bootstrap); 0: none
 EUCLIDEAN = "euclidean"
 SETS = ("x_words", "y_words", "a_words", "b_words")
 
@@ -94,13 +94,13 @@ def _run(
     random_state: int,
     n_boot: int,
 ):
-    """The core's WEAT and (when ``n_boot``) the 95 % interval of the effect size (noncentral
-    t, ``learning.core.weat.effect_size_ci``; it needs no resamples)."""
+    """The core's WEAT and (when ``n_boot``) the 95 % interval of the effect size (studentized
+    bootstrap, ``learning.core.weat.effect_size_ci``)."""
     x, y, a, b = (np.stack([vectors[r] for r in resolved.rows[s]]) for s in SETS)
     result = weat(x, y, a, b, sigma=sigma, n_permutations=n_permutations, random_state=random_state)
     interval = None
     if n_boot:
-        interval = effect_size_ci(x, y, a, b, sigma=sigma)
+        interval = effect_size_ci(x, y, a, b, sigma=sigma, n_boot=n_boot, random_state=random_state)
     return result, interval
 
 

@@ -34,5 +34,5 @@ def test_quick_coverage_benchmark_prints_nominal_against_measured():
     )
     assert out.returncode == 0, out.stderr
     assert "| interval | case | truth | replicates | nominal | measured ± MC s.e." in out.stdout
-    assert out.stdout.count("| WEAT d, noncentral t |") == 7
+    assert out.stdout.count("| WEAT d, studentized bootstrap |") == 7
     assert out.stdout.count("| held-out loglik |") == 2
