@@ -293,7 +293,7 @@ def effect_size_ci(
     (``bootstrap_effect_size_ci``), it corrects for the resamples' shrunken spread and for the
     skew of ``d``, and it assumes nothing about the scores' distribution. Measured
     (``benchmarks/coverage.py``, association scores of simulated words, nominal 95 %): see
-    docs/core.md; the percentile bootstrap covers 83–93 % there, missing on one side.
+    docs/core.md; the percentile bootstrap covers 82–94 % there, missing on one side.
     """
     if not 0 < level < 1:
         raise ValueError(f"level must lie in (0, 1), got {level!r}")
