@@ -22,6 +22,7 @@ from ._explore_start import better_start, initial_sigma, start_strength
 from ._pairloss import (
     pair_loglik,
     paired_gains,
+    prior_distances,
     quad_forms,
     weighted_mean,
     weighted_mean_ci,
@@ -271,13 +272,12 @@ def _ray_search(
 
 
 def _baselines(parts: list[_Fold], lab: np.ndarray, wts: np.ndarray, folds: list) -> dict:
-    """Per validation pair (fold by fold), the log-likelihood of the constant (the training
-    part's weighted comparable rate) and of the prior."""
+    """Per validation pair (fold by fold): loglik of the constant (training rate) and prior."""
     const, prior = [], []
     for fold, (tr, _) in zip(parts, folds, strict=True):
         rate = float(np.clip(weighted_mean(lab[tr], wts[tr]), 1e-6, 1 - 1e-6))
         const.append(fold.yv * np.log(rate) + (1 - fold.yv) * np.log1p(-rate))
-        prior.append(pair_loglik(np.maximum(quad_forms(fold.zv, fold.problem.prior), 0.0), fold.yv))
+        prior.append(pair_loglik(prior_distances(fold.zv, fold.problem.prior), fold.yv))
     return {"constant": const, "prior": prior}
 
 

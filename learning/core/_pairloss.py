@@ -228,3 +228,11 @@ def paired_gains(per_pair: np.ndarray, baselines: dict, w: np.ndarray) -> dict:
         gain, gain_ci = weighted_mean_ci(per_pair - base, w)
         out[name] = {"loglik": weighted_mean(base, w), "gain": gain, "gain_ci": gain_ci}
     return out
+
+
+def prior_distances(z: np.ndarray, prior: np.ndarray) -> np.ndarray:
+    """``zᵢᵀ Π zᵢ ≥ 0`` per row; a scaled identity (the default prior) as ``c·‖zᵢ‖²``, O(n·d)."""
+    c = float(prior[0, 0])
+    if np.array_equal(prior, c * np.eye(prior.shape[0])):
+        return c * np.einsum("ij,ij->i", z, z, dtype=np.float64)
+    return np.maximum(quad_forms(z, prior), 0.0)
