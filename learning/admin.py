@@ -24,12 +24,13 @@ class MetricVersionAdmin(admin.ModelAdmin):
         "label",
         "status",
         "is_published",
+        "informative",
         "judgment_watermark",
         "group_watermark",
         "fit_seconds",
         "created_at",
     ]
-    list_filter = ["study", "method", "status", "is_published"]
+    list_filter = ["study", "method", "status", "is_published", "informative"]
     search_fields = ["label", "sigma_sha256"]
     raw_id_fields = ["parent"]
     # Publishing goes through the "Publish" action (learning.refits.service), never a form field.
@@ -42,6 +43,7 @@ class MetricVersionAdmin(admin.ModelAdmin):
         "published_by",
         "fingerprint",
         "transient",
+        "informative",  # the rule's (learning/evaluation/informative.py), never edited by hand
     ]
     actions = ["publish_version"]
 

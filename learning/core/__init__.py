@@ -7,7 +7,7 @@ benchmark figures: docs/core.md.
 from .drift import DriftResult, drift
 from .explore import EXPLORE, ExploreShortfall, explore_shortfall
 from .face import FACE
-from .weat import WeatOutcome, bootstrap_effect_size_ci, weat, weat_suite
+from .weat import WeatOutcome, bootstrap_effect_size_ci, effect_size_ci, weat, weat_suite
 
 __all__ = [
     "EXPLORE",
@@ -16,6 +16,7 @@ __all__ = [
     "DriftResult",
     "WeatOutcome",
     "bootstrap_effect_size_ci",
+    "effect_size_ci",
     "drift",
     "explore_shortfall",
     "weat",

@@ -17,13 +17,21 @@ import numpy as np
 
 from ._explore_problem import SEPARATION_LEVEL, Problem, clip_spectrum
 from ._explore_ray import RAY_S_MAX, RayReading, ray_choice
-from ._explore_start import better_start, initial_sigma
-from ._pairloss import pair_loglik, quad_forms, weighted_gram, weighted_mean, weighted_mean_ci
+from ._explore_start import PATH_START as PATH_START
+from ._explore_start import better_start, initial_sigma, start_strength
+from ._pairloss import (
+    pair_loglik,
+    paired_gains,
+    prior_distances,
+    quad_forms,
+    weighted_mean,
+    weighted_mean_ci,
+)
+from ._validation import N_FOLDS as N_FOLDS
+from ._validation import VALIDATION_FRACTION as VALIDATION_FRACTION
+from ._validation import stratified_folds as stratified_folds
 from .psd import symmetrize
 
-N_FOLDS = 5
-VALIDATION_FRACTION = 0.2
-PATH_START = 10.0  # first penalty on the path: PATH_START × a James–Stein-type estimate
 PATH_MAX = 1e6
 LARGE_N_RATIO = 50.0  # pairs per parameter from which the path is skipped (penalty at its floor)
 PATH_MIN_GAIN = 1e-5  # a path step must gain this much held-out loglik to continue
@@ -33,53 +41,6 @@ FLOOR_GROWTH = 0.05  # whitened top eigenvalue growth at the path's floor that f
 RAY_RATIO = 3.0  # the ray's penalty within this factor of the fitted one: accepted
 RAY_ROUNDS = 4  # at most this many fold fits on the one-split ray search
 RAY_MAX_ITER = 4  # iteration limit of a fold fit on the ray search (it only places the ray)
-
-
-def stratified_folds(
-    y: np.ndarray, kfold: bool, seed: int = 0
-) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Deterministic stratified validation folds: ``N_FOLDS`` folds when ``kfold``, else one
-    ``VALIDATION_FRACTION`` split. Each training part keeps both labels when the data have them.
-    """
-    n = y.size
-    rng = np.random.default_rng(seed)
-    cls = np.where(y > 0.5, 1, np.where(y < 0.5, 0, 2))
-    key = np.empty(n, dtype=np.int64)
-    for c in (0, 1, 2):
-        idx = np.flatnonzero(cls == c)
-        key[idx[rng.permutation(idx.size)]] = np.arange(idx.size)
-    if kfold:
-        k = N_FOLDS
-        fold = (key + cls) % k  # spread each class over the folds
-        out = []
-        for f in range(k):
-            val = np.flatnonzero(fold == f)
-            if val.size:
-                out.append((np.flatnonzero(fold != f), val))
-        return out
-    period = int(round(1.0 / VALIDATION_FRACTION))
-    val = np.flatnonzero(key % period == period - 1)
-    return [(np.flatnonzero(key % period != period - 1), val)]
-
-
-def start_strength(prob: Problem) -> float:
-    """James–Stein-type first penalty of the path: ``PATH_START · 2·noise / (signal - noise)``.
-
-    ``signal = ‖G‖²/4`` is the Newton decrement at the prior (``G`` the log-likelihood gradient
-    in the penalty's whitened coordinates, where the Hessian is about ``2·I``), ``noise =
-    p/(2n)`` the expected excess of a p-parameter MLE; the shrinkage weight ``noise/signal``
-    corresponds to ``β = 2·noise/(signal - noise)``. ``PATH_START = 10`` (measured: the held-out
-    optimum was 3-20 times this estimate on the benchmark data).
-    """
-    n = prob.zw.shape[0]
-    _, slope = prob.blocks.loglik_and_slope(prob.d_prior)
-    g = weighted_gram(prob.zw, slope, prob.blocks) / n
-    w, v = np.linalg.eigh(prob.weight)
-    wi = (v / np.sqrt(np.maximum(w, 1e-12 * max(float(w[-1]), np.finfo(float).tiny)))) @ v.T
-    gm = wi @ g @ wi
-    signal = float(np.sum(gm * gm)) / 4.0
-    noise = prob.r * (prob.r + 1) / 4.0 / n
-    return PATH_START * 2.0 * noise / max(signal - noise, noise / 100.0)
 
 
 @dataclass(frozen=True, eq=False)
@@ -99,6 +60,7 @@ class AlphaChoice:
     path: list[tuple[float, float]]
     heldout: tuple[float, tuple[float, float], int]
     heldout_distances: np.ndarray
+    gains: dict
     path_step: float | None
     separated: bool
 
@@ -181,11 +143,16 @@ def _initial_starts(search: _Search, init: str, random_state) -> list[np.ndarray
     ]
 
 
-def _walk(search: _Search, b0: float, sols0: list, best_v: float, floor: float) -> float:
+def _walk(
+    search: _Search, b0: float, sols0: list, best_v: float, floor: float, prior_v: float
+) -> float:
     """The path over several folds from ``b0`` (fitted: ``sols0``, held-out ``best_v``): a
     decade at a time, first down (warm starts, ending exactly at the floor), then — if that
     gained nothing — up (warm start or the prior, whichever is better), each direction walked
-    while the held-out gain exceeds ``PATH_MIN_GAIN``. Returns the best penalty."""
+    while the held-out gain exceeds ``PATH_MIN_GAIN``; when the fit at ``b0`` scores below the
+    prior (``prior_v``: β₀ far too weak), down from ``PATH_MAX`` instead. Returns the best β."""
+    if best_v < prior_v:
+        return _walk_down_from_top(search, b0, inclusive=False)
     best_b = b0
     for direction in (0.1, 10.0):
         beta, sols, moved = b0, sols0, False
@@ -211,6 +178,63 @@ def _walk(search: _Search, b0: float, sols0: list, best_v: float, floor: float) 
         if moved:
             break
     return best_b
+
+
+def _walk_down_from_top(search: _Search, lowest: float, *, inclusive: bool) -> float:
+    """Decades from ``PATH_MAX`` toward ``lowest`` (fitted when ``inclusive``), warm-started,
+    while the held-out gain exceeds ``PATH_MIN_GAIN``. Returns the best penalty."""
+    beta, sols = PATH_MAX, [f.prior for f in search.folds]
+    best_v, sols = _fit_folds(search, beta, sols)
+    best_b = beta
+    while beta > lowest * (1 + 1e-9):
+        beta = max(beta / 10.0, lowest)
+        if beta == lowest and not inclusive:
+            break
+        v, sols = _fit_folds(search, beta, sols)
+        if v <= best_v + PATH_MIN_GAIN:
+            break
+        best_v, best_b = v, beta
+    return best_b
+
+
+def _one_se(search: _Search, keep: np.ndarray | None = None) -> float:
+    """The chosen penalty: the largest fitted (most shrinkage) whose held-out log-likelihood is
+    within one standard error (paired, per validation pair; ``keep``: only these pairs count)
+    of the best one's. On few pairs the best score is mostly noise; on many the rule is it."""
+    betas = sorted(search.scores)
+    w = next(iter(search.scores.values())).weights
+    w = w if keep is None else w * keep
+    if not np.any(w > 0):
+        return betas[-1]
+    means = [weighted_mean(search.scores[b].per_pair, w) for b in betas]
+    best = int(np.argmax(means))
+    top = search.scores[betas[best]].per_pair
+    for b in reversed(betas[best + 1 :]):
+        diff = top - search.scores[b].per_pair
+        mean, (lo, _) = weighted_mean_ci(diff, w)
+        if mean <= (mean - lo) / 1.96:  # within one standard error
+            return b
+    return betas[best]
+
+
+def _nested(search: _Search, best_b: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Held-out figures from pairs the penalty choice never scored: fold k's pairs are scored
+    by fold k's fit at the penalty the same rule (``_one_se``) picks from the *other* folds'
+    held-out pairs alone. Returns per validation pair (folds concatenated) the log-likelihood,
+    the distance, and each fold's penalty."""
+    sizes = [f.yv.size for f in search.folds]
+    fold_of = np.repeat(np.arange(len(sizes)), sizes)
+    per_pair = search.scores[best_b].per_pair.copy()
+    distances = search.scores[best_b].distances.copy()
+    betas = np.full(len(sizes), best_b)
+    if len(sizes) < 2:
+        return per_pair, distances, betas
+    for k in range(len(sizes)):
+        betas[k] = _one_se(search, fold_of != k)
+        mine = fold_of == k
+        per_pair[mine] = search.scores[betas[k]].per_pair[mine]
+        distances[mine] = search.scores[betas[k]].distances[mine]
+    return per_pair, distances, betas
 
 
 def _at_floor(search: _Search, floor: float, init: str, random_state) -> float:
@@ -245,6 +269,16 @@ def _ray_search(
         _, (sol,) = _fit_folds(search, beta, [(clip_spectrum(ray.sigma, search.cap), fold.prior)])
     path[ray.beta] = weighted_mean(ray.per_pair, fold.wv)
     return ray, path
+
+
+def _baselines(parts: list[_Fold], lab: np.ndarray, wts: np.ndarray, folds: list) -> dict:
+    """Per validation pair (fold by fold): loglik of the constant (training rate) and prior."""
+    const, prior = [], []
+    for fold, (tr, _) in zip(parts, folds, strict=True):
+        rate = float(np.clip(weighted_mean(lab[tr], wts[tr]), 1e-6, 1 - 1e-6))
+        const.append(fold.yv * np.log(rate) + (1 - fold.yv) * np.log1p(-rate))
+        prior.append(pair_loglik(prior_distances(fold.zv, fold.problem.prior), fold.yv))
+    return {"constant": const, "prior": prior}
 
 
 def _growth(search: _Search, best: float, floor: float) -> float:
@@ -298,6 +332,8 @@ def choose_alpha(
     if one_split:  # the ray's fold fit only places the ray (module docstring of explore.py)
         max_iter = min(max_iter, RAY_MAX_ITER)
     search = _Search(parts, cap, tol, max_iter, last_step=[None] * len(parts))
+    baselines = _baselines(parts, lab, wts, folds)
+    val_w = np.concatenate([f.wv for f in parts])
     ray, ray_path = None, {}
     if fixed is not None:
         starts = (
@@ -309,15 +345,19 @@ def choose_alpha(
         best_b = _at_floor(search, floor, init, random_state)
     else:
         b0 = float(np.clip(start_strength(parts[0].problem), floor, PATH_MAX))
-        inits = _initial_starts(search, init, random_state)
-        best_v, sols0 = _fit_folds(
-            search, b0, [(f.prior, s) for f, s in zip(parts, inits, strict=True)]
-        )
-        if one_split:
-            ray, ray_path = _ray_search(search, b0, sols0[0], floor)
-            best_b = ray.beta
+        if not one_split and n_tr < r * (r + 1) / 2.0:  # fewer pairs than parameters
+            _walk_down_from_top(search, floor, inclusive=True)  # near-prior fits: cheap
         else:
-            best_b = _walk(search, b0, sols0, best_v, floor)
+            inits = _initial_starts(search, init, random_state)
+            best_v, sols0 = _fit_folds(
+                search, b0, [(f.prior, s) for f, s in zip(parts, inits, strict=True)]
+            )
+            if one_split:
+                ray, ray_path = _ray_search(search, b0, sols0[0], floor)
+            else:
+                prior_v = weighted_mean(np.concatenate(baselines["prior"]), val_w)
+                _walk(search, b0, sols0, best_v, floor, prior_v)
+        best_b = ray.beta if ray is not None else _one_se(search)
     if ray is not None:
         per_pair, distances, span_fit = ray.per_pair, ray.distances, ray.sigma
         val_w = parts[0].wv
@@ -330,11 +370,12 @@ def choose_alpha(
     else:
         score = search.scores[best_b]
         path = sorted((b, s.mean) for b, s in search.scores.items())
-        per_pair, distances, val_w = score.per_pair, score.distances, score.weights
+        per_pair, distances, _ = _nested(search, best_b)
         span_fit = symmetrize(score.sols[0])
         separated = _growth(search, best_b, floor) > FLOOR_GROWTH
         path_step = search.steps.get(best_b)
     mean, interval = weighted_mean_ci(per_pair, val_w)
+    gains = paired_gains(per_pair, {k: np.concatenate(b) for k, b in baselines.items()}, val_w)
     heldout_distances = np.full(n, np.nan)
     heldout_distances[np.concatenate([va for _, va in folds])] = distances
     warm = full.to_span(parts[0].problem.full(span_fit))
@@ -352,6 +393,7 @@ def choose_alpha(
         warm_distances=warm_distances,
         path=path,
         heldout=(mean, interval, per_pair.size),
+        gains=gains,
         heldout_distances=heldout_distances,
         path_step=path_step,
         separated=separated,

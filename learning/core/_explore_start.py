@@ -13,8 +13,10 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ._explore_problem import Problem, clip_spectrum
-from ._pairloss import PairBlocks, pair_loglik, quad_forms, weighted_mean
+from ._pairloss import PairBlocks, pair_loglik, quad_forms, weighted_gram, weighted_mean
 from .psd import symmetrize, validate_sigma
+
+PATH_START = 10.0  # first penalty on the path: PATH_START × a James–Stein-type estimate
 
 
 def best_scale(q: np.ndarray, y: np.ndarray, hi: float, w: np.ndarray) -> tuple[float, float]:
@@ -163,3 +165,23 @@ def final_start(
     if beta == 0.0:
         return initial_sigma(full.zw, full.blocks, full.r, cap, init, random_state), None
     return clip_spectrum(full.target, cap), None
+
+
+def start_strength(prob: Problem) -> float:
+    """James–Stein-type first penalty of the path: ``PATH_START · 2·noise / (signal - noise)``.
+
+    ``signal = ‖G‖²/4`` is the Newton decrement at the prior (``G`` the log-likelihood gradient
+    in the penalty's whitened coordinates, where the Hessian is about ``2·I``), ``noise =
+    p/(2n)`` the expected excess of a p-parameter MLE; the shrinkage weight ``noise/signal``
+    corresponds to ``β = 2·noise/(signal - noise)``. ``PATH_START = 10`` (measured: the held-out
+    optimum was 3-20 times this estimate on the benchmark data).
+    """
+    n = prob.zw.shape[0]
+    _, slope = prob.blocks.loglik_and_slope(prob.d_prior)
+    g = weighted_gram(prob.zw, slope, prob.blocks) / n
+    w, v = np.linalg.eigh(prob.weight)
+    wi = (v / np.sqrt(np.maximum(w, 1e-12 * max(float(w[-1]), np.finfo(float).tiny)))) @ v.T
+    gm = wi @ g @ wi
+    signal = float(np.sum(gm * gm)) / 4.0
+    noise = prob.r * (prob.r + 1) / 4.0 / n
+    return PATH_START * 2.0 * noise / max(signal - noise, noise / 100.0)

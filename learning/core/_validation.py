@@ -13,6 +13,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+N_FOLDS = 5
+VALIDATION_FRACTION = 0.2
+
 
 def check_matrix(x: ArrayLike, name: str) -> np.ndarray:
     """``x`` as a real, non-empty 2-D array, in its own dtype (finiteness: ``check_finite``)."""
@@ -180,3 +183,30 @@ def check_explore_params(model: Any) -> None:
     ps = model.prior_scale
     if not (ps == "auto" or (isinstance(ps, (int, float)) and ps > 0)):
         raise ValueError(f"prior_scale must be 'auto' or a positive number, got {ps!r}")
+
+
+def stratified_folds(
+    y: np.ndarray, kfold: bool, seed: int = 0
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Deterministic stratified validation folds: ``N_FOLDS`` folds when ``kfold``, else one
+    ``VALIDATION_FRACTION`` split. Each training part keeps both labels when the data have them.
+    """
+    n = y.size
+    rng = np.random.default_rng(seed)
+    cls = np.where(y > 0.5, 1, np.where(y < 0.5, 0, 2))
+    key = np.empty(n, dtype=np.int64)
+    for c in (0, 1, 2):
+        idx = np.flatnonzero(cls == c)
+        key[idx[rng.permutation(idx.size)]] = np.arange(idx.size)
+    if kfold:
+        k = N_FOLDS
+        fold = (key + cls) % k  # spread each class over the folds
+        out = []
+        for f in range(k):
+            val = np.flatnonzero(fold == f)
+            if val.size:
+                out.append((np.flatnonzero(fold != f), val))
+        return out
+    period = int(round(1.0 / VALIDATION_FRACTION))
+    val = np.flatnonzero(key % period == period - 1)
+    return [(np.flatnonzero(key % period != period - 1), val)]

@@ -36,7 +36,7 @@ validation folds (5 below 2,000 pairs or while pairs × d ≤ 500,000, else one 
 ``kfold_validation``; or the caller's ``validation``),
 starting from a James–Stein-type estimate ``β₀ = 10 · 2·noise / (signal - noise)``
 (``signal``: the Newton decrement of the likelihood at the prior; ``noise = p/(2·n_train)``,
-``p = r(r+1)/2``; see ``_explore_path.start_strength``), never below the floor ``β = 1/n``; path fits use
+``p = r(r+1)/2``; see ``_explore_start.start_strength``), never below the floor ``β = 1/n``; path fits use
 tol 1e-3 and at most 60 iterations (a fold fit of the one-split ray at most ``RAY_MAX_ITER``:
 it only places the ray, and the ray's first-order condition holds for any base point).
 
@@ -352,6 +352,7 @@ class EXPLORE:
         self.alpha_path_ = () if choice is None else tuple(choice.path)
         heldout = (np.nan, (np.nan, np.nan), 0) if choice is None else choice.heldout
         self.heldout_loglik_, self.heldout_loglik_ci_, self.heldout_n_ = heldout
+        self.heldout_baselines_ = {} if choice is None else choice.gains
         self.heldout_distances_ = np.full(n, np.nan) if choice is None else choice.heldout_distances
         path_says = (choice is not None and choice.separated) if self.alpha == "auto" else None
         self.bound_active_ = fit_warnings(

@@ -41,6 +41,7 @@ __all__ = [
     "WeatRow",
     "WeatSpec",
     "bootstrap_effect_size_ci",
+    "effect_size_ci",
     "weat",
     "weat_suite",
 ]
@@ -240,6 +241,83 @@ def bootstrap_effect_size_ci(
     return BootstrapResult(
         estimate=est, low=float(lo), high=float(hi), level=float(level), n_boot=int(n_boot)
     )
+
+
+def _effect_sizes(s_x: np.ndarray, s_y: np.ndarray) -> np.ndarray:
+    """Effect sizes of score sets along the last axis (leading axes: resamples)."""
+    diff = s_x.mean(axis=-1) - s_y.mean(axis=-1)
+    sd = np.std(np.concatenate([s_x, s_y], axis=-1), axis=-1, ddof=1)
+    return np.divide(diff, sd, out=np.zeros_like(diff), where=sd > 0)
+
+
+def _jackknife_se(s_x: np.ndarray, s_y: np.ndarray) -> np.ndarray:
+    """Jackknife standard error of the effect size along the last axis: every leave-one-word-out
+    effect size from running sums (O(n) per resample, no loop over words)."""
+    nx, ny = s_x.shape[-1], s_y.shape[-1]
+    n = nx + ny
+    w = np.concatenate([s_x, s_y], axis=-1)
+    t1, t2 = w.sum(axis=-1, keepdims=True), (w * w).sum(axis=-1, keepdims=True)
+    sum_x, sum_y = s_x.sum(axis=-1, keepdims=True), s_y.sum(axis=-1, keepdims=True)
+    out = []
+    for left, mean_x, mean_y in (
+        (s_x, (sum_x - s_x) / (nx - 1), sum_y / ny),
+        (s_y, sum_x / nx, (sum_y - s_y) / (ny - 1)),
+    ):
+        rest1, rest2 = t1 - left, t2 - left * left
+        var = np.maximum((rest2 - rest1 * rest1 / (n - 1)) / (n - 2), 0.0)
+        sd = np.sqrt(var)
+        diff = mean_x - mean_y
+        out.append(np.divide(diff, sd, out=np.zeros_like(diff), where=sd > 0))
+    loo = np.concatenate(out, axis=-1)
+    centred = loo - loo.mean(axis=-1, keepdims=True)
+    return np.sqrt((n - 1) / n * np.sum(centred * centred, axis=-1))
+
+
+def effect_size_ci(
+    X: ArrayLike,
+    Y: ArrayLike,
+    A: ArrayLike,
+    B: ArrayLike,
+    sigma: ArrayLike | None = None,
+    *,
+    n_boot: int = 2000,
+    level: float = 0.95,
+    random_state: int | np.random.Generator | None = 0,
+) -> BootstrapResult:
+    """Studentized bootstrap (bootstrap-t) interval of the effect size.
+
+    Target words are resampled within X and Y (attribute sets fixed); each resample's effect
+    size is studentized by its own jackknife standard error, and the interval is
+    ``[d - q_hi·se, d - q_lo·se]`` with ``q`` the quantiles of the studentized resamples and
+    ``se`` the jackknife error of the observed ``d``. Unlike the percentile interval
+    (``bootstrap_effect_size_ci``), it corrects for the resamples' shrunken spread and for the
+    skew of ``d``, and it assumes nothing about the scores' distribution. Measured
+    (``benchmarks/coverage.py``, association scores of simulated words, nominal 95 %): see
+    docs/core.md; the percentile bootstrap covers 82–94 % there, missing on one side.
+    """
+    if not 0 < level < 1:
+        raise ValueError(f"level must lie in (0, 1), got {level!r}")
+    if not (isinstance(n_boot, (int, np.integer)) and n_boot >= 1):
+        raise ValueError(f"n_boot must be a positive integer, got {n_boot!r}")
+    x = _matrix(X, "X")
+    d = x.shape[1]
+    y, a, b = _matrix(Y, "Y", d), _matrix(A, "A", d), _matrix(B, "B", d)
+    _check_common(1, (x.shape[0], y.shape[0]))
+    s_x, s_y = association_scores(x, y, a, b, _root(sigma, d))
+    est = float(_effect_sizes(s_x, s_y))
+    se = float(_jackknife_se(s_x, s_y))
+    if not se > 0:  # no spread: nothing to infer
+        return BootstrapResult(est, est, est, float(level), int(n_boot))
+    rng = np.random.default_rng(random_state)
+    bx = s_x[rng.integers(0, s_x.size, size=(n_boot, s_x.size))]
+    by = s_y[rng.integers(0, s_y.size, size=(n_boot, s_y.size))]
+    se_b = _jackknife_se(bx, by)
+    ok = se_b > 0
+    t = (_effect_sizes(bx, by)[ok] - est) / se_b[ok]
+    if t.size == 0:
+        return BootstrapResult(est, est, est, float(level), int(n_boot))
+    q_lo, q_hi = np.quantile(t, [(1 - level) / 2, (1 + level) / 2])
+    return BootstrapResult(est, est - q_hi * se, est - q_lo * se, float(level), int(n_boot))
 
 
 def _lookup(

@@ -4,13 +4,14 @@ annotators' reliability as the latest EXPLORE version estimated it."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 import numpy as np
 from django.db.models import Count
 
 from annotation.models import Label, LabelCode, PairJudgment, Study
+from learning.evaluation.informative import not_informative_line
 from learning.models import MetricVersion, RefitState
 from learning.refits import fitting, service
 from learning.versions.selectors import version_latest_ready
@@ -28,6 +29,7 @@ class MethodStatus:
     waiting: str = ""
     needs: str = ""
     queued: datetime | None = None  # a refit of the study is queued for this time
+    not_informative: str = ""  # why last_good is not the study's current metric
 
 
 @dataclass(frozen=True)
@@ -70,7 +72,17 @@ def refit_status(study: Study) -> list[MethodStatus]:
         MetricVersion.objects.filter(study=study, transient=False)
         .exclude(status=MetricVersion.Status.FITTING)
         .order_by("id")
-        .only("id", "method", "label", "status", "error", "is_published", "created_at", "study")
+        .only(
+            "id",
+            "method",
+            "label",
+            "status",
+            "error",
+            "is_published",
+            "created_at",
+            "study",
+            "informative",
+        )
     ):
         good, failed = newest.get(version.method, (None, None))
         if version.status == MetricVersion.Status.READY:
@@ -96,7 +108,21 @@ def refit_status(study: Study) -> list[MethodStatus]:
         statuses.append(
             MethodStatus(method, name, good, failed, waits.get(method, ""), need, queued)
         )
-    return statuses
+    return [_with_informative(s) for s in statuses]
+
+
+def _with_informative(status: MethodStatus) -> MethodStatus:
+    """The status with the line saying why its last good version is not yet informative (one
+    query, only for such a version)."""
+    good = status.last_good
+    if good is None or good.informative:
+        return status
+    stored = (
+        MetricVersion.objects.filter(pk=good.pk)
+        .values_list("diagnostics__informative", flat=True)
+        .first()
+    )
+    return replace(status, not_informative=not_informative_line(stored))
 
 
 def _explore_needs(study: Study) -> str:

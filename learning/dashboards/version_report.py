@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from learning.evaluation import spectra
+from learning.evaluation.informative import not_informative_line
 from learning.models import MetricVersion, WeatResult, WeatTest
 from learning.versions.drift import Drift, drift_alarm, drift_of
 from learning.versions.selectors import version_published
@@ -41,6 +42,8 @@ def version_alerts(version, previous, published, weat) -> list[str]:
     """Alerts for a version: WEAT tests crossing 0.05 vs the previous version, flagged drift
     from the previous and from the published version (as the worker judged it)."""
     alerts = [f"Safeguard: {warning}" for warning in version.diagnostics.get("warnings", [])]
+    if line := not_informative_line(version.diagnostics.get("informative")):
+        alerts.insert(0, line)
     if version.diagnostics.get("evaluation_error"):
         alerts.append(
             f"The evaluation of this version failed: {version.diagnostics['evaluation_error']}"

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from django.db import DatabaseError
 
+from learning.evaluation.informative import version_judge
 from learning.evaluation.weat import weat_baseline, weat_evaluate_version
 from learning.models import MetricVersion, StudyLearningSettings
 from learning.versions.drift import drift_record
@@ -43,6 +44,8 @@ def _weat(version: MetricVersion) -> dict:
 def _auto_publish_failures(version: MetricVersion, learning: StudyLearningSettings) -> list[str]:
     diag = version.diagnostics
     failed = []
+    if not version.informative:
+        failed.append("not yet informative: " + diag["informative"]["missing"])
     if (
         learning.auto_publish_require_converged
         and version.method == MetricVersion.Method.EXPLORE
@@ -73,6 +76,7 @@ class Evaluation:
 
 def version_evaluate(version: MetricVersion, *, learning: StudyLearningSettings) -> Evaluation:
     """Evaluate a ready version and store the results on it; the auto-publish decision."""
+    version_judge(version)  # informative or not: stored first, whatever the evaluation does
     update: dict = {}
     started = time.perf_counter()
     try:

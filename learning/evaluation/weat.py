@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 from django.db import transaction
 
-from learning.core.weat import bootstrap_effect_size_ci, weat
+from learning.core.weat import effect_size_ci, weat
 from learning.models import MetricVersion, WeatResult, WeatSuite, WeatTest
 from learning.versions.sigmas import sigma_of
 from spaces.models import EmbeddingSpace, Item
@@ -36,7 +36,7 @@ logger = logging.getLogger(__name__)
 
 N_PERMUTATIONS = 50_000
 RANDOM_STATE = 0
-N_BOOT = 2000  # bootstrap resamples for the effect size's 95% interval (0: none)
+N_BOOT = 2000  # resamples of the effect size's 95% interval (studentized bootstrap); 0: none
 EUCLIDEAN = "euclidean"
 SETS = ("x_words", "y_words", "a_words", "b_words")
 # The fewest words of each set found in the space for a test statistic to exist.
@@ -98,14 +98,13 @@ def _run(
     random_state: int,
     n_boot: int,
 ):
-    """The core's WEAT and (when ``n_boot``) the bootstrap interval of the effect size."""
+    """The core's WEAT and (when ``n_boot``) the 95 % interval of the effect size (studentized
+    bootstrap, ``learning.core.weat.effect_size_ci``)."""
     x, y, a, b = (np.stack([vectors[r] for r in resolved.rows[s]]) for s in SETS)
     result = weat(x, y, a, b, sigma=sigma, n_permutations=n_permutations, random_state=random_state)
     interval = None
     if n_boot:
-        interval = bootstrap_effect_size_ci(
-            x, y, a, b, sigma=sigma, n_boot=n_boot, random_state=random_state
-        )
+        interval = effect_size_ci(x, y, a, b, sigma=sigma, n_boot=n_boot, random_state=random_state)
     return result, interval
 
 

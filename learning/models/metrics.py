@@ -64,6 +64,11 @@ class MetricVersion(models.Model):
         help_text="Failed for a passing reason (worker lost, database down): refitted later.",
     )
     fit_seconds = models.FloatField(null=True, blank=True)
+    informative = models.BooleanField(
+        default=True,
+        help_text="Predicts held-out answers better than the constant rate and its prior "
+        "(learning/evaluation/informative.py); else never the study's current metric.",
+    )
     parent = models.ForeignKey(
         "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="children"
     )

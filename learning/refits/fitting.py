@@ -277,6 +277,15 @@ def fit_explore(
             # The folds are the penalty choice's, fitted without weighting.
             "heldout_fit": "unweighted",
             "heldout_auc": _auc(pairs.y[held], -distance),
+            # Paired comparisons on the same held-out pairs (learning/evaluation/informative.py)
+            "heldout_baselines": {
+                name: {
+                    "loglik": finite(b["loglik"]),
+                    "gain": finite(b["gain"]),
+                    "gain_ci": [finite(v) for v in b["gain_ci"]],
+                }
+                for name, b in plain.heldout_baselines_.items()
+            },
         }
     params["prior"] = prior_name
     return FitOutcome(sigma=model.sigma_, parameters=params, diagnostics=diagnostics)

@@ -63,12 +63,11 @@ def version_published(*, study_id: int, method: str) -> MetricVersion | None:
     )
 
 
-def version_current(*, study_id: int) -> MetricVersion | None:
-    """The study's metric for sampling and suggestions: the published version of any method,
-    else the newest ready one."""
-    return (
-        MetricVersion.objects.ready()
-        .filter(study_id=study_id)
-        .order_by("-is_published", "-id")
-        .first()
-    )
+def version_current(*, study_id: int, method: str | None = None) -> MetricVersion | None:
+    """The study's current metric, for sampling, suggestions and audits: among its ready
+    versions that are informative (``learning/evaluation/informative.py``), the published one
+    of any method, else the newest; with ``method``, the newest informative one of it."""
+    ready = MetricVersion.objects.ready().filter(study_id=study_id, informative=True)
+    if method is not None:
+        return ready.filter(method=method).order_by("-id").first()
+    return ready.order_by("-is_published", "-id").first()

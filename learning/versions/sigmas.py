@@ -67,11 +67,7 @@ def fitted_metric(version: MetricVersion) -> FittedMetric:
 
 
 def study_metric(*, study_id: int, method: str | None = None) -> FittedMetric | None:
-    """The hook ``annotation.hooks.current_metric``: the latest ready version of ``method``, or
-    with None the published version of any method, else the latest ready one."""
-    version = (
-        selectors.version_current(study_id=study_id)
-        if method is None
-        else selectors.version_latest_ready(study_id=study_id, method=method)
-    )
+    """The hook ``annotation.hooks.current_metric``: the study's current metric
+    (``selectors.version_current``; with ``method``, the newest informative version of it)."""
+    version = selectors.version_current(study_id=study_id, method=method)
     return None if version is None else fitted_metric(version)

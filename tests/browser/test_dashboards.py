@@ -205,10 +205,10 @@ def test_reviewer_sees_every_dashboard_with_rendered_charts(
     page.wait_for_selector("#chart-loglik .plot-container svg.main-svg")
     names = page.evaluate("document.getElementById('chart-loglik').data.map((t) => t.name)")
     assert names == ["explore"]
-    # The WEAT table marks significance and keeps the bootstrap interval on hover.
+    # The WEAT table marks significance and keeps the 95 % interval on hover.
     page.goto(live_server.url + reverse("learning:study-weat", args=[study.pk]))
     cell = page.locator("#weat-table td.cell.significant").first
-    assert "bootstrap 95% interval" in cell.get_attribute("title")
+    assert "95% interval [" in cell.get_attribute("title")
     # The reviewer sees no Publish button.
     page.goto(live_server.url + reverse("learning:version-detail", args=[versions[1].pk]))
     assert page.locator("#publish").count() == 0

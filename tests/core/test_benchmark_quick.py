@@ -21,3 +21,18 @@ def test_quick_benchmark_exits_zero_and_prints_its_table():
     assert out.returncode == 0, out.stderr
     assert "| benchmark | size | wall (s) | CPU (s) |" in out.stdout
     assert out.stdout.count("\n| ") >= 5  # header and four rows
+
+
+def test_quick_coverage_benchmark_prints_nominal_against_measured():
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "coverage.py"), "--quick"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "| interval | case | truth | replicates | nominal | measured ± MC s.e." in out.stdout
+    assert out.stdout.count("| WEAT d, studentized bootstrap |") == 7
+    assert out.stdout.count("| held-out loglik |") == 2

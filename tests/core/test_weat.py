@@ -9,7 +9,16 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose
 
-from learning.core.weat import WeatSpec, bootstrap_effect_size_ci, weat, weat_suite
+from learning.core.weat import (
+    WeatSpec,
+    _effect_sizes,
+    _jackknife_se,
+    association_scores,
+    bootstrap_effect_size_ci,
+    effect_size_ci,
+    weat,
+    weat_suite,
+)
 
 
 def _slow_weat(X, Y, A, B, sigma):
@@ -216,3 +225,19 @@ def test_sampled_p_value_is_never_zero_and_uses_the_plus_one_correction():
     exact = weat(x[:5], y[:5], a, b, n_permutations=1000)  # C(10, 5) = 252 ≤ 1000: enumerated
     assert exact.exact
     assert exact.p_value == 2.0 / 252.0  # observed partition and its mirror, no correction
+
+
+def test_studentized_interval_uses_the_jackknife_error_of_a_direct_loop():
+    rng = np.random.default_rng(6)
+    X, Y = rng.standard_normal((9, 4)) + 0.6, rng.standard_normal((11, 4))
+    A, B = rng.standard_normal((6, 4)) + 0.5, rng.standard_normal((6, 4))
+    s_x, s_y = association_scores(X, Y, A, B, None)
+    loo = [weat(np.delete(X, i, 0), Y, A, B, n_permutations=1).effect_size for i in range(9)]
+    loo += [weat(X, np.delete(Y, i, 0), A, B, n_permutations=1).effect_size for i in range(11)]
+    loo = np.array(loo)
+    direct = np.sqrt(19 / 20 * np.sum((loo - loo.mean()) ** 2))
+    assert_allclose(_jackknife_se(s_x, s_y), direct, rtol=1e-10)
+    assert_allclose(_effect_sizes(s_x, s_y), weat(X, Y, A, B).effect_size)
+    ci = effect_size_ci(X, Y, A, B, n_boot=500, random_state=3)
+    assert ci.low <= ci.estimate <= ci.high
+    assert ci == effect_size_ci(X, Y, A, B, n_boot=500, random_state=3)

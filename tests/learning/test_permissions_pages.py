@@ -154,7 +154,7 @@ def test_weat_table_marks_significance_and_shows_the_interval(client, users, stu
         assert f"#{version.pk}" in page
     assert "p 0.010*" in page  # Euclidean, significant
     assert "p 0.200<br>" in page  # face-2, not significant: no star
-    assert "bootstrap 95% interval [0.100, 1.500]" in page
+    assert "95% interval [0.100, 1.500]" in page
     assert page.index("meaningful X / A") < page.index("unfair X / A")
 
 
