@@ -52,8 +52,11 @@ lint: install
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
 
+# Two test processes (pytest-xdist; PYTEST_WORKERS=0 runs them in this one): each has its own
+# test database, Redis databases and VAR_DIR (tests/parallel.py); the browser tests share one.
+PYTEST_WORKERS ?= 2
 pytest: install
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 test: lint pytest
 

@@ -3,7 +3,7 @@
 A database at the schema before the move (learning 0010, no accounts) that holds the demo's
 kind of data — a study with a published version, users — gets API tokens written with the
 historical models, a permission on the token model granted to a group and an admin log entry on
-a token. Migrating to the latest must leave the tables byte for byte as they were, every token
+a token. Migrating through the move must leave the tables byte for byte as they were, every token
 readable through ``accounts.models.ApiToken`` and still accepted by the API, and the content type
 renamed to ``accounts`` under its old id (so the permission and the log entry stay attached).
 Runs on SQLite and on PostgreSQL (CI); the database ends migrated to the latest.
@@ -27,6 +27,8 @@ from accounts.models import ApiToken
 pytestmark = pytest.mark.django_db(transaction=True)
 
 BEFORE = [("learning", "0010_learning_weight_by_reliability"), ("accounts", None)]
+# Just after the move (later migrations may add columns to these tables: not this test's concern).
+MOVED = [("learning", "0011_apitoken_moved_to_accounts"), ("accounts", "0001_initial")]
 TABLES = ["learning_apitoken", "auth_user", "learning_metricversion", "django_admin_log"]
 KEYS = ["fm_" + "a" * 43, "fm_" + "b" * 43]
 
@@ -101,7 +103,7 @@ def write_dataset(apps) -> dict:
 
 
 def test_moving_api_tokens_to_accounts_keeps_every_row_token_and_content_type():
-    end = latest()
+    end = MOVED
     try:
         old_apps = migrate(BEFORE)
         assert not [m for m in old_apps.get_models() if m._meta.app_label == "accounts"]
