@@ -2,6 +2,7 @@ from django import forms
 from django.contrib import admin
 
 from .models import (
+    Adjudication,
     CandidatePair,
     ComparableGroup,
     GoldPair,
@@ -128,3 +129,14 @@ class PairCommentAdmin(admin.ModelAdmin):
     list_filter = ["study"]
     search_fields = ["text", "author__username", "item_a__key", "item_b__key"]
     raw_id_fields = ["author", "item_a", "item_b"]
+
+
+@admin.register(Adjudication)
+class AdjudicationAdmin(admin.ModelAdmin):
+    """Decisions on disagreements (made on the review pages; the fit reads them)."""
+
+    list_display = ["study", "item_a", "item_b", "label", "decided_by", "created_at"]
+    list_filter = ["label"]
+    list_select_related = ["study", "item_a", "item_b", "decided_by"]
+    search_fields = ["study__name", "item_a__key", "item_b__key", "decided_by__username"]
+    raw_id_fields = ["study", "item_a", "item_b", "decided_by"]

@@ -301,7 +301,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     # Several fields are named "kind"; the WEAT test's gets a name of its own.
-    "ENUM_NAME_OVERRIDES": {"WeatTestKindEnum": "learning.models.WeatTest.Kind"},
+    "ENUM_NAME_OVERRIDES": {
+        "WeatTestKindEnum": "learning.models.WeatTest.Kind",
+        "LabelEnum": "annotation.models.Label",  # a decision's two labels: DecisionLabelEnum
+        "DecisionLabelEnum": "annotation.review.services.DECISIONS",
+    },
 }
 
 # --- Celery -----------------------------------------------------------------------------------

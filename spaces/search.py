@@ -31,7 +31,8 @@ from django.db.models.functions import Cast
 from django.db.models.lookups import IContains
 
 from common.errors import InvalidInput
-from spaces.models import Item, first_record
+from spaces.models import EmbeddingSpace, Item, first_record
+from spaces.records.columns import record_columns
 
 MAX_TERMS = 10
 COMPARISONS = {">=": "gte", "<=": "lte", ">": "gt", "<": "lt"}
@@ -56,7 +57,8 @@ def items_matching(
 ) -> QuerySet[Item]:
     """The items of the space matching every term of ``query`` (all items for an empty one)."""
     first = first_record(space_id)
-    fields = list(first)
+    space = EmbeddingSpace.objects.filter(pk=space_id).first() if first else None
+    fields = record_columns(space, first) if space is not None else []
     numeric = {
         name for name, v in first.items() if isinstance(v, int | float) and not isinstance(v, bool)
     }

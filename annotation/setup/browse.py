@@ -19,6 +19,7 @@ from annotation.selectors import may_manage, pool_items
 from annotation.setup import pool, selectors
 from common.errors import AppError, InvalidInput
 from spaces.models import EmbeddingSpace, Item, first_record
+from spaces.records.columns import record_columns
 from spaces.search import items_matching
 
 SETUP_REFUSED = "Only reviewers and admins of this study can see its set-up."
@@ -39,7 +40,7 @@ def matching(study: Study, query: str, *, every_field: bool):
 
 
 def _fields(space: EmbeddingSpace, every_field: bool) -> list[str]:
-    names = list(first_record(space.pk))
+    names = record_columns(space) if first_record(space.pk) else []
     return names if every_field else [n for n in names if n not in set(space.hidden_columns)]
 
 

@@ -132,8 +132,9 @@ def test_dashboard_page_queries_do_not_grow_with_data(
 ):
     client.force_login(users["reviewer"])
     url = reverse("learning:study-dashboard", args=[study.pk])
-    # 26: four of them are the adjudications' (their mark; the disagreements resolved)
-    with django_assert_max_num_queries(26) as small:
+    # A bound that does not depend on the data (the page also reads the adjudications, the next
+    # version's due time and whether the last one is informative); the second load checks it
+    with django_assert_max_num_queries(29) as small:
         assert client.get(url).status_code == 200
     more = tiny_case[:2]
     PairJudgment.objects.bulk_create(
