@@ -338,7 +338,12 @@
     } else {
       done = false;
       const key = pairKey(data.left.id, data.right.id);
-      if (queue.length <= QUEUE_DEPTH && !heldKeys().includes(key)) {
+      // Every pair offered is kept unless this page holds it already: the server handed it out
+      // (taken from the annotator's queue, annotation/labelling/pair_queue.py) and offers it
+      // no more, so a pair dropped here for a full queue — answers' next pairs arriving beside
+      // a refill — was never shown; a candidate pair was lost that way under load. The queue
+      // stays near QUEUE_DEPTH: refill() asks only when it runs short.
+      if (!heldKeys().includes(key)) {
         queue.push({ left: data.left, right: data.right });
         accepted = true;
       }
