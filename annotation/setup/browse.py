@@ -39,8 +39,8 @@ def matching(study: Study, query: str, *, every_field: bool):
     return items_matching(space_id=study.space_id, query=query, hidden=hidden)
 
 
-def _fields(space: EmbeddingSpace, every_field: bool) -> list[str]:
-    names = record_columns(space) if first_record(space.pk) else []
+def _fields(space: EmbeddingSpace, every_field: bool, first: dict) -> list[str]:
+    names = record_columns(space, first) if first else []
     return names if every_field else [n for n in names if n not in set(space.hidden_columns)]
 
 
@@ -49,7 +49,8 @@ def _fields(space: EmbeddingSpace, every_field: bool) -> list[str]:
 def study_browse(request: HttpRequest, study_id: int) -> HttpResponse:
     study, can_manage = _study(request, study_id)
     query = request.GET.get("q", "").strip()[:500]
-    fields = _fields(study.space, can_manage)
+    first = first_record(study.space_id)  # read once: the columns and which hold numbers
+    fields = _fields(study.space, can_manage, first)
     context = {
         "study": study,
         "can_manage": can_manage,
@@ -58,7 +59,7 @@ def study_browse(request: HttpRequest, study_id: int) -> HttpResponse:
         "q": query,
         "fields": fields,
         "hidden": set(study.space.hidden_columns),
-        "numeric": [n for n, v in first_record(study.space_id).items() if _is_number(v)],
+        "numeric": [n for n, v in first.items() if _is_number(v)],
     }
     try:
         found = matching(study, query, every_field=can_manage)
