@@ -104,11 +104,12 @@ def _postgres(sql: str) -> None:
 
 
 def _start_worker(queue: str, scratch: Path) -> subprocess.Popen:
-    from fairmetric_site.celery import worker_argv  # after main() set the environment
+    from common.queues import every_queue  # after main() set the environment
+    from fairmetric_site.celery import worker_argv
 
     log = open(scratch / "worker.log", "w")  # noqa: SIM115 - lives as long as the worker
-    return subprocess.Popen(
-        worker_argv(queue, f"{queue}@%h"),
+    return subprocess.Popen(  # one worker, every queue: the dashboard refresh runs here too
+        worker_argv(every_queue(queue), f"{queue}@%h"),
         cwd=ROOT,
         env=dict(os.environ),
         stdout=log,

@@ -88,7 +88,9 @@ app.steps["worker"].add(SweepStep)
 
 
 def worker_argv(queue: str, hostname: str, *extra: str) -> list[str]:
-    """The command line of one solo worker consuming ``queue`` (tests, load runs, benchmarks)."""
+    """The command line of one solo worker consuming ``queue`` (tests, load runs, benchmarks):
+    one name, or several separated by commas (``common.queues.every_queue``: the default queue
+    and the dashboards' one)."""
     return [
         *(sys.executable, "-m", "celery", "-A", "fairmetric_site", "worker"),
         *("--pool=solo", "--loglevel=INFO", "-Q", queue, "--hostname", hostname),

@@ -345,6 +345,9 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TIMEZONE = TIME_ZONE
 # Tests give a worker a private queue; everything else uses Celery's default.
 CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_TASK_DEFAULT_QUEUE", "celery") or "celery"
+# The dashboard figures' own queue (a worker of its own: a refit never waits behind them);
+# empty: the default queue's name + "-dashboards" (common/queues.py).
+CELERY_DASHBOARD_QUEUE = env_str("CELERY_DASHBOARD_QUEUE", "")
 
 # --- Learning (refits) ------------------------------------------------------------------------
 # A refit holds a per-study lease it renews while it runs; a killed worker's lease expires.

@@ -2,8 +2,9 @@
 
 A scratch PostgreSQL database ``fm_load_<pid>`` on the local server (created here, dropped in
 :meth:`Stack.stop`), a private ``redis-server`` on a free port (never the shared one on 6379),
-gunicorn and one Celery worker (solo pool; it runs the refit sweep itself at start-up and
-periodically: no beat process, as in production). Every process runs in
+gunicorn, one Celery worker (solo pool; it runs the refit sweep itself at start-up and
+periodically: no beat process, as in production) and one for the dashboard figures' own queue
+(``common/queues.py``: a refit never waits behind them). Every process runs in
 a session of its own, so stopping one stops its children too; the orchestrating process
 configures Django for the same database (to migrate, seed and verify).
 """
@@ -24,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
+from common.queues import dashboard_queue_of
 from fairmetric_site.celery import worker_argv
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -151,6 +153,7 @@ class Stack:
     def start_services(self) -> None:
         self.start_redis()
         self.start_worker()
+        self.start_dashboards_worker()
         self.start_web()
 
     def stop(self) -> None:
@@ -233,6 +236,11 @@ class Stack:
             "worker",
             worker_argv(queue, f"{queue}-{self._worker_starts}@%h", "--without-heartbeat"),
         )
+
+    def start_dashboards_worker(self) -> subprocess.Popen:
+        """The worker of the dashboard figures' queue (never killed by the fault run)."""
+        queue = dashboard_queue_of(self.env()["CELERY_TASK_DEFAULT_QUEUE"])
+        return self._spawn("dashboards", worker_argv(queue, f"{queue}@%h", "--without-heartbeat"))
 
     def kill_worker(self) -> None:
         """SIGKILL the worker (no chance to clean up), as a crash or the OOM killer would."""

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Start the development web server and a Celery worker, stop all on Ctrl-C. The worker runs the
-# refit sweep itself (at start-up and every LEARNING_SWEEP_SECONDS): no beat process is needed.
+# Start the development web server and two Celery workers, stop all on Ctrl-C: one for the default
+# queue (refits, imports, audits, ...) and one for the dashboard figures' own queue, so that a
+# refit never waits behind them (common/queues.py). The workers run the refit sweep themselves (at
+# start-up and every LEARNING_SWEEP_SECONDS): no beat process is needed.
 # Used by `make run`; expects the virtualenv in .venv and a migrated database.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,13 +15,19 @@ pids=()
 cleanup() {
   trap - INT TERM EXIT
   echo
-  echo "Stopping web server and worker..."
+  echo "Stopping web server and workers..."
   for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
   wait 2>/dev/null || true
 }
 trap cleanup INT TERM EXIT
 
-.venv/bin/celery -A fairmetric_site worker --loglevel=INFO --concurrency=1 --hostname="dev@%h" &
+QUEUE=${CELERY_TASK_DEFAULT_QUEUE:-celery}
+DASHBOARD_QUEUE=${CELERY_DASHBOARD_QUEUE:-$QUEUE-dashboards}
+.venv/bin/celery -A fairmetric_site worker --loglevel=INFO --concurrency=1 -Q "$QUEUE" \
+  --hostname="dev@%h" &
+pids+=($!)
+WORKER_SWEEP=0 .venv/bin/celery -A fairmetric_site worker --loglevel=INFO --concurrency=1 \
+  -Q "$DASHBOARD_QUEUE" --hostname="dev-dashboards@%h" &
 pids+=($!)
 
 $PY manage.py runserver "$HOST:$PORT" --noreload &

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from common.queues import every_queue
 from fairmetric_site.celery import worker_argv
 
 from .celery_support import IN_CI, ThrowawayRedis, require
@@ -89,19 +90,24 @@ def run_benchmark(script: str, *args: str, timeout: float = 900) -> subprocess.C
 def start_worker(tmp_path: Path) -> Iterator[Callable[..., tuple[subprocess.Popen, str]]]:
     """Start a real Celery worker process consuming a queue of its own.
 
-    Returns ``start(*extra_args, queue=None, **env_overrides) -> (process, queue)``; pass
-    ``queue`` to consume a given queue (e.g. to restart a worker on the same one) and extra
-    worker arguments such as ``--beat``. Workers are stopped at teardown.
+    Returns ``start(*extra_args, queue=None, consume=None, **env_overrides) -> (process,
+    queue)``; pass ``queue`` to consume a given queue (e.g. to restart a worker on the same one)
+    and extra worker arguments such as ``--beat``. The worker consumes ``queue`` and its
+    dashboards' queue (``common/queues.py``), or the ``-Q`` value ``consume`` when given (a
+    worker for one of them). Workers are stopped at teardown.
     """
     procs: list[subprocess.Popen] = []
 
     def start(
-        *extra_args: str, queue: str | None = None, **overrides: str | None
+        *extra_args: str,
+        queue: str | None = None,
+        consume: str | None = None,
+        **overrides: str | None,
     ) -> tuple[subprocess.Popen, str]:
         queue = queue or f"test-{uuid.uuid4().hex[:10]}"
         log = open(tmp_path / f"{queue}-{len(procs)}.log", "w")  # noqa: SIM115 - with the process
         proc = subprocess.Popen(
-            worker_argv(queue, f"{queue}@%h", *extra_args),
+            worker_argv(consume or every_queue(queue), f"{queue}-{len(procs)}@%h", *extra_args),
             cwd=ROOT,
             env=subprocess_env(**overrides),
             stdout=log,

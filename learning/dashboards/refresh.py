@@ -15,7 +15,8 @@ they were computed; a second key points at the study's latest figures.
   it does nothing when figures for the current watermark are already stored (idempotent).
 * :func:`dashboard_refresh_request` sends that task at most once per
   ``DASHBOARD_REFRESH_SECONDS`` per study (a ``cache.add`` marker). Refits request it when they
-  finish, and so do pages that find stale or missing figures.
+  finish, and so do pages that find stale or missing figures. It goes to the dashboards' own
+  queue (``common/queues.py``), never the refits': a worker computing figures holds no refit up.
 """
 
 from __future__ import annotations
@@ -25,10 +26,12 @@ import logging
 import time
 from dataclasses import dataclass
 
+from celery import current_app
 from django.conf import settings
 from django.core.cache import cache
 
 from annotation.models import Study
+from common.queues import dashboard_queue
 from learning.dashboards import figures
 from learning.refits import scheduling
 
@@ -114,7 +117,17 @@ def dashboard_refresh_request(*, study_id: int) -> bool:
     except Exception:  # noqa: BLE001 - a down cache must not fail a refit or a page
         logger.warning("cache unreachable; no dashboard refresh of study %s", study_id)
         return False
-    if not scheduling.task_send(REFRESH_TASK, study_id=study_id):
+    try:
+        current_app.send_task(
+            REFRESH_TASK,
+            kwargs={"study_id": study_id},
+            queue=dashboard_queue(),
+            ignore_result=True,
+            retry=True,
+            retry_policy=scheduling.PUBLISH_RETRY_POLICY,
+        )
+    except Exception:  # a down broker must not fail a refit or a page
+        logger.warning("could not send %s for study %s", REFRESH_TASK, study_id, exc_info=True)
         cache.delete(_queued_key(study_id))  # the next page or refit retries
         return False
     return True
