@@ -185,24 +185,73 @@ def test_aggregated_agreement_equals_the_libraries_on_raw_answers(study, items, 
                 assert found.kappa == pytest.approx(expected)
 
 
-def test_the_agreement_self_joins_are_never_planned_as_nested_loops(study, tiny_case):
-    """Right after a bulk import the answers table has no statistics, so PostgreSQL expects one
-    row and planned the agreement's self-join on the pair as a nested loop: at 100,000 answers
-    the dashboard refresh ran for over 5 minutes and held up the worker's refits. Under the
-    dashboard's plan settings each join is hashed or merged, whatever the statistics say."""
-    from django.db import connection
+def test_agreement_equals_a_pair_by_pair_reference(study, items, make_user):
+    """Eight people, 150 pairs answered by one to six of them: the figures from the one read of
+    the answers (numpy, grouped by pair) equal a plain loop over the pairs — α by krippendorff
+    on the reliability matrix, κ by scikit-learn on each two people's shared pairs, and the
+    leave-one-out majority counted answer by answer."""
+    import itertools
+    from collections import Counter
+
+    import krippendorff
+    import numpy as np
+    from sklearn.metrics import cohen_kappa_score
 
     from learning.dashboards import agreement
-    from tests.celery_support import require
 
-    require(connection.vendor == "postgresql", "query plans are checked on PostgreSQL")
-    with connection.cursor() as cursor:  # the state a bulk import leaves: no statistics
-        cursor.execute(
-            "SELECT pg_stat_reset_single_table_counters(%s::regclass)", ["annotation_pairjudgment"]
-        )
-    for query in (agreement.patterns_query(study.pk), agreement.confusions_query(study.pk)):
-        with figures.whole_study_plans(), connection.cursor() as cursor:
-            cursor.execute("EXPLAIN " + query[0], query[1])
-            plan = "\n".join(row[0] for row in cursor.fetchall())
-        assert "Join" in plan, plan  # a hash or merge join does the work ...
-        assert "Nested Loop" not in plan, plan  # ... not a loop over the pairs
+    rng = np.random.default_rng(11)
+    people = [make_user(f"p{i}", study=study, role="annotator") for i in range(8)]
+    pairs = list(itertools.combinations(range(20), 2))[:150]
+    table = np.full((8, len(pairs)), np.nan)
+    rows = []
+    for pair, (a, b) in enumerate(pairs):
+        for who in rng.choice(8, size=rng.integers(1, 7), replace=False):
+            code = int(rng.choice(3, p=[0.45, 0.4, 0.15]))
+            table[who, pair] = code
+            rows.append(
+                PairJudgment(
+                    study=study,
+                    annotator=people[who],
+                    item_a=items[a],
+                    item_b=items[b],
+                    label=[C, N, U][code],
+                )
+            )
+    PairJudgment.objects.bulk_create(rows)
+    found = agreement.study_agreement(study.pk)
+
+    answered = np.sum(~np.isnan(table), axis=0)
+    assert found.units == int((answered >= 2).sum())
+    expected_alpha = krippendorff.alpha(
+        reliability_data=table[:, answered >= 2],
+        level_of_measurement="nominal",
+        value_domain=[0, 1, 2],
+    )
+    assert found.alpha == pytest.approx(expected_alpha, abs=1e-12)
+    compared, agreed = Counter(), Counter()
+    for pair in range(len(pairs)):
+        who = np.flatnonzero(~np.isnan(table[:, pair]))
+        if who.size < 2:
+            continue
+        for w in who:
+            others = Counter(int(table[o, pair]) for o in who if o != w)
+            (label, top), *rest = others.most_common()
+            if rest and rest[0][1] == top:
+                continue  # a tie: no majority
+            compared[people[w].pk] += 1
+            agreed[people[w].pk] += int(label == table[w, pair])
+    assert sum(found.compared.values()) == sum(compared.values()) > 0
+    assert found.compared == {u: compared[u] for u in found.compared}
+    assert found.agreed == {u: agreed[u] for u in found.agreed}
+    kappas = {(u, v): (overlap, kappa) for u, v, overlap, kappa in found.kappas}
+    for i in range(8):
+        for j in range(i + 1, 8):
+            both = ~np.isnan(table[i]) & ~np.isnan(table[j])
+            key = tuple(sorted((people[i].pk, people[j].pk)))
+            if not both.any():
+                assert key not in kappas
+                continue
+            overlap, kappa = kappas[key]
+            assert overlap == int(both.sum())
+            expected = cohen_kappa_score(table[i, both], table[j, both], labels=[0, 1, 2])
+            assert kappa == pytest.approx(expected, abs=1e-12)
