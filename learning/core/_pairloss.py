@@ -1,6 +1,13 @@
 """EXPLORE's per-pair log-likelihood, its derivatives in ``d``, pair-block bookkeeping, the
 pairs' distances ``z_iᵀΣz_i`` and weighted means of per-pair figures (with a 95 % interval).
 
+Every pass over the pair differences ``z`` reads it ``chunk`` rows at a time (slices, or index
+arrays cut into chunks before indexing), so ``z`` may be a memory-mapped array or
+:class:`PairDifferences` (``z_i = x[a_i] - x[b_i]`` built chunk by chunk): the memory of a pass is
+O(chunk · d + d²) beyond the per-pair vectors, whatever the number of pairs.
+:func:`loglik_and_gradient` is the loss/gradient pass in one sweep (benchmarks/growth.py runs it
+over 10⁷ pairs at d = 50).
+
 For a pair with squared metric distance ``d = zᵀΣz`` and label ``y ∈ [0, 1]`` (1 comparable)::
 
     ℓ(d, y) = y · log(2σ(-d)) + (1 - y) · log(1 - 2σ(-d))
@@ -25,6 +32,7 @@ from .psd import symmetrize
 
 D_FLOOR = 1e-8
 GRAM_CHUNK = 16384  # rows per SYRK in ``weighted_gram``
+PASS_CHUNK = 65536  # rows of z per step of ``loglik_and_gradient``
 LOG2 = float(np.log(2.0))
 
 
@@ -156,11 +164,16 @@ def weighted_gram(z: np.ndarray, w: np.ndarray, blocks: PairBlocks | None = None
     out = np.zeros((z.shape[1], z.shape[1]))
 
     def add(rows: np.ndarray | slice, sign: float) -> None:
-        zr, wr = z[rows], w[rows]
-        root = np.sqrt(np.abs(wr)).astype(z.dtype, copy=False)
-        # one SYRK per GRAM_CHUNK rows, summed in float64 (small temporaries stay in cache)
-        for start in range(0, zr.shape[0], GRAM_CHUNK):
-            a = zr[start : start + GRAM_CHUNK] * root[start : start + GRAM_CHUNK, None]
+        # one SYRK per GRAM_CHUNK rows, summed in float64 (small temporaries stay in cache); the
+        # rows are cut into chunks before z is indexed: z is never copied whole
+        if isinstance(rows, slice):
+            rows = range(*rows.indices(z.shape[0]))
+        for start in range(0, len(rows), GRAM_CHUNK):
+            part = rows[start : start + GRAM_CHUNK]
+            if isinstance(part, range):
+                part = slice(part.start, part.stop)
+            root = np.sqrt(np.abs(w[part])).astype(z.dtype, copy=False)
+            a = np.asarray(z[part]) * root[:, None]
             out.__iadd__(sign * (a.T @ a).astype(np.float64))
 
     if blocks is None:
@@ -181,9 +194,52 @@ def quad_forms(z: np.ndarray, sigma: np.ndarray, chunk: int = 8192) -> np.ndarra
     s = np.asarray(sigma, dtype=z.dtype)
     out = np.empty(z.shape[0])
     for start in range(0, z.shape[0], chunk):
-        zc = z[start : start + chunk]
+        zc = np.asarray(z[start : start + chunk])
         out[start : start + chunk] = np.einsum("ij,ij->i", zc @ s, zc)
     return out
+
+
+class PairDifferences:
+    """The rows ``z_i = x[a_i] - x[b_i]`` of a set of pairs, built when a pass asks for them
+    (a slice or an index array of rows): for a pass, it stands where the (n, d) array would,
+    at the cost of the item matrix ``x`` and two index vectors."""
+
+    def __init__(self, x: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:
+        self.x, self.a, self.b = x, np.asarray(a), np.asarray(b)
+        self.shape = (self.a.size, x.shape[1])
+        self.dtype = x.dtype
+        self.ndim = 2
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __getitem__(self, rows) -> np.ndarray:
+        return self.x[self.a[rows]] - self.x[self.b[rows]]
+
+
+def loglik_and_gradient(
+    z, sigma: np.ndarray, y: np.ndarray, w: np.ndarray | None = None, chunk: int = PASS_CHUNK
+) -> tuple[float, np.ndarray]:
+    """EXPLORE's loss/gradient pass in one sweep over ``z``, ``chunk`` rows at a time: the mean
+    log-likelihood ``(1/n) Σ w_i ℓ(z_iᵀΣz_i, y_i)`` and its gradient in Σ,
+    ``(1/n) Σ w_i ℓ'(d_i, y_i) z_i z_iᵀ`` (float64). The same figures as the solver's
+    ``PairBlocks.loglik_and_slope`` and ``weighted_gram`` over the whole array (tested), in
+    O(chunk · d + d²) memory beyond ``y`` and ``w``: ``z`` may be memory-mapped or
+    :class:`PairDifferences`."""
+    n, dim = z.shape
+    s = np.asarray(sigma, dtype=z.dtype)
+    total, grad = 0.0, np.zeros((dim, dim))
+    for start in range(0, n, chunk):
+        zc = np.asarray(z[start : start + chunk])
+        d = np.einsum("ij,ij->i", zc @ s, zc).astype(np.float64)  # as quad_forms
+        yc = np.asarray(y[start : start + chunk], dtype=np.float64)
+        ll, slope = pair_loglik(d, yc), pair_slope(d, yc)
+        if w is not None:
+            wc = np.asarray(w[start : start + chunk], dtype=np.float64)
+            ll, slope = ll * wc, slope * wc
+        total += float(ll.sum())
+        grad += weighted_gram(zc, slope)
+    return total / n, grad / n
 
 
 def psd_quad_forms(z: np.ndarray, sigma: np.ndarray, chunk: int = 16384) -> np.ndarray:
