@@ -4,12 +4,13 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-requirements
 
-.PHONY: run test install migrate demo lint pytest bench load faults fuzz limits clean help extras text-extra adult-install adult
+.PHONY: run test install migrate demo lint pytest bench growth load faults fuzz limits clean help extras text-extra adult-install adult
 
 help:
 	@echo "make run    set up .venv, migrate, load demo data, start web + worker on 127.0.0.1:8000"
 	@echo "make test   set up .venv and run lint and the whole test suite"
 	@echo "make bench  benchmark the numerical core (prints figures; more in benchmarks/)"
+	@echo "make growth each refit stage's time and peak memory at 10^4-10^6 answers, the core pass to 10^7 pairs"
 	@echo "make load   50 annotators for 60 s against gunicorn + PostgreSQL + Redis + a worker"
 	@echo "make faults the load run with worker kills, Redis restarts and cut DB connections"
 	@echo "make fuzz   schemathesis against the OpenAPI schema"
@@ -64,6 +65,11 @@ test: lint pytest
 
 bench: install
 	$(BIN)/python benchmarks/core.py
+
+# Time and peak memory of each stage of a refit at 10^4, 10^5, 10^6 answers on a scratch
+# PostgreSQL database, and EXPLORE's chunked loss/gradient pass up to 10^7 pairs (docs/scaling.md).
+growth: install
+	$(BIN)/python benchmarks/growth.py --postgres $(GROWTH_ARGS)
 
 # Property-based API fuzzing from the OpenAPI schema, longer than make test's (docs/security.md).
 # Works in either mode: with DEBUG=0 in the environment it fuzzes the production settings (a

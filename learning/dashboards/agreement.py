@@ -51,8 +51,9 @@ def answers_query(study_id: int) -> tuple[str, list]:
     table = connection.ops.quote_name(PairJudgment._meta.db_table)
     cases = " ".join(f"WHEN %s THEN {CODE[label.value]}" for label in LABELS)
     sql = (
-        f"SELECT annotator_id::bigint, item_a_id::bigint, item_b_id::bigint, "
-        f"(CASE label {cases} END)::bigint FROM {table} WHERE study_id = %s AND source = %s "
+        f"SELECT CAST(annotator_id AS BIGINT), CAST(item_a_id AS BIGINT), "
+        f"CAST(item_b_id AS BIGINT), CAST(CASE label {cases} END AS BIGINT) "
+        f"FROM {table} WHERE study_id = %s AND source = %s "
         f"AND annotator_id IS NOT NULL AND is_gold = %s"
     )
     return sql, [*(label.value for label in LABELS), study_id, Source.ANNOTATED.value, False]

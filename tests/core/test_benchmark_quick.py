@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -36,3 +37,22 @@ def test_quick_coverage_benchmark_prints_nominal_against_measured():
     assert "| interval | case | truth | replicates | nominal | measured ± MC s.e." in out.stdout
     assert out.stdout.count("| WEAT d, studentized bootstrap |") == 7
     assert out.stdout.count("| held-out loglik |") == 2
+
+
+def test_quick_growth_benchmark_prints_both_tables():
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "growth.py"), "--quick"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+        env={k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "MEDIA_ROOT"}},
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "| judgments | stage | wall (s) | peak RSS above start (MB) |" in out.stdout
+    assert out.stdout.count("| 600 |") == 8  # the build and seven stages
+    assert "| pairs | pass | wall (s) | peak RSS above start (MB) | peak allocations (MB) |" in (
+        out.stdout
+    )
+    assert out.stdout.count("| 5,000 |") == 3
