@@ -58,9 +58,9 @@ def _status_kb(field: str) -> int | None:
     return None
 
 
-def measured(fn, *, allocations: bool = False) -> tuple[object, float, float, float | None]:
-    """``fn()``'s result, seconds, peak RSS above the start (MB), and with ``allocations`` the
-    peak of tracemalloc's allocations (MB)."""
+def measured(fn, *, allocations: bool = False) -> tuple:
+    """``fn()``'s result, seconds, peak RSS above the start (MB), with ``allocations`` the peak
+    of tracemalloc's allocations (MB), and the process's peak RSS during the call (MB)."""
     with contextlib.suppress(OSError):
         Path("/proc/self/clear_refs").write_text("5")  # peak RSS := current RSS
     base = _status_kb("VmRSS") or 0
@@ -73,8 +73,8 @@ def measured(fn, *, allocations: bool = False) -> tuple[object, float, float, fl
     if allocations:
         traced = tracemalloc.get_traced_memory()[1] / 1e6
         tracemalloc.stop()
-    peak = max(0, (_status_kb("VmHWM") or base) - base) / 1e3
-    return result, seconds, peak, traced
+    top = _status_kb("VmHWM") or base
+    return result, seconds, max(0, top - base) / 1e3, traced, top / 1e3
 
 
 # --- the app part ---------------------------------------------------------------------------
@@ -223,7 +223,7 @@ def _app_stages(study_id: int) -> list[tuple[str, float, float]]:
             shot, policy=learning.repeat_policy, validation_share=learning.validation_share
         )
 
-    pairs, seconds, peak, _ = measured(snapshot)
+    pairs, seconds, peak, _, _ = measured(snapshot)
     rows.append(("snapshot (judgment_snapshot + pair_data)", seconds, peak))
     groups = snapshots.GroupSnapshot(rows=[], creators=0)
     read = study.space.vectors
@@ -242,7 +242,7 @@ def _app_stages(study_id: int) -> list[tuple[str, float, float]]:
         ("judgments.csv export, streamed", lambda: _export(formats, study)),
     ]
     for name, stage in stages:
-        _, seconds, peak, _ = measured(stage)
+        _, seconds, peak, _, _ = measured(stage)
         rows.append((name, seconds, peak))
     return rows
 
@@ -261,7 +261,7 @@ def _export(formats, study) -> int:
 # --- the core part --------------------------------------------------------------------------
 
 
-def _core_rows(n: int, dim: int, scratch: Path) -> list[tuple[str, float, float, float]]:
+def _core_rows(n: int, dim: int, scratch: Path) -> list[tuple]:
     from learning.core._pairloss import (
         PairBlocks,
         PairDifferences,
@@ -279,10 +279,10 @@ def _core_rows(n: int, dim: int, scratch: Path) -> list[tuple[str, float, float,
     sigma = np.eye(dim) / dim
     rows = []
     source = PairDifferences(x, a, b)
-    _, seconds, peak, traced = measured(
+    _, seconds, peak, traced, top = measured(
         lambda: loglik_and_gradient(source, sigma, y), allocations=True
     )
-    rows.append(("chunked pass, z from pair indices", seconds, peak, traced))
+    rows.append(("chunked pass, z from pair indices", seconds, peak, traced, top))
 
     path = scratch / f"z-{n}.npy"
     z_file = np.lib.format.open_memmap(path, mode="w+", dtype=np.float32, shape=(n, dim))
@@ -291,10 +291,10 @@ def _core_rows(n: int, dim: int, scratch: Path) -> list[tuple[str, float, float,
     z_file.flush()
     del z_file
     mapped = np.load(path, mmap_mode="r")
-    _, seconds, peak, traced = measured(
+    _, seconds, peak, traced, top = measured(
         lambda: loglik_and_gradient(mapped, sigma, y), allocations=True
     )
-    rows.append(("chunked pass, memory-mapped z (float32)", seconds, peak, traced))
+    rows.append(("chunked pass, memory-mapped z (float32)", seconds, peak, traced, top))
     path.unlink()  # the mapping stays readable until dropped (POSIX)
 
     if n <= 1_000_000:
@@ -306,8 +306,8 @@ def _core_rows(n: int, dim: int, scratch: Path) -> list[tuple[str, float, float,
             ll, slope = blocks.loglik_and_slope(quad_forms(z_sorted, sigma))
             return ll, weighted_gram(z_sorted, slope, blocks) / n
 
-        _, seconds, peak, traced = measured(whole, allocations=True)
-        rows.append(("whole-array pass (the solver's, z in memory)", seconds, peak, traced))
+        _, seconds, peak, traced, top = measured(whole, allocations=True)
+        rows.append(("whole-array pass (the solver's, z in memory)", seconds, peak, traced, top))
     return rows
 
 
@@ -333,7 +333,7 @@ def main() -> int:
             print("| judgments | stage | wall (s) | peak RSS above start (MB) |")
             print("|---:|---|---:|---:|")
             for n in args.sizes:
-                study_id, built, _, _ = measured(lambda n=n: _world(n, args.dim))
+                study_id, built, *_ = measured(lambda n=n: _world(n, args.dim))
                 print(f"| {n:,} | (building the study: {built:.0f} s) | | |", flush=True)
                 for stage, seconds, peak in _app_stages(study_id):
                     print(f"| {n:,} | {stage} | {seconds:.2f} | {peak:.0f} |", flush=True)
@@ -345,13 +345,15 @@ def main() -> int:
                 _postgres(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
     if args.core:
         print(f"\n## EXPLORE's loss/gradient pass (d = {args.dim})\n")
-        print("| pairs | pass | wall (s) | peak RSS above start (MB) | peak allocations (MB) |")
-        print("|---:|---|---:|---:|---:|")
+        print(
+            "| pairs | pass | wall (s) | peak RSS above start (MB) | peak allocations (MB) "
+            "| process peak RSS (MB) |"
+        )
+        print("|---:|---|---:|---:|---:|---:|")
         for n in args.core:
-            for stage, seconds, peak, traced in _core_rows(n, args.dim, scratch):
-                print(
-                    f"| {n:,} | {stage} | {seconds:.2f} | {peak:.0f} | {traced:.0f} |", flush=True
-                )
+            for stage, seconds, peak, traced, top in _core_rows(n, args.dim, scratch):
+                cells = f"{seconds:.2f} | {peak:.0f} | {traced:.0f} | {top:.0f}"
+                print(f"| {n:,} | {stage} | {cells} |", flush=True)
     print(f"\nload average at the end {os.getloadavg()[0]:.1f}")
     return 0
 

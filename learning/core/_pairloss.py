@@ -23,6 +23,7 @@ C¹, finite for identical pairs (z = 0), and changes nothing for pairs with ``d 
 
 from __future__ import annotations
 
+import mmap
 from dataclasses import dataclass
 
 import numpy as np
@@ -239,7 +240,28 @@ def loglik_and_gradient(
             ll, slope = ll * wc, slope * wc
         total += float(ll.sum())
         grad += weighted_gram(zc, slope)
+        _release(z, start, start + zc.shape[0])
     return total / n, grad / n
+
+
+def _release(z, start: int, stop: int) -> None:
+    """Rows ``[start, stop)`` of a read-only memory-mapped ``z`` (``np.load(…, mmap_mode="r")``)
+    leave the resident set (``MADV_DONTNEED``; read again from the file if asked): a pass over a
+    mapped file then holds one chunk of it, not the whole file, in its RSS. Anything else: no-op."""
+    mm = getattr(z, "_mmap", None)
+    if not (
+        isinstance(mm, mmap.mmap)
+        and z.base is mm
+        and getattr(z, "mode", "") == "r"
+        and z.flags.c_contiguous
+        and hasattr(mmap, "MADV_DONTNEED")
+    ):
+        return
+    shift = z.offset % mmap.ALLOCATIONGRANULARITY  # the mapping starts on a granule
+    begin, end = shift + start * z.strides[0], min(len(mm), shift + stop * z.strides[0])
+    begin -= begin % mmap.PAGESIZE
+    if end > begin:
+        mm.madvise(mmap.MADV_DONTNEED, begin, end - begin)
 
 
 def psd_quad_forms(z: np.ndarray, sigma: np.ndarray, chunk: int = 16384) -> np.ndarray:

@@ -55,4 +55,5 @@ def test_quick_growth_benchmark_prints_both_tables():
     assert "| pairs | pass | wall (s) | peak RSS above start (MB) | peak allocations (MB) |" in (
         out.stdout
     )
+    assert "| process peak RSS (MB) |" in out.stdout
     assert out.stdout.count("| 5,000 |") == 3
