@@ -1,9 +1,10 @@
 """Inter-annotator agreement of a study from one read of its answers, whatever its size.
 
-The answers by people (``source=annotated``, gold answers excluded) cross into numpy once, as
-four integer columns — annotator, item a, item b, label code (LabelCode order) — through
-PostgreSQL's binary ``COPY`` (16-byte rows parsed by one ``np.frombuffer``; other databases
-fetch the rows). numpy then groups them by pair (one sort) and computes:
+The answers by people (``source=annotated``) cross into numpy once, as six integer columns —
+annotator, item a, item b, label code (LabelCode order), elapsed ms, gold — through PostgreSQL's
+binary ``COPY`` (74-byte rows parsed by one ``np.frombuffer``; other databases fetch the rows).
+numpy then gives each annotator's median time per answer (gold answers included) and, gold
+answers excluded, groups them by pair (one sort) to compute:
 
 * per pair answered by two or more people, how many answers it got of each label: its row of
   ``value_counts``, which is all Krippendorff's α needs (nominal; computed as the
@@ -31,9 +32,11 @@ from annotation.models import Label, LabelCode, PairJudgment, Source
 LABELS = sorted(Label, key=LabelCode.of)  # index = LabelCode
 CODE = {label.value: int(LabelCode.of(label)) for label in LABELS}
 MIN_KAPPA_OVERLAP = 5  # shared pairs below which κ of two annotators is not reported
-COLUMNS = 4  # annotator, item a, item b, label code
+COLUMNS = 6  # annotator, item a, item b, label code, elapsed ms (-1: not timed), gold (0/1)
 _COPY_HEADER = 19  # PGCOPY signature (11), flags (4), header extension length (4)
-_ROW = np.dtype([("n", ">i2")] + [(f"f{i}", [("len", ">i4"), ("v", ">i8")]) for i in range(4)])
+_ROW = np.dtype(
+    [("n", ">i2")] + [(f"f{i}", [("len", ">i4"), ("v", ">i8")]) for i in range(COLUMNS)]
+)
 
 
 @dataclass
@@ -44,23 +47,25 @@ class Agreement:
     compared: dict[int, int] = field(default_factory=dict)  # answers with a decided majority
     agreed: dict[int, int] = field(default_factory=dict)
     mean_kappa: dict[int, float] = field(default_factory=dict)
+    medians: dict[int, tuple[float, int]] = field(default_factory=dict)  # ms, timed answers
 
 
 def answers_query(study_id: int) -> tuple[str, list]:
-    """SQL and parameters of the rows (annotator, item a, item b, label code), all bigint."""
+    """SQL and parameters of the rows (see COLUMNS), all bigint, gold answers included."""
     table = connection.ops.quote_name(PairJudgment._meta.db_table)
     cases = " ".join(f"WHEN %s THEN {CODE[label.value]}" for label in LABELS)
     sql = (
         f"SELECT CAST(annotator_id AS BIGINT), CAST(item_a_id AS BIGINT), "
-        f"CAST(item_b_id AS BIGINT), CAST(CASE label {cases} END AS BIGINT) "
-        f"FROM {table} WHERE study_id = %s AND source = %s "
-        f"AND annotator_id IS NOT NULL AND is_gold = %s"
+        f"CAST(item_b_id AS BIGINT), CAST(CASE label {cases} END AS BIGINT), "
+        f"CAST(COALESCE(elapsed_ms, -1) AS BIGINT), CAST(CASE WHEN is_gold THEN 1 ELSE 0 END "
+        f"AS BIGINT) FROM {table} WHERE study_id = %s AND source = %s "
+        f"AND annotator_id IS NOT NULL"
     )
-    return sql, [*(label.value for label in LABELS), study_id, Source.ANNOTATED.value, False]
+    return sql, [*(label.value for label in LABELS), study_id, Source.ANNOTATED.value]
 
 
 def study_answers(study_id: int) -> np.ndarray:
-    """The study's answers by people, gold excluded: an (n, 4) int64 array (see COLUMNS)."""
+    """The study's answers by people: an (n, 6) int64 array (see COLUMNS)."""
     sql, params = answers_query(study_id)
     if connection.vendor != "postgresql":
         with connection.cursor() as cursor:
@@ -86,7 +91,27 @@ def study_answers(study_id: int) -> np.ndarray:
 
 
 def study_agreement(study_id: int) -> Agreement:
-    return answers_agreement(study_answers(study_id))
+    answers = study_answers(study_id)
+    found = answers_agreement(answers[answers[:, 5] == 0, :4])  # gold answers: not in κ, α
+    found.medians = answer_medians(answers[:, 0], answers[:, 4])
+    return found
+
+
+def answer_medians(users: np.ndarray, elapsed: np.ndarray) -> dict[int, tuple[float, int]]:
+    """Per annotator, the median of their timed answers' milliseconds (the mean of the two
+    middle values for an even count, as numpy's and PostgreSQL's ``PERCENTILE_CONT(0.5)``) and
+    how many were timed; answers with no time (-1) left out."""
+    timed = elapsed >= 0
+    users, elapsed = users[timed], elapsed[timed]
+    order = np.lexsort((elapsed, users))
+    users, elapsed = users[order], elapsed[order]
+    people, starts, counts = np.unique(users, return_index=True, return_counts=True)
+    low = elapsed[starts + (counts - 1) // 2]
+    high = elapsed[starts + counts // 2]
+    return {
+        int(user): ((int(a) + int(b)) / 2, int(n))
+        for user, a, b, n in zip(people, low, high, counts, strict=True)
+    }
 
 
 def answers_agreement(answers: np.ndarray) -> Agreement:

@@ -25,21 +25,17 @@ Definitions (shown on the page):
 
 from __future__ import annotations
 
-import itertools
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-import numpy as np
 from django.contrib.auth import get_user_model
 from django.db import connection, transaction
 from django.db.models import (
-    Aggregate,
     Case,
     CharField,
     Count,
-    FloatField,
     Max,
     OuterRef,
     Subquery,
@@ -242,16 +238,9 @@ def _per_day(judgments) -> tuple[list[str], dict]:
     return days, series
 
 
-class Median(Aggregate):
-    """PostgreSQL's median (interpolated, as numpy's); other databases use numpy."""
-
-    function = "PERCENTILE_CONT"
-    template = "%(function)s(0.5) WITHIN GROUP (ORDER BY %(expressions)s)"
-    output_field = FloatField()
-
-
 def _annotators(study: Study, people) -> dict[int, AnnotatorQuality]:
-    """Label counts and gold accuracy per annotator (one grouped scan), then medians."""
+    """Label counts and gold accuracy per annotator (one grouped scan); the medians come with
+    the agreement's read of the answers (:func:`_agreement`)."""
     gold_label = GoldPair.objects.filter(
         study=study, item_a=OuterRef("item_a"), item_b=OuterRef("item_b")
     ).values("label")[:1]
@@ -271,31 +260,15 @@ def _annotators(study: Study, people) -> dict[int, AnnotatorQuality]:
     for quality in found.values():
         if quality.gold_answers:
             quality.gold_accuracy = quality.gold_correct / quality.gold_answers
-    timed_answers = people.filter(elapsed_ms__isnull=False)
-    if connection.vendor == "postgresql":
-        medians = timed_answers.values_list("annotator_id").annotate(
-            median=Median("elapsed_ms"), n=Count("id")
-        )
-        for user_id, median, count in medians.values_list("annotator_id", "median", "n"):
-            found[user_id].median_seconds = float(median) / 1000
-            found[user_id].timed = count
-        return found
-    pairs = timed_answers.values_list("annotator_id", "elapsed_ms")
-    timed = np.fromiter(itertools.chain.from_iterable(pairs), dtype=np.int64).reshape(-1, 2)
-    if timed.size:
-        order = np.lexsort((timed[:, 1], timed[:, 0]))
-        timed = timed[order]
-        users, starts, counts = np.unique(timed[:, 0], return_index=True, return_counts=True)
-        for user_id, start, count in zip(users, starts, counts, strict=True):
-            chunk = timed[start : start + count, 1]  # sorted: the median is the middle
-            median = (chunk[(count - 1) // 2] + chunk[count // 2]) / 2
-            found[int(user_id)].median_seconds = float(median) / 1000
-            found[int(user_id)].timed = int(count)
     return found
 
 
 def _agreement(study: Study, annotators) -> tuple[list[KappaPair], float | None, int]:
     found = agreement.study_agreement(study.pk)
+    for user_id, (median_ms, timed) in found.medians.items():
+        if user_id in annotators:
+            annotators[user_id].median_seconds = median_ms / 1000
+            annotators[user_id].timed = timed
     for user_id, compared in found.compared.items():
         quality = annotators.get(user_id)
         if quality is None:

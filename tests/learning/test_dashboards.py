@@ -255,3 +255,21 @@ def test_agreement_equals_a_pair_by_pair_reference(study, items, make_user):
             assert overlap == int(both.sum())
             expected = cohen_kappa_score(table[i, both], table[j, both], labels=[0, 1, 2])
             assert kappa == pytest.approx(expected, abs=1e-12)
+
+
+def test_answer_medians_equal_numpy_per_annotator():
+    """The medians from the agreement's read: numpy's median of each annotator's timed answers
+    (even and odd counts), untimed answers (-1) left out, an annotator with none absent."""
+    import numpy as np
+
+    from learning.dashboards.agreement import answer_medians
+
+    rng = np.random.default_rng(5)
+    users = rng.integers(1, 9, size=2001)
+    elapsed = np.where(rng.random(users.size) < 0.2, -1, rng.integers(100, 9000, users.size))
+    elapsed[users == 8] = -1
+    found = answer_medians(users, elapsed)
+    assert 8 not in found
+    for user in range(1, 8):
+        mine = elapsed[(users == user) & (elapsed >= 0)]
+        assert found[user] == (pytest.approx(float(np.median(mine))), mine.size)
