@@ -32,7 +32,7 @@ from annotation.models import Membership
 from spaces.models import EmbeddingSpace
 from tests.annotation.factories import make_space, make_study
 
-from .conftest import ROLES, World
+from .conftest import ROLES, UNUSED_SPACE, World
 from .matrix import MATRIX, Row
 from .matrix.policies import METHODS, PUBLIC, A
 from .matrix.spaces_pages import OFFERED, SPACE_USES, SPACES, study_c
@@ -149,7 +149,9 @@ def test_an_expired_token_is_refused_everywhere_with_its_expiry(world):
 
 @pytest.fixture
 def spaces(world) -> dict[str, int]:
-    """The four spaces of ``SPACE_USES`` and study C (adm_a its admin, empty, on the own space)."""
+    """The four spaces of ``SPACE_USES`` and study C (adm_a its admin, empty, on the own space);
+    the world's unused space (of the deletion rows) is not one of them."""
+    EmbeddingSpace.objects.filter(name=UNUSED_SPACE).delete()
     shared = make_space(name="shared space", seed=1)
     shared.shared_with.add(world.users["adm_a"])
     admins = make_space(name="admins' space", seed=2)
