@@ -38,6 +38,8 @@ def test_the_owner_deletes_an_unused_space_with_its_items_upload_and_files(
     assert matrix.exists()
     assert upload.exists()
     client.force_login(owner)
+    home = client.get(reverse("home")).content.decode()  # where an owner finds the page
+    assert reverse("spaces:delete", args=[space.pk]) in home
     page = client.get(reverse("spaces:delete", args=[space.pk])).content.decode()
     assert f"{space.item_count} items" in page
     assert "2 files" in page
