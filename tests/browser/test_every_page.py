@@ -198,6 +198,7 @@ def world(metric_study):  # noqa: F811
         label_column="income",
         key_column="id",
     )
+    type(people).objects.filter(pk=people.pk).update(owner=users["rev"])  # home lists it
     assert Membership.objects.filter(user=users["rev"], role="reviewer").exists()
     # The token page lists a token limited to the study and expiring, and one expired.
     api_token_create(
