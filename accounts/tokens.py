@@ -6,7 +6,7 @@ Clients send it as ``Authorization: Bearer fm_…`` (or ``Token fm_…``). Heade
 does not start with ``fm_`` are left to the other authentication classes (e.g. DRF's own
 ``TokenAuthentication``), so both kinds can be configured side by side.
 
-A token's user is cached for ``TOKEN_CACHE_SECONDS`` under ``fm:token:<sha256>`` (the answer
+A token's user is cached for ``TOKEN_CACHE_SECONDS`` under ``fm:token2:<sha256>`` (the answer
 path then needs no query to authenticate); revoking or deleting the token, and saving or
 deleting its user (``is_active``, ``is_staff``…), forget the entry at once. A cache that does not
 answer costs the query, never a request.
@@ -71,7 +71,9 @@ def _hash(key: str) -> str:
 
 
 def _cache_key(key_hash: str) -> str:
-    return f"fm:token:{key_hash}"
+    # "token2": the entry holds the token's studies and expiry (an entry of the earlier shape,
+    # left by a server before the upgrade, is never read).
+    return f"fm:token2:{key_hash}"
 
 
 def _forget(*key_hashes: str) -> None:
