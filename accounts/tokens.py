@@ -6,10 +6,15 @@ Clients send it as ``Authorization: Bearer fm_…`` (or ``Token fm_…``). Heade
 does not start with ``fm_`` are left to the other authentication classes (e.g. DRF's own
 ``TokenAuthentication``), so both kinds can be configured side by side.
 
-A token's user is cached for ``TOKEN_CACHE_SECONDS`` under ``fm:token:<sha256>`` (the answer
+A token's user is cached for ``TOKEN_CACHE_SECONDS`` under ``fm:token2:<sha256>`` (the answer
 path then needs no query to authenticate); revoking or deleting the token, and saving or
 deleting its user (``is_active``, ``is_staff``…), forget the entry at once. A cache that does not
 answer costs the query, never a request.
+
+A token may be limited to studies and may expire. An expired token is refused (401, saying when
+it expired). A limited token's user carries the study ids (:func:`token_scope`), and
+``annotation.access.study_role`` gives that user no role outside them: another study's endpoints
+answer 404 as for an outsider, and what needs no study (creating one) answers 403.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from audit.services import Action as AuditAction
 from audit.services import audit_record
 from common.text import invisible, text_problem
 
+from . import hooks
 from .models import ApiToken
 
 TOKEN_PREFIX = "fm_"
@@ -41,8 +47,23 @@ LAST_USED_RESOLUTION = timedelta(minutes=1)
 TOKEN_CACHE_SECONDS = 60
 
 
+MAX_EXPIRY_DAYS = 366
+SCOPE_ATTRIBUTE = "_token_study_ids"
+
+
 class TokenError(Exception):
     """A token request that cannot be honoured; the message is shown to the user."""
+
+
+class TokenExpired(TokenError):
+    """The token is past its expiry."""
+
+
+def token_scope(user) -> frozenset[int] | None:
+    """The study ids the request's token is limited to; None when not limited (or a session)."""
+    if user is None:
+        return None
+    return user.__dict__.get(SCOPE_ATTRIBUTE)
 
 
 def _hash(key: str) -> str:
@@ -50,7 +71,9 @@ def _hash(key: str) -> str:
 
 
 def _cache_key(key_hash: str) -> str:
-    return f"fm:token:{key_hash}"
+    # "token2": the entry holds the token's studies and expiry (an entry of the earlier shape,
+    # left by a server before the upgrade, is never read).
+    return f"fm:token2:{key_hash}"
 
 
 def _forget(*key_hashes: str) -> None:
@@ -67,9 +90,31 @@ def _forget_now(keys: list[str]) -> None:
         cache.delete_many(keys)
 
 
+def _scope_check(user, study_ids, expires_at) -> list[int]:
+    ids = sorted({int(i) for i in study_ids or ()})
+    if ids:
+        offered = dict(hooks.token_studies(user))
+        refused = [i for i in ids if i not in offered]
+        if refused:
+            raise TokenError(
+                f"You cannot limit a token to study {refused[0]}: it is not one of yours."
+            )
+    if expires_at is not None:
+        now = timezone.now()
+        if expires_at <= now:
+            raise TokenError("A token's expiry must be in the future.")
+        if expires_at > now + timedelta(days=MAX_EXPIRY_DAYS):
+            raise TokenError(f"A token expires at most {MAX_EXPIRY_DAYS} days from now.")
+    return ids
+
+
 @transaction.atomic
-def api_token_create(*, user, name: str) -> tuple[ApiToken, str]:
-    """A new active token of ``user``; returns the row and the plaintext (shown once)."""
+def api_token_create(*, user, name: str, study_ids=None, expires_at=None) -> tuple[ApiToken, str]:
+    """A new active token of ``user``; returns the row and the plaintext (shown once).
+
+    ``study_ids``: limit it to these studies (each one the user may open, as offered by
+    ``accounts.hooks.token_studies``); ``expires_at``: when it stops working (at most
+    ``MAX_EXPIRY_DAYS`` ahead)."""
     name = (name or "").strip()
     if not name:
         raise TokenError("Give the token a name, e.g. the job that will use it.")
@@ -77,6 +122,7 @@ def api_token_create(*, user, name: str) -> tuple[ApiToken, str]:
         raise TokenError("A token name has at most 100 characters.")
     if text_problem(name) or invisible(name):
         raise TokenError("A token name must be visible text (no NUL or control characters).")
+    ids = _scope_check(user, study_ids, expires_at)
     # Lock the owner's row: concurrent creates of one user queue here, so the count below is
     # exact (select_for_update on the token rows locks only rows that exist: 30 concurrent
     # creates all counted the same tokens and left 27 active against a cap of 20).
@@ -85,13 +131,17 @@ def api_token_create(*, user, name: str) -> tuple[ApiToken, str]:
     if active.count() >= MAX_ACTIVE_TOKENS:
         raise TokenError(f"You already have {MAX_ACTIVE_TOKENS} active tokens; revoke one first.")
     key = TOKEN_PREFIX + secrets.token_urlsafe(32)
-    token = ApiToken.objects.create(user=user, name=name, prefix=key[:10], key_hash=_hash(key))
-    audit_record(
-        action=AuditAction.TOKEN_CREATE,
-        target=token,
-        actor=user,
-        detail={"name": name, "prefix": token.prefix, "owner_id": user.pk},
+    token = ApiToken.objects.create(
+        user=user,
+        name=name,
+        prefix=key[:10],
+        key_hash=_hash(key),
+        study_ids=ids,
+        expires_at=expires_at,
     )
+    detail = {"name": name, "prefix": token.prefix, "owner_id": user.pk, "study_ids": ids}
+    detail["expires_at"] = expires_at.isoformat() if expires_at else None
+    audit_record(action=AuditAction.TOKEN_CREATE, target=token, actor=user, detail=detail)
     return token, key
 
 
@@ -123,7 +173,8 @@ def token_revoke(*, token: ApiToken, actor) -> bool:
 
 
 def api_token_user(*, key: str):
-    """The active user a plaintext token belongs to, or None."""
+    """The active user a plaintext token belongs to, or None; :class:`TokenExpired` past its
+    expiry. A limited token's user carries its study ids (:func:`token_scope`)."""
     if not key.startswith(TOKEN_PREFIX):
         return None
     key_hash = _hash(key)
@@ -133,7 +184,7 @@ def api_token_user(*, key: str):
         cached = None
     now = timezone.now()
     if cached is not None:
-        token_pk, user, last_used_at = cached
+        token_pk, user, last_used_at, study_ids, expires_at = cached
     else:
         token = (
             ApiToken.objects.select_related("user")
@@ -143,13 +194,18 @@ def api_token_user(*, key: str):
         if token is None or not token.user.is_active:
             return None
         token_pk, user, last_used_at = token.pk, token.user, token.last_used_at
+        study_ids, expires_at = token.study_ids, token.expires_at
+    if expires_at is not None and expires_at <= now:
+        raise TokenExpired(f"This token expired on {expires_at:%Y-%m-%d %H:%M} UTC.")
     if last_used_at is None or last_used_at < now - LAST_USED_RESOLUTION:
         ApiToken.objects.filter(pk=token_pk).update(last_used_at=now)
         last_used_at = now
         cached = None
     if cached is None:
         with contextlib.suppress(Exception):
-            cache.set(_cache_key(key_hash), (token_pk, user, last_used_at), TOKEN_CACHE_SECONDS)
+            entry = (token_pk, user, last_used_at, study_ids, expires_at)
+            cache.set(_cache_key(key_hash), entry, TOKEN_CACHE_SECONDS)
+    user.__dict__[SCOPE_ATTRIBUTE] = frozenset(study_ids) if study_ids else None
     return user
 
 
@@ -188,7 +244,10 @@ class ApiTokenAuthentication(BaseAuthentication):
             raise exceptions.AuthenticationFailed("Invalid token.") from None
         if not key.startswith(TOKEN_PREFIX):
             return None  # not ours: DRF's TokenAuthentication may know it
-        user = api_token_user(key=key)
+        try:
+            user = api_token_user(key=key)
+        except TokenExpired as error:
+            raise exceptions.AuthenticationFailed(str(error)) from None
         if user is None:
             raise exceptions.AuthenticationFailed("Invalid or revoked token.")
         return user, key

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from django.contrib.auth import login as auth_login
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import redirect, render
 from django.urls import reverse_lazy
+from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
 
 from common.errors import NotAllowed
@@ -35,7 +38,12 @@ def token_list(request: HttpRequest) -> HttpResponse:
                 "You review or administer no study, so a token could download nothing."
             )
         try:
-            token, key = tokens.api_token_create(user=request.user, name=request.POST.get("name"))
+            token, key = tokens.api_token_create(
+                user=request.user,
+                name=request.POST.get("name"),
+                study_ids=_posted_studies(request),
+                expires_at=_posted_expiry(request),
+            )
         except tokens.TokenError as error:
             context["error"] = str(error)
             status = 400
@@ -47,10 +55,47 @@ def token_list(request: HttpRequest) -> HttpResponse:
         token = ApiToken.objects.filter(user=request.user, pk=new.get("id")).first()
         if token is not None:
             context.update(new_token=token, new_key=new.get("key"))
-    context["tokens"] = ApiToken.objects.filter(user=request.user)
+    context.update(_listing(request.user))
     response = render(request, "accounts/tokens.html", context, status=status)
     response["Cache-Control"] = "no-store"  # the page may show a plaintext token
     return response
+
+
+# The expiries the page offers (days; "" never). The service takes any date up to a year ahead.
+EXPIRY_CHOICES = [("30", "in 30 days"), ("7", "in 7 days"), ("90", "in 90 days")]
+EXPIRY_CHOICES += [("365", "in a year"), ("", "never")]
+
+
+def _posted_studies(request: HttpRequest) -> list[int]:
+    values = request.POST.getlist("studies")
+    if not all(v.isdigit() and len(v) < 12 for v in values):
+        raise tokens.TokenError("Choose studies from the list.")
+    return [int(v) for v in values]
+
+
+def _posted_expiry(request: HttpRequest):
+    value = request.POST.get("expires_in", "")
+    if value == "":
+        return None
+    if value not in dict(EXPIRY_CHOICES):
+        raise tokens.TokenError("Choose an expiry from the list.")
+    return timezone.now() + timedelta(days=int(value))
+
+
+def _listing(user) -> dict:
+    """The user's tokens, each with the names of the studies it is limited to; the studies and
+    expiries the creation form offers."""
+    offered = hooks.token_studies(user)
+    names = dict(offered)
+    rows = list(ApiToken.objects.filter(user=user))
+    for token in rows:
+        token.study_names = [names.get(pk, f"study {pk}") for pk in token.study_ids]
+    return {
+        "tokens": rows,
+        "offered_studies": offered,
+        "expiry_choices": EXPIRY_CHOICES,
+        "now": timezone.now(),
+    }
 
 
 @login_required
@@ -64,8 +109,8 @@ def token_revoke(request: HttpRequest, token_id: int) -> HttpResponse:
             "accounts/tokens.html",
             {
                 "error": str(error),
-                "tokens": ApiToken.objects.filter(user=request.user),
                 "may_create": hooks.may_create_tokens(request.user),
+                **_listing(request.user),
             },
             status=404,
         )

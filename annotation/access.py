@@ -20,6 +20,7 @@ from enum import StrEnum
 
 from rest_framework.permissions import BasePermission
 
+from accounts.tokens import token_scope
 from common.access import is_staff
 from common.errors import NotAllowed, NotFound
 from spaces.models import EmbeddingSpace
@@ -55,12 +56,18 @@ def study_role(user, study: Study | int) -> str | None:
 
     Memoised on the user object for the request, and across requests in the cache
     (``annotation.facts.member_role``, forgotten when the membership changes).
+
+    A request made with an API token limited to studies (``accounts.tokens.token_scope``) has
+    no role outside them, staff included.
     """
     if user is None or not user.is_authenticated:
         return None
+    study_id = study if isinstance(study, int) else study.pk
+    scope = token_scope(user)
+    if scope is not None and study_id not in scope:
+        return None
     if is_staff(user):
         return Role.ADMIN
-    study_id = study if isinstance(study, int) else study.pk
     cache = user.__dict__.setdefault("_study_roles", {})
     if study_id not in cache:
         cache[study_id] = member_role(study_id, user.pk)
@@ -87,6 +94,21 @@ def may_export(user) -> bool:
             user=user, role__in=ALLOWED[Action.REVIEW]
         ).exists()
     return user.__dict__["_may_export"]
+
+
+def token_studies(user) -> list[tuple[int, str]]:
+    """The studies (id, name) a token of ``user`` may be limited to: those they may open, and
+    for staff every study that is not archived."""
+    qs = Study.objects.filter(archived_at__isnull=True)
+    if not is_staff(user):
+        qs = qs.filter(memberships__user=user)
+    return list(qs.order_by("name", "pk").values_list("pk", "name"))
+
+
+def require_unscoped(user, message: str) -> None:
+    """NotAllowed for a request whose token is limited to studies (what reaches past them)."""
+    if token_scope(user) is not None:
+        raise NotAllowed(message)
 
 
 def require(user, study: Study | int, action: Action, message: str | None = None) -> str:
@@ -154,6 +176,12 @@ def require_space_reader(user, space_id: int) -> None:
     the study's space), and whoever may use the space; others get NotFound."""
     if not EmbeddingSpace.objects.filter(pk=space_id).exists():
         raise NotFound("No such embedding space.")
+    scope = token_scope(user)
+    if scope is not None:  # a limited token reads the spaces of its studies only
+        studies = Study.objects.filter(pk__in=scope, space_id=space_id).values_list("pk", flat=True)
+        if not any(study_role(user, pk) for pk in studies):
+            raise NotFound("No such embedding space.")
+        return
     if is_staff(user) or may_use_space(user, space_id):
         return
     if not Membership.objects.filter(user=user, study__space_id=space_id).exists():

@@ -11,7 +11,7 @@ class AnnotationConfig(AppConfig):
         tokens (``accounts.hooks``)."""
         from accounts import hooks
         from annotation import facts  # noqa: F401 - its receivers
-        from annotation.access import may_export
+        from annotation.access import may_export, token_studies
         from annotation.setup import member_audit  # noqa: F401 - its receivers
 
-        hooks.provide_token_rule(may_export)
+        hooks.provide_token_rule(may_export, token_studies)

@@ -13,6 +13,7 @@ from django.core.cache import cache
 from django.db import connection
 from django.db.models import Count, Q, QuerySet, prefetch_related_objects
 
+from accounts.tokens import token_scope
 from spaces.models import Item
 
 from .access import Action, Role, may
@@ -38,9 +39,13 @@ def studies_for_user(*, user) -> list[tuple[Study, str]]:
     """Studies the user can open, with the user's role (staff: every study, as admin).
 
     Archived studies are left out; closed ones are listed for their admins (and staff) only.
+    A request with a token limited to studies lists those only.
     """
+    scope = token_scope(user)
     if user.is_staff or user.is_superuser:
         studies = Study.objects.filter(archived_at__isnull=True).select_related("space")
+        if scope is not None:
+            studies = studies.filter(pk__in=scope)
         return [(study, Role.ADMIN) for study in studies]
     memberships = (
         Membership.objects.filter(user=user, study__archived_at__isnull=True)
@@ -48,6 +53,8 @@ def studies_for_user(*, user) -> list[tuple[Study, str]]:
         .select_related("study", "study__space")
         .order_by("study__name")
     )
+    if scope is not None:
+        memberships = memberships.filter(study_id__in=scope)
     return [(m.study, m.role) for m in memberships]
 
 

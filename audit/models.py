@@ -25,6 +25,7 @@ class AuditEvent(models.Model):
         STUDY_GOLD = "study.gold", "gold pairs uploaded"
         MEMBERSHIP_INVITE = "membership.invite", "person invited"
         SPACE_SHARING = "space.sharing", "space owner or sharing changed"
+        SPACE_DELETE = "space.delete", "space deleted"
         MODEL_AUDIT = "model.audit", "model audited"
         AUDIT_ASK = "audit.ask", "audit violations sent to annotators"
 

@@ -4,6 +4,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_safe
 
 from annotation.models import Membership
+from spaces.models import EmbeddingSpace
 
 from .health import health
 
@@ -17,7 +18,9 @@ def home(request: HttpRequest) -> HttpResponse:
         .select_related("study", "study__space")
         .order_by("study__name")
     )
-    return render(request, "home.html", {"memberships": memberships})
+    # Staff manage every space on the Spaces page; others see the ones they own (to delete).
+    owned = [] if request.user.is_staff else EmbeddingSpace.objects.filter(owner=request.user)
+    return render(request, "home.html", {"memberships": memberships, "owned_spaces": owned})
 
 
 @require_safe

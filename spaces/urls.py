@@ -19,4 +19,5 @@ urlpatterns = [
     path("texts/upload/", texts.texts_upload, name="texts-upload"),
     path("<int:space_id>/shown/", records.records_shown, name="records-shown"),
     path("<int:space_id>/sharing/", views.space_sharing, name="sharing"),
+    path("<int:space_id>/delete/", views.space_delete_page, name="delete"),
 ]

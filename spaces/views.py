@@ -16,6 +16,8 @@ from django.views.decorators.csrf import csrf_protect
 from django.views.decorators.http import require_GET, require_http_methods
 
 from common.access import require_staff
+from common.errors import Conflict, NotAllowed
+from spaces.deletion import may_delete_space, space_delete, space_deletion_plan
 from spaces.exceptions import InputFileError
 from spaces.forms import SharingForm
 from spaces.models import EmbeddingImport, EmbeddingSpace
@@ -75,6 +77,27 @@ def space_sharing(request: HttpRequest, space_id: int) -> HttpResponse:
             return redirect("spaces:sharing", space_id=space.pk)
     context = {"space": space, "form": form}
     return render(request, "spaces/sharing.html", context, status=400 if posted else 200)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def space_delete_page(request: HttpRequest, space_id: int) -> HttpResponse:
+    """Delete a space (its owner or staff): what goes with it, or which studies keep it."""
+    space = get_object_or_404(EmbeddingSpace.objects.select_related("owner"), pk=space_id)
+    if not may_delete_space(request.user, space):
+        raise NotAllowed("Only the space's owner or staff may delete it.")
+    status, error = 200, ""
+    if request.method == "POST":
+        try:
+            space_delete(space=space, actor=request.user)
+        except Conflict as exc:
+            status, error = 409, exc.message
+        else:
+            messages.success(request, f"Deleted the space “{space.name}” and what went with it.")
+            return redirect("spaces:list" if request.user.is_staff else "home")
+    plan = space_deletion_plan(space=space)
+    context = {"space": space, "plan": plan, "error": error}
+    return render(request, "spaces/delete.html", context, status=status)
 
 
 def body_over(request: HttpRequest, megabytes: int) -> bool:

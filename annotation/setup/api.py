@@ -13,7 +13,7 @@ from rest_framework import serializers, status
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
-from annotation.access import Action, study_role
+from annotation.access import Action, require_unscoped, study_role
 from annotation.api import AnnotationAPIView, StudyDetail, StudyList
 from annotation.models import Membership, Study
 from annotation.serializers import StudySerializer, TextField
@@ -73,6 +73,7 @@ class StudyListCreate(StudyList):
     @extend_schema(request=StudyWrite, responses={201: StudySerializer})
     def post(self, request):
         require_staff(request.user, "Only staff create studies.")
+        require_unscoped(request.user, "A token limited to studies cannot create one.")
         sent = _validated(StudyWrite, request.data)
         missing = [f for f in ("name", "space") if f not in sent]
         if missing:

@@ -8,13 +8,16 @@ accessibility violation — contrast included, so the dark theme's colours are c
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 
 import pandas as pd
 import pytest
 from django.core.files.base import ContentFile
 from django.db import transaction
 from django.urls import reverse
+from django.utils.timezone import now
 
+from accounts.tokens import api_token_create
 from annotation.models import ComparableGroup, Membership
 from learning.evaluation.weat_tests import own_suite
 from learning.models import WeatTest
@@ -95,6 +98,9 @@ def page_urls(world) -> dict[str, tuple[str, str]]:
             reverse("spaces:records-shown", args=[world["records_space"].pk]),
         ),
         "spaces:texts-upload": ("staff", reverse("spaces:texts-upload")),
+        # A space no study uses (what goes with it, the button), and one in use (refused).
+        "spaces:delete": ("staff", reverse("spaces:delete", args=[world["records_space"].pk])),
+        "spaces:delete (in use)": ("staff", reverse("spaces:delete", args=[study.space_id])),
         "spaces:sharing": (
             "staff",
             reverse("spaces:sharing", args=[world["records_space"].pk]),
@@ -148,7 +154,7 @@ def test_every_page_route_is_checked():
     from tests.security.routes import DEBUG_ONLY, app_patterns
 
     fake = {
-        "study": type("S", (), {"pk": 1})(),
+        "study": type("S", (), {"pk": 1, "space_id": 1})(),
         "versions": [type("V", (), {"pk": 1})()] * 2,
         "test": type("T", (), {"pk": 1})(),
         "import": type("I", (), {"pk": 1})(),
@@ -192,7 +198,14 @@ def world(metric_study):  # noqa: F811
         label_column="income",
         key_column="id",
     )
+    type(people).objects.filter(pk=people.pk).update(owner=users["rev"])  # home lists it
     assert Membership.objects.filter(user=users["rev"], role="reviewer").exists()
+    # The token page lists a token limited to the study and expiring, and one expired.
+    api_token_create(
+        user=users["rev"], name="nightly", study_ids=[study.pk], expires_at=now() + timedelta(7)
+    )
+    old, _ = api_token_create(user=users["rev"], name="old", expires_at=now() + timedelta(1))
+    type(old).objects.filter(pk=old.pk).update(expires_at=now() - timedelta(1))
     items = list(study.space.items.order_by("row"))
     audit = audit_create_done(study, metric_study["versions"][0], items)
     with transaction.atomic():

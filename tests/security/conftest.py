@@ -17,7 +17,7 @@ from accounts.tokens import api_token_create
 from annotation.models import ComparableGroup, Membership, PairJudgment, Study
 from annotation.selectors import pool_cache_clear
 from learning.models import MetricVersion, WeatSuite, WeatTest
-from spaces.models import EmbeddingImport, Item
+from spaces.models import EmbeddingImport, EmbeddingSpace, Item
 from tests.annotation.factories import make_metric_version, make_space, make_study, make_user
 from tests.learning.audits.factories import audit_create_done
 
@@ -75,6 +75,18 @@ class World:
         client = APIClient()
         client.credentials(HTTP_AUTHORIZATION=f"Bearer {self.tokens[role]}")
         return client
+
+
+def unused_space(world: World) -> EmbeddingSpace:
+    """A space no study uses, owned by adm_a (made by the world; made again once deleted)."""
+    space = EmbeddingSpace.objects.filter(name=UNUSED_SPACE).first()
+    if space is None:
+        space = make_space(name=UNUSED_SPACE, n_words=3)
+        EmbeddingSpace.objects.filter(pk=space.pk).update(owner=world.users["adm_a"])
+    return space
+
+
+UNUSED_SPACE = "unused space"
 
 
 @pytest.fixture(autouse=True)
@@ -159,6 +171,7 @@ def world(db, media_root) -> World:
         records_import=records,
     )
     audit_create_done(study_a, version, items)
+    unused_space(world)
     for role, user in users.items():
         token, key = api_token_create(user=user, name=f"{role} job")
         world.tokens[role], world.token_ids[role] = key, token.pk

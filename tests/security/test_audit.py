@@ -158,13 +158,16 @@ def test_refused_and_unchanged_exports_are_not_logged(world, new_events):
 
 def test_tokens_created_and_revoked_on_the_token_page(world, new_events):
     client = world.client("rev_a")
-    assert client.post(reverse("accounts:tokens"), {"name": "nightly"}).status_code == 302
+    body = {"name": "nightly", "studies": [str(world.study_a.pk)], "expires_in": "7"}
+    assert client.post(reverse("accounts:tokens"), body).status_code == 302
     token = ApiToken.objects.get(user=world.users["rev_a"], name="nightly")
     event = _one(new_events(), Action.TOKEN_CREATE, world.users["rev_a"])
     assert event.detail == {
         "name": "nightly",
         "prefix": token.prefix,
         "owner_id": world.users["rev_a"].pk,
+        "study_ids": [world.study_a.pk],
+        "expires_at": token.expires_at.isoformat(),
     }
     assert "key_hash" not in str(event.detail)
     revoke = reverse("accounts:token-revoke", args=[token.pk])

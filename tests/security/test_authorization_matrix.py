@@ -15,21 +15,26 @@ import importlib
 import inspect
 import pkgutil
 import re
+from datetime import timedelta
 
 import pytest
 from django import forms
 from django.contrib import admin
 from django.test import RequestFactory
 from django.urls import reverse
+from django.utils import timezone
 from drf_spectacular.generators import SchemaGenerator
+from rest_framework.test import APIClient
 
+from accounts.models import ApiToken
+from accounts.tokens import api_token_create
 from annotation.models import Membership
 from spaces.models import EmbeddingSpace
 from tests.annotation.factories import make_space, make_study
 
-from .conftest import ROLES, World
+from .conftest import ROLES, UNUSED_SPACE, World
 from .matrix import MATRIX, Row
-from .matrix.policies import METHODS, PUBLIC
+from .matrix.policies import METHODS, PUBLIC, A
 from .matrix.spaces_pages import OFFERED, SPACE_USES, SPACES, study_c
 from .routes import DEBUG_ONLY, admin_patterns, app_patterns
 
@@ -87,12 +92,66 @@ def test_the_api_answers_a_token_as_it_answers_a_session(world):
     assert response.json()["detail"] == "Invalid or revoked token."
 
 
+def _api_rows_of_a(world) -> list[str]:
+    """The API rows whose URL names study A or one of its versions."""
+    prefixes = (f"/api/studies/{A(world)}/", "/api/versions/")
+    return [name for name, row in MATRIX.items() if row.url(world).startswith(prefixes)]
+
+
+@pytest.mark.parametrize("role", ["rev_a", "adm_a", "su"])
+def test_a_token_limited_to_another_study_reaches_nothing_of_study_a(world, role):
+    """Every method of every API row of study A answers 404 (as to an outsider) to a token of
+    one of A's reviewers, admins or staff limited to study C (a version's unlisted methods 405,
+    as to everyone); the study list shows C only; creating a study (no study yet) is refused."""
+    other = make_study(space=world.study_a.space, name="Study C")
+    Membership.objects.create(study=other, user=world.users[role], role=Membership.Role.ADMIN)
+    _, key = api_token_create(user=world.users[role], name="c only", study_ids=[other.pk])
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
+    rows = _api_rows_of_a(world)
+    assert len(rows) > 20
+    for name in rows:
+        row = MATRIX[name]
+        for method in METHODS:
+            url = row.url(world)
+            data = row.body(world, role) if row.body and method != "get" else {}
+            response = getattr(client, method)(url, data, format=row.fmt)
+            # A version's URL names no study: its methods are looked at before the study.
+            listed = method in row.methods or url.startswith("/api/studies/")
+            expected = 404 if listed else 405
+            assert response.status_code == expected, (name, method, response.status_code)
+    listed = client.get(reverse("api-studies")).json()
+    assert [s["id"] for s in listed] == [other.pk]
+    assert client.get(reverse("api-study", args=[other.pk])).status_code == 200
+    body = {"name": "new", "space": world.study_a.space_id, "mode": "pairs"}
+    assert client.post(reverse("api-studies"), body, format="json").status_code == 403
+    items = client.get(reverse("api-items"), {"space": world.study_a.space_id, "q": "w"})
+    assert items.status_code == 200  # C is on A's space: its items are C's items
+
+
+def test_an_expired_token_is_refused_everywhere_with_its_expiry(world):
+    _, key = api_token_create(
+        user=world.users["rev_a"], name="soon", expires_at=timezone.now() + timedelta(minutes=1)
+    )
+    ApiToken.objects.filter(user=world.users["rev_a"], name="soon").update(
+        expires_at=timezone.now() - timedelta(seconds=1)
+    )
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
+    for name in [*_api_rows_of_a(world), "api-studies", "api-items"]:
+        response = client.get(MATRIX[name].url(world))
+        assert response.status_code == 401, name
+        assert response.json()["detail"].startswith("This token expired on"), name
+
+
 # --- Spaces: every field and parameter that names one follows the sharing rule ---------------
 
 
 @pytest.fixture
 def spaces(world) -> dict[str, int]:
-    """The four spaces of ``SPACE_USES`` and study C (adm_a its admin, empty, on the own space)."""
+    """The four spaces of ``SPACE_USES`` and study C (adm_a its admin, empty, on the own space);
+    the world's unused space (of the deletion rows) is not one of them."""
+    EmbeddingSpace.objects.filter(name=UNUSED_SPACE).delete()
     shared = make_space(name="shared space", seed=1)
     shared.shared_with.add(world.users["adm_a"])
     admins = make_space(name="admins' space", seed=2)

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 from django.urls import reverse
 
-from ..conftest import World
-from .policies import NON_STAFF, STAFF_GATE, STAFF_PAGE, Row, record_study, statuses
+from ..conftest import World, unused_space
+from .policies import NON_STAFF, PAGE_GATE, STAFF_GATE, STAFF_PAGE, Row, record_study, statuses
 
 
 def record_space(world: World) -> int:
@@ -56,6 +56,14 @@ ROWS: dict[str, Row] = {
         lambda w: reverse("spaces:sharing", args=[w.study_a.space_id]),
         {"get": STAFF_PAGE, "post": statuses(302, 403, 403, 403, 403, 302)},
         STAFF_GATE,
+    ),
+    "spaces:delete": Row(  # a fresh space of no study, owned by adm_a: its owner and staff
+        lambda w: reverse("spaces:delete", args=[unused_space(w).pk]),
+        {
+            "get": statuses(302, 403, 403, 403, 200, 200),
+            "post": statuses(302, 403, 403, 403, 302, 302),
+        },
+        PAGE_GATE,
     ),
     "spaces:texts-upload": Row(
         lambda w: reverse("spaces:texts-upload"),
