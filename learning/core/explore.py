@@ -77,14 +77,12 @@ than 5 % from the previous ``β`` on the path; with a fixed ``alpha`` when that 
 solver did not converge. Below ``MIN_ANSWERS = 20`` answers, or with one label missing, ``fit``
 raises ``ValueError``; ``explore_shortfall(y)`` says what is missing.
 
-Solver: preconditioned FISTA on the full batch (see ``_explore_solver``); the preconditioner is
-built from an eigendecomposition (floored), so singular or float32-rounded Gram matrices cannot
-fail. The unpenalised fit starts from the best of ``c·I`` and ``c·C⁻¹`` on the span; penalised
-fits start from the prior or a warm start, whichever has the better objective. Stopping rule:
-two consecutive steps each gain at most ``tol`` (default 1e-4; 1e-3 on the path) of the
-objective and a further projected-gradient step could promise no more than ``tol``.
-``precision="mixed"`` (default) runs the n×d products in float32 and reports ``loglik_``
-recomputed in float64; ``"double"`` runs in float64.
+Solver: preconditioned FISTA (``_explore_solver``; preconditioner from a floored
+eigendecomposition). The unpenalised fit starts from the best of ``c·I`` and ``c·C⁻¹``; a
+penalised fit from the candidate with the better objective: the prior, the validation fit, a
+refit's ``warm_start``. Stop: two steps each gaining ≤ ``tol`` (1e-4; 1e-3 on the path) and a
+further projected-gradient step promising ≤ ``tol``. ``precision="mixed"``: n×d products in
+float32, ``loglik_`` in float64; ``"double"``: float64.
 """
 
 from __future__ import annotations
@@ -96,11 +94,11 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.special import expit
 
-from ._explore_path import N_FOLDS as N_FOLDS
-from ._explore_path import choose_alpha, stratified_folds
+from ._explore_path import choose_alpha
 from ._explore_problem import Problem, fit_warnings, second_moment
-from ._explore_start import final_start, resolve_prior
+from ._explore_start import ExploreWarm, final_start, resolve_prior, warm_in
 from ._pairloss import pair_loglik, psd_quad_forms, quad_forms, weighted_mean
+from ._validation import N_FOLDS as N_FOLDS
 from ._validation import (
     check_explore_params,
     check_float_matrix,
@@ -108,11 +106,13 @@ from ._validation import (
     check_validation,
     check_weights,
     differences,
+    stratified_folds,
 )
 from .psd import projector, symmetrize
 
 __all__ = [
     "EXPLORE",
+    "ExploreWarm",
     "ExploreShortfall",
     "explore_shortfall",
     "kfold_validation",
@@ -151,13 +151,9 @@ class ExploreShortfall:
     def message(self) -> str:
         if self.ok:
             return "enough answers to fit EXPLORE"
-        parts = []
-        if self.need_comparable:
-            parts.append(f"{self.need_comparable} comparable")
-        if self.need_incomparable:
-            parts.append(f"{self.need_incomparable} incomparable")
-        if self.need_any:
-            parts.append(f"{self.need_any} more of either kind")
+        needs = ((self.need_comparable, "comparable"), (self.need_incomparable, "incomparable"))
+        needs += ((self.need_any, "more of either kind"),)
+        parts = [f"{n} {what}" for n, what in needs if n]
         return (
             f"EXPLORE needs at least {MIN_ANSWERS} answers with both labels present; "
             "still missing: " + ", ".join(parts)
@@ -216,6 +212,9 @@ class EXPLORE:
     validate : bool
         With a fixed ``alpha``, also fit it on the validation folds to report
         ``heldout_loglik_`` (else NaN). Always done with ``alpha="auto"``.
+    warm_start : ExploreWarm, optional
+        A previous fit's ``warm_state_`` (a refit of almost the same data): one more start
+        candidate for each fold fit and the final fit; the stopping rule is unchanged.
 
     Attributes
     ----------
@@ -225,7 +224,7 @@ class EXPLORE:
     (95 % interval), ``heldout_n_``, ``heldout_distances_`` (per pair: distance under the fit
     that did not see it, NaN if never held out), ``n_constrained_`` (dimension of the span of the
     differences), ``prior_`` (resolved prior), ``prior_scale_``, ``bound_active_``,
-    ``warnings_`` (readable strings).
+    ``warnings_`` (readable strings), ``warm_state_`` (an ``ExploreWarm`` for the next refit).
     """
 
     def __init__(
@@ -242,6 +241,7 @@ class EXPLORE:
         prior_scale: float | Literal["auto"] = "auto",
         alpha: float | Literal["auto"] = "auto",
         validate: bool = False,
+        warm_start: ExploreWarm | None = None,
     ) -> None:
         self.max_eigenvalue = max_eigenvalue
         self.sensitive_directions = sensitive_directions
@@ -254,6 +254,7 @@ class EXPLORE:
         self.prior_scale = prior_scale
         self.alpha = alpha
         self.validate = validate
+        self.warm_start = warm_start
 
     # -- fitting -------------------------------------------------------------------------------
     def fit(
@@ -326,15 +327,18 @@ class EXPLORE:
                 init=self.init,
                 random_state=self.random_state,
                 fixed=None if self.alpha == "auto" else float(self.alpha),
+                warm_folds=None if self.warm_start is None else self.warm_start.folds,
             )
         beta = choice.beta if self.alpha == "auto" else float(self.alpha)
         warm = (None, None) if choice is None else (choice.start, choice.warm_distances)
-        start, d0 = final_start(full, beta, cap, *warm, self.init, self.random_state)
+        previous = warm_in(full, getattr(self.warm_start, "sigma", None), cap)
+        start, d0 = final_start(full, beta, cap, *warm, self.init, self.random_state, previous)
         t0 = None if choice is None else choice.path_step
         res = full.solve(beta, start, cap, float(self.tol), int(self.max_iter), t0=t0, d0=d0)
         w, v = np.linalg.eigh(symmetrize(res.sigma))
         s_span = symmetrize((v * np.clip(w, 0.0, cap)) @ v.T)
         sigma = full.full(s_span)
+        self.warm_state_ = ExploreWarm(sigma, None if choice is None else choice.fold_fits)
         if self.sensitive_directions is not None:
             keep = np.eye(d) - projector(self.sensitive_directions, d)
             sigma = symmetrize(keep @ sigma @ keep)
@@ -362,11 +366,9 @@ class EXPLORE:
         return self
 
     def _resolve_cap(self, sq: np.ndarray, d: int) -> float:
-        if self.max_eigenvalue is None:
-            return np.inf
-        if self.max_eigenvalue == "auto":
-            return float(AUTO_CAP_FACTOR * d / np.mean(sq))
-        return float(self.max_eigenvalue)
+        cap = self.max_eigenvalue
+        auto = cap == "auto"
+        return np.inf if cap is None else float(AUTO_CAP_FACTOR * d / np.mean(sq) if auto else cap)
 
     # -- using the fitted metric ---------------------------------------------------------------
     def _check_fitted(self) -> None:

@@ -33,12 +33,13 @@ from learning.core.explore import (
     MIN_ANSWERS,
     N_FOLDS,
     ExploreShortfall,
+    ExploreWarm,
     explore_shortfall,
     kfold_validation,
 )
 from learning.core.face import FACE
 from learning.core.psd import eigh_descending
-from learning.core.reliability import ReliableEXPLORE
+from learning.core.reliability import ReliabilityWarm, ReliableEXPLORE
 from learning.refits.snapshots import GroupSnapshot, JudgmentSnapshot
 
 UNSURE = LabelCode.UNSURE
@@ -69,6 +70,16 @@ class FitOutcome:
     sigma: np.ndarray
     parameters: dict
     diagnostics: dict = field(default_factory=dict)
+    warm: WarmStart | None = None  # where the next refit's fit may start (EXPLORE)
+
+
+@dataclass(frozen=True)
+class WarmStart:
+    """A fit's solutions kept for the next refit (``learning/refits/warm.py`` stores them): the
+    plain EXPLORE fit's, and the reliability EM's when it ran."""
+
+    explore: ExploreWarm
+    reliability: ReliabilityWarm | None = None
 
 
 class FitError(ValueError):
@@ -203,6 +214,7 @@ def fit_explore(
     prior: np.ndarray | None = None,
     prior_name: str = "identity",
     weight_by_reliability: bool = False,
+    warm: WarmStart | None = None,
 ) -> FitOutcome:
     """EXPLORE on all observations, with held-out diagnostics from the fits it makes anyway to
     choose its penalty (folds by pair hash, ``explore_folds``): log-likelihood with its 95 %
@@ -216,6 +228,9 @@ def fit_explore(
     labels) when every observation is one answer (not under the "majority" policy) and at least
     two annotators answered; imported answers count as one more annotator. The diagnostics say
     which weighting was used (``weighting``) and list each annotator's flip rate.
+
+    ``warm``: the previous refit's ``FitOutcome.warm``: each fit starts from it when its
+    objective is better (the stopping rule is unchanged; ``diagnostics["warm_start"]`` says so).
     """
     shortfall = explore_shortfall_of(pairs.y)
     if not shortfall.ok:
@@ -228,14 +243,21 @@ def fit_explore(
         "random_state": 0,
     }
     folds = explore_folds(pairs, x1.shape[1])
-    plain = EXPLORE(**params, prior=prior).fit(x1, x2, pairs.y, validation=folds)
+    plain = EXPLORE(**params, prior=prior, warm_start=None if warm is None else warm.explore)
+    plain.fit(x1, x2, pairs.y, validation=folds)
     weighting = _weighting(pairs, weight_by_reliability)
-    model = plain
+    model, kept = plain, WarmStart(plain.warm_state_)
     if weighting == "reliability":  # the EM reuses the plain fit and its penalty
         reliable = ReliableEXPLORE(explore_params=params | {"prior": prior}).fit_differences(
-            x1 - x2, pairs.y, pairs.annotator, pair=pairs.pair, gold=pairs.gold, plain=plain
+            x1 - x2,
+            pairs.y,
+            pairs.annotator,
+            pair=pairs.pair,
+            gold=pairs.gold,
+            plain=plain,
+            warm=None if warm is None else warm.reliability,
         )
-        model = reliable.explore_
+        model, kept = reliable.explore_, WarmStart(plain.warm_state_, reliable.warm_state_)
     diagnostics = {
         "loglik": finite(model.loglik_),
         "iterations": int(model.n_iter_),
@@ -251,6 +273,7 @@ def fit_explore(
         "bound_active": bool(model.bound_active_),
         "warnings": list(model.warnings_),
         "weighting": weighting,
+        "warm_start": warm is not None,
     }
     if weighting == "reliability":
         rel = reliable.reliability_
@@ -288,7 +311,7 @@ def fit_explore(
             },
         }
     params["prior"] = prior_name
-    return FitOutcome(sigma=model.sigma_, parameters=params, diagnostics=diagnostics)
+    return FitOutcome(model.sigma_, params, diagnostics, warm=kept)
 
 
 def _weighting(pairs: PairData, wanted: bool) -> str:
@@ -357,7 +380,7 @@ def fit_face(
         rows, (ia, ib) = _local_index(pairs.row_a[held], pairs.row_b[held])
         vectors = read_vectors(rows)
         z = vectors[ia] - vectors[ib]
-        distance = np.einsum("ij,jk,ik->i", z, check.sigma_, z)
+        distance = np.einsum("ij,ij->i", z @ check.sigma_, z)
         diagnostics["heldout_auc"] = _auc(pairs.y[held], -distance)
     return FitOutcome(
         sigma=model.sigma_,
