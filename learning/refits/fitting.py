@@ -33,13 +33,13 @@ from learning.core.explore import (
     MIN_ANSWERS,
     N_FOLDS,
     ExploreShortfall,
-    ExploreWarm,
     explore_shortfall,
     kfold_validation,
 )
 from learning.core.face import FACE
 from learning.core.psd import eigh_descending
-from learning.core.reliability import ReliabilityWarm, ReliableEXPLORE
+from learning.core.reliability import ReliableEXPLORE
+from learning.refits.cache import WarmStart
 from learning.refits.snapshots import GroupSnapshot, JudgmentSnapshot
 
 UNSURE = LabelCode.UNSURE
@@ -71,15 +71,6 @@ class FitOutcome:
     parameters: dict
     diagnostics: dict = field(default_factory=dict)
     warm: WarmStart | None = None  # where the next refit's fit may start (EXPLORE)
-
-
-@dataclass(frozen=True)
-class WarmStart:
-    """A fit's solutions kept for the next refit (``learning/refits/warm.py`` stores them): the
-    plain EXPLORE fit's, and the reliability EM's when it ran."""
-
-    explore: ExploreWarm
-    reliability: ReliabilityWarm | None = None
 
 
 class FitError(ValueError):
