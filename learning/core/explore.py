@@ -57,14 +57,15 @@ it only places the ray, and the ray's first-order condition holds for any base p
 When ``n_train ≥ 50 · r(r+1)/2`` (n ≫ d²) the search is skipped and ``β = 1/n`` (≈ the MLE).
 The final fit uses all pairs at the chosen ``β`` (``alpha_``; ``alpha_path_`` lists (β,
 held-out loglik) tried), started from the validation fit or the prior, whichever has the better
-objective. A float ``alpha`` fixes ``β`` (0: plain MLE).
+objective (``refit=False``: no final fit, ``sigma_`` is the validation fit, as when only the
+penalty and the held-out figures are wanted). A float ``alpha`` fixes ``β`` (0: plain MLE).
 
 Held-out likelihood. ``heldout_loglik_`` is the mean per-pair log-likelihood of the validation
 pairs under the fits that did not see them, at the chosen ``β``; ``heldout_loglik_ci_`` a 95 %
 interval (± 1.96 per-pair standard errors); ``heldout_n_`` the number of validation pairs;
 ``heldout_distances_`` each validation pair's distance under that fit (NaN for pairs never
-held out: AUCs and other held-out scores need no second fit). It
-estimates how a fit on ~80 % of the data generalises (slightly pessimistic for the final fit).
+held out: AUCs and other held-out scores need no second fit). It estimates how a fit on ~80 %
+of the data generalises (slightly pessimistic for the final fit).
 Two versions differ beyond noise when their intervals do not overlap (conservative).
 
 Safeguards. ``max_eigenvalue`` (default None) is an optional hard bound on the fitted part's
@@ -96,6 +97,7 @@ from scipy.special import expit
 
 from ._explore_path import choose_alpha
 from ._explore_problem import Problem, fit_warnings, second_moment
+from ._explore_solver import SolverResult
 from ._explore_start import ExploreWarm, final_start, resolve_prior, warm_in
 from ._pairloss import pair_loglik, psd_quad_forms, quad_forms, weighted_mean
 from ._validation import N_FOLDS as N_FOLDS
@@ -215,6 +217,8 @@ class EXPLORE:
     warm_start : ExploreWarm, optional
         A previous fit's ``warm_state_`` (a refit of almost the same data): one more start
         candidate for each fold fit and the final fit; the stopping rule is unchanged.
+    refit : bool
+        False: with a penalty search, no final fit on all pairs (``sigma_`` = validation fit).
 
     Attributes
     ----------
@@ -242,6 +246,7 @@ class EXPLORE:
         alpha: float | Literal["auto"] = "auto",
         validate: bool = False,
         warm_start: ExploreWarm | None = None,
+        refit: bool = True,
     ) -> None:
         self.max_eigenvalue = max_eigenvalue
         self.sensitive_directions = sensitive_directions
@@ -254,7 +259,7 @@ class EXPLORE:
         self.prior_scale = prior_scale
         self.alpha = alpha
         self.validate = validate
-        self.warm_start = warm_start
+        self.warm_start, self.refit = warm_start, refit
 
     # -- fitting -------------------------------------------------------------------------------
     def fit(
@@ -313,28 +318,21 @@ class EXPLORE:
         if self.alpha == "auto" or self.validate or validation is not None:
             kfold = kfold_validation(n, d)  # for EXPLORE's own folds
             folds = stratified_folds(lab, kfold) if validation is None else validation
-            choice = choose_alpha(
-                z,
-                lab,
-                wts,
-                second,
-                full,
-                folds,
-                cap,
-                precision=self.precision,
-                tol=self.tol,
-                max_iter=self.max_iter,
-                init=self.init,
-                random_state=self.random_state,
-                fixed=None if self.alpha == "auto" else float(self.alpha),
-                warm_folds=None if self.warm_start is None else self.warm_start.folds,
-            )
+            fixed = None if self.alpha == "auto" else float(self.alpha)
+            warm_folds = getattr(self.warm_start, "folds", None)
+            keys = ("precision", "tol", "max_iter", "init", "random_state")
+            settings = {key: getattr(self, key) for key in keys}
+            args = (z, lab, wts, second, full, folds, cap)
+            choice = choose_alpha(*args, fixed=fixed, warm_folds=warm_folds, **settings)
         beta = choice.beta if self.alpha == "auto" else float(self.alpha)
-        warm = (None, None) if choice is None else (choice.start, choice.warm_distances)
-        previous = warm_in(full, getattr(self.warm_start, "sigma", None), cap)
-        start, d0 = final_start(full, beta, cap, *warm, self.init, self.random_state, previous)
-        t0 = None if choice is None else choice.path_step
-        res = full.solve(beta, start, cap, float(self.tol), int(self.max_iter), t0=t0, d0=d0)
+        if self.refit or choice is None:
+            warm = (None, None) if choice is None else (choice.start, choice.warm_distances)
+            previous = warm_in(full, getattr(self.warm_start, "sigma", None), cap)
+            start, d0 = final_start(full, beta, cap, *warm, self.init, self.random_state, previous)
+            t0 = None if choice is None else choice.path_step
+            res = full.solve(beta, start, cap, float(self.tol), int(self.max_iter), t0=t0, d0=d0)
+        else:  # the validation fit, as it is
+            res = SolverResult(choice.start, np.nan, 0, True, np.nan)
         w, v = np.linalg.eigh(symmetrize(res.sigma))
         s_span = symmetrize((v * np.clip(w, 0.0, cap)) @ v.T)
         sigma = full.full(s_span)
