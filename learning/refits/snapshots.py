@@ -6,9 +6,9 @@ judgment or group. ``judgment_snapshot`` reads every judgment with SQL joins;
 ``judgment_snapshot_cached`` (the refit's) keeps the study's raw judgments up to its last refit in
 the worker's cache (``learning/refits/cache.py``) and reads only the newer ones, then applies the
 exclusions, gold labels and adjudications in numpy, to the same result. The cached rows are
-trusted only when, with the new ones, their count and checksum (``ROW_CHECK``: a sum over rows of
-their id, items, label, annotator and gold flag, computed by the data marks' own aggregate) equal
-the study's: a deleted, changed or out-of-order answer makes the refit read everything again.
+trusted only when, with the new ones, their count and checksum (``_row_check``: a sum over rows
+of their id, items, label, annotator and gold flag) equal the database's, one aggregate up to the
+watermark: a deleted, changed or out-of-order answer makes the refit read everything again.
 """
 
 from __future__ import annotations
@@ -48,7 +48,6 @@ class DataMarks:
     judgment_count: int
     group_watermark: int
     adjudications: str = ""
-    judgment_checksum: int = 0  # the sum of ROW_CHECK over the judgments up to the watermark
 
 
 @dataclass(frozen=True)
@@ -104,12 +103,19 @@ def _row_check_numpy(raw: dict[str, np.ndarray]) -> int:
     return int(np.sum(terms + 11 * raw["gold_flag"].astype(np.int64), dtype=np.int64))
 
 
-def study_data_marks(*, study_id: int) -> DataMarks:
-    """Three queries: the judgment id watermark with its count and checksum, the group
-    revision, the adjudications' mark."""
-    agg = PairJudgment.objects.filter(study_id=study_id).aggregate(
-        top=Max("id"), n=Count("id"), check=Sum(_row_check())
+def _checksum(study_id: int, upto: int) -> tuple[int, int]:
+    """The count and checksum (``_row_check``) of the study's judgments up to ``upto``: one
+    aggregate, computed by the database."""
+    agg = PairJudgment.objects.filter(study_id=study_id, id__lte=upto).aggregate(
+        n=Count("id"), check=Sum(_row_check())
     )
+    return int(agg["n"] or 0), int(agg["check"] or 0)
+
+
+def study_data_marks(*, study_id: int) -> DataMarks:
+    """Three queries: the judgment id watermark with its count, the group revision, the
+    adjudications' mark."""
+    agg = PairJudgment.objects.filter(study_id=study_id).aggregate(top=Max("id"), n=Count("id"))
     revision = (
         StudyCounter.objects.filter(study_id=study_id).values_list("group_revision", flat=True)
     ).first()
@@ -118,7 +124,6 @@ def study_data_marks(*, study_id: int) -> DataMarks:
         judgment_count=int(agg["n"] or 0),
         group_watermark=int(revision or 0),
         adjudications=adjudication_mark(study_id=study_id),
-        judgment_checksum=int(agg["check"] or 0),
     )
 
 
@@ -181,7 +186,7 @@ def _raw_read(study_id: int, after: int, upto: int) -> dict[str, np.ndarray]:
 def _raw_judgments(study: Study, marks: DataMarks) -> tuple[dict[str, np.ndarray], str]:
     """Every judgment of ``study`` up to the marks' watermark as raw arrays, and how they were
     read ("cached + N new" or "full ..."): the cached rows plus the newer ones when their count
-    and checksum equal the marks', else all rows again (module docstring)."""
+    and checksum equal the database's, else all rows again (module docstring)."""
     path = cache.study_cache_dir(study) / "judgments.npz"
     found = cache.arrays_load(path)
     top = marks.judgment_watermark
@@ -192,9 +197,7 @@ def _raw_judgments(study: Study, marks: DataMarks) -> tuple[dict[str, np.ndarray
             new = _raw_read(study.pk, upto, top)
             raw = {k: np.concatenate([found[k], new[k]]) for k in RAW_KEYS}
             how, cached = f"cached + {new['id'].size} new", found["id"].size
-            if raw["id"].size != marks.judgment_count or (
-                _row_check_numpy(raw) != marks.judgment_checksum
-            ):
+            if (raw["id"].size, _row_check_numpy(raw)) != _checksum(study.pk, top):
                 raw, how = None, "full (the cached answers changed)"
     if raw is None:
         raw = _raw_read(study.pk, 0, top)
