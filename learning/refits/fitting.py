@@ -229,24 +229,24 @@ def fit_explore(
     if not shortfall.ok:
         raise FitError(shortfall.message)
     rows, (ia, ib) = _local_index(pairs.row_a, pairs.row_b)
-    vectors = read_vectors(rows)
-    x1, x2 = vectors[ia], vectors[ib]
+    vectors = np.asarray(read_vectors(rows), dtype=np.float64)
+    z = vectors[ia] - vectors[ib]  # once, for both fits (n × d float64, as EXPLORE.fit's)
     params = {
         "max_eigenvalue": None if max_eigenvalue is None else float(max_eigenvalue),
         "random_state": 0,
     }
-    folds = explore_folds(pairs, x1.shape[1])
+    folds = explore_folds(pairs, z.shape[1])
     weighting = _weighting(pairs, weight_by_reliability)
     # With the EM's previous solution to start from, the plain fit on all pairs would be used for
     # nothing: only its penalty choice and held-out figures (the fold fits) are needed.
     em_warm = None if warm is None or weighting != "reliability" else warm.reliability
     start = None if warm is None else warm.explore
     plain = EXPLORE(**params, prior=prior, warm_start=start, refit=em_warm is None)
-    plain.fit(x1, x2, pairs.y, validation=folds)
+    plain.fit_differences(z, pairs.y, validation=folds)
     model, kept = plain, WarmStart(plain.warm_state_)
     if weighting == "reliability":  # the EM reuses the plain fit and its penalty
         reliable = ReliableEXPLORE(explore_params=params | {"prior": prior}).fit_differences(
-            x1 - x2,
+            z,
             pairs.y,
             pairs.annotator,
             pair=pairs.pair,
