@@ -246,6 +246,7 @@ def _refit_claimed(study_id: int, report: RefitReport) -> None:
     snapshot, read = snapshots.judgment_snapshot_cached(
         study=study, marks=marks, excluded_annotators=excluded
     )
+    read = f"{read} in {time.perf_counter() - started:.2f} s"  # the rest: groups, pairs, counts
     groups = (
         snapshots.group_snapshot(study_id=study_id, excluded_annotators=excluded)
         if Method.FACE in plans

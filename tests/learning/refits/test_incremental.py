@@ -157,7 +157,7 @@ def test_a_warm_started_refit_matches_a_cold_fit_on_held_out_pairs(world, answer
         warm = _explore(study)
         assert warm.diagnostics["warm_start"] is True
         assert warm.diagnostics["weighting"] == "reliability"
-        assert warm.diagnostics["snapshot_read"].startswith("cached + ")
+        assert warm.diagnostics["snapshot_read"].startswith("cached + 30 new in ")
         cold = _cold(study, warm)
         assert abs(warm.diagnostics["heldout_loglik"] - cold.diagnostics["heldout_loglik"]) <= 1e-4
         assert warm.diagnostics["penalty"] == pytest.approx(cold.diagnostics["penalty"], rel=1e-9)
