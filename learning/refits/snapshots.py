@@ -37,6 +37,7 @@ CHECK_MOD = 65521  # each field of a row's checksum is taken modulo this prime
 RAW_FIELDS = ("id", "item_a_id", "item_b_id", "item_a__row", "item_b__row", "label")
 RAW_FIELDS += ("annotator_id", "is_gold")
 RAW_KEYS = ("id", "item_a", "item_b", "row_a", "row_b", "label", "annotator", "gold_flag")
+DELTA_SHARE = 0.05  # the newer rows' file is merged into the base file beyond this share of it
 
 
 @dataclass(frozen=True)
@@ -183,27 +184,52 @@ def _raw_read(study_id: int, after: int, upto: int) -> dict[str, np.ndarray]:
     }
 
 
+def _cached_rows(folder, space_id: int) -> tuple[dict[str, np.ndarray] | None, int, int, int]:
+    """The cached raw rows (the base file, plus the newer rows' file when it extends it), their
+    watermark, how many rows the base file holds and the base file's watermark."""
+    base = cache.arrays_load(folder / "judgments.npz")
+    if base is None or not {*RAW_KEYS, "meta"} <= base.keys():
+        return None, 0, 0, 0
+    space, upto = (int(v) for v in base["meta"][:2])
+    if space != space_id:
+        return None, 0, 0, 0
+    rows, top = {k: base[k] for k in RAW_KEYS}, upto
+    delta = cache.arrays_load(folder / "judgments-new.npz")
+    extends = delta is not None and {*RAW_KEYS, "meta"} <= delta.keys()
+    if extends and [int(v) for v in delta["meta"][:2]] == [space, upto]:  # extends this base
+        rows = {k: np.concatenate([base[k], delta[k]]) for k in RAW_KEYS}
+        top = int(delta["meta"][2])
+    return rows, top, base["id"].size, upto
+
+
 def _raw_judgments(study: Study, marks: DataMarks) -> tuple[dict[str, np.ndarray], str]:
     """Every judgment of ``study`` up to the marks' watermark as raw arrays, and how they were
     read ("cached + N new" or "full ..."): the cached rows plus the newer ones when their count
-    and checksum equal the database's, else all rows again (module docstring)."""
-    path = cache.study_cache_dir(study) / "judgments.npz"
-    found = cache.arrays_load(path)
+    and checksum equal the database's, else all rows again (module docstring). The rows since
+    the base file go to a small second file until they reach ``DELTA_SHARE`` of it, so that a
+    refit does not rewrite every row it keeps."""
+    folder = cache.study_cache_dir(study)
     top = marks.judgment_watermark
-    raw, how, cached = None, "full", 0
-    if found is not None and {*RAW_KEYS, "meta"} <= found.keys():
-        space, upto = (int(v) for v in found["meta"][:2])
-        if space == study.space_id and upto <= top:
-            new = _raw_read(study.pk, upto, top)
-            raw = {k: np.concatenate([found[k], new[k]]) for k in RAW_KEYS}
-            how, cached = f"cached + {new['id'].size} new", found["id"].size
-            if (raw["id"].size, _row_check_numpy(raw)) != _checksum(study.pk, top):
-                raw, how = None, "full (the cached answers changed)"
+    found, upto, in_base, base_upto = _cached_rows(folder, study.space_id)
+    raw, how = None, "full"
+    if found is not None and upto <= top:
+        new = _raw_read(study.pk, upto, top)
+        raw = {k: np.concatenate([found[k], new[k]]) for k in RAW_KEYS}
+        how = f"cached + {new['id'].size} new"
+        if (raw["id"].size, _row_check_numpy(raw)) != _checksum(study.pk, top):
+            raw, how = None, "full (the cached answers changed)"
+        elif new["id"].size == 0:
+            return raw, how
     if raw is None:
         raw = _raw_read(study.pk, 0, top)
-    if how.startswith("full") or raw["id"].size != cached:
+    if how.startswith("full") or raw["id"].size - in_base > DELTA_SHARE * max(in_base, 1):
         meta = np.asarray([study.space_id, top], dtype=np.int64)
-        cache.arrays_save(path, raw | {"meta": meta})
+        (folder / "judgments-new.npz").unlink(missing_ok=True)
+        cache.arrays_save(folder / "judgments.npz", raw | {"meta": meta})
+    else:  # the rows after the base file's, beside it
+        meta = np.asarray([study.space_id, base_upto, top], dtype=np.int64)
+        rows = {k: raw[k][in_base:] for k in RAW_KEYS}
+        cache.arrays_save(folder / "judgments-new.npz", rows | {"meta": meta})
     return raw, how
 
 

@@ -65,6 +65,8 @@ def test_the_incremental_snapshot_equals_the_full_one_through_a_sequence_of_batc
             study=study, annotator=user, item_a=first, item_b=second, label=label, is_gold=True
         )
     assert _both(study) == "cached + 3 new"
+    newer = cache.study_cache_dir(study) / "judgments-new.npz"
+    assert newer.exists()  # 3 rows beside the 260 of the base file, which is not rewritten
     GoldPair.objects.create(study=study, item_a=first, item_b=second, label="comparable")
     assert _both(study) == "cached + 0 new"
     assert _both(study, excluded=[users[1].pk]) == "cached + 0 new"
@@ -114,6 +116,10 @@ def test_a_garbled_cache_file_is_read_again_in_full(world):
     path.write_bytes(b"not an npz file")
     assert _both(study) == "full"
     assert _both(study) == "cached + 0 new"
+    add_simulated(world, 3, seed=2, annotator=users[1])
+    assert _both(study) == "cached + 3 new"
+    (path.parent / "judgments-new.npz").write_bytes(b"garbled")  # the 3 rows are read again
+    assert _both(study) == "cached + 3 new"
 
 
 def _explore(study) -> MetricVersion:
