@@ -85,8 +85,12 @@ def main() -> int:
     try:
         rows = [_measure(n, args.dim, args.timeout) for n in args.sizes]
     finally:
-        worker.terminate()
-        worker.wait(timeout=30)
+        worker.terminate()  # a warm shutdown finishes the task at hand (a dashboard refresh)
+        try:
+            worker.wait(timeout=60)
+        except subprocess.TimeoutExpired:  # the figures are measured: do not lose them
+            worker.kill()
+            worker.wait()
         if pg_name:
             from django.db import connections
 

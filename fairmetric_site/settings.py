@@ -356,6 +356,9 @@ LEARNING_LEASE_SECONDS = env_int("LEARNING_LEASE_SECONDS", 30, minimum=2)
 LEARNING_SWEEP_SECONDS = env_int("LEARNING_SWEEP_SECONDS", 60, minimum=1)
 # A queued refit still not started this long after its due time counts as lost and is re-sent.
 LEARNING_LOST_AFTER_SECONDS = env_int("LEARNING_LOST_AFTER_SECONDS", 30, minimum=5)
+# A worker's caches for refits (learning/refits/cache.py): each study's judgments up to its last
+# refit and its last EXPLORE solutions. Losing them costs time (a full read, a cold fit), never data.
+REFIT_CACHE_DIR = env_path("REFIT_CACHE_DIR", VAR_DIR / "refits")
 # BLAS threads per fit: one is fastest when a worker shares the cores with others.
 LEARNING_BLAS_THREADS = env_int("LEARNING_BLAS_THREADS", 1, minimum=1)
 # Seconds a burst of answers is collected before one refit (a study's own setting overrides it).

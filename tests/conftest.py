@@ -145,11 +145,13 @@ def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix) -
 
 
 @pytest.fixture(autouse=True)
-def _private_cache(settings) -> None:
+def _private_cache(settings, tmp_path) -> None:
     """Each test gets an empty cache of its own (rate-limit counters must not leak between
-    tests, nor into a shared Redis or VAR_DIR), and no judgment rate limit: tests post answers
-    faster than people do (tests/security/test_rate_limits.py sets the limit it tests)."""
+    tests, nor into a shared Redis or VAR_DIR; nor refit caches), and no judgment rate limit:
+    tests post answers faster than people do (tests/security/test_rate_limits.py sets the limit
+    it tests)."""
     settings.JUDGMENT_RATE = 0
+    settings.REFIT_CACHE_DIR = tmp_path / "refit-cache"
     settings.CACHES = {
         "default": {
             "BACKEND": "django.core.cache.backends.locmem.LocMemCache",

@@ -1,12 +1,9 @@
-"""How EXPLORE chooses its penalty ``β`` and measures held-out fit: the validation folds, the
-path of penalties over them, the large-n floor, and the one-split search along a ray.
-
-``choose_alpha`` is the entry point (``EXPLORE.fit_differences`` calls it with the folds) and
-returns an ``AlphaChoice``. Its steps are module functions sharing one ``_Search`` (the folds'
-problems, the solver settings, and every fitted penalty's score): ``_fit_folds`` fits all folds
-at one penalty, ``_walk`` the k-fold path, ``_at_floor`` the large-n case, ``_ray_search`` the
-one split (reading the rays: ``_explore_ray``). The rules and their measurements are in
-``explore.py``'s module docstring ("regularisation", "held-out likelihood") and docs/core.md.
+"""How EXPLORE chooses its penalty ``β`` and measures held-out fit: the folds, the path of
+penalties over them, the large-n floor, the one-split search along a ray. ``choose_alpha`` (called
+by ``EXPLORE.fit_differences``) returns an ``AlphaChoice``; its steps share one ``_Search``:
+``_fit_folds`` fits all folds at one penalty, ``_walk`` the k-fold path, ``_at_floor`` the large-n
+case, ``_ray_search`` the one split (``_explore_ray``). Rules and measurements: ``explore.py``'s
+module docstring ("regularisation", "held-out likelihood") and docs/core.md.
 """
 
 from __future__ import annotations
@@ -17,8 +14,7 @@ import numpy as np
 
 from ._explore_problem import SEPARATION_LEVEL, Problem, clip_spectrum
 from ._explore_ray import RAY_S_MAX, RayReading, ray_choice
-from ._explore_start import PATH_START as PATH_START
-from ._explore_start import better_start, initial_sigma, start_strength
+from ._explore_start import better_start, initial_sigma, start_strength, with_warm
 from ._pairloss import (
     pair_loglik,
     paired_gains,
@@ -27,8 +23,6 @@ from ._pairloss import (
     weighted_mean,
     weighted_mean_ci,
 )
-from ._validation import N_FOLDS as N_FOLDS
-from ._validation import VALIDATION_FRACTION as VALIDATION_FRACTION
 from ._validation import stratified_folds as stratified_folds
 from .psd import symmetrize
 
@@ -37,6 +31,7 @@ LARGE_N_RATIO = 50.0  # pairs per parameter from which the path is skipped (pena
 PATH_MIN_GAIN = 1e-5  # a path step must gain this much held-out loglik to continue
 PATH_TOL = 1e-3  # solver tolerance on the path (the final fit uses ``tol``)
 PATH_MAX_ITER = 60  # iteration limit of each path fit (model selection only; final fit: max_iter)
+FLOOR_TOL = 1e-5  # the floor's fold fits (their held-out figures reproducible within 1e-4)
 FLOOR_GROWTH = 0.05  # whitened top eigenvalue growth at the path's floor that flags separation
 RAY_RATIO = 3.0  # the ray's penalty within this factor of the fitted one: accepted
 RAY_ROUNDS = 4  # at most this many fold fits on the one-split ray search
@@ -52,7 +47,8 @@ class AlphaChoice:
     validation pairs); ``heldout_distances``, per pair (NaN if never held out); ``path_step``,
     the first fold's last solver step at the chosen penalty (at the first one on the ray): the
     final fit starts from it; ``separated``: the search says the data (nearly) separate the
-    labels (``explore.py``'s docstring, "safeguards")."""
+    labels (``explore.py``'s docstring, "safeguards"); ``fold_fits``: each fold's fit at the
+    chosen penalty (d × d; the ray's point on one split), a later refit's warm starts."""
 
     beta: float
     start: np.ndarray
@@ -63,6 +59,7 @@ class AlphaChoice:
     gains: dict
     path_step: float | None
     separated: bool
+    fold_fits: tuple[np.ndarray, ...] = ()
 
 
 @dataclass(frozen=True, eq=False)
@@ -79,9 +76,8 @@ class _Fold:
 
 @dataclass(frozen=True, eq=False)
 class _Score:
-    """All folds fitted at one penalty: the weighted mean held-out log-likelihood, and per
-    validation pair (folds concatenated) its log-likelihood, distance and weight; each fold's fit.
-    """
+    """All folds fitted at one penalty: the weighted mean held-out log-likelihood, per validation
+    pair (folds concatenated) its log-likelihood, distance and weight; each fold's fit."""
 
     mean: float
     per_pair: np.ndarray
@@ -94,8 +90,7 @@ class _Score:
 class _Search:
     """What the fits of one penalty search share: the folds and the solver settings, and what
     the fits leave behind — each penalty's ``_Score``, the first fold's last step size per
-    penalty (``steps``) and each fold's last step size (the next fit of that fold starts there).
-    """
+    penalty (``steps``) and each fold's last step size (the next fit of that fold starts there)."""
 
     folds: list[_Fold]
     cap: float
@@ -133,13 +128,10 @@ def _fit_folds(search: _Search, beta: float, starts: list) -> tuple[float, list[
 
 def _initial_starts(search: _Search, init: str, random_state) -> list[np.ndarray]:
     """Each fold's unpenalised start (``initial_sigma``), clipped to the bound."""
-    cap = search.cap
+    c = search.cap
     return [
-        clip_spectrum(
-            initial_sigma(f.problem.zw, f.problem.blocks, f.problem.r, cap, init, random_state),
-            cap,
-        )
-        for f in search.folds
+        clip_spectrum(initial_sigma(p.zw, p.blocks, p.r, c, init, random_state), c)
+        for p in (f.problem for f in search.folds)
     ]
 
 
@@ -237,11 +229,13 @@ def _nested(search: _Search, best_b: float) -> tuple[np.ndarray, np.ndarray, np.
     return per_pair, distances, betas
 
 
-def _at_floor(search: _Search, floor: float, init: str, random_state) -> float:
+def _at_floor(search: _Search, floor: float, init: str, random_state, warm) -> float:
     """n ≫ d²: the penalty can only matter at the noise level; no path, a fit at the floor (≈
     the MLE, still finite on separable data), and at 10× the floor when the typical distance is
-    large (is the floor what holds it? separation). Returns the better penalty."""
-    best_v, sols0 = _fit_folds(search, floor, _initial_starts(search, init, random_state))
+    large (separation?). Returns the better penalty. ``warm``: a refit's fold fits (starts)."""
+    starts = _initial_starts(search, init, random_state)
+    starts = with_warm(starts, [f.problem for f in search.folds], warm, search.cap)
+    best_v, sols0 = _fit_folds(search, floor, starts)
     if search.folds[0].problem.white_top(sols0[0]) > 3.0:
         v, _ = _fit_folds(search, 10.0 * floor, sols0)
         if v > best_v:
@@ -308,14 +302,16 @@ def choose_alpha(
     init: str,
     random_state,
     fixed: float | None = None,
+    warm_folds: tuple | None = None,
 ) -> AlphaChoice:
     """The penalty by held-out likelihood on ``folds`` ((train rows, validation rows) pairs):
     a path over several folds, the floor when n ≫ d², rays on one split; with ``fixed`` only
     that penalty is fitted on the folds (for its held-out figures). ``full``: the problem on
     all pairs (its prior, rows and metric); ``second``: the second moment ``ZᵀZ/n``; ``tol``,
-    ``max_iter``, ``init``, ``random_state``, ``precision``: the estimator's settings."""
+    ``max_iter``, ``init``, ``random_state``, ``precision``: the estimator's settings;
+    ``warm_folds``: a previous refit's ``fold_fits``, extra starts at the floor (large n)."""
     n = lab.size
-    tol, max_iter = max(float(tol), PATH_TOL), min(int(max_iter), PATH_MAX_ITER)
+    path_tol, path_iter = max(float(tol), PATH_TOL), min(int(max_iter), PATH_MAX_ITER)
     parts = []
     for tr, va in folds:
         zv = z[va]
@@ -330,8 +326,10 @@ def choose_alpha(
     large_n = n_tr >= LARGE_N_RATIO * r * (r + 1) / 2.0
     one_split = fixed is None and not large_n and len(parts) == 1  # the rays
     if one_split:  # the ray's fold fit only places the ray (module docstring of explore.py)
-        max_iter = min(max_iter, RAY_MAX_ITER)
-    search = _Search(parts, cap, tol, max_iter, last_step=[None] * len(parts))
+        path_iter = min(path_iter, RAY_MAX_ITER)
+    if fixed is None and large_n:  # the floor's fits are the held-out figures: converged
+        path_tol, path_iter = min(float(tol), FLOOR_TOL), int(max_iter)
+    search = _Search(parts, cap, path_tol, path_iter, last_step=[None] * len(parts))
     baselines = _baselines(parts, lab, wts, folds)
     val_w = np.concatenate([f.wv for f in parts])
     ray, ray_path = None, {}
@@ -342,16 +340,15 @@ def choose_alpha(
         _fit_folds(search, fixed, starts)
         best_b = fixed
     elif large_n:
-        best_b = _at_floor(search, floor, init, random_state)
+        best_b = _at_floor(search, floor, init, random_state, warm_folds)
     else:
         b0 = float(np.clip(start_strength(parts[0].problem), floor, PATH_MAX))
         if not one_split and n_tr < r * (r + 1) / 2.0:  # fewer pairs than parameters
             _walk_down_from_top(search, floor, inclusive=True)  # near-prior fits: cheap
         else:
             inits = _initial_starts(search, init, random_state)
-            best_v, sols0 = _fit_folds(
-                search, b0, [(f.prior, s) for f, s in zip(parts, inits, strict=True)]
-            )
+            starts = [(f.prior, s) for f, s in zip(parts, inits, strict=True)]
+            best_v, sols0 = _fit_folds(search, b0, starts)
             if one_split:
                 ray, ray_path = _ray_search(search, b0, sols0[0], floor)
             else:
@@ -367,6 +364,7 @@ def choose_alpha(
         # the data (nearly) separate the labels
         separated = bool(ray.s >= RAY_S_MAX * (1 - 1e-6) and top > SEPARATION_LEVEL)
         path_step = search.steps.get(b0)  # the fold fit at the first penalty
+        fold_fits = (parts[0].problem.full(span_fit),)
     else:
         score = search.scores[best_b]
         path = sorted((b, s.mean) for b, s in search.scores.items())
@@ -374,6 +372,7 @@ def choose_alpha(
         span_fit = symmetrize(score.sols[0])
         separated = _growth(search, best_b, floor) > FLOOR_GROWTH
         path_step = search.steps.get(best_b)
+        fold_fits = tuple(map(lambda f, s: f.problem.full(symmetrize(s)), parts, score.sols))
     mean, interval = weighted_mean_ci(per_pair, val_w)
     gains = paired_gains(per_pair, {k: np.concatenate(b) for k, b in baselines.items()}, val_w)
     heldout_distances = np.full(n, np.nan)
@@ -397,4 +396,5 @@ def choose_alpha(
         heldout_distances=heldout_distances,
         path_step=path_step,
         separated=separated,
+        fold_fits=fold_fits,
     )

@@ -37,7 +37,13 @@ def clip_spectrum(s: np.ndarray, cap: float) -> np.ndarray:
 
 def _weighted_quantile(values: np.ndarray, w: np.ndarray, q: float) -> float:
     """The q-quantile of ``values`` counting each with weight ``w`` (equal weights: the lower
-    of numpy's two nearest order statistics, close to ``np.quantile``)."""
+    of numpy's two nearest order statistics, close to ``np.quantile``; unit weights: the same
+    order statistic by a partition, O(n) instead of a sort)."""
+    if np.all(w == 1.0):
+        k = min(
+            int(np.searchsorted(np.arange(1.0, values.size + 1), q * values.size)), values.size - 1
+        )
+        return float(np.partition(values, k)[k])
     order = np.argsort(values)
     cum = np.cumsum(w[order])
     k = int(np.searchsorted(cum, q * cum[-1]))

@@ -9,6 +9,8 @@ the scalar ``c`` maximising the likelihood of ``c·prior``) and the unpenalised 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from numpy.typing import ArrayLike
 
@@ -17,6 +19,25 @@ from ._pairloss import PairBlocks, pair_loglik, quad_forms, weighted_gram, weigh
 from .psd import symmetrize, validate_sigma
 
 PATH_START = 10.0  # first penalty on the path: PATH_START × a James–Stein-type estimate
+
+
+@dataclass(frozen=True, eq=False)
+class ExploreWarm:
+    """Where a refit of almost the same data may start: the previous fit's ``sigma`` (d × d,
+    before any sensitive projection) and each validation fold's fit (``folds``, d × d, in the
+    folds' order; None when unknown). A start is only a candidate: each fit begins from the
+    candidate with the best penalised objective, and stops on the same optimality test."""
+
+    sigma: np.ndarray
+    folds: tuple[np.ndarray, ...] | None = None
+
+
+def warm_in(prob: Problem, sigma: np.ndarray | None, cap: float) -> np.ndarray | None:
+    """A full d × d warm start as a start on ``prob``'s span (clipped to the bound); None when
+    there is none or its shape does not fit (another space)."""
+    if sigma is None or np.shape(sigma) != (prob.d, prob.d) or not np.all(np.isfinite(sigma)):
+        return None
+    return clip_spectrum(prob.to_span(np.asarray(sigma, dtype=np.float64)), cap)
 
 
 def best_scale(q: np.ndarray, y: np.ndarray, hi: float, w: np.ndarray) -> tuple[float, float]:
@@ -143,6 +164,18 @@ def better_start(prob: Problem, beta: float, starts: list) -> tuple[np.ndarray, 
     return best[1], best[2]
 
 
+def with_warm(starts: list, problems: list, warm: tuple | None, cap: float) -> list:
+    """Each fold's start candidates (an array or a tuple of them) with its warm start added:
+    ``warm``, a previous refit's fold fits (d × d; ignored when their number differs)."""
+    if warm is None or len(warm) != len(starts):
+        return starts
+    out = []
+    for s, p, w in zip(starts, problems, warm, strict=True):
+        w = warm_in(p, w, cap)
+        out.append(s if w is None else (*((s,) if isinstance(s, np.ndarray) else s), w))
+    return out
+
+
 def final_start(
     full: Problem,
     beta: float,
@@ -151,12 +184,18 @@ def final_start(
     warm_distances: np.ndarray | None,
     init: str,
     random_state: int | np.random.Generator | None,
+    previous: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """The final fit's start on all pairs (``full``) and, when known, its distances: the
     validation fit ``warm`` (distances ``warm_distances`` when known) or the prior, whichever the
     penalised objective prefers (the fold's optimum is noisy in many directions; near the prior
     the problem is well conditioned); without ``warm``, the prior, or for ``β = 0`` the
-    unpenalised start (``initial_sigma``)."""
+    unpenalised start (``initial_sigma``). ``previous`` (a refit's warm start on the span) is
+    one more candidate."""
+    if previous is not None:
+        cands = [] if warm is None else [warm if warm_distances is None else (warm, warm_distances)]
+        cands += [previous] + ([clip_spectrum(full.target, cap)] if beta > 0.0 else [])
+        return better_start(full, beta, cands)
     if warm is not None and beta > 0.0:
         start = warm if warm_distances is None else (warm, warm_distances)
         return better_start(full, beta, [start, clip_spectrum(full.target, cap)])

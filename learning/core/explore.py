@@ -57,14 +57,15 @@ it only places the ray, and the ray's first-order condition holds for any base p
 When ``n_train ≥ 50 · r(r+1)/2`` (n ≫ d²) the search is skipped and ``β = 1/n`` (≈ the MLE).
 The final fit uses all pairs at the chosen ``β`` (``alpha_``; ``alpha_path_`` lists (β,
 held-out loglik) tried), started from the validation fit or the prior, whichever has the better
-objective. A float ``alpha`` fixes ``β`` (0: plain MLE).
+objective (``refit=False``: no final fit, ``sigma_`` is the validation fit, as when only the
+penalty and the held-out figures are wanted). A float ``alpha`` fixes ``β`` (0: plain MLE).
 
 Held-out likelihood. ``heldout_loglik_`` is the mean per-pair log-likelihood of the validation
 pairs under the fits that did not see them, at the chosen ``β``; ``heldout_loglik_ci_`` a 95 %
 interval (± 1.96 per-pair standard errors); ``heldout_n_`` the number of validation pairs;
 ``heldout_distances_`` each validation pair's distance under that fit (NaN for pairs never
-held out: AUCs and other held-out scores need no second fit). It
-estimates how a fit on ~80 % of the data generalises (slightly pessimistic for the final fit).
+held out: AUCs and other held-out scores need no second fit). It estimates how a fit on ~80 %
+of the data generalises (slightly pessimistic for the final fit).
 Two versions differ beyond noise when their intervals do not overlap (conservative).
 
 Safeguards. ``max_eigenvalue`` (default None) is an optional hard bound on the fitted part's
@@ -77,14 +78,12 @@ than 5 % from the previous ``β`` on the path; with a fixed ``alpha`` when that 
 solver did not converge. Below ``MIN_ANSWERS = 20`` answers, or with one label missing, ``fit``
 raises ``ValueError``; ``explore_shortfall(y)`` says what is missing.
 
-Solver: preconditioned FISTA on the full batch (see ``_explore_solver``); the preconditioner is
-built from an eigendecomposition (floored), so singular or float32-rounded Gram matrices cannot
-fail. The unpenalised fit starts from the best of ``c·I`` and ``c·C⁻¹`` on the span; penalised
-fits start from the prior or a warm start, whichever has the better objective. Stopping rule:
-two consecutive steps each gain at most ``tol`` (default 1e-4; 1e-3 on the path) of the
-objective and a further projected-gradient step could promise no more than ``tol``.
-``precision="mixed"`` (default) runs the n×d products in float32 and reports ``loglik_``
-recomputed in float64; ``"double"`` runs in float64.
+Solver: preconditioned FISTA (``_explore_solver``; preconditioner from a floored
+eigendecomposition). The unpenalised fit starts from the best of ``c·I`` and ``c·C⁻¹``; a
+penalised fit from the candidate with the better objective: the prior, the validation fit, a
+refit's ``warm_start``. Stop: two steps each gaining ≤ ``tol`` (1e-4; 1e-3 on the path) and a
+further projected-gradient step promising ≤ ``tol``. ``precision="mixed"``: n×d products in
+float32, ``loglik_`` in float64; ``"double"``: float64.
 """
 
 from __future__ import annotations
@@ -96,11 +95,12 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.special import expit
 
-from ._explore_path import N_FOLDS as N_FOLDS
-from ._explore_path import choose_alpha, stratified_folds
+from ._explore_path import choose_alpha
 from ._explore_problem import Problem, fit_warnings, second_moment
-from ._explore_start import final_start, resolve_prior
+from ._explore_solver import SolverResult
+from ._explore_start import ExploreWarm, final_start, resolve_prior, warm_in
 from ._pairloss import pair_loglik, psd_quad_forms, quad_forms, weighted_mean
+from ._validation import N_FOLDS as N_FOLDS
 from ._validation import (
     check_explore_params,
     check_float_matrix,
@@ -108,11 +108,13 @@ from ._validation import (
     check_validation,
     check_weights,
     differences,
+    stratified_folds,
 )
 from .psd import projector, symmetrize
 
 __all__ = [
     "EXPLORE",
+    "ExploreWarm",
     "ExploreShortfall",
     "explore_shortfall",
     "kfold_validation",
@@ -151,13 +153,9 @@ class ExploreShortfall:
     def message(self) -> str:
         if self.ok:
             return "enough answers to fit EXPLORE"
-        parts = []
-        if self.need_comparable:
-            parts.append(f"{self.need_comparable} comparable")
-        if self.need_incomparable:
-            parts.append(f"{self.need_incomparable} incomparable")
-        if self.need_any:
-            parts.append(f"{self.need_any} more of either kind")
+        needs = ((self.need_comparable, "comparable"), (self.need_incomparable, "incomparable"))
+        needs += ((self.need_any, "more of either kind"),)
+        parts = [f"{n} {what}" for n, what in needs if n]
         return (
             f"EXPLORE needs at least {MIN_ANSWERS} answers with both labels present; "
             "still missing: " + ", ".join(parts)
@@ -216,6 +214,11 @@ class EXPLORE:
     validate : bool
         With a fixed ``alpha``, also fit it on the validation folds to report
         ``heldout_loglik_`` (else NaN). Always done with ``alpha="auto"``.
+    warm_start : ExploreWarm, optional
+        A previous fit's ``warm_state_`` (a refit of almost the same data): one more start
+        candidate for each fold fit and the final fit; the stopping rule is unchanged.
+    refit : bool
+        False: with a penalty search, no final fit on all pairs (``sigma_`` = validation fit).
 
     Attributes
     ----------
@@ -225,7 +228,7 @@ class EXPLORE:
     (95 % interval), ``heldout_n_``, ``heldout_distances_`` (per pair: distance under the fit
     that did not see it, NaN if never held out), ``n_constrained_`` (dimension of the span of the
     differences), ``prior_`` (resolved prior), ``prior_scale_``, ``bound_active_``,
-    ``warnings_`` (readable strings).
+    ``warnings_`` (readable strings), ``warm_state_`` (an ``ExploreWarm`` for the next refit).
     """
 
     def __init__(
@@ -242,6 +245,8 @@ class EXPLORE:
         prior_scale: float | Literal["auto"] = "auto",
         alpha: float | Literal["auto"] = "auto",
         validate: bool = False,
+        warm_start: ExploreWarm | None = None,
+        refit: bool = True,
     ) -> None:
         self.max_eigenvalue = max_eigenvalue
         self.sensitive_directions = sensitive_directions
@@ -254,6 +259,7 @@ class EXPLORE:
         self.prior_scale = prior_scale
         self.alpha = alpha
         self.validate = validate
+        self.warm_start, self.refit = warm_start, refit
 
     # -- fitting -------------------------------------------------------------------------------
     def fit(
@@ -312,29 +318,25 @@ class EXPLORE:
         if self.alpha == "auto" or self.validate or validation is not None:
             kfold = kfold_validation(n, d)  # for EXPLORE's own folds
             folds = stratified_folds(lab, kfold) if validation is None else validation
-            choice = choose_alpha(
-                z,
-                lab,
-                wts,
-                second,
-                full,
-                folds,
-                cap,
-                precision=self.precision,
-                tol=self.tol,
-                max_iter=self.max_iter,
-                init=self.init,
-                random_state=self.random_state,
-                fixed=None if self.alpha == "auto" else float(self.alpha),
-            )
+            fixed = None if self.alpha == "auto" else float(self.alpha)
+            warm_folds = getattr(self.warm_start, "folds", None)
+            keys = ("precision", "tol", "max_iter", "init", "random_state")
+            settings = {key: getattr(self, key) for key in keys}
+            args = (z, lab, wts, second, full, folds, cap)
+            choice = choose_alpha(*args, fixed=fixed, warm_folds=warm_folds, **settings)
         beta = choice.beta if self.alpha == "auto" else float(self.alpha)
-        warm = (None, None) if choice is None else (choice.start, choice.warm_distances)
-        start, d0 = final_start(full, beta, cap, *warm, self.init, self.random_state)
-        t0 = None if choice is None else choice.path_step
-        res = full.solve(beta, start, cap, float(self.tol), int(self.max_iter), t0=t0, d0=d0)
+        if self.refit or choice is None:
+            warm = (None, None) if choice is None else (choice.start, choice.warm_distances)
+            previous = warm_in(full, getattr(self.warm_start, "sigma", None), cap)
+            start, d0 = final_start(full, beta, cap, *warm, self.init, self.random_state, previous)
+            t0 = None if choice is None else choice.path_step
+            res = full.solve(beta, start, cap, float(self.tol), int(self.max_iter), t0=t0, d0=d0)
+        else:  # the validation fit, as it is
+            res = SolverResult(choice.start, np.nan, 0, True, np.nan)
         w, v = np.linalg.eigh(symmetrize(res.sigma))
         s_span = symmetrize((v * np.clip(w, 0.0, cap)) @ v.T)
         sigma = full.full(s_span)
+        self.warm_state_ = ExploreWarm(sigma, None if choice is None else choice.fold_fits)
         if self.sensitive_directions is not None:
             keep = np.eye(d) - projector(self.sensitive_directions, d)
             sigma = symmetrize(keep @ sigma @ keep)
@@ -362,11 +364,9 @@ class EXPLORE:
         return self
 
     def _resolve_cap(self, sq: np.ndarray, d: int) -> float:
-        if self.max_eigenvalue is None:
-            return np.inf
-        if self.max_eigenvalue == "auto":
-            return float(AUTO_CAP_FACTOR * d / np.mean(sq))
-        return float(self.max_eigenvalue)
+        cap = self.max_eigenvalue
+        auto = cap == "auto"
+        return np.inf if cap is None else float(AUTO_CAP_FACTOR * d / np.mean(sq) if auto else cap)
 
     # -- using the fitted metric ---------------------------------------------------------------
     def _check_fitted(self) -> None:

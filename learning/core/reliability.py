@@ -22,6 +22,11 @@ The Beta prior shrinks annotators with few answers to the prior mean; overlap (p
 several people) and gold answers (known truth) are what separate ``e_a`` from Σ. The interval of
 ``e_a`` is the Beta posterior's (given the final Σ; it ignores Σ's own uncertainty): equal
 tails, or from 0 when the posterior's density is highest there.
+
+A refit of almost the same answers may pass the previous fit's ``warm_state_``
+(:class:`ReliabilityWarm`): the EM then starts from its flip rates and Σ, and every M-step's
+EXPLORE starts from the previous M-step's Σ (one more start candidate; same stopping rule), so
+that a few new answers cost one or two cheap M-steps instead of several fits from the prior.
 """
 
 from __future__ import annotations
@@ -33,7 +38,8 @@ from numpy.typing import ArrayLike
 from scipy.special import expit
 from scipy.stats import beta as beta_distribution
 
-from .explore import EXPLORE
+from ._pairloss import quad_forms
+from .explore import EXPLORE, ExploreWarm
 
 _EPS = 1e-9
 
@@ -46,6 +52,15 @@ class Reliability:
     n_answers: np.ndarray  # answers that inform e (not "unsure")
     flip_rate: np.ndarray
     interval: np.ndarray  # (k, 2)
+
+
+@dataclass(frozen=True, eq=False)
+class ReliabilityWarm:
+    """Where the next EM may start: flip rates per annotator code and the final Σ (d × d)."""
+
+    annotator: np.ndarray
+    flip_rate: np.ndarray
+    sigma: np.ndarray
 
 
 class ReliableEXPLORE:
@@ -61,7 +76,8 @@ class ReliableEXPLORE:
     Attributes
     ----------
     sigma_, explore_ (the final EXPLORE fit), plain_ (the unweighted first fit), reliability_
-    (:class:`Reliability`), soft_labels_, n_iter_, converged_.
+    (:class:`Reliability`), soft_labels_, n_iter_, converged_, warm_state_
+    (:class:`ReliabilityWarm`, for the next refit).
     """
 
     def __init__(
@@ -87,12 +103,14 @@ class ReliableEXPLORE:
         pair: ArrayLike | None = None,
         gold: ArrayLike | None = None,
         plain: EXPLORE | None = None,
+        warm: ReliabilityWarm | None = None,
     ) -> ReliableEXPLORE:
         """Fit on answers: differences ``Z`` with observed labels ``y`` (1, 0 or 1/2 for unsure)
         by ``annotator`` (integer codes). ``pair``: codes of the distinct pairs (answers to one
         pair share its true label; default: every answer its own pair). ``gold``: the known true
         label per answer, NaN where none. ``plain``: an EXPLORE already fitted on these answers
-        (unweighted), reused as the start and for its penalty."""
+        (unweighted), reused as the start and for its penalty. ``warm``: a previous fit's
+        ``warm_state_`` (module docstring)."""
         a0, b0 = (float(v) for v in self.prior)
         if not (a0 > 0 and b0 > 0):
             raise ValueError("prior must be two positive numbers (a, b)")
@@ -121,9 +139,14 @@ class ReliableEXPLORE:
             plain = EXPLORE(**params).fit_differences(z, lab)  # every answer one observation
         params["alpha"] = plain.alpha_
         model, e = plain, np.full(k, a0 / (a0 + b0))
+        sigma = plain.sigma_
+        if warm is not None and np.shape(warm.sigma) == plain.sigma_.shape:
+            known, where = np.isin(codes, warm.annotator), np.searchsorted(warm.annotator, codes)
+            e[known] = np.clip(np.asarray(warm.flip_rate)[where[known]], 0.0, 0.5)
+            sigma = np.asarray(warm.sigma, dtype=np.float64)
         w, converged, iteration = np.zeros(m), False, 0
         for iteration in range(1, self.max_iter + 1):  # noqa: B007 - n_iter_ below
-            q = np.einsum("ij,jk,ik->i", zp, model.sigma_, zp)
+            q = np.maximum(quad_forms(zp, sigma), 0.0)  # BLAS products, chunked
             p = np.clip(2.0 * expit(-q), _EPS, 1.0 - _EPS)
             # E-step: the true label of each pair given all its answers.
             e_clip = np.clip(e, _EPS, 0.5)
@@ -134,7 +157,8 @@ class ReliableEXPLORE:
             mismatch = np.where(informative, np.abs(lab - w[of_pair]), 0.0)
             flips = np.bincount(who, weights=mismatch, minlength=k)
             new_e = np.minimum((a0 + flips) / (a0 + b0 + counted), 0.5)
-            model = EXPLORE(**params).fit_differences(zp, w)
+            model = EXPLORE(**params, warm_start=ExploreWarm(sigma)).fit_differences(zp, w)
+            sigma = model.warm_state_.sigma
             change = float(np.max(np.abs(new_e - e)))
             e = new_e
             if change < self.tol:
@@ -152,4 +176,5 @@ class ReliableEXPLORE:
         self.plain_, self.explore_, self.sigma_ = plain, model, model.sigma_
         self.soft_labels_, self.n_iter_, self.converged_ = w, iteration, converged
         self.reliability_ = Reliability(codes, counted.astype(int), e, interval)
+        self.warm_state_ = ReliabilityWarm(codes, e.copy(), sigma)
         return self

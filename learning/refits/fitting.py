@@ -39,6 +39,7 @@ from learning.core.explore import (
 from learning.core.face import FACE
 from learning.core.psd import eigh_descending
 from learning.core.reliability import ReliableEXPLORE
+from learning.refits.cache import WarmStart
 from learning.refits.snapshots import GroupSnapshot, JudgmentSnapshot
 
 UNSURE = LabelCode.UNSURE
@@ -69,6 +70,7 @@ class FitOutcome:
     sigma: np.ndarray
     parameters: dict
     diagnostics: dict = field(default_factory=dict)
+    warm: WarmStart | None = None  # where the next refit's fit may start (EXPLORE)
 
 
 class FitError(ValueError):
@@ -85,6 +87,13 @@ def pair_hash_unit(item_a: np.ndarray, item_b: np.ndarray) -> np.ndarray:
     return (z >> np.uint64(11)).astype(np.float64) / float(1 << 53)
 
 
+def _pair_keys(item_a: np.ndarray, item_b: np.ndarray) -> np.ndarray:
+    """One int64 per pair, ordered as the pairs (a, b) lexicographically (ids ≥ 0): a 1-D
+    ``np.unique`` of these is many times faster than ``np.unique(..., axis=0)`` of the rows."""
+    top = int(max(item_a.max(initial=0), item_b.max(initial=0))) + 1
+    return item_a.astype(np.int64) * top + item_b.astype(np.int64)
+
+
 def pair_data(snapshot: JudgmentSnapshot, *, policy: str, validation_share: float) -> PairData:
     """Observations for EXPLORE under the repeat-answer policy (vectorised)."""
     label = snapshot.label
@@ -92,13 +101,12 @@ def pair_data(snapshot: JudgmentSnapshot, *, policy: str, validation_share: floa
         keep = label != UNSURE
         a, b, lab = snapshot.item_a[keep], snapshot.item_b[keep], label[keep]
         ra, rb = snapshot.row_a[keep], snapshot.row_b[keep]
-        keys = np.stack([a, b], axis=1)
-        unique, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+        _, first, inverse = np.unique(_pair_keys(a, b), return_index=True, return_inverse=True)
         inverse = inverse.ravel()
-        yes = np.bincount(inverse, weights=(lab == 1), minlength=len(unique))
-        no = np.bincount(inverse, weights=(lab == 0), minlength=len(unique))
+        yes = np.bincount(inverse, weights=(lab == 1), minlength=first.size)
+        no = np.bincount(inverse, weights=(lab == 0), minlength=first.size)
         decided = yes != no
-        item_a, item_b = unique[decided, 0], unique[decided, 1]
+        item_a, item_b = a[first][decided], b[first][decided]
         row_a, row_b = ra[first][decided], rb[first][decided]
         y = (yes[decided] > no[decided]).astype(np.float64)
         unit = pair_hash_unit(item_a, item_b)
@@ -113,7 +121,7 @@ def pair_data(snapshot: JudgmentSnapshot, *, policy: str, validation_share: floa
         code = snapshot.gold[keep]
         gold[(code == 0) | (code == 1)] = code[(code == 0) | (code == 1)]
     if y.size:
-        pair = np.unique(np.stack([item_a, item_b], axis=1), axis=0, return_inverse=True)[1]
+        pair = np.unique(_pair_keys(item_a, item_b), return_inverse=True)[1]
     else:
         pair = np.empty(0, dtype=np.int64)
     return PairData(
@@ -136,11 +144,7 @@ def counts_of(snapshot: JudgmentSnapshot, groups: GroupSnapshot, pairs: PairData
         "comparable": int(labels[1]),
         "incomparable": int(labels[0]),
         "unsure": int(labels[2]),
-        "pairs_distinct": int(
-            np.unique(np.stack([snapshot.item_a, snapshot.item_b]), axis=1).shape[1]
-        )
-        if len(snapshot)
-        else 0,
+        "pairs_distinct": int(np.unique(_pair_keys(snapshot.item_a, snapshot.item_b)).size),
         "observations": len(pairs),
         "held_out": int(pairs.held_out.sum()),
         "groups": len(groups.rows),
@@ -203,6 +207,7 @@ def fit_explore(
     prior: np.ndarray | None = None,
     prior_name: str = "identity",
     weight_by_reliability: bool = False,
+    warm: WarmStart | None = None,
 ) -> FitOutcome:
     """EXPLORE on all observations, with held-out diagnostics from the fits it makes anyway to
     choose its penalty (folds by pair hash, ``explore_folds``): log-likelihood with its 95 %
@@ -216,26 +221,40 @@ def fit_explore(
     labels) when every observation is one answer (not under the "majority" policy) and at least
     two annotators answered; imported answers count as one more annotator. The diagnostics say
     which weighting was used (``weighting``) and list each annotator's flip rate.
+
+    ``warm``: the previous refit's ``FitOutcome.warm``: each fit starts from it when its
+    objective is better (the stopping rule is unchanged; ``diagnostics["warm_start"]`` says so).
     """
     shortfall = explore_shortfall_of(pairs.y)
     if not shortfall.ok:
         raise FitError(shortfall.message)
     rows, (ia, ib) = _local_index(pairs.row_a, pairs.row_b)
-    vectors = read_vectors(rows)
-    x1, x2 = vectors[ia], vectors[ib]
+    vectors = np.asarray(read_vectors(rows), dtype=np.float64)
+    z = vectors[ia] - vectors[ib]  # once, for both fits (n × d float64, as EXPLORE.fit's)
     params = {
         "max_eigenvalue": None if max_eigenvalue is None else float(max_eigenvalue),
         "random_state": 0,
     }
-    folds = explore_folds(pairs, x1.shape[1])
-    plain = EXPLORE(**params, prior=prior).fit(x1, x2, pairs.y, validation=folds)
+    folds = explore_folds(pairs, z.shape[1])
     weighting = _weighting(pairs, weight_by_reliability)
-    model = plain
+    # With the EM's previous solution to start from, the plain fit on all pairs would be used for
+    # nothing: only its penalty choice and held-out figures (the fold fits) are needed.
+    em_warm = None if warm is None or weighting != "reliability" else warm.reliability
+    start = None if warm is None else warm.explore
+    plain = EXPLORE(**params, prior=prior, warm_start=start, refit=em_warm is None)
+    plain.fit_differences(z, pairs.y, validation=folds)
+    model, kept = plain, WarmStart(plain.warm_state_)
     if weighting == "reliability":  # the EM reuses the plain fit and its penalty
         reliable = ReliableEXPLORE(explore_params=params | {"prior": prior}).fit_differences(
-            x1 - x2, pairs.y, pairs.annotator, pair=pairs.pair, gold=pairs.gold, plain=plain
+            z,
+            pairs.y,
+            pairs.annotator,
+            pair=pairs.pair,
+            gold=pairs.gold,
+            plain=plain,
+            warm=em_warm,
         )
-        model = reliable.explore_
+        model, kept = reliable.explore_, WarmStart(plain.warm_state_, reliable.warm_state_)
     diagnostics = {
         "loglik": finite(model.loglik_),
         "iterations": int(model.n_iter_),
@@ -251,6 +270,7 @@ def fit_explore(
         "bound_active": bool(model.bound_active_),
         "warnings": list(model.warnings_),
         "weighting": weighting,
+        "warm_start": warm is not None,
     }
     if weighting == "reliability":
         rel = reliable.reliability_
@@ -288,7 +308,7 @@ def fit_explore(
             },
         }
     params["prior"] = prior_name
-    return FitOutcome(sigma=model.sigma_, parameters=params, diagnostics=diagnostics)
+    return FitOutcome(model.sigma_, params, diagnostics, warm=kept)
 
 
 def _weighting(pairs: PairData, wanted: bool) -> str:
@@ -299,7 +319,7 @@ def _weighting(pairs: PairData, wanted: bool) -> str:
         return "none (majority policy: one observation per pair)"
     if np.unique(pairs.annotator).size < 2:
         return "none (one annotator)"
-    if np.unique(pairs.pair).size < MIN_ANSWERS:  # the EM fits one observation per pair
+    if int(pairs.pair.max(initial=-1)) + 1 < MIN_ANSWERS:  # the EM fits one per pair (0..m-1)
         return f"none (fewer than {MIN_ANSWERS} distinct pairs)"
     return "reliability"
 
@@ -357,7 +377,7 @@ def fit_face(
         rows, (ia, ib) = _local_index(pairs.row_a[held], pairs.row_b[held])
         vectors = read_vectors(rows)
         z = vectors[ia] - vectors[ib]
-        distance = np.einsum("ij,jk,ik->i", z, check.sigma_, z)
+        distance = np.einsum("ij,ij->i", z @ check.sigma_, z)
         diagnostics["heldout_auc"] = _auc(pairs.y[held], -distance)
     return FitOutcome(
         sigma=model.sigma_,

@@ -25,7 +25,7 @@ from threadpoolctl import threadpool_limits
 from annotation.models import Study
 from learning.evaluation.checks import version_evaluate
 from learning.models import MetricVersion, StudyLearningSettings
-from learning.refits import fitting, scheduling, snapshots
+from learning.refits import cache, fitting, scheduling, snapshots
 from learning.versions import selectors, sigmas, storage
 
 logger = logging.getLogger(__name__)
@@ -243,9 +243,10 @@ def _refit_claimed(study_id: int, report: RefitReport) -> None:
         return
     report.outcome = Outcome.FITTED
     started = time.perf_counter()
-    snapshot = snapshots.judgment_snapshot(
-        study_id=study_id, watermark=marks.judgment_watermark, excluded_annotators=excluded
+    snapshot, read = snapshots.judgment_snapshot_cached(
+        study=study, marks=marks, excluded_annotators=excluded
     )
+    read = f"{read} in {time.perf_counter() - started:.2f} s"  # the rest: groups, pairs, counts
     groups = (
         snapshots.group_snapshot(study_id=study_id, excluded_annotators=excluded)
         if Method.FACE in plans
@@ -258,7 +259,7 @@ def _refit_claimed(study_id: int, report: RefitReport) -> None:
         "judgments_total": marks.judgment_count,
         "group_creators": groups.creators,
     }
-    snapshot_seconds = time.perf_counter() - started
+    snapshot_seconds = (time.perf_counter() - started, read)
     for method, plan in plans.items():
         version = storage.version_start(
             study=study,
@@ -282,13 +283,15 @@ def _refit_claimed(study_id: int, report: RefitReport) -> None:
             report.published.append(version.pk)
 
 
-def _version_fit(version, study, learning, pairs, groups, snapshot_seconds) -> bool:
-    """Fit, store Sigma atomically and mark ready; on failure mark failed. True when ready."""
+def _version_fit(version, study, learning, pairs, groups, snapshot) -> bool:
+    """Fit, store Sigma atomically and mark ready; on failure mark failed. True when ready.
+    ``snapshot``: its seconds and how the judgments were read (diagnostics)."""
     started = time.perf_counter()
     read = study.space.vectors
     try:
         if version.method == Method.EXPLORE:
             prior, prior_name = _explore_prior(study)
+            warm = cache.warm_load(study=study, dimension=study.space.dimension)
             outcome = fitting.fit_explore(
                 pairs,
                 read,
@@ -296,6 +299,7 @@ def _version_fit(version, study, learning, pairs, groups, snapshot_seconds) -> b
                 prior=prior,
                 prior_name=prior_name,
                 weight_by_reliability=learning.weight_by_reliability,
+                warm=warm,
             )
         else:
             outcome = fitting.fit_face(
@@ -309,9 +313,12 @@ def _version_fit(version, study, learning, pairs, groups, snapshot_seconds) -> b
             version,
             sigma=outcome.sigma,
             parameters=outcome.parameters,
-            diagnostics=outcome.diagnostics | {"snapshot_seconds": round(snapshot_seconds, 4)},
+            diagnostics=outcome.diagnostics
+            | {"snapshot_seconds": round(snapshot[0], 4), "snapshot_read": snapshot[1]},
             fit_seconds=time.perf_counter() - started,
         )
+        if outcome.warm is not None:
+            cache.warm_save(study=study, warm=outcome.warm)
     except TRANSIENT_DB_ERRORS as error:
         storage.version_fail(version, _message(error), transient=True)
         raise

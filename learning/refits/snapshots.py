@@ -2,7 +2,13 @@
 its data goes, and which studies have data newer than their versions.
 
 Snapshots are a handful of queries returning numpy arrays (``values_list``), never a query per
-judgment or group.
+judgment or group. ``judgment_snapshot`` reads every judgment with SQL joins;
+``judgment_snapshot_cached`` (the refit's) keeps the study's raw judgments up to its last refit in
+the worker's cache (``learning/refits/cache.py``) and reads only the newer ones, then applies the
+exclusions, gold labels and adjudications in numpy, to the same result. The cached rows are
+trusted only when, with the new ones, their count and checksum (``_row_check``: a sum over rows
+of their id, items, label, annotator and gold flag) equal the database's, one aggregate up to the
+watermark: a deleted, changed or out-of-order answer makes the refit read everything again.
 """
 
 from __future__ import annotations
@@ -10,7 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from django.db.models import Case, Count, Max, OuterRef, Subquery, When
+from django.db.models import Case, Count, F, IntegerField, Max, OuterRef, Subquery, Sum, Value, When
+from django.db.models.functions import Coalesce, Mod
 
 from annotation.models import (
     ComparableGroup,
@@ -18,12 +25,19 @@ from annotation.models import (
     Label,
     LabelCode,
     PairJudgment,
+    Study,
     StudyCounter,
 )
-from annotation.review.fit import adjudication_mark, fit_rows
+from annotation.review.fit import adjudication_mark, fit_arrays, fit_rows, pair_keys
 from learning.models import MetricVersion, StudyLearningSettings
+from learning.refits import cache
 
 LABEL_CODES = {label.value: LabelCode.of(label) for label in Label}
+CHECK_MOD = 65521  # each field of a row's checksum is taken modulo this prime
+RAW_FIELDS = ("id", "item_a_id", "item_b_id", "item_a__row", "item_b__row", "label")
+RAW_FIELDS += ("annotator_id", "is_gold")
+RAW_KEYS = ("id", "item_a", "item_b", "row_a", "row_b", "label", "annotator", "gold_flag")
+DELTA_SHARE = 0.05  # the newer rows' file is merged into the base file beyond this share of it
 
 
 @dataclass(frozen=True)
@@ -64,6 +78,39 @@ class GroupSnapshot:
 
 def excluded_annotator_ids(*, learning_settings: StudyLearningSettings) -> list[int]:
     return sorted(learning_settings.excluded_annotators.values_list("id", flat=True))
+
+
+def _row_check():
+    """A judgment's checksum term in SQL (``_row_check_numpy`` is the same in numpy)."""
+    code = Case(
+        *(When(label=value, then=Value(int(code) + 1)) for value, code in LABEL_CODES.items()),
+        default=Value(0),
+        output_field=IntegerField(),
+    )
+    gold = Case(When(is_gold=True, then=Value(11)), default=Value(0), output_field=IntegerField())
+    return (
+        Mod(F("id"), CHECK_MOD) * code
+        + Mod(F("item_a_id"), CHECK_MOD) * 3
+        + Mod(F("item_b_id"), CHECK_MOD) * 5
+        + Mod(Coalesce(F("annotator_id"), Value(0)), CHECK_MOD) * 7
+        + gold
+    )
+
+
+def _row_check_numpy(raw: dict[str, np.ndarray]) -> int:
+    m = CHECK_MOD
+    terms = (raw["id"] % m) * (raw["label"].astype(np.int64) + 1) + (raw["item_a"] % m) * 3
+    terms += (raw["item_b"] % m) * 5 + (np.maximum(raw["annotator"], 0) % m) * 7
+    return int(np.sum(terms + 11 * raw["gold_flag"].astype(np.int64), dtype=np.int64))
+
+
+def _checksum(study_id: int, upto: int) -> tuple[int, int]:
+    """The count and checksum (``_row_check``) of the study's judgments up to ``upto``: one
+    aggregate, computed by the database."""
+    agg = PairJudgment.objects.filter(study_id=study_id, id__lte=upto).aggregate(
+        n=Count("id"), check=Sum(_row_check())
+    )
+    return int(agg["n"] or 0), int(agg["check"] or 0)
 
 
 def study_data_marks(*, study_id: int) -> DataMarks:
@@ -110,6 +157,109 @@ def judgment_snapshot(
         annotator=np.asarray([-1 if a is None else a for a in annotators], dtype=np.int64),
         gold=np.fromiter((LABEL_CODES.get(g, -1) for g in gold), dtype=np.int8, count=len(gold)),
     )
+
+
+def _raw_read(study_id: int, after: int, upto: int) -> dict[str, np.ndarray]:
+    """The study's judgments with ``after < id <= upto`` as raw arrays, in id order (one query;
+    ``gold_flag``: answered as a gold pair)."""
+    rows = list(
+        PairJudgment.objects.filter(study_id=study_id, id__gt=after, id__lte=upto)
+        .order_by("id")
+        .values_list(*RAW_FIELDS)
+    )
+    ids, item_a, item_b, row_a, row_b, labels, annotators, gold = (
+        zip(*rows, strict=True) if rows else ((),) * 8
+    )
+    return {
+        "id": np.asarray(ids, dtype=np.int64),
+        "item_a": np.asarray(item_a, dtype=np.int64),
+        "item_b": np.asarray(item_b, dtype=np.int64),
+        "row_a": np.asarray(row_a, dtype=np.int64),
+        "row_b": np.asarray(row_b, dtype=np.int64),
+        "label": np.fromiter((LABEL_CODES[x] for x in labels), dtype=np.int8, count=len(labels)),
+        "annotator": np.fromiter(
+            (-1 if a is None else a for a in annotators), dtype=np.int64, count=len(annotators)
+        ),
+        "gold_flag": np.asarray(gold, dtype=bool),
+    }
+
+
+def _cached_rows(folder, space_id: int) -> tuple[dict[str, np.ndarray] | None, int, int, int]:
+    """The cached raw rows (the base file, plus the newer rows' file when it extends it), their
+    watermark, how many rows the base file holds and the base file's watermark."""
+    base = cache.arrays_load(folder / "judgments.npz")
+    if base is None or not {*RAW_KEYS, "meta"} <= base.keys():
+        return None, 0, 0, 0
+    space, upto = (int(v) for v in base["meta"][:2])
+    if space != space_id:
+        return None, 0, 0, 0
+    rows, top = {k: base[k] for k in RAW_KEYS}, upto
+    delta = cache.arrays_load(folder / "judgments-new.npz")
+    extends = delta is not None and {*RAW_KEYS, "meta"} <= delta.keys()
+    if extends and [int(v) for v in delta["meta"][:2]] == [space, upto]:  # extends this base
+        rows = {k: np.concatenate([base[k], delta[k]]) for k in RAW_KEYS}
+        top = int(delta["meta"][2])
+    return rows, top, base["id"].size, upto
+
+
+def _raw_judgments(study: Study, marks: DataMarks) -> tuple[dict[str, np.ndarray], str]:
+    """Every judgment of ``study`` up to the marks' watermark as raw arrays, and how they were
+    read ("cached + N new" or "full ..."): the cached rows plus the newer ones when their count
+    and checksum equal the database's, else all rows again (module docstring). The rows since
+    the base file go to a small second file until they reach ``DELTA_SHARE`` of it, so that a
+    refit does not rewrite every row it keeps."""
+    folder = cache.study_cache_dir(study)
+    top = marks.judgment_watermark
+    found, upto, in_base, base_upto = _cached_rows(folder, study.space_id)
+    raw, how = None, "full"
+    if found is not None and upto <= top:
+        new = _raw_read(study.pk, upto, top)
+        raw = {k: np.concatenate([found[k], new[k]]) for k in RAW_KEYS}
+        how = f"cached + {new['id'].size} new"
+        if (raw["id"].size, _row_check_numpy(raw)) != _checksum(study.pk, top):
+            raw, how = None, "full (the cached answers changed)"
+        elif new["id"].size == 0:
+            return raw, how
+    if raw is None:
+        raw = _raw_read(study.pk, 0, top)
+    if how.startswith("full") or raw["id"].size - in_base > DELTA_SHARE * max(in_base, 1):
+        meta = np.asarray([study.space_id, top], dtype=np.int64)
+        (folder / "judgments-new.npz").unlink(missing_ok=True)
+        cache.arrays_save(folder / "judgments.npz", raw | {"meta": meta})
+    else:  # the rows after the base file's, beside it
+        meta = np.asarray([study.space_id, base_upto, top], dtype=np.int64)
+        rows = {k: raw[k][in_base:] for k in RAW_KEYS}
+        cache.arrays_save(folder / "judgments-new.npz", rows | {"meta": meta})
+    return raw, how
+
+
+def judgment_snapshot_cached(
+    *, study: Study, marks: DataMarks, excluded_annotators: list[int]
+) -> tuple[JudgmentSnapshot, str]:
+    """``judgment_snapshot`` up to ``marks``' watermark, reading only the judgments newer than
+    the study's cached ones (module docstring); and how the judgments were read."""
+    raw, how = _raw_judgments(study, marks)
+    keep = ~np.isin(raw["annotator"], np.asarray(excluded_annotators, dtype=np.int64))
+    rows = {k: raw[k][keep] for k in RAW_KEYS if k != "gold_flag"}
+    rows["gold"] = np.full(rows["id"].size, -1, dtype=np.int8)
+    flagged = np.flatnonzero(raw["gold_flag"][keep])
+    gold = list(GoldPair.objects.filter(study_id=study.pk).values_list("item_a", "item_b", "label"))
+    if flagged.size and gold:
+        ga, gb, labels = (np.asarray(c) for c in zip(*gold, strict=True))
+        top = max(
+            int(ga.max()), int(gb.max()), int(rows["item_a"].max()), int(rows["item_b"].max())
+        )
+        keys = pair_keys(ga, gb, top)
+        order = np.argsort(keys)
+        at = pair_keys(rows["item_a"][flagged], rows["item_b"][flagged], top)
+        pos = np.minimum(np.searchsorted(keys[order], at), keys.size - 1)
+        hit = keys[order][pos] == at
+        codes = np.asarray([LABEL_CODES[x] for x in labels], dtype=np.int8)[order]
+        rows["gold"][flagged[hit]] = codes[pos[hit]]
+    rows = fit_arrays(rows, study_id=study.pk)
+    fields = ("ids", "item_a", "item_b", "row_a", "row_b", "label", "annotator", "gold")
+    keys = ("id", "item_a", "item_b", "row_a", "row_b", "label", "annotator", "gold")
+    return JudgmentSnapshot(**{f: rows[k] for f, k in zip(fields, keys, strict=True)}), how
 
 
 def group_snapshot(*, study_id: int, excluded_annotators: list[int]) -> GroupSnapshot:
