@@ -18,7 +18,6 @@ from fairmetric_site.env import env_bool, env_int, env_list, env_path, env_str, 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 # --- Core -------------------------------------------------------------------------------------
-
 # Development is the default, as for a fresh clone; production sets DEBUG=0 and a SECRET_KEY.
 DEBUG = env_bool("DEBUG", True)
 
@@ -343,10 +342,9 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_RESULT_EXPIRES = 3600
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TIMEZONE = TIME_ZONE
-# Tests give a worker a private queue; everything else uses Celery's default.
+# Tests give a worker a private queue; everything else uses Celery's default. The dashboard
+# figures have their own; empty: the default's name + "-dashboards" (common/queues.py).
 CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_TASK_DEFAULT_QUEUE", "celery") or "celery"
-# The dashboard figures' own queue (a worker of its own: a refit never waits behind them);
-# empty: the default queue's name + "-dashboards" (common/queues.py).
 CELERY_DASHBOARD_QUEUE = env_str("CELERY_DASHBOARD_QUEUE", "")
 
 # --- Learning (refits) ------------------------------------------------------------------------
@@ -356,8 +354,7 @@ LEARNING_LEASE_SECONDS = env_int("LEARNING_LEASE_SECONDS", 30, minimum=2)
 LEARNING_SWEEP_SECONDS = env_int("LEARNING_SWEEP_SECONDS", 60, minimum=1)
 # A queued refit still not started this long after its due time counts as lost and is re-sent.
 LEARNING_LOST_AFTER_SECONDS = env_int("LEARNING_LOST_AFTER_SECONDS", 30, minimum=5)
-# A worker's caches for refits (learning/refits/cache.py): each study's judgments up to its last
-# refit and its last EXPLORE solutions. Losing them costs time (a full read, a cold fit), never data.
+# A worker's refit caches (learning/refits/cache.py): losing them costs time, never data.
 REFIT_CACHE_DIR = env_path("REFIT_CACHE_DIR", VAR_DIR / "refits")
 # BLAS threads per fit: one is fastest when a worker shares the cores with others.
 LEARNING_BLAS_THREADS = env_int("LEARNING_BLAS_THREADS", 1, minimum=1)
@@ -393,7 +390,6 @@ DASHBOARD_INLINE_MAX_JUDGMENTS = env_int("DASHBOARD_INLINE_MAX_JUDGMENTS", 5_000
 DASHBOARD_REFRESH_SECONDS = env_int("DASHBOARD_REFRESH_SECONDS", 30, minimum=1)
 
 # --- Logging ----------------------------------------------------------------------------------
-
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
