@@ -40,7 +40,7 @@ except ImportError:  # pragma: no cover - exercised where faiss is absent
 
 RERANK = 8  # extra distinct candidates per query beyond the k + 1 items needed
 QUERY_CHUNK = 4096
-FALLBACK_CHUNK = 256  # queries per float64 re-search (their distances to all distinct points)
+FALLBACK_CELLS = 4_000_000  # distances held at once by the float64 re-search (32 MB)
 U32 = 2.0**-24  # float32's unit roundoff
 U64 = 2.0**-53
 
@@ -144,8 +144,9 @@ def _exact_again(
     gamma = (centred.shape[1] + 2) * U64 / (1 - (centred.shape[1] + 2) * U64)
     items = np.empty((queries.size, width), dtype=np.int64)
     dists = np.empty((queries.size, width))
-    for start in range(0, queries.size, FALLBACK_CHUNK):
-        part = queries[start : start + FALLBACK_CHUNK]
+    step = max(1, FALLBACK_CELLS // centred.shape[0])
+    for start in range(0, queries.size, step):
+        part = queries[start : start + step]
         approx = norms[part, None] + norms[None, :] - 2.0 * (centred[part] @ centred.T)
         slack = 4 * gamma * (np.sqrt(norms[part]) + far) ** 2
         reach = (limit[start : start + part.size] * (1 + 1e-9)) ** 2 + slack
@@ -198,13 +199,17 @@ def knn(
         part = wanted[start : start + chunk]
         squared, found = search(points32[part], m)
         found = np.asarray(found, dtype=np.int64)
+        lost = (found < 0).any(axis=1)  # not expected (finite points): searched again below
+        found = np.where(found < 0, part[:, None], found)
         rows = np.repeat(np.arange(part.size), m)
         items, ds = _lists(dist, part, rows, found.ravel(), width)
+        ds[lost, -1] = np.inf  # re-searched without a limit
         lists[start : start + part.size], lists_d[start : start + part.size] = items, ds
         if m < u:  # some points were left out: is each list's end certain?
             sq_err, round_err = _float32_error(norms[part], float(norms.max()), x.shape[1])
             floor = np.sqrt(np.maximum(squared.max(axis=1) - sq_err, 0.0)) - round_err
-            failed.append(start + np.flatnonzero(~(floor > ds[:, -1] * (1 + 1e-9))))
+            lost |= ~(floor > ds[:, -1] * (1 + 1e-9))
+        failed.append(start + np.flatnonzero(lost))
         if progress is not None:
             progress(min(start + chunk, wanted.size) / wanted.size)
     redo = np.concatenate(failed) if failed else np.zeros(0, dtype=np.int64)
