@@ -40,6 +40,7 @@ except ImportError:  # pragma: no cover - exercised where faiss is absent
 
 RERANK = 8  # extra distinct candidates per query beyond the k + 1 items needed
 QUERY_CHUNK = 4096
+HASH_CHUNK = 65_536  # rows hashed or compared at once
 FALLBACK_CELLS = 4_000_000  # distances held at once by the float64 re-search (32 MB)
 U32 = 2.0**-24  # float32's unit roundoff
 U64 = 2.0**-53
@@ -92,13 +93,39 @@ class _Distinct:
 
     @classmethod
     def of(cls, x: np.ndarray) -> _Distinct:
+        """Rows grouped by their bits, in the order of their first appearance (so that points
+        all distinct keep ``x`` itself, no copy): a hash of each row's 64-bit words (exact
+        integer arithmetic), each group then checked word for word; on a collision, a sort of
+        the rows' bytes decides."""
         n, d = x.shape
-        raw = np.ascontiguousarray(x).view(np.dtype((np.void, 8 * d))).ravel()
-        _, first, inverse = np.unique(raw, return_index=True, return_inverse=True)
-        members = np.argsort(inverse, kind="stable")
+        words = x.view(np.uint64)
+        multipliers = np.random.default_rng(0).integers(1, 2**63, size=d, dtype=np.uint64) | 1
+        hashed = np.empty(n, dtype=np.uint64)
+        for start in range(0, n, HASH_CHUNK):
+            hashed[start : start + HASH_CHUNK] = (
+                words[start : start + HASH_CHUNK] * multipliers
+            ).sum(axis=1, dtype=np.uint64)
+        _, first, inverse = np.unique(hashed, return_index=True, return_inverse=True)
+        inverse = inverse.ravel()
+        collided = any(
+            not np.array_equal(
+                words[start : start + HASH_CHUNK], words[first[inverse[start : start + HASH_CHUNK]]]
+            )
+            for start in range(0, n, HASH_CHUNK)
+        )
+        if collided:  # pragma: no cover - two different rows with one hash
+            raw = x.view(np.dtype((np.void, 8 * d))).ravel()
+            _, first, inverse = np.unique(raw, return_index=True, return_inverse=True)
+            inverse = inverse.ravel()
+        order = np.argsort(first)  # by first appearance
+        rank = np.empty_like(order)
+        rank[order] = np.arange(order.size)
+        first, inverse = first[order], rank[inverse].astype(np.int64)
+        members = np.argsort(inverse, kind="stable").astype(np.int64)
         counts = np.bincount(inverse, minlength=first.size)
         starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-        return cls(x[first], inverse.ravel().astype(np.int64), members.astype(np.int64), starts)
+        rows = x if first.size == n else x[first]
+        return cls(rows, inverse, members, starts)
 
 
 def _lists(
@@ -135,10 +162,11 @@ def _float32_error(norms: np.ndarray, far: float, d: int) -> tuple[np.ndarray, n
 
 
 def _exact_again(
-    dist: _Distinct, centred: np.ndarray, queries: np.ndarray, limit: np.ndarray, width: int
+    dist: _Distinct, mean: np.ndarray, queries: np.ndarray, limit: np.ndarray, width: int
 ) -> tuple[np.ndarray, np.ndarray]:
     """The lists of ``queries`` from every distinct point within ``limit`` (an upper bound on
     each list's last distance), found with float64 BLAS and a bound on its error."""
+    centred = dist.rows - mean
     norms = np.einsum("ud,ud->u", centred, centred)
     far = float(np.sqrt(norms.max()))
     gamma = (centred.shape[1] + 2) * U64 / (1 - (centred.shape[1] + 2) * U64)
@@ -185,9 +213,13 @@ def knn(
     total = n if queries is None else min(n, int(queries))
     dist = _Distinct.of(x)
     wanted = np.unique(dist.inverse[:total])  # the distinct queries
-    centred = dist.rows - dist.rows.mean(axis=0)
-    norms = np.sqrt(np.einsum("ud,ud->u", centred, centred))
-    points32 = np.ascontiguousarray(centred, dtype=np.float32)
+    mean = dist.rows.mean(axis=0)
+    points32 = np.empty(dist.rows.shape, dtype=np.float32)  # centred, in chunks: no float64 copy
+    norms = np.empty(dist.rows.shape[0])
+    for start in range(0, norms.size, HASH_CHUNK):
+        centred = dist.rows[start : start + HASH_CHUNK] - mean
+        points32[start : start + HASH_CHUNK] = centred
+        norms[start : start + HASH_CHUNK] = np.sqrt(np.einsum("ud,ud->u", centred, centred))
     fast = faiss is not None if use_faiss is None else use_faiss
     search = (_candidates_faiss if fast else _candidates_sklearn)(points32, threads)
     u, width = dist.rows.shape[0], k + 1
@@ -215,7 +247,7 @@ def knn(
     redo = np.concatenate(failed) if failed else np.zeros(0, dtype=np.int64)
     if redo.size:
         lists[redo], lists_d[redo] = _exact_again(
-            dist, centred, wanted[redo], lists_d[redo, -1], width
+            dist, mean, wanted[redo], lists_d[redo, -1], width
         )
     if (lists < 0).any():  # pragma: no cover - a search that found too few
         raise RuntimeError("the neighbour search returned fewer than k neighbours")
