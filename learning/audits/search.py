@@ -81,6 +81,11 @@ def _candidates_sklearn(points32: np.ndarray, threads: int) -> Callable:
     return search
 
 
+def row_multipliers(d: int) -> np.ndarray:
+    """The odd 64-bit multipliers of a row's hash (fixed: the grouping is deterministic)."""
+    return np.random.default_rng(0).integers(1, 2**63, size=d, dtype=np.uint64) | np.uint64(1)
+
+
 @dataclass(frozen=True)
 class _Distinct:
     """The distinct rows of the points and who holds each: ``members[starts[u]:starts[u + 1]]``
@@ -99,7 +104,7 @@ class _Distinct:
         the rows' bytes decides."""
         n, d = x.shape
         words = x.view(np.uint64)
-        multipliers = np.random.default_rng(0).integers(1, 2**63, size=d, dtype=np.uint64) | 1
+        multipliers = row_multipliers(d)
         hashed = np.empty(n, dtype=np.uint64)
         for start in range(0, n, HASH_CHUNK):
             hashed[start : start + HASH_CHUNK] = (
@@ -113,7 +118,7 @@ class _Distinct:
             )
             for start in range(0, n, HASH_CHUNK)
         )
-        if collided:  # pragma: no cover - two different rows with one hash
+        if collided:  # two different rows with one hash
             raw = x.view(np.dtype((np.void, 8 * d))).ravel()
             _, first, inverse = np.unique(raw, return_index=True, return_inverse=True)
             inverse = inverse.ravel()

@@ -103,3 +103,27 @@ def test_far_from_the_origin_the_float32_error_bound_sends_lists_to_float64():
     ref_idx, ref_dist = brute_order(x, 5)
     np.testing.assert_array_equal(idx, ref_idx)
     np.testing.assert_array_equal(dist, ref_dist)
+
+
+def test_rows_whose_hashes_collide_are_still_told_apart():
+    """Two different rows built to share the grouping's hash: the word-for-word check notices,
+    and the search still gives the brute force's neighbours."""
+    m = [int(v) for v in search.row_multipliers(3)]
+    a = np.array([0.5, 1.5, -2.0])
+    words = [int(w) for w in a.view(np.uint64)]
+    shift = 1 << 40
+    words[0] = (words[0] + shift) % 2**64
+    words[1] = (words[1] - shift * m[0] * pow(m[1], -1, 2**64)) % 2**64
+    b = np.array(words, dtype=np.uint64).view(np.float64)
+    assert not np.array_equal(a, b)
+    assert np.isfinite(b).all()
+    hashed = [
+        sum(int(w) * f for w, f in zip(r.view(np.uint64), m, strict=True)) % 2**64 for r in (a, b)
+    ]
+    assert hashed[0] == hashed[1]
+    rng = np.random.default_rng(6)
+    x = np.vstack([a, b, a, rng.normal(size=(40, 3)), b, a])
+    idx, dist = search.knn(x, 4)
+    ref_idx, ref_dist = brute_order(x, 4)
+    np.testing.assert_array_equal(idx, ref_idx)
+    np.testing.assert_array_equal(dist, ref_dist)
