@@ -24,9 +24,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -57,8 +59,9 @@ def _django(scratch: Path, threads: int) -> None:
     call_command("migrate", verbosity=0)
 
 
-def adult(n: int | None, threads: int) -> list[dict]:
-    """The end-to-end Adult audits; a list of result rows."""
+def adult(n: int | None, threads: int, repeat: int = 1, check: bool = False) -> list[dict]:
+    """The end-to-end Adult audits, each model ``repeat`` times; a list of result rows (and,
+    with ``check``, a last row comparing the search with the brute force)."""
     scratch = Path(tempfile.mkdtemp(prefix="fm-audit-bench-"))
     _django(scratch, threads)
     import numpy as np
@@ -70,6 +73,7 @@ def adult(n: int | None, threads: int) -> list[dict]:
     from experiments.adult.measures import project_out
     from experiments.adult.scores import adult_score_files
     from learning.audits import run, services
+    from learning.core.audit import metric_factor
     from learning.versions import storage
     from spaces.records.create import record_space_create
 
@@ -95,8 +99,10 @@ def adult(n: int | None, threads: int) -> list[dict]:
     storage.version_publish(version_id=version.pk, user=None)
     user = get_user_model().objects.create_user("bench", is_staff=True)
     rows = []
-    for score_file in adult_score_files(space=space, folder=scratch / "scores"):
+    files = adult_score_files(space=space, folder=scratch / "scores")
+    for score_file, _ in [(f, r) for r in range(repeat) for f in files]:
         body = score_file.path.read_bytes()
+        load = os.getloadavg()[0]
         wall, cpu = time.perf_counter(), time.process_time()
         audit = services.audit_create(
             user=user,
@@ -105,7 +111,9 @@ def adult(n: int | None, threads: int) -> list[dict]:
             name=score_file.name,
         )
         request = time.perf_counter() - wall
+        run_cpu = time.process_time()
         assert run.audit_run(audit_id=audit.pk) == "done"
+        run_cpu = time.process_time() - run_cpu
         audit.refresh_from_db()
         summary = audit.summary
         rows.append(
@@ -123,10 +131,62 @@ def adult(n: int | None, threads: int) -> list[dict]:
                 "parts": summary["seconds"],
                 "wall": time.perf_counter() - wall,
                 "cpu": time.process_time() - cpu,
+                "run_cpu": run_cpu,
                 "search": summary["search"],
+                "load": load,
             }
         )
+    if check:
+        factor = metric_factor(sigma)
+        rows.append({"check": {"Σ": exact_check(vectors @ factor), "φ": exact_check(vectors)}})
     return rows
+
+
+def brute_knn(x, k: int) -> tuple:
+    """Each point's k nearest others by a brute force over every pair in float64 (the
+    search's distance formula), ties by index: in each row the points at most as far as the
+    k-th smallest distance, sorted by (distance, index)."""
+    import numpy as np
+
+    from learning.audits.search import pair_distances
+
+    n = x.shape[0]
+    everyone = np.arange(n)
+    idx, dist = np.empty((n, k), dtype=np.int64), np.empty((n, k))
+    for start in range(0, n, 16):
+        q = everyone[start : start + 16]
+        d = pair_distances(x, np.repeat(q, n), np.tile(everyone, q.size)).reshape(-1, n)
+        d[np.arange(q.size), q] = np.inf
+        kth = np.partition(d, k - 1, axis=1)[:, k - 1]
+        for r, i in enumerate(q):
+            near = np.flatnonzero(d[r] <= kth[r])
+            near = near[np.lexsort((near, d[r, near]))][:k]
+            idx[i], dist[i] = near, d[r, near]
+    return idx, dist
+
+
+def exact_check(x) -> dict:
+    """``search.knn`` against :func:`brute_knn` at k = 10: items whose neighbours (in order)
+    and distances (bit for bit) agree, and the brute force's CPU seconds."""
+    import numpy as np
+
+    from learning.audits import search
+
+    idx, dist = search.knn(x, 10)
+    cpu = time.process_time()
+    ref_idx, ref_dist = brute_knn(np.ascontiguousarray(x, dtype=np.float64), 10)
+    same = (idx == ref_idx).all(axis=1) & (dist == ref_dist).all(axis=1)
+    return {"items": len(x), "same": int(same.sum()), "cpu": time.process_time() - cpu}
+
+
+def _peak_mb() -> float:
+    """This process's peak resident memory (MB): the kernel's VmHWM (getrusage's ru_maxrss
+    would carry the parent's peak over into a child started by fork and exec)."""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def scale_one(n: int, threads: int, queries: int) -> dict:
@@ -137,7 +197,7 @@ def scale_one(n: int, threads: int, queries: int) -> dict:
     from learning.audits import search
 
     points = np.random.default_rng(0).normal(size=(n, 40))
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    before = _peak_mb()
     done = min(n, queries)
     wall, cpu = time.perf_counter(), time.process_time()
     search.knn(points, 10, threads=threads, queries=done)
@@ -146,8 +206,8 @@ def scale_one(n: int, threads: int, queries: int) -> dict:
         "queries": done,
         "wall": time.perf_counter() - wall,
         "cpu": time.process_time() - cpu,
-        "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-        "input_mb": before / 1024,
+        "peak_mb": _peak_mb(),
+        "input_mb": before,
     }
 
 
@@ -169,7 +229,7 @@ def figures_at(n: int) -> dict:
         "wall": time.perf_counter() - wall,
         "cpu": time.process_time() - cpu,
         "violating_pairs": len(pairs),
-        "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "peak_mb": _peak_mb(),
     }
 
 
@@ -208,6 +268,10 @@ def main() -> int:
     parser.add_argument("--queries", type=int, default=8_192, help="queries searched per size")
     parser.add_argument("--figures", type=int, default=1_000_000)
     parser.add_argument("--no-adult", action="store_true", help="only the scale part")
+    parser.add_argument("--repeat", type=int, default=1, help="audits per Adult model")
+    parser.add_argument(
+        "--check", action="store_true", help="compare the Adult searches with a brute force"
+    )
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -229,18 +293,34 @@ def _adult_table(args) -> None:
     print("\n## Adult, end to end (k = 10)\n")
     print(
         "| model | items | violation rate under Σ | Euclidean | worst 20 differ in sex | "
-        "request (s) | run wall (s) | run CPU (s) | search Σ / Euclidean / figures / store (s) |"
+        "load average | request (s) | run wall (s) | run CPU (s) | search, both (Σ / "
+        "Euclidean) / figures / store (s) |"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
-    for row in adult(2_000 if args.quick else None, args.threads):
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    rows = adult(2_000 if args.quick else None, args.threads, args.repeat, args.check)
+    audits = [row for row in rows if "model" in row]
+    for row in audits:
         p = row["parts"]
         print(
             f"| {row['model']} | {row['items']:,} | {_interval(row['rate'])} | "
-            f"{_interval(row['euclidean'])} | {row['worst_differ_in_sex']} | {row['request']:.2f} | "
-            f"{row['run']:.2f} | {row['cpu'] - row['request']:.2f} | {p['search_sigma']:.2f} / "
-            f"{p['search_euclidean']:.2f} / {p['figures']:.2f} / {p['store']:.2f} |"
+            f"{_interval(row['euclidean'])} | {row['worst_differ_in_sex']} | {row['load']:.1f} | "
+            f"{row['request']:.2f} | {row['run']:.2f} | {row['run_cpu']:.2f} | "
+            f"{p['search']:.2f} ({p['search_sigma']:.2f} / {p['search_euclidean']:.2f}) / "
+            f"{p['figures']:.2f} / {p['store']:.2f} |"
         )
-    print(f"\nsearch back-end: {row['search']}; Σ's rank {row['rank']}")
+    print(f"\nsearch back-end: {audits[-1]['search']}; Σ's rank {audits[-1]['rank']}")
+    for model in dict.fromkeys(row["model"] for row in audits):
+        runs = sorted(row["run"] for row in audits if row["model"] == model)
+        print(
+            f"{model}: run wall min {runs[0]:.2f} s, median {statistics.median(runs):.2f} s "
+            f"over {len(runs)}"
+        )
+    for row in rows:
+        for name, c in row.get("check", {}).items():
+            print(
+                f"exact check under {name}: {c['same']:,} of {c['items']:,} items have the brute "
+                f"force's neighbours and distances (brute force {c['cpu']:.1f} s CPU)"
+            )
 
 
 def _scale_tables(args) -> None:
