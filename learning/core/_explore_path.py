@@ -1,13 +1,10 @@
 """How EXPLORE chooses its penalty ``β`` and measures held-out fit: the validation folds, the
 path of penalties over them, the large-n floor, and the one-split search along a ray.
-
-``choose_alpha`` is the entry point (``EXPLORE.fit_differences`` calls it with the folds) and
-returns an ``AlphaChoice``. Its steps are module functions sharing one ``_Search`` (the folds'
-problems, the solver settings, and every fitted penalty's score): ``_fit_folds`` fits all folds
-at one penalty, ``_walk`` the k-fold path, ``_at_floor`` the large-n case, ``_ray_search`` the
-one split (reading the rays: ``_explore_ray``). The rules and their measurements are in
-``explore.py``'s module docstring ("regularisation", "held-out likelihood") and docs/core.md.
-"""
+``choose_alpha`` (called by ``EXPLORE.fit_differences``) returns an ``AlphaChoice``; its steps
+share one ``_Search`` (the folds' problems, solver settings, every fitted penalty's score):
+``_fit_folds`` (all folds at one penalty), ``_walk`` (k-fold path), ``_at_floor`` (large n),
+``_ray_search`` (one split; rays: ``_explore_ray``). Rules and measurements: ``explore.py``'s
+module docstring ("regularisation", "held-out likelihood") and docs/core.md."""
 
 from __future__ import annotations
 
@@ -308,20 +305,21 @@ def choose_alpha(
     init: str,
     random_state,
     fixed: float | None = None,
+    fold_priors: list | None = None,
 ) -> AlphaChoice:
     """The penalty by held-out likelihood on ``folds`` ((train rows, validation rows) pairs):
     a path over several folds, the floor when n ≫ d², rays on one split; with ``fixed`` only
-    that penalty is fitted on the folds (for its held-out figures). ``full``: the problem on
-    all pairs (its prior, rows and metric); ``second``: the second moment ``ZᵀZ/n``; ``tol``,
+    that penalty is fitted on the folds. ``full``: the problem on all pairs (its prior unless
+    ``fold_priors`` gives each fold's, rows, metric); ``second``: ``ZᵀZ/n``; ``tol``,
     ``max_iter``, ``init``, ``random_state``, ``precision``: the estimator's settings."""
     n = lab.size
     tol, max_iter = max(float(tol), PATH_TOL), min(int(max_iter), PATH_MAX_ITER)
-    parts = []
-    for tr, va in folds:
+    parts, priors = [], fold_priors or [full.prior] * len(folds)
+    for (tr, va), prior in zip(folds, priors, strict=True):
         zv = z[va]
         c_tr = (n * second - zv.T @ zv) / tr.size
         prob = Problem(
-            z, lab, full.prior, symmetrize(c_tr), precision, rows=tr, weights=wts, parent=full
+            z, lab, prior, symmetrize(c_tr), precision, rows=tr, weights=wts, parent=full
         )
         parts.append(_Fold(prob, zv, lab[va], wts[va], clip_spectrum(prob.target, cap)))
     r = max(f.problem.r for f in parts)
@@ -363,8 +361,7 @@ def choose_alpha(
         val_w = parts[0].wv
         path = sorted(ray_path.items())
         top = parts[0].problem.white_top(span_fit)
-        # held-out likelihood still rising at the end of the ray, beyond the PSD limit:
-        # the data (nearly) separate the labels
+        # held-out likelihood still rising at the ray's end, past the PSD limit: separation
         separated = bool(ray.s >= RAY_S_MAX * (1 - 1e-6) and top > SEPARATION_LEVEL)
         path_step = search.steps.get(b0)  # the fold fit at the first penalty
     else:
@@ -374,8 +371,11 @@ def choose_alpha(
         span_fit = symmetrize(score.sols[0])
         separated = _growth(search, best_b, floor) > FLOOR_GROWTH
         path_step = search.steps.get(best_b)
-    mean, interval = weighted_mean_ci(per_pair, val_w)
-    gains = paired_gains(per_pair, {k: np.concatenate(b) for k, b in baselines.items()}, val_w)
+    fits = None if ray is not None else [f.yv.size for f in parts]  # fits as random effects
+    mean, interval = weighted_mean_ci(per_pair, val_w, fits)
+    gains = paired_gains(
+        per_pair, {k: np.concatenate(b) for k, b in baselines.items()}, val_w, fits
+    )
     heldout_distances = np.full(n, np.nan)
     heldout_distances[np.concatenate([va for _, va in folds])] = distances
     warm = full.to_span(parts[0].problem.full(span_fit))

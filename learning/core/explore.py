@@ -59,12 +59,11 @@ The final fit uses all pairs at the chosen ``β`` (``alpha_``; ``alpha_path_`` l
 held-out loglik) tried), started from the validation fit or the prior, whichever has the better
 objective. A float ``alpha`` fixes ``β`` (0: plain MLE).
 
-Held-out likelihood. ``heldout_loglik_`` is the mean per-pair log-likelihood of the validation
-pairs under the fits that did not see them, at the chosen ``β``; ``heldout_loglik_ci_`` a 95 %
-interval (± 1.96 per-pair standard errors); ``heldout_n_`` the number of validation pairs;
-``heldout_distances_`` each validation pair's distance under that fit (NaN for pairs never
-held out: AUCs and other held-out scores need no second fit). It
-estimates how a fit on ~80 % of the data generalises (slightly pessimistic for the final fit).
+Held-out likelihood. ``heldout_loglik_``: the mean per-pair log-likelihood of the validation
+pairs under the fits that did not see them, at the chosen ``β``; ``heldout_loglik_ci_``: 95 %
+(± 1.96 standard errors: the pairs', and over several folds the fold fits' own spread as a random
+effect, ``_pairloss.weighted_mean_ci``); ``heldout_n_``; ``heldout_distances_`` per validation
+pair (NaN if never held out). It estimates how a fit on ~80 % of the data generalises.
 Two versions differ beyond noise when their intervals do not overlap (conservative).
 
 Safeguards. ``max_eigenvalue`` (default None) is an optional hard bound on the fitted part's
@@ -99,7 +98,7 @@ from scipy.special import expit
 from ._explore_path import N_FOLDS as N_FOLDS
 from ._explore_path import choose_alpha, stratified_folds
 from ._explore_problem import Problem, fit_warnings, second_moment
-from ._explore_start import final_start, resolve_prior
+from ._explore_start import final_start, fold_priors, resolve_prior
 from ._pairloss import pair_loglik, psd_quad_forms, quad_forms, weighted_mean
 from ._validation import (
     check_explore_params,
@@ -286,8 +285,10 @@ class EXPLORE:
         *,
         sample_weight: ArrayLike | None = None,
         validation: ArrayLike | None = None,
+        validation_priors: list | None = None,
     ) -> EXPLORE:
-        """Fit on difference vectors ``Z[i] = φ(x_i1) - φ(x_i2)`` (keywords: see ``fit``)."""
+        """Fit on differences ``Z[i] = φ(x_i1) - φ(x_i2)`` (keywords: ``fit``); ``validation_priors``:
+        one prior per ``validation`` fold for its fits (``_explore_start.fold_priors``)."""
         z = check_float_matrix(Z, "Z")
         lab = check_labels(y, z.shape[0])
         check_explore_params(self)
@@ -326,6 +327,7 @@ class EXPLORE:
                 init=self.init,
                 random_state=self.random_state,
                 fixed=None if self.alpha == "auto" else float(self.alpha),
+                fold_priors=fold_priors(validation_priors, validation, scale, d),
             )
         beta = choice.beta if self.alpha == "auto" else float(self.alpha)
         warm = (None, None) if choice is None else (choice.start, choice.warm_distances)

@@ -22,6 +22,7 @@ fitted on all observations. Storing the Sigma is :mod:`learning.versions.storage
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -203,13 +204,17 @@ def fit_explore(
     prior: np.ndarray | None = None,
     prior_name: str = "identity",
     weight_by_reliability: bool = False,
+    fold_prior=None,
 ) -> FitOutcome:
     """EXPLORE on all observations, with held-out diagnostics from the fits it makes anyway to
     choose its penalty (folds by pair hash, ``explore_folds``): log-likelihood with its 95 %
     interval and AUC of the held-out pairs, each scored by a fit that did not see it.
 
     ``prior``: the metric outside the span of the observed differences (the study's FACE Sigma
-    when it has one, else a scaled identity; docs/core.md).
+    when it has one, else a scaled identity; docs/core.md). ``fold_prior(keep)``: the prior
+    learned from the observations ``keep`` only, when ``prior`` was learned from them (FACE on
+    the pairs judged comparable): each validation fold's fits then shrink toward a prior that
+    never saw the pairs they are scored on.
 
     ``weight_by_reliability``: answers weighted by their annotator's estimated reliability
     (``learning.core.reliability``: flip rates by EM jointly with Sigma, EXPLORE on the soft
@@ -228,7 +233,12 @@ def fit_explore(
         "random_state": 0,
     }
     folds = explore_folds(pairs, x1.shape[1])
-    plain = EXPLORE(**params, prior=prior).fit(x1, x2, pairs.y, validation=folds)
+    fold_priors = None
+    if fold_prior is not None and folds is not None:
+        fold_priors = [fold_prior(folds != f) for f in np.unique(folds[folds >= 0])]
+    plain = EXPLORE(**params, prior=prior).fit_differences(
+        x1 - x2, pairs.y, validation=folds, validation_priors=fold_priors
+    )
     weighting = _weighting(pairs, weight_by_reliability)
     model = plain
     if weighting == "reliability":  # the EM reuses the plain fit and its penalty
@@ -331,6 +341,22 @@ def _fit_face(curated: list[np.ndarray], pair_rows: np.ndarray, read_vectors, k)
             "(k = d would remove every direction); lower it in the study's learning settings"
         )
     return FACE(n_components=k).fit(vectors, local)
+
+
+def face_prior(
+    pairs: PairData, groups: GroupSnapshot, read_vectors, *, k: int | None, keep: np.ndarray
+) -> np.ndarray:
+    """EXPLORE's prior from FACE: the curated groups and the pairs judged comparable among
+    ``keep`` (a fold's training part, for the fits that score the rest: issue 25). The identity
+    when FACE cannot be fitted there."""
+    rows = np.flatnonzero(keep & (pairs.y == 1))
+    pair_rows = np.stack([pairs.row_a[rows], pairs.row_b[rows]], axis=1)
+    try:
+        with warnings.catch_warnings():  # a fold's few pairs: FACE's rank notes are not news
+            warnings.simplefilter("ignore", UserWarning)
+            return _fit_face(list(groups.rows), pair_rows, read_vectors, k or "auto").sigma_
+    except (FitError, ValueError):  # nothing to learn from, or k too large for these groups
+        return np.eye(read_vectors(np.array([pairs.row_a[0]])).shape[1])
 
 
 def fit_face(

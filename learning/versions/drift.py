@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass, fields
 from functools import lru_cache
 
 import numpy as np
+from django.db.models import Count
 from scipy.stats import norm
 
 from annotation.models import Label, PairJudgment
@@ -102,6 +103,9 @@ class DriftCheck:
     limit: float | None = None  # flagged when z < -limit and z_constant < -limit
     constant: float | None = None  # the later answers under their own comparable rate
     z_constant: float | None = None
+    gain: float | None = None  # their gain over guessing the older version's comparable rate
+    promised_gain: float | None = None  # the older version's held-out gain over that constant
+    z_gain: float | None = None  # flagged when z_gain < -limit (older records: z and z_constant)
 
 
 def drift_limit(alarm_rate: float) -> float:
@@ -126,6 +130,27 @@ def _later_answers(before: MetricVersion, after: MetricVersion) -> tuple[np.ndar
     row_a, row_b, labels = zip(*rows, strict=True)
     space = after.study.space
     return space.vectors(row_a) - space.vectors(row_b), np.array([LABEL_Y[v] for v in labels])
+
+
+def _promise(before: MetricVersion) -> tuple[float, tuple[float, float], float] | None:
+    """The older version's held-out gain over the constant, its interval, and the comparable
+    rate of the answers it was fitted on (what that constant predicts); None without them."""
+    const = ((before.diagnostics or {}).get("heldout_baselines") or {}).get("constant") or {}
+    low, high = const.get("gain_ci") or (None, None)
+    if const.get("gain") is None or low is None or high is None:
+        return None
+    counts = dict(
+        PairJudgment.objects.filter(study_id=before.study_id, id__lte=before.judgment_watermark)
+        .exclude(annotator_id__in=(before.parameters or {}).get("excluded_annotators") or [])
+        .order_by()
+        .values_list("label")
+        .annotate(n=Count("id"))
+    )
+    total = sum(counts.values())
+    if not total:
+        return None
+    rate = sum(LABEL_Y[label] * n for label, n in counts.items()) / total
+    return float(const["gain"]), (float(low), float(high)), rate
 
 
 def _flip_rate(version: MetricVersion) -> float:
@@ -162,22 +187,39 @@ def drift_check(before: MetricVersion, after: MetricVersion, alarm_rate: float) 
             False, f"{y.size} answers since #{before.pk}; {CHECK_MIN_ANSWERS} are needed to judge"
         )
     found = answers_fit_change(
-        sigma_of(before), differences, y, expected, tuple(interval), _flip_rate(before)
+        sigma_of(before),
+        differences,
+        y,
+        expected,
+        tuple(interval),
+        _flip_rate(before),
+        promised=_promise(before),
     )
     limit = drift_limit(alarm_rate)
-    flagged = bool(found.z < -limit and found.z_constant < -limit)
     note = (
         f"the {found.answers} answers since #{before.pk} score {found.loglik:.3f} under it, "
-        f"where its held-out pairs promised {found.expected:.3f} (z = {found.z:.2f}) and "
+        f"where its held-out pairs promised {found.expected:.3f} (z = {found.z:.2f}); "
         f"guessing their comparable rate scores {found.constant:.3f} (z = "
-        f"{found.z_constant:.2f}); flagged when both fall below {-limit:.2f}"
+        f"{found.z_constant:.2f})"
     )
+    if found.z_gain is None:  # a version stored before its held-out gains: both must fall
+        flagged = bool(found.z < -limit and found.z_constant < -limit)
+        note += f"; flagged when both fall below {-limit:.2f}"
+    else:
+        flagged = bool(found.z_gain < -limit)
+        note += (
+            f"; they gain {found.gain:+.3f} per answer over its constant prediction, where it "
+            f"promised {found.promised_gain:+.3f} (z = {found.z_gain:.2f}); flagged below "
+            f"{-limit:.2f}"
+        )
+    gains = (found.gain, found.promised_gain, found.z_gain)
     return DriftCheck(
         flagged,
         note,
         int(found.answers),
         *(float(v) for v in (found.loglik, found.expected, found.z, limit)),
         *(float(v) for v in (found.constant, found.z_constant)),
+        *(None if v is None else float(v) for v in gains),
     )
 
 
