@@ -17,7 +17,8 @@ truth.
 Held-out log-likelihood (``EXPLORE.heldout_loglik_ci_``): pairs with differences ``z ~ N(0, I)``
 in d = 5, answers from the response model with a rank-2 truth Σ₀, EXPLORE with its defaults
 (penalty chosen by held-out likelihood on the same pairs; the interval from pairs whose penalty
-was chosen without them). The truth is the expected log-likelihood of a fresh pair under the
+was chosen without them, its standard error the pairs' plus, over five folds, the fold fits' own
+spread as a random effect). The truth is the expected log-likelihood of a fresh pair under the
 fitted Σ (400,000 fresh pairs).
 """
 
