@@ -90,14 +90,14 @@ def weat_coverage(reps: int, n_boot: int, truth_words: int, level: float = 0.95)
     return rows
 
 
-def heldout_coverage(cases: dict[int, int], truth_pairs: int) -> list[str]:
+def heldout_coverage(cases: dict[int, int], truth_pairs: int, seed: int = 1) -> list[str]:
     rng = np.random.default_rng(1)
     d = 5
     basis = np.linalg.qr(rng.normal(size=(d, 2)))[0]
     sigma0 = basis @ np.diag([0.6, 0.3]) @ basis.T
     rows = []
     for n, reps in cases.items():
-        rng = np.random.default_rng([1, n])  # each case its own stream (run alone: --pairs)
+        rng = np.random.default_rng([seed, n])  # each case its own stream (alone: --pairs)
         hits, truths = [0, 0, 0], []
         for rep in range(reps):
             z = rng.normal(size=(n, d))
@@ -119,18 +119,22 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="a few replicates (smoke test)")
     parser.add_argument("--part", choices=["all", "weat", "heldout"], default="all")
     parser.add_argument("--pairs", type=int, choices=list(PAIR_CASES), help="one held-out case")
+    parser.add_argument("--reps", type=int, help="held-out replicates (default: the case's)")
+    parser.add_argument("--seed", type=int, default=1, help="held-out streams (runs to pool)")
     args = parser.parse_args()
     started = time.perf_counter()
     weat_reps, n_boot = (20, 200) if args.quick else (2000, 500)
     cases = dict.fromkeys(list(PAIR_CASES)[:2], 4) if args.quick else dict(PAIR_CASES)
     if args.pairs:
         cases = {args.pairs: cases.get(args.pairs, 4)}
+    if args.reps:
+        cases = dict.fromkeys(cases, args.reps)
     truth = 20_000 if args.quick else TRUTH_WORDS
     print(HEADER)
     print("|---" * (HEADER.count("|") - 1) + "|")
     for row in weat_coverage(weat_reps, n_boot, truth) if args.part != "heldout" else []:
         print(row, flush=True)
-    for row in [] if args.part == "weat" else heldout_coverage(cases, truth):
+    for row in [] if args.part == "weat" else heldout_coverage(cases, truth, args.seed):
         print(row, flush=True)
     print(f"\n{time.perf_counter() - started:.0f} s")
 
