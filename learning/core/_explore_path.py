@@ -196,8 +196,7 @@ def _walk_down_from_top(search: _Search, lowest: float, *, inclusive: bool) -> f
 
 def _one_se(search: _Search, keep: np.ndarray | None = None) -> float:
     """The chosen penalty: the largest fitted (most shrinkage) whose held-out log-likelihood is
-    within one standard error (paired, per validation pair; ``keep``: only these pairs count)
-    of the best one's. On few pairs the best score is mostly noise; on many the rule is it."""
+    within one paired standard error of the best one's (``keep``: only these pairs count)."""
     betas = sorted(search.scores)
     w = next(iter(search.scores.values())).weights
     w = w if keep is None else w * keep
@@ -313,7 +312,7 @@ def choose_alpha(
     ``fold_priors`` gives each fold's, rows, metric); ``second``: ``ZᵀZ/n``; ``tol``,
     ``max_iter``, ``init``, ``random_state``, ``precision``: the estimator's settings."""
     n = lab.size
-    tol, max_iter = max(float(tol), PATH_TOL), min(int(max_iter), PATH_MAX_ITER)
+    path_tol, path_iter = max(float(tol), PATH_TOL), min(int(max_iter), PATH_MAX_ITER)
     parts, priors = [], fold_priors or [full.prior] * len(folds)
     for (tr, va), prior in zip(folds, priors, strict=True):
         zv = z[va]
@@ -327,8 +326,9 @@ def choose_alpha(
     floor = 1.0 / n
     large_n = n_tr >= LARGE_N_RATIO * r * (r + 1) / 2.0
     one_split = fixed is None and not large_n and len(parts) == 1  # the rays
-    if one_split:  # the ray's fold fit only places the ray (module docstring of explore.py)
-        max_iter = min(max_iter, RAY_MAX_ITER)
+    # large n (no path): fold fits converge as the final one does (held-out figures; core.md)
+    tol, max_iter = (tol, max_iter) if large_n else (path_tol, path_iter)
+    max_iter = min(max_iter, RAY_MAX_ITER) if one_split else max_iter
     search = _Search(parts, cap, tol, max_iter, last_step=[None] * len(parts))
     baselines = _baselines(parts, lab, wts, folds)
     val_w = np.concatenate([f.wv for f in parts])
