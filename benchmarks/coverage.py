@@ -1,7 +1,7 @@
 """Coverage of fairmetric's intervals against simulated truths: nominal level against measured
 coverage, with its Monte Carlo standard error, printed as markdown.
 
-    python benchmarks/coverage.py           # full (1,000 and 100 replicates; tens of minutes on a busy core)
+    python benchmarks/coverage.py           # full (2,000 WEAT replicates per case; 400, 400 and 100 held-out ones)
     python benchmarks/coverage.py --quick   # a few replicates (smoke test, seconds)
 
 WEAT effect size (``learning/core/weat.py``): target words drawn from two populations in
@@ -10,14 +10,15 @@ The truth is the population effect size ``(μ_X - μ_Y)/σ_pooled`` of the assoc
 ``s(w)``, where ``σ_pooled`` is the SD of the mixture of both populations in the proportions
 ``|X| : |Y|`` (what the sample statistic's SD of ``X ∪ Y`` estimates), computed from 400,000
 words per population. Each replicate draws the target sets anew and asks both intervals:
-``effect_size_ci`` (studentized bootstrap, the one the app shows) and ``bootstrap_effect_size_ci``
-(percentile, the former one). "below"/"above": replicates whose interval lies below/above the
+``effect_size_ci`` (the app's: studentized bootstrap on the within-set standardised gap, floored
+at Student's t, mapped to d) and ``bootstrap_effect_size_ci`` (percentile, the former one). "below"/"above": replicates whose interval lies below/above the
 truth.
 
 Held-out log-likelihood (``EXPLORE.heldout_loglik_ci_``): pairs with differences ``z ~ N(0, I)``
 in d = 5, answers from the response model with a rank-2 truth Σ₀, EXPLORE with its defaults
 (penalty chosen by held-out likelihood on the same pairs; the interval from pairs whose penalty
-was chosen without them). The truth is the expected log-likelihood of a fresh pair under the
+was chosen without them, its standard error the pairs' plus, over five folds, the fold fits' own
+spread as a random effect). The truth is the expected log-likelihood of a fresh pair under the
 fitted Σ (400,000 fresh pairs).
 """
 
@@ -45,7 +46,7 @@ HEADER = "| interval | case | truth | replicates | nominal | measured ± MC s.e.
 DIM = 10
 TRUTH_WORDS = 400_000
 WEAT_CASES = [(8, 0.0), (8, 1.0), (8, 3.1), (12, 1.0), (25, 0.0), (25, 1.0), (25, 3.1)]
-PAIR_CASES = [500, 2_000, 30_000]
+PAIR_CASES = {500: 400, 2_000: 400, 30_000: 100}  # pairs: replicates (a fit of 30,000: ~2 s)
 
 
 def _row(name: str, case: str, truth: float, hits: list[int], level: float) -> str:
@@ -89,13 +90,14 @@ def weat_coverage(reps: int, n_boot: int, truth_words: int, level: float = 0.95)
     return rows
 
 
-def heldout_coverage(reps: int, sizes: list[int], truth_pairs: int) -> list[str]:
+def heldout_coverage(cases: dict[int, int], truth_pairs: int, seed: int = 1) -> list[str]:
     rng = np.random.default_rng(1)
     d = 5
     basis = np.linalg.qr(rng.normal(size=(d, 2)))[0]
     sigma0 = basis @ np.diag([0.6, 0.3]) @ basis.T
     rows = []
-    for n in sizes:
+    for n, reps in cases.items():
+        rng = np.random.default_rng([seed, n])  # each case its own stream (alone: --pairs)
         hits, truths = [0, 0, 0], []
         for rep in range(reps):
             z = rng.normal(size=(n, d))
@@ -116,19 +118,23 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="a few replicates (smoke test)")
     parser.add_argument("--part", choices=["all", "weat", "heldout"], default="all")
+    parser.add_argument("--pairs", type=int, choices=list(PAIR_CASES), help="one held-out case")
+    parser.add_argument("--reps", type=int, help="held-out replicates (default: the case's)")
+    parser.add_argument("--seed", type=int, default=1, help="held-out streams (runs to pool)")
     args = parser.parse_args()
     started = time.perf_counter()
-    weat_reps, n_boot, pair_reps = (20, 200, 4) if args.quick else (1000, 500, 100)
+    weat_reps, n_boot = (20, 200) if args.quick else (2000, 500)
+    cases = dict.fromkeys(list(PAIR_CASES)[:2], 4) if args.quick else dict(PAIR_CASES)
+    if args.pairs:
+        cases = {args.pairs: cases.get(args.pairs, 4)}
+    if args.reps:
+        cases = dict.fromkeys(cases, args.reps)
     truth = 20_000 if args.quick else TRUTH_WORDS
     print(HEADER)
     print("|---" * (HEADER.count("|") - 1) + "|")
     for row in weat_coverage(weat_reps, n_boot, truth) if args.part != "heldout" else []:
         print(row, flush=True)
-    for row in (
-        []
-        if args.part == "weat"
-        else heldout_coverage(pair_reps, PAIR_CASES[:2] if args.quick else PAIR_CASES, truth)
-    ):
+    for row in [] if args.part == "weat" else heldout_coverage(cases, truth, args.seed):
         print(row, flush=True)
     print(f"\n{time.perf_counter() - started:.0f} s")
 

@@ -191,8 +191,7 @@ def _walk_down_from_top(search: _Search, lowest: float, *, inclusive: bool) -> f
 
 def _one_se(search: _Search, keep: np.ndarray | None = None) -> float:
     """The chosen penalty: the largest fitted (most shrinkage) whose held-out log-likelihood is
-    within one standard error (paired, per validation pair; ``keep``: only these pairs count)
-    of the best one's. On few pairs the best score is mostly noise; on many the rule is it."""
+    within one paired standard error of the best one's (``keep``: only these pairs count)."""
     betas = sorted(search.scores)
     w = next(iter(search.scores.values())).weights
     w = w if keep is None else w * keep
@@ -303,21 +302,20 @@ def choose_alpha(
     random_state,
     fixed: float | None = None,
     warm_folds: tuple | None = None,
+    fold_priors: list | None = None,
 ) -> AlphaChoice:
-    """The penalty by held-out likelihood on ``folds`` ((train rows, validation rows) pairs):
-    a path over several folds, the floor when n ≫ d², rays on one split; with ``fixed`` only
-    that penalty is fitted on the folds (for its held-out figures). ``full``: the problem on
-    all pairs (its prior, rows and metric); ``second``: the second moment ``ZᵀZ/n``; ``tol``,
-    ``max_iter``, ``init``, ``random_state``, ``precision``: the estimator's settings;
-    ``warm_folds``: a previous refit's ``fold_fits``, extra starts at the floor (large n)."""
+    """The penalty by held-out likelihood on ``folds`` ((train, validation) rows): a path over
+    several folds, the floor when n ≫ d², rays on one split; ``fixed``: only that penalty.
+    ``full``: the problem on all pairs (its prior unless ``fold_priors`` gives each fold's);
+    ``second``: ``ZᵀZ/n``; ``warm_folds``: a previous refit's ``fold_fits`` (floor starts)."""
     n = lab.size
     path_tol, path_iter = max(float(tol), PATH_TOL), min(int(max_iter), PATH_MAX_ITER)
-    parts = []
-    for tr, va in folds:
+    parts, priors = [], fold_priors or [full.prior] * len(folds)
+    for (tr, va), prior in zip(folds, priors, strict=True):
         zv = z[va]
         c_tr = (n * second - zv.T @ zv) / tr.size
         prob = Problem(
-            z, lab, full.prior, symmetrize(c_tr), precision, rows=tr, weights=wts, parent=full
+            z, lab, prior, symmetrize(c_tr), precision, rows=tr, weights=wts, parent=full
         )
         parts.append(_Fold(prob, zv, lab[va], wts[va], clip_spectrum(prob.target, cap)))
     r = max(f.problem.r for f in parts)
@@ -327,7 +325,7 @@ def choose_alpha(
     one_split = fixed is None and not large_n and len(parts) == 1  # the rays
     if one_split:  # the ray's fold fit only places the ray (module docstring of explore.py)
         path_iter = min(path_iter, RAY_MAX_ITER)
-    if fixed is None and large_n:  # the floor's fits are the held-out figures: converged
+    if large_n:  # no path: the floor's fold fits are the held-out figures, converged (core.md)
         path_tol, path_iter = min(float(tol), FLOOR_TOL), int(max_iter)
     search = _Search(parts, cap, path_tol, path_iter, last_step=[None] * len(parts))
     baselines = _baselines(parts, lab, wts, folds)
@@ -360,8 +358,7 @@ def choose_alpha(
         val_w = parts[0].wv
         path = sorted(ray_path.items())
         top = parts[0].problem.white_top(span_fit)
-        # held-out likelihood still rising at the end of the ray, beyond the PSD limit:
-        # the data (nearly) separate the labels
+        # held-out likelihood still rising at the ray's end, past the PSD limit: separation
         separated = bool(ray.s >= RAY_S_MAX * (1 - 1e-6) and top > SEPARATION_LEVEL)
         path_step = search.steps.get(b0)  # the fold fit at the first penalty
         fold_fits = (parts[0].problem.full(span_fit),)
@@ -373,8 +370,11 @@ def choose_alpha(
         separated = _growth(search, best_b, floor) > FLOOR_GROWTH
         path_step = search.steps.get(best_b)
         fold_fits = tuple(map(lambda f, s: f.problem.full(symmetrize(s)), parts, score.sols))
-    mean, interval = weighted_mean_ci(per_pair, val_w)
-    gains = paired_gains(per_pair, {k: np.concatenate(b) for k, b in baselines.items()}, val_w)
+    fits = None if ray is not None else [f.yv.size for f in parts]  # fits as random effects
+    mean, interval = weighted_mean_ci(per_pair, val_w, fits)
+    gains = paired_gains(
+        per_pair, {k: np.concatenate(b) for k, b in baselines.items()}, val_w, fits
+    )
     heldout_distances = np.full(n, np.nan)
     heldout_distances[np.concatenate([va for _, va in folds])] = distances
     warm = full.to_span(parts[0].problem.full(span_fit))

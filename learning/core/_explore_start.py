@@ -224,3 +224,22 @@ def start_strength(prob: Problem) -> float:
     signal = float(np.sum(gm * gm)) / 4.0
     noise = prob.r * (prob.r + 1) / 4.0 / n
     return PATH_START * 2.0 * noise / max(signal - noise, noise / 100.0)
+
+
+def fold_priors(priors: list | None, folds: list | None, scale: float, d: int) -> list | None:
+    """Each validation fold's own prior times ``scale`` (the prior's, chosen on all pairs), or
+    None. A prior learned from the pairs themselves (the app's FACE on the pairs judged
+    comparable) must not have seen the pairs a fold holds out: the held-out figures would score
+    a prior fitted to them (issue 25: +0.15 per pair promised over the constant, +0.00 found on
+    the next answers). Each must come from the pairs outside its fold."""
+    if priors is None:
+        return None
+    if folds is None or len(priors) != len(folds):
+        raise ValueError("validation_priors needs validation, with one prior per fold")
+    out = []
+    for prior in priors:
+        shape = validate_sigma(prior, name="validation prior")
+        if shape.shape != (d, d):
+            raise ValueError(f"a validation prior must be a ({d}, {d}) matrix, got {shape.shape}")
+        out.append(shape * scale)
+    return out

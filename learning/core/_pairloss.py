@@ -284,26 +284,56 @@ def weighted_mean(values: np.ndarray, w: np.ndarray) -> float:
     return float(np.dot(values, w) / np.sum(w))
 
 
-def weighted_mean_ci(values: np.ndarray, w: np.ndarray) -> tuple[float, tuple[float, float]]:
-    """Weighted mean and its 95 % interval (± 1.96 standard errors; equal weights: the usual)."""
-    mean = weighted_mean(values, w)
+def _se(values: np.ndarray, w: np.ndarray) -> float:
+    """Standard error of the weighted mean (equal weights: s/√m); inf below two values."""
     m = values.size
     if m < 2:
-        return mean, (-np.inf, np.inf)
+        return np.inf
     total = float(np.sum(w))
+    mean = float(np.dot(values, w) / total)
     var = float(np.dot(w, (values - mean) ** 2)) / total * m / (m - 1)
-    se = np.sqrt(var * float(np.dot(w, w))) / total
+    return float(np.sqrt(var * float(np.dot(w, w))) / total)
+
+
+def weighted_mean_ci(
+    values: np.ndarray, w: np.ndarray, folds: list[int] | None = None
+) -> tuple[float, tuple[float, float]]:
+    """Weighted mean and its 95 % interval (± 1.96 standard errors; equal weights: the usual).
+
+    ``folds``: the sizes of consecutive blocks of ``values`` that one fit each scored (held-out
+    folds). Each fold's fit is then a random effect: the variance of the fold means beyond
+    what their own pairs explain, ``τ² = max(0, var(m_k) − mean(se_k²))``, is added as
+    ``τ²/K`` (method of moments, one-way random effects). The figure estimates a fit's
+    expected score, and one fit's score varies with its training pairs too (measured in
+    ``benchmarks/coverage.py``: 93.5 % without this term at 500 pairs, 94.8 % with it)."""
+    mean = weighted_mean(values, w)
+    se = _se(values, w)
+    if folds is not None and len(folds) > 1 and np.isfinite(se):
+        cuts = np.cumsum(folds)[:-1]
+        parts = [
+            (v, u)
+            for v, u in zip(np.split(values, cuts), np.split(w, cuts), strict=True)
+            if u.sum() > 0
+        ]
+        means = np.array([weighted_mean(v, u) for v, u in parts])
+        own = np.array([_se(v, u) ** 2 for v, u in parts])
+        if len(parts) > 1 and np.all(np.isfinite(own)):
+            tau2 = max(0.0, float(np.var(means, ddof=1) - own.mean()))
+            se = float(np.sqrt(se * se + tau2 / len(parts)))
     return mean, (mean - 1.96 * se, mean + 1.96 * se)
 
 
-def paired_gains(per_pair: np.ndarray, baselines: dict, w: np.ndarray) -> dict:
+def paired_gains(
+    per_pair: np.ndarray, baselines: dict, w: np.ndarray, folds: list[int] | None = None
+) -> dict:
     """For each named baseline (per-pair log-likelihoods on the same held-out pairs as
     ``per_pair``, weights ``w``): its weighted mean log-likelihood, and the fit's mean gain over
     it per pair with a 95 % interval (paired: the same pairs score both, so the interval is
-    that of the differences, much narrower than either figure's own)."""
+    that of the differences, much narrower than either figure's own; ``folds``: as in
+    ``weighted_mean_ci``)."""
     out = {}
     for name, base in baselines.items():
-        gain, gain_ci = weighted_mean_ci(per_pair - base, w)
+        gain, gain_ci = weighted_mean_ci(per_pair - base, w, folds)
         out[name] = {"loglik": weighted_mean(base, w), "gain": gain, "gain_ci": gain_ci}
     return out
 

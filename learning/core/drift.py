@@ -31,11 +31,17 @@ with guessing their own comparable rate: a version whose held-out figure flatter
 answers; issue 25) falls short of its promise on any later answers, but a version that learned
 the annotators' rule does not predict their later answers worse than guessing unless the rule
 changed.
+``z_gain``, the sharper test the app flags by: the later answers' gain over guessing the older
+version's comparable rate, paired answer by answer, against the gain its held-out pairs promised
+over the same constant, ``(g_new − g_heldout) / √(se_new² + se_heldout²)``. The answers' label
+mix (how hard they are to guess) cancels. A version that learned a rule promises a gain; answers
+that follow another rule lose it, though they need not score worse than guessing (an unrelated
+rule leaves them near the constant, where ``z_constant`` has no power).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -153,6 +159,9 @@ class AnswersFit:
     z: float  # (loglik - expected) / combined standard error; negative: worse than promised
     constant: float = 0.0  # the same answers' mean log-likelihood under their own comparable rate
     z_constant: float = 0.0  # (loglik - constant) / its paired standard error; < 0: worse
+    gain: float | None = None  # mean gain per answer over guessing the older version's rate
+    promised_gain: float | None = None  # the older version's held-out gain over its constant
+    z_gain: float | None = None  # (gain - promised_gain) / combined standard error
 
 
 def answers_fit_change(
@@ -162,6 +171,7 @@ def answers_fit_change(
     expected: float,
     expected_ci: tuple[float, float],
     flip_rate: float = 0.0,
+    promised: tuple[float, tuple[float, float], float] | None = None,
 ) -> AnswersFit:
     """The module docstring's ``z`` for the later answers (``differences`` = x_a − x_b rows,
     ``y`` in [0, 1]) under ``sigma``, against the held-out figure ``expected`` and its 95 %
@@ -169,7 +179,12 @@ def answers_fit_change(
 
     ``flip_rate`` e: a Σ fitted jointly with the annotators' flip rates (``reliability.py``)
     predicts the true label, so an observed answer is scored under
-    ``P(y = 1) = e + (1 − 2e)·2σ(−zᵀΣz)``, as that fit modelled it; 0: EXPLORE's own model."""
+    ``P(y = 1) = e + (1 − 2e)·2σ(−zᵀΣz)``, as that fit modelled it; 0: EXPLORE's own model.
+
+    ``promised``: the older version's held-out gain over the constant prediction, its 95 %
+    interval, and the comparable rate that constant predicted (its training answers'). Then
+    ``z_gain`` compares the later answers' gain over that same rate, paired answer by answer,
+    with the promise (module docstring)."""
     z_rows = np.asarray(differences, dtype=np.float64)
     labels = np.asarray(y, dtype=np.float64)
     if labels.size < 2:
@@ -191,7 +206,7 @@ def answers_fit_change(
     gain = values - (labels * np.log(rate) + (1 - labels) * np.log1p(-rate))
     se_gain = float(gain.std(ddof=1)) / np.sqrt(gain.size)
     z_constant = float(gain.mean()) / se_gain if se_gain > 0 else 0.0
-    return AnswersFit(
+    found = AnswersFit(
         answers=int(values.size),
         loglik=mean,
         expected=float(expected),
@@ -199,3 +214,12 @@ def answers_fit_change(
         constant=mean - float(gain.mean()),
         z_constant=z_constant,
     )
+    if promised is None:
+        return found
+    promise, (low, high), old_rate = float(promised[0]), promised[1], float(promised[2])
+    old_rate = float(np.clip(old_rate, 1e-6, 1 - 1e-6))
+    gain = values - (labels * np.log(old_rate) + (1 - labels) * np.log1p(-old_rate))
+    se_old = (float(high) - float(low)) / (2 * 1.959964)
+    spread = float(np.hypot(gain.std(ddof=1) / np.sqrt(gain.size), se_old))
+    z_gain = (float(gain.mean()) - promise) / spread if spread > 0 else 0.0
+    return replace(found, gain=float(gain.mean()), promised_gain=promise, z_gain=float(z_gain))

@@ -60,12 +60,11 @@ held-out loglik) tried), started from the validation fit or the prior, whichever
 objective (``refit=False``: no final fit, ``sigma_`` is the validation fit, as when only the
 penalty and the held-out figures are wanted). A float ``alpha`` fixes ``β`` (0: plain MLE).
 
-Held-out likelihood. ``heldout_loglik_`` is the mean per-pair log-likelihood of the validation
-pairs under the fits that did not see them, at the chosen ``β``; ``heldout_loglik_ci_`` a 95 %
-interval (± 1.96 per-pair standard errors); ``heldout_n_`` the number of validation pairs;
-``heldout_distances_`` each validation pair's distance under that fit (NaN for pairs never
-held out: AUCs and other held-out scores need no second fit). It estimates how a fit on ~80 %
-of the data generalises (slightly pessimistic for the final fit).
+Held-out likelihood. ``heldout_loglik_``: the mean per-pair log-likelihood of the validation
+pairs under the fits that did not see them, at the chosen ``β``; ``heldout_loglik_ci_``: 95 %
+(± 1.96 standard errors: the pairs', and over several folds the fold fits' own spread as a random
+effect, ``_pairloss.weighted_mean_ci``); ``heldout_n_``; ``heldout_distances_`` per validation
+pair (NaN if never held out). It estimates how a fit on ~80 % of the data generalises.
 Two versions differ beyond noise when their intervals do not overlap (conservative).
 
 Safeguards. ``max_eigenvalue`` (default None) is an optional hard bound on the fitted part's
@@ -98,7 +97,7 @@ from scipy.special import expit
 from ._explore_path import choose_alpha
 from ._explore_problem import Problem, fit_warnings, second_moment
 from ._explore_solver import SolverResult
-from ._explore_start import ExploreWarm, final_start, resolve_prior, warm_in
+from ._explore_start import ExploreWarm, final_start, fold_priors, resolve_prior, warm_in
 from ._pairloss import pair_loglik, psd_quad_forms, quad_forms, weighted_mean
 from ._validation import N_FOLDS as N_FOLDS
 from ._validation import (
@@ -292,8 +291,10 @@ class EXPLORE:
         *,
         sample_weight: ArrayLike | None = None,
         validation: ArrayLike | None = None,
+        validation_priors: list | None = None,
     ) -> EXPLORE:
-        """Fit on difference vectors ``Z[i] = φ(x_i1) - φ(x_i2)`` (keywords: see ``fit``)."""
+        """Fit on differences ``Z[i] = φ(x_i1) - φ(x_i2)`` (keywords: ``fit``); ``validation_priors``:
+        one prior per ``validation`` fold for its fits (``_explore_start.fold_priors``)."""
         z = check_float_matrix(Z, "Z")
         lab = check_labels(y, z.shape[0])
         check_explore_params(self)
@@ -318,12 +319,12 @@ class EXPLORE:
         if self.alpha == "auto" or self.validate or validation is not None:
             kfold = kfold_validation(n, d)  # for EXPLORE's own folds
             folds = stratified_folds(lab, kfold) if validation is None else validation
-            fixed = None if self.alpha == "auto" else float(self.alpha)
-            warm_folds = getattr(self.warm_start, "folds", None)
             keys = ("precision", "tol", "max_iter", "init", "random_state")
             settings = {key: getattr(self, key) for key in keys}
-            args = (z, lab, wts, second, full, folds, cap)
-            choice = choose_alpha(*args, fixed=fixed, warm_folds=warm_folds, **settings)
+            settings["fixed"] = None if self.alpha == "auto" else float(self.alpha)
+            settings["warm_folds"] = getattr(self.warm_start, "folds", None)
+            settings["fold_priors"] = fold_priors(validation_priors, validation, scale, d)
+            choice = choose_alpha(z, lab, wts, second, full, folds, cap, **settings)
         beta = choice.beta if self.alpha == "auto" else float(self.alpha)
         if self.refit or choice is None:
             warm = (None, None) if choice is None else (choice.start, choice.warm_distances)

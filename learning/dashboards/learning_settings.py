@@ -54,10 +54,11 @@ class LearningSettingsForm(forms.ModelForm):
             "debounce_seconds": "A study is quiet when no answer came for this long; a burst "
             "is fitted once, this long after its last answer (plus the fit). 1–60; default 3.",
             "drift_alarm_rate": "A new EXPLORE version is flagged when the answers since the "
-            "previous (or published) version fit that version worse than its own held-out "
-            "pairs promised and worse than guessing their comparable rate, beyond chance. This is the share of versions flagged by chance "
-            "when the annotators' rule did not change: larger is more sensitive, with more "
-            "false alarms. Between 0.000001 and 0.2; default 0.001.",
+            "previous (or published) version gain less over guessing the comparable rate under "
+            "that version than its own held-out pairs promised, beyond chance. This is the "
+            "share of versions flagged by chance when the annotators' rule did not change: "
+            "larger is more sensitive, with more false alarms. Between 0.000001 and 0.2; "
+            "default 0.001.",
             "face_components": "How many sensitive directions FACE removes (the directions in "
             "which comparable items differ most). Empty: chosen from the data. Must be smaller "
             "than the space's dimension. Default 3.",

@@ -17,11 +17,12 @@ Diagnostics use validation folds by a hash of the *pair* (not of the judgment), 
 to a pair falls on the same side and held-out pairs are truly unseen: EXPLORE chooses its penalty
 on those folds and its fold fits give the held-out log-likelihood (with its interval) and AUC,
 so a refit costs the penalty choice plus one fit (``explore_folds``). The stored Sigma is
-fitted on all observations. Storing the Sigma is :mod:`learning.versions.storage`' job.
+fitted on all observations (stored by :mod:`learning.versions.storage`).
 """
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -168,10 +169,8 @@ def _auc(y: np.ndarray, score: np.ndarray) -> float | None:
 
 def finite(value) -> float | None:
     """A float for JSON, None when missing or not finite (JSON has no inf/nan)."""
-    if value is None:
-        return None
-    value = float(value)
-    return value if np.isfinite(value) else None
+    value = None if value is None else float(value)
+    return value if value is not None and np.isfinite(value) else None
 
 
 def _spectrum(sigma: np.ndarray) -> list[float]:
@@ -208,13 +207,16 @@ def fit_explore(
     prior_name: str = "identity",
     weight_by_reliability: bool = False,
     warm: WarmStart | None = None,
+    fold_prior=None,
 ) -> FitOutcome:
     """EXPLORE on all observations, with held-out diagnostics from the fits it makes anyway to
     choose its penalty (folds by pair hash, ``explore_folds``): log-likelihood with its 95 %
     interval and AUC of the held-out pairs, each scored by a fit that did not see it.
 
     ``prior``: the metric outside the span of the observed differences (the study's FACE Sigma
-    when it has one, else a scaled identity; docs/core.md).
+    when it has one, else a scaled identity; docs/core.md). ``fold_prior(keep)``: the prior from
+    the observations ``keep`` only, when ``prior`` was learned from them (FACE on the pairs judged
+    comparable): each fold's fits shrink toward a prior that never saw the pairs they score.
 
     ``weight_by_reliability``: answers weighted by their annotator's estimated reliability
     (``learning.core.reliability``: flip rates by EM jointly with Sigma, EXPLORE on the soft
@@ -223,8 +225,7 @@ def fit_explore(
     which weighting was used (``weighting``) and list each annotator's flip rate.
 
     ``warm``: the previous refit's ``FitOutcome.warm``: each fit starts from it when its
-    objective is better (the stopping rule is unchanged; ``diagnostics["warm_start"]`` says so).
-    """
+    objective is better (the same stopping rule; ``diagnostics["warm_start"]`` says so)."""
     shortfall = explore_shortfall_of(pairs.y)
     if not shortfall.ok:
         raise FitError(shortfall.message)
@@ -236,24 +237,21 @@ def fit_explore(
         "random_state": 0,
     }
     folds = explore_folds(pairs, z.shape[1])
+    fold_priors = None
+    if fold_prior is not None and folds is not None:
+        fold_priors = [fold_prior(folds != f) for f in np.unique(folds[folds >= 0])]
     weighting = _weighting(pairs, weight_by_reliability)
     # With the EM's previous solution to start from, the plain fit on all pairs would be used for
     # nothing: only its penalty choice and held-out figures (the fold fits) are needed.
     em_warm = None if warm is None or weighting != "reliability" else warm.reliability
     start = None if warm is None else warm.explore
     plain = EXPLORE(**params, prior=prior, warm_start=start, refit=em_warm is None)
-    plain.fit_differences(z, pairs.y, validation=folds)
+    plain.fit_differences(z, pairs.y, validation=folds, validation_priors=fold_priors)
     model, kept = plain, WarmStart(plain.warm_state_)
     if weighting == "reliability":  # the EM reuses the plain fit and its penalty
-        reliable = ReliableEXPLORE(explore_params=params | {"prior": prior}).fit_differences(
-            z,
-            pairs.y,
-            pairs.annotator,
-            pair=pairs.pair,
-            gold=pairs.gold,
-            plain=plain,
-            warm=em_warm,
-        )
+        extra = {"pair": pairs.pair, "gold": pairs.gold, "plain": plain, "warm": em_warm}
+        reliable = ReliableEXPLORE(explore_params=params | {"prior": prior})
+        reliable.fit_differences(z, pairs.y, pairs.annotator, **extra)
         model, kept = reliable.explore_, WarmStart(plain.warm_state_, reliable.warm_state_)
     diagnostics = {
         "loglik": finite(model.loglik_),
@@ -294,8 +292,7 @@ def fit_explore(
             "heldout_loglik_ci": [finite(v) for v in plain.heldout_loglik_ci_],
             "heldout_pairs": int(plain.heldout_n_),
             "heldout_folds": "pair hash" if folds is not None else "stratified",
-            # The folds are the penalty choice's, fitted without weighting.
-            "heldout_fit": "unweighted",
+            "heldout_fit": "unweighted",  # the folds are the penalty choice's, unweighted
             "heldout_auc": _auc(pairs.y[held], -distance),
             # Paired comparisons on the same held-out pairs (learning/evaluation/informative.py)
             "heldout_baselines": {
@@ -351,6 +348,22 @@ def _fit_face(curated: list[np.ndarray], pair_rows: np.ndarray, read_vectors, k)
             "(k = d would remove every direction); lower it in the study's learning settings"
         )
     return FACE(n_components=k).fit(vectors, local)
+
+
+def face_prior(
+    pairs: PairData, groups: GroupSnapshot, read_vectors, *, k: int | None, keep: np.ndarray
+) -> np.ndarray:
+    """EXPLORE's prior from FACE: the curated groups and the pairs judged comparable among
+    ``keep`` (a fold's training part, for the fits that score the rest: issue 25). The identity
+    when FACE cannot be fitted there."""
+    rows = np.flatnonzero(keep & (pairs.y == 1))
+    pair_rows = np.stack([pairs.row_a[rows], pairs.row_b[rows]], axis=1)
+    try:
+        with warnings.catch_warnings():  # a fold's few pairs: FACE's rank notes are not news
+            warnings.simplefilter("ignore", UserWarning)
+            return _fit_face(list(groups.rows), pair_rows, read_vectors, k or "auto").sigma_
+    except (FitError, ValueError):  # nothing to learn from, or k too large for these groups
+        return np.eye(read_vectors(np.array([pairs.row_a[0]])).shape[1])
 
 
 def fit_face(

@@ -13,6 +13,7 @@ from learning.core.weat import (
     WeatSpec,
     _effect_sizes,
     _jackknife_se,
+    _within_gap,
     association_scores,
     bootstrap_effect_size_ci,
     effect_size_ci,
@@ -227,17 +228,31 @@ def test_sampled_p_value_is_never_zero_and_uses_the_plus_one_correction():
     assert exact.p_value == 2.0 / 252.0  # observed partition and its mirror, no correction
 
 
-def test_studentized_interval_uses_the_jackknife_error_of_a_direct_loop():
+def test_studentized_interval_uses_the_jackknife_error_of_a_direct_loop_on_delta():
     rng = np.random.default_rng(6)
     X, Y = rng.standard_normal((9, 4)) + 0.6, rng.standard_normal((11, 4))
     A, B = rng.standard_normal((6, 4)) + 0.5, rng.standard_normal((6, 4))
     s_x, s_y = association_scores(X, Y, A, B, None)
-    loo = [weat(np.delete(X, i, 0), Y, A, B, n_permutations=1).effect_size for i in range(9)]
-    loo += [weat(X, np.delete(Y, i, 0), A, B, n_permutations=1).effect_size for i in range(11)]
+
+    def gap(sx, sy):  # δ: the gap in pooled within-set SDs, written out
+        within = (np.sum((sx - sx.mean()) ** 2) + np.sum((sy - sy.mean()) ** 2)) / (
+            sx.size + sy.size - 2
+        )
+        return (sx.mean() - sy.mean()) / np.sqrt(within)
+
+    assert_allclose(_within_gap(s_x, s_y), gap(s_x, s_y), rtol=1e-12)
+    loo = [gap(np.delete(s_x, i), s_y) for i in range(9)]
+    loo += [gap(s_x, np.delete(s_y, i)) for i in range(11)]
     loo = np.array(loo)
     direct = np.sqrt(19 / 20 * np.sum((loo - loo.mean()) ** 2))
     assert_allclose(_jackknife_se(s_x, s_y), direct, rtol=1e-10)
     assert_allclose(_effect_sizes(s_x, s_y), weat(X, Y, A, B).effect_size)
     ci = effect_size_ci(X, Y, A, B, n_boot=500, random_state=3)
     assert ci.low <= ci.estimate <= ci.high
+    # never narrower than Student's t on δ (18 degrees of freedom), mapped to the effect size
+    p, se = 9 / 20, _jackknife_se(s_x, s_y)
+    t_ends = gap(s_x, s_y) + np.array([-1, 1]) * 2.100922 * se
+    mapped = t_ends / np.sqrt(1 + p * (1 - p) * t_ends**2)
+    assert ci.low <= mapped[0] + 1e-9
+    assert ci.high >= mapped[1] - 1e-9
     assert ci == effect_size_ci(X, Y, A, B, n_boot=500, random_state=3)

@@ -3,8 +3,9 @@ records, 61 features of φ), simulated annotators who follow a fixed rule (credi
 duration matter, sex does not) with 10 % of answers flipped, 20 answers at a time through the
 refit service up to 200. Every version the app offers as the study's current metric scores on
 20,000 fresh pairs from the same rule at least as well as the constant prediction (the observed
-comparable rate) within 0.01; the version at 200 answers beats it clearly. Versions that do not
-are stored and say they are not yet informative."""
+comparable rate) within 0.01; the current version at 200 answers beats it clearly; the latest
+EXPLORE version's held-out gain interval holds its gain on the fresh pairs. Versions that are
+not informative are stored and say why."""
 
 from __future__ import annotations
 
@@ -108,10 +109,18 @@ def test_every_current_version_is_never_worse_than_the_constant(credit_study, de
             assert score >= constant - TOLERANCE, report
         else:
             report.append((*line, None))
-    # the version at 200 answers is informative, current, and clearly beats the constant
-    assert latest.informative, latest.diagnostics.get("informative")
-    assert current == latest, report
+    # the current version at 200 answers clearly beats the constant
     assert report[-1][-1] > report[-1][1] + 0.02, report
+    # the latest EXPLORE version's held-out gain over the constant is honest: its interval
+    # holds what 20,000 fresh pairs find (before issue 25's fold priors, a FACE prior fitted on
+    # the held-out pairs themselves made it promise several times more); current when it is
+    # informative
+    gain = _version_loglik(latest, fresh_z, fresh_y, train_z, train_y) - report[-1][1]
+    low, high = latest.diagnostics["heldout_baselines"]["constant"]["gain_ci"]
+    assert low <= gain <= high, (low, gain, high)
+    assert gain > 0.0, report
+    if latest.informative:
+        assert current == latest, report
     # a version that is not informative says why, with its figures
     for version in MetricVersion.objects.filter(study=study, method="explore", informative=False):
         assert version.diagnostics["informative"]["missing"]
