@@ -18,6 +18,7 @@ from annotation.models import GoldPair, Membership, PairJudgment
 from annotation.review import services as review
 from learning.models import MetricVersion
 from learning.refits import cache, fitting, service, snapshots
+from learning.versions import selectors
 
 from .helpers import add_simulated, admin_of
 
@@ -136,15 +137,19 @@ def _cold(study, version: MetricVersion) -> fitting.FitOutcome:
         study_id=study.pk, watermark=version.judgment_watermark, excluded_annotators=[]
     )
     pairs = fitting.pair_data(snapshot, policy="all", validation_share=0.2)
-    prior, name = service._explore_prior(study)
+    learning = selectors.learning_settings_get(study_id=study.pk)
+    groups = snapshots.group_snapshot(study_id=study.pk, excluded_annotators=[])
+    read = study.space.vectors
+    prior, name, fold_prior = service._explore_prior(study, learning, pairs, groups, read)
     assert name == version.parameters["prior"]
     return fitting.fit_explore(
         pairs,
-        study.space.vectors,
+        read,
         max_eigenvalue=None,
         prior=prior,
         prior_name=name,
         weight_by_reliability=True,
+        fold_prior=fold_prior,
     )
 
 

@@ -7,11 +7,12 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from annotation.models import PairJudgment
+from annotation.models import Membership, PairJudgment
 from learning.models import MetricVersion, StudyLearningSettings
 from learning.refits import scheduling, service, snapshots
 from learning.versions import selectors
@@ -48,6 +49,10 @@ def test_new_answers_give_new_versions_whose_parent_is_the_previous_ready_one(wo
 def test_snapshot_queries_do_not_grow_with_the_number_of_judgments(world):
     _, _, study, users = world
     add_simulated(world, 200)
+    service.refit_study(study_id=study.pk)  # the versions the next two refits compare with
+    later = get_user_model().objects.create_user("later")
+    Membership.objects.create(user=later, study=study)
+    add_simulated(world, 50, seed=2, annotator=later)
     with CaptureQueriesContext(connection) as small:
         service.refit_study(study_id=study.pk)
     add_simulated(world, 1500, seed=3, annotator=users[1])
