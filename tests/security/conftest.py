@@ -78,8 +78,7 @@ class World:
 
 
 @pytest.fixture(autouse=True)
-def _fast_passwords_and_fresh_pools(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+def _fresh_pools():
     pool_cache_clear()
     yield
     pool_cache_clear()
