@@ -53,11 +53,10 @@ lint: install
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
 
-# PYTEST_WORKERS=2 runs the tests in two processes (pytest-xdist; each its own test database,
-# Redis databases and VAR_DIR: tests/parallel.py; the browser tests on one): 20 min on two
-# cores against 34 in one. One process by default until the parallel run has been shown to be
-# stable (its one failure, a candidate pair dropped by label.js under load, is fixed).
-PYTEST_WORKERS ?= 0
+# The tests run in two processes by default (pytest-xdist; each its own test database, Redis
+# databases and VAR_DIR: tests/parallel.py; the browser tests all on one: tests/conftest.py);
+# PYTEST_WORKERS=0 runs them in one. Times on this 2-core machine: README, "Tests and CI".
+PYTEST_WORKERS ?= 2
 pytest: install
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 

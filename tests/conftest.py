@@ -145,6 +145,14 @@ def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix) -
 
 
 @pytest.fixture(autouse=True)
+def _fast_passwords(settings) -> None:
+    """MD5 for the tests' passwords: the production hasher (PBKDF2, ~0.3-0.6 s a password on
+    these cores) made every user a test creates and every login cost that much again. A test
+    about the hasher's work sets its own (tests/security/test_setup_races.py)."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture(autouse=True)
 def _private_cache(settings, tmp_path) -> None:
     """Each test gets an empty cache of its own (rate-limit counters must not leak between
     tests, nor into a shared Redis or VAR_DIR; nor refit caches), and no judgment rate limit:

@@ -16,7 +16,8 @@ from spaces.models import EmbeddingSpace, Item, Tag
 
 from .celery_support import app_pointed_at
 
-pytestmark = pytest.mark.slow
+# One xdist worker for the module: its fixture loads the demo (~40 s), once, not once a worker.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("demo")]
 
 
 @pytest.fixture(scope="module")

@@ -23,11 +23,6 @@ DIM = 5
 
 
 @pytest.fixture(autouse=True)
-def fast_passwords(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
-@pytest.fixture(autouse=True)
 def empty_cache():
     """Dashboards are cached per study and watermark; ids repeat across tests."""
     from django.core.cache import cache

@@ -68,7 +68,6 @@ def _answer(client: Client, study, pair: dict, client_id: str):
 
 @pytest.fixture
 def labelling(settings, media_root, private_redis):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     settings.CACHES = _redis_cache(private_redis.url)
     settings.CELERY_BROKER_URL = private_redis.url
     study = make_study(space=make_space())

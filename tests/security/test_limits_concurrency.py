@@ -102,8 +102,7 @@ def server(transactional_db):
 
 
 @pytest.fixture
-def space(settings, media_root):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+def space(media_root):
     return make_space(n_words=80)
 
 

@@ -19,11 +19,6 @@ Role = Membership.Role
 TWINS = 40
 
 
-@pytest.fixture(autouse=True)
-def fast_passwords(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 def people(users: dict, study) -> dict:
     users = dict(users)
     users["annotator"] = make_user("ann", study=study, role=Role.ANNOTATOR)
