@@ -47,14 +47,21 @@ def _next_pair_data(request, study: Study, held_pairs=None, answered=()) -> dict
         held_pairs = _held_pairs(request)
     pair = None
     if study.stop_at_target and selectors.progress_for(study=study, user=request.user).complete:
-        return {"done": True, "complete": True, "left": None, "right": None}
+        return {"done": True, "complete": True, "left": None, "right": None, "order": None}
     if study.is_active and study.mode != Study.Mode.GROUPS:  # else it takes no pairs
         pair = pair_queue.pair_take(
             study=study, user=request.user, exclude=[*held_pairs, *answered]
         )
     if pair is None:
-        return {"done": True, "complete": False, "left": None, "right": None}
-    return {"done": False, "complete": False, "left": pair.left, "right": pair.right}
+        return {"done": True, "complete": False, "left": None, "right": None, "order": None}
+    order = list(pair.order)
+    return {
+        "done": False,
+        "complete": False,
+        "left": pair.left,
+        "right": pair.right,
+        "order": order,
+    }
 
 
 class NextPairView(AnnotationAPIView):

@@ -29,7 +29,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import secrets
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, replace
 
 from django.conf import settings
 from django.core.cache import cache
@@ -52,6 +53,9 @@ class QueuedPair:
     left: dict  # ItemSerializer data, as shown
     right: dict
     reason: str
+    # (the queue's creation in ms, the place in it): the order the sampler chose, which answers
+    # in flight together may reverse on the way; the page shows the lower first (label.js).
+    order: tuple[int, int] = (0, 0)
 
 
 def _key(study_id: int, user_id: int) -> str:
@@ -138,13 +142,13 @@ def pair_take(*, study: Study, user, exclude=()) -> QueuedPair | None:
                     break
                 entry = queued["entries"][taken - 1]
                 if entry.pair not in held and _still_open(study, user, entry):
-                    return entry
+                    return replace(entry, order=(queued.get("created", 0), taken))
     except ValueError:
         pass
     except Exception:  # noqa: BLE001 - a down cache: one sampler run, as before the queue
         logger.warning("cache unreachable: the next pair is chosen per request")
         pair = next_pair(study=study, user=user, exclude=list(held))
-        return _entry(pair) if pair is not None else None
+        return replace(_entry(pair), order=(_now_ms(), 0)) if pair is not None else None
     return _refill(study=study, user=user, held=held, stamp=stamp)
 
 
@@ -154,12 +158,17 @@ def _refill(*, study: Study, user, held: set, stamp: str) -> QueuedPair | None:
     entries = [_entry(p) for p in next_pairs(study=study, user=user, k=size, exclude=list(held))]
     if not entries:
         return None
-    generation = secrets.token_hex(6)
+    generation, created = secrets.token_hex(6), _now_ms()
     queued = {"generation": generation, "stamp": stamp, "metric": metric, "entries": entries}
+    queued["created"] = created
     with contextlib.suppress(Exception):  # a down cache: this request still gets its pair
         cache.set(_pos_key(study.pk, user.pk, generation), 1, QUEUE_SECONDS)
         cache.set(_key(study.pk, user.pk), queued, QUEUE_SECONDS)
-    return entries[0]
+    return replace(entries[0], order=(created, 1))
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
 
 
 def forget(*, study_id: int, user_id: int) -> None:

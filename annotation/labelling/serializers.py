@@ -41,6 +41,13 @@ class NextPairSerializer(serializers.Serializer):
     )
     left = ItemSerializer(allow_null=True)
     right = ItemSerializer(allow_null=True)
+    order = serializers.ListField(
+        child=serializers.IntegerField(),
+        allow_null=True,
+        help_text="Where the pair stands in the order the server hands pairs out (two integers, "
+        "compared in turn): pairs from requests in flight together may arrive in another order; "
+        "show the lower first (asked pairs come before the strategy's).",
+    )
 
 
 class JudgmentCreateSerializer(serializers.Serializer):

@@ -304,6 +304,13 @@
   // --- Pairs ------------------------------------------------------------------------------------
 
   const pairKey = (a, b) => (a < b ? `${a}-${b}` : `${b}-${a}`);
+  // Whether server order `a` comes before `b` (arrays of integers, compared in turn).
+  function before(a, b) {
+    for (let i = 0; i < Math.min(a.length, b.length); i += 1) {
+      if (a[i] !== b[i]) return a[i] < b[i];
+    }
+    return a.length < b.length;
+  }
 
   function heldKeys() {
     const held = [];
@@ -344,7 +351,11 @@
       // a refill — was never shown; a candidate pair was lost that way under load. The queue
       // stays near QUEUE_DEPTH: refill() asks only when it runs short.
       if (!heldKeys().includes(key)) {
-        queue.push({ left: data.left, right: data.right });
+        // In the server's order (`order`): answers in flight together may bring their next
+        // pairs back reversed, and an asked pair must not wait behind the strategy's.
+        const pair = { left: data.left, right: data.right, order: data.order || null };
+        const later = pair.order ? queue.findIndex((p) => p.order && before(pair.order, p.order)) : -1;
+        queue.splice(later < 0 ? queue.length : later, 0, pair);
         accepted = true;
       }
     }

@@ -88,6 +88,7 @@ def test_next_pair_says_done_when_everything_is_answered(study, annotator, items
         "complete": False,
         "left": None,
         "right": None,
+        "order": None,
     }
 
 
@@ -133,6 +134,7 @@ def test_post_with_next_answers_the_next_pair_never_the_stored_or_held_ones(
         "complete": False,
         "left": None,
         "right": None,
+        "order": None,
     }
 
 
