@@ -205,7 +205,7 @@ def _copy_judgments(study_id: int, columns: dict) -> None:
 
 def _app_stages(study_id: int) -> list[tuple[str, float, float]]:
     from annotation.models import Study
-    from learning.dashboards import agreement, figures
+    from learning.dashboards import figures, tallies
     from learning.exports import formats
     from learning.models import StudyLearningSettings
     from learning.refits import fitting, service, snapshots
@@ -238,7 +238,7 @@ def _app_stages(study_id: int) -> list[tuple[str, float, float]]:
         ),
         ("whole refit (service: both, stored, evaluated)", lambda: _refit(service, study_id)),
         ("dashboard figures (worker task)", lambda: figures.study_dashboard(study)),
-        ("  of which agreement (κ, α, majority)", lambda: agreement.study_agreement(study_id)),
+        ("  of which agreement (κ, α, majority)", lambda: tallies.study_agreement(study_id)),
         ("judgments.csv export, streamed", lambda: _export(formats, study)),
     ]
     for name, stage in stages:

@@ -1,42 +1,34 @@
-"""Inter-annotator agreement of a study from one read of its answers, whatever its size.
+"""Inter-annotator agreement of a study's answers as integer tallies that new answers extend.
 
-The answers by people (``source=annotated``) cross into numpy once, as six integer columns —
-annotator, item a, item b, label code (LabelCode order), elapsed ms, gold — through PostgreSQL's
-binary ``COPY`` (74-byte rows parsed by one ``np.frombuffer``; other databases fetch the rows).
-numpy then gives each annotator's median time per answer (gold answers included) and, gold
-answers excluded, groups them by pair (one sort) to compute:
+The answers by people (gold answers excluded) are kept sorted by pair — the pair as one int64
+key, item a · 2³² + item b — with their annotator and label code (LabelCode order). From them:
 
-* per pair answered by two or more people, how many answers it got of each label: its row of
-  ``value_counts``, which is all Krippendorff's α needs (nominal; computed as the
-  ``krippendorff`` package computes it, tested equal);
-* for every answer, the leave-one-out majority of its pair (the most frequent label among the
-  *other* answers; none on a tie) — per annotator, how many answers had one and agreed with it;
-* per (annotator, annotator) the confusion matrix over the pairs both answered, from which
-  Cohen's κ is computed as scikit-learn's ``cohen_kappa_score`` computes it from the label
-  vectors (tested equal).
+* per pair, how many answers it got of each label: the pairs answered two or more times are
+  Krippendorff's α's ``value_counts`` (nominal; computed as the ``krippendorff`` package
+  computes it, tested equal);
+* per annotator, their answers to such pairs, how many of them had a leave-one-out majority
+  (the most frequent label among the *other* answers to the pair; none on a tie) and how many
+  agreed with it;
+* per (annotator, annotator, label, label), on how many pairs the two answered those labels:
+  the confusion matrices from which Cohen's κ is computed as scikit-learn's
+  ``cohen_kappa_score`` computes it from the label vectors (tested equal).
 
-At a million answers this replaced two self-joins on the pair (8.5 and 5.4 s on the loaded
-2-core machine, 14 s together) by one scan and a sort (docs/dashboards.md, docs/scaling.md).
+All three are sums over pairs, so new answers change only their own pairs' terms:
+``extend_pairs`` takes the old tallies of the pairs they touch out and puts the new ones in,
+and gives arrays equal, element for element, to ``pair_tallies`` of all the answers at once
+(tested) — the figures after a burst of answers cost in proportion to the burst
+(``learning/dashboards/tallies.py`` keeps them per study). ``durations_medians``: each
+annotator's median time per answer from their times kept sorted.
 """
 
 from __future__ import annotations
 
-import io
 from dataclasses import dataclass, field
 
 import numpy as np
-from django.db import connection
 
-from annotation.models import Label, LabelCode, PairJudgment, Source
-
-LABELS = sorted(Label, key=LabelCode.of)  # index = LabelCode
-CODE = {label.value: int(LabelCode.of(label)) for label in LABELS}
 MIN_KAPPA_OVERLAP = 5  # shared pairs below which κ of two annotators is not reported
-COLUMNS = 6  # annotator, item a, item b, label code, elapsed ms (-1: not timed), gold (0/1)
-_COPY_HEADER = 19  # PGCOPY signature (11), flags (4), header extension length (4)
-_ROW = np.dtype(
-    [("n", ">i2")] + [(f"f{i}", [("len", ">i4"), ("v", ">i8")]) for i in range(COLUMNS)]
-)
+KEY_LIMIT = 2**31  # item ids, annotator ids and milliseconds packed into int64 keys stay below
 
 
 @dataclass
@@ -50,87 +42,54 @@ class Agreement:
     medians: dict[int, tuple[float, int]] = field(default_factory=dict)  # ms, timed answers
 
 
-def answers_query(study_id: int) -> tuple[str, list]:
-    """SQL and parameters of the rows (see COLUMNS), all bigint, gold answers included."""
-    table = connection.ops.quote_name(PairJudgment._meta.db_table)
-    cases = " ".join(f"WHEN %s THEN {CODE[label.value]}" for label in LABELS)
-    sql = (
-        f"SELECT CAST(annotator_id AS BIGINT), CAST(item_a_id AS BIGINT), "
-        f"CAST(item_b_id AS BIGINT), CAST(CASE label {cases} END AS BIGINT), "
-        f"CAST(COALESCE(elapsed_ms, -1) AS BIGINT), CAST(CASE WHEN is_gold THEN 1 ELSE 0 END "
-        f"AS BIGINT) FROM {table} WHERE study_id = %s AND source = %s "
-        f"AND annotator_id IS NOT NULL"
-    )
-    return sql, [*(label.value for label in LABELS), study_id, Source.ANNOTATED.value]
+@dataclass
+class PairTallies:
+    """Answers sorted by (pair key, annotator) and their tallies (module docstring)."""
+
+    keys: np.ndarray  # int64 pair key per answer
+    users: np.ndarray  # int64 annotator per answer
+    codes: np.ndarray  # int64 LabelCode per answer
+    pair_keys: np.ndarray  # int64, each answered pair once, ascending
+    pair_counts: np.ndarray  # (pairs, 3) int64: answers of each label
+    cells: np.ndarray  # (k, 5) int64 rows (u, v, label of u, label of v, pairs), u < v, sorted
+    people: np.ndarray  # (m, 4) int64 rows (annotator, unit answers, compared, agreed), sorted
+
+    ARRAYS = ("keys", "users", "codes", "pair_keys", "pair_counts", "cells", "people")
 
 
-def study_answers(study_id: int) -> np.ndarray:
-    """The study's answers by people: an (n, 6) int64 array (see COLUMNS)."""
-    sql, params = answers_query(study_id)
-    if connection.vendor != "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute(sql, params)
-            rows = cursor.fetchall()
-        return np.array(rows, dtype=np.int64).reshape(-1, COLUMNS)
-    connection.ensure_connection()
-    raw = connection.connection  # psycopg 3: COPY binds its parameters on the client
-    buffer = io.BytesIO()
-    with (
-        raw.cursor() as cursor,
-        cursor.copy(f"COPY ({sql}) TO STDOUT (FORMAT BINARY)", params) as copy,
-    ):
-        for block in copy:
-            buffer.write(block)
-    data = buffer.getbuffer()
-    extension = int.from_bytes(data[15:19], "big")
-    body = data[_COPY_HEADER + extension : len(data) - 2]  # without the trailer (int16 -1)
-    rows = np.frombuffer(body, dtype=_ROW)
-    if not all((rows[f"f{i}"]["len"] == 8).all() for i in range(COLUMNS)):
-        raise ValueError("an answer with a NULL column or an unknown label")
-    return np.stack([rows[f"f{i}"]["v"] for i in range(COLUMNS)], axis=1).astype(np.int64)
+def pair_key(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """One int64 per pair of item ids (a · 2³² + b), ordered as (a, b)."""
+    a, b = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
+    if a.size and (min(a.min(), b.min()) < 0 or max(a.max(), b.max()) >= KEY_LIMIT):
+        raise ValueError("item ids beyond 2**31 do not fit the agreement's pair keys")
+    return (a << 32) | b
 
 
-def study_agreement(study_id: int) -> Agreement:
-    answers = study_answers(study_id)
-    found = answers_agreement(answers[answers[:, 5] == 0, :4])  # gold answers: not in κ, α
-    found.medians = answer_medians(answers[:, 0], answers[:, 4])
-    return found
+def empty_pairs() -> PairTallies:
+    none = np.zeros(0, dtype=np.int64)
+    table = [np.zeros((0, width), np.int64) for width in (3, 5, 4)]
+    return PairTallies(none, none, none, none, *table)
 
 
-def answer_medians(users: np.ndarray, elapsed: np.ndarray) -> dict[int, tuple[float, int]]:
-    """Per annotator, the median of their timed answers' milliseconds (the mean of the two
-    middle values for an even count, as numpy's and PostgreSQL's ``PERCENTILE_CONT(0.5)``) and
-    how many were timed; answers with no time (-1) left out."""
-    timed = elapsed >= 0
-    users, elapsed = users[timed], elapsed[timed]
-    order = np.lexsort((elapsed, users))
-    users, elapsed = users[order], elapsed[order]
-    people, starts, counts = np.unique(users, return_index=True, return_counts=True)
-    low = elapsed[starts + (counts - 1) // 2]
-    high = elapsed[starts + counts // 2]
-    return {
-        int(user): ((int(a) + int(b)) / 2, int(n))
-        for user, a, b, n in zip(people, low, high, counts, strict=True)
-    }
+def pair_tallies(keys: np.ndarray, users: np.ndarray, codes: np.ndarray) -> PairTallies:
+    """The tallies of answers (pair keys, annotators, label codes) in any order."""
+    order = np.lexsort((users, keys))
+    return _tallied(keys[order], users[order], codes[order])
 
 
-def answers_agreement(answers: np.ndarray) -> Agreement:
-    """The figures of an (n, 4) array of answers (annotator, item a, item b, label code)."""
-    found = Agreement()
-    if answers.shape[0] == 0:
-        return found
-    order = np.lexsort((answers[:, 0], *_pair_keys(answers[:, 1], answers[:, 2])))
-    users, codes = answers[order, 0], answers[order, 3]
-    pair = _runs(answers[order, 1], answers[order, 2])  # 0..P-1, sorted by pair then person
+def _tallied(keys: np.ndarray, users: np.ndarray, codes: np.ndarray) -> PairTallies:
+    """``pair_tallies`` of answers already sorted by (pair key, annotator)."""
+    if keys.size == 0:
+        return empty_pairs()
+    new = np.empty(keys.size, dtype=bool)
+    new[0], new[1:] = True, keys[1:] != keys[:-1]
+    pair = np.cumsum(new) - 1  # 0..P-1, sorted by pair then person
     counts = np.bincount(pair * 3 + codes, minlength=(pair[-1] + 1) * 3).reshape(-1, 3)
+    none = empty_pairs()
+    found = PairTallies(keys, users, codes, keys[new], counts, none.cells, none.people)
     unit = counts.sum(axis=1) >= 2
     if not unit.any():
         return found
-
-    # Krippendorff's α: one value_counts row per pair answered twice or more.
-    found.units = int(unit.sum())
-    found.alpha = nominal_alpha(counts[unit])
-
     # Leave-one-out majority: the other answers to the pair, without this one.
     mine = unit[pair]
     users, codes, pair = users[mine], codes[mine], pair[mine]
@@ -140,29 +99,133 @@ def answers_agreement(answers: np.ndarray) -> Agreement:
     agrees = decided & (others.argmax(axis=1) == codes)
     people, person = np.unique(users, return_inverse=True)
     person = person.ravel()
-    compared = np.bincount(person, weights=decided, minlength=people.size)
-    agreed = np.bincount(person, weights=agrees, minlength=people.size)
-    for index, user_id in enumerate(people):
-        found.compared[int(user_id)] = int(compared[index])
-        found.agreed[int(user_id)] = int(agreed[index])
-
-    _kappas(_confusions(pair, person, codes, people), found)
+    found.people = np.stack(
+        [
+            people,
+            np.bincount(person, minlength=people.size),
+            np.bincount(person[decided], minlength=people.size),
+            np.bincount(person[agrees], minlength=people.size),
+        ],
+        axis=1,
+    ).astype(np.int64)
+    found.cells = _confusions(pair, person, codes, people)
     return found
 
 
-def _pair_keys(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Sort keys of the pairs for ``np.lexsort`` (last key first): one int64 when ids fit."""
-    if min(a.min(), b.min()) >= 0 and max(a.max(), b.max()) < 2**31:
-        return ((a << 32) | b,)
-    return (b, a)
+def extend_pairs(
+    tallies: PairTallies, keys: np.ndarray, users: np.ndarray, codes: np.ndarray
+) -> PairTallies:
+    """``tallies`` with new answers added: equal to ``pair_tallies`` of the old answers and the
+    new together. Only the pairs the new answers touch are tallied again."""
+    if keys.size == 0:
+        return tallies
+    touched = np.unique(keys)
+    lo = np.searchsorted(tallies.keys, touched, side="left")
+    hi = np.searchsorted(tallies.keys, touched, side="right")
+    old = _ranges(lo, hi)
+    before = _tallied(tallies.keys[old], tallies.users[old], tallies.codes[old])
+    after = pair_tallies(
+        np.concatenate([before.keys, keys]),
+        np.concatenate([before.users, users]),
+        np.concatenate([before.codes, codes]),
+    )
+    kept = [np.delete(getattr(tallies, name), old) for name in ("keys", "users", "codes")]
+    at = np.searchsorted(kept[0], after.keys)
+    kept = [np.insert(kept[i], at, x) for i, x in enumerate((after.keys, after.users, after.codes))]
+    gone = np.searchsorted(tallies.pair_keys, before.pair_keys)
+    pair_keys = np.delete(tallies.pair_keys, gone)
+    pair_counts = np.delete(tallies.pair_counts, gone, axis=0)
+    at = np.searchsorted(pair_keys, after.pair_keys)
+    return PairTallies(
+        *kept,
+        np.insert(pair_keys, at, after.pair_keys),
+        np.insert(pair_counts, at, after.pair_counts, axis=0),
+        combine([tallies.cells, before.cells, after.cells], [1, -1, 1], keys=4),
+        combine([tallies.people, before.people, after.people], [1, -1, 1], keys=1),
+    )
 
 
-def _runs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """0, 0, 1, 1, 1, 2, …: the index of each row's pair in rows sorted by pair."""
-    new = np.empty(a.size, dtype=bool)
-    new[0] = False
-    new[1:] = (a[1:] != a[:-1]) | (b[1:] != b[:-1])
-    return np.cumsum(new)
+def _ranges(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """The indices lo[0]..hi[0]-1, lo[1]..hi[1]-1, … in one array."""
+    sizes = hi - lo
+    if sizes.sum() == 0:
+        return np.zeros(0, dtype=np.int64)
+    starts = np.repeat(lo - np.concatenate([[0], np.cumsum(sizes)[:-1]]), sizes)
+    return starts + np.arange(sizes.sum())
+
+
+def combine(tables: list[np.ndarray], signs: list[int], *, keys: int) -> np.ndarray:
+    """Rows whose first ``keys`` columns are a key and the rest counts: the signed sum of the
+    tables' counts per key, sorted by key; keys whose first count is 0 left out."""
+    rows = np.concatenate(
+        [
+            table * np.r_[[1] * keys, [sign] * (table.shape[1] - keys)]
+            for table, sign in zip(tables, signs, strict=True)
+        ]
+    )
+    if rows.shape[0] == 0:
+        return rows
+    order = np.lexsort(rows[:, :keys].T[::-1])
+    rows = rows[order]
+    new = np.ones(rows.shape[0], dtype=bool)
+    new[1:] = (rows[1:, :keys] != rows[:-1, :keys]).any(axis=1)
+    group = np.cumsum(new) - 1
+    sums = np.zeros((group[-1] + 1, rows.shape[1] - keys), dtype=np.int64)
+    np.add.at(sums, group, rows[:, keys:])
+    found = np.concatenate([rows[new, :keys], sums], axis=1)
+    return found[found[:, keys] != 0]
+
+
+def agreement_of(tallies: PairTallies) -> Agreement:
+    """α, κ and the majority counts of the tallies (no medians)."""
+    found = Agreement()
+    unit = tallies.pair_counts.sum(axis=1) >= 2
+    if not unit.any():
+        return found
+    found.units = int(unit.sum())
+    found.alpha = nominal_alpha(tallies.pair_counts[unit])
+    for user, _, compared, agreed in tallies.people:
+        found.compared[int(user)] = int(compared)
+        found.agreed[int(user)] = int(agreed)
+    _kappas(tallies.cells, found)
+    return found
+
+
+def answers_agreement(answers: np.ndarray) -> Agreement:
+    """The figures of an (n, 4) array of answers (annotator, item a, item b, label code)."""
+    keys = pair_key(answers[:, 1], answers[:, 2])
+    return agreement_of(pair_tallies(keys, answers[:, 0], answers[:, 3]))
+
+
+def duration_keys(users: np.ndarray, elapsed: np.ndarray) -> np.ndarray:
+    """The timed answers (elapsed >= 0) as sorted int64 keys annotator · 2³² + milliseconds."""
+    timed = elapsed >= 0
+    users, elapsed = users[timed], elapsed[timed]
+    if users.size and (users.min() < 0 or users.max() >= KEY_LIMIT or elapsed.max() >= KEY_LIMIT):
+        raise ValueError("annotator ids or times beyond 2**31 do not fit the duration keys")
+    return np.sort((users << 32) | elapsed)
+
+
+def durations_medians(keys: np.ndarray) -> dict[int, tuple[float, int]]:
+    """Per annotator, the median of their timed answers' milliseconds (the mean of the two
+    middle values for an even count, as numpy's and PostgreSQL's ``PERCENTILE_CONT(0.5)``) and
+    how many were timed, from ``duration_keys`` (sorted)."""
+    if keys.size == 0:
+        return {}
+    users, elapsed = keys >> 32, keys & (2**32 - 1)
+    starts = np.flatnonzero(np.r_[True, users[1:] != users[:-1]])
+    counts = np.diff(np.r_[starts, users.size])
+    low = elapsed[starts + (counts - 1) // 2]
+    high = elapsed[starts + counts // 2]
+    return {
+        int(user): ((int(a) + int(b)) / 2, int(n))
+        for user, a, b, n in zip(users[starts], low, high, counts, strict=True)
+    }
+
+
+def answer_medians(users: np.ndarray, elapsed: np.ndarray) -> dict[int, tuple[float, int]]:
+    """``durations_medians`` of answers (annotators, milliseconds; -1: not timed)."""
+    return durations_medians(duration_keys(np.asarray(users), np.asarray(elapsed)))
 
 
 def _confusions(pair, person, codes, people) -> np.ndarray:

@@ -1,10 +1,12 @@
 """Reads for the study dashboard: progress, label mix, groups and annotator quality.
 
-Counts, medians (PostgreSQL) and agreement come from database aggregates that return small
-tables (see :mod:`learning.dashboards.agreement`), so the cost grows with the database's scan, not with
-Python work per answer. This module only computes; :mod:`learning.dashboard_refresh` stores
-the figures in the shared cache under the study's :func:`data_watermark` and has the worker
-compute them, so a page never waits for a big study.
+Counts, medians and agreement come from the study's tallies (:mod:`learning.dashboards.tallies`:
+counts per day, annotator, source and label, gold answers, sorted times, the agreement's pair
+tallies), which the worker keeps up to a watermark and extends with the newer answers, so a
+refresh after a burst of answers costs in proportion to the burst plus one checksum aggregate.
+This module only computes; :mod:`learning.dashboards.refresh` stores the figures in the shared
+cache under the study's :func:`data_watermark` and has the worker compute them, so a page never
+waits for a big study.
 
 Definitions (shown on the page):
 
@@ -28,33 +30,19 @@ from __future__ import annotations
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 
+import numpy as np
 from django.contrib.auth import get_user_model
 from django.db import connection, transaction
-from django.db.models import (
-    Case,
-    CharField,
-    Count,
-    Max,
-    OuterRef,
-    Subquery,
-    When,
-)
-from django.db.models.functions import Cast, Substr, TruncDate
+from django.db.models import Count, Max
 
-from annotation.models import (
-    ComparableGroup,
-    GoldPair,
-    PairJudgment,
-    Source,
-    Study,
-)
+from annotation.models import ComparableGroup, GoldPair, LabelCode, Source, Study
 from annotation.review.selectors import disagreement_progress
-from learning.dashboards import agreement
+from learning.dashboards import agreement, tallies
+from learning.dashboards.answer_rows import LABELS, SOURCES
 from learning.refits import snapshots
 
-LABELS = agreement.LABELS
 MIN_KAPPA_OVERLAP = agreement.MIN_KAPPA_OVERLAP
 TOO_FAST_SECONDS = 1.0  # median seconds per answer below this: "too fast"
 MIN_TIMED_ANSWERS = 10  # ... judged only with at least this many timed answers
@@ -148,11 +136,16 @@ def whole_study_plans():
       statistics yet (autovacuum analyses it later), so the planner expects one row and picks a
       nested loop. At 100,000 answers that took over 5 minutes, against 0.15 s hashed, and the
       worker's refits waited behind it (``benchmarks/refit.py``).
+    * One snapshot (REPEATABLE READ) for every query, unless already inside a transaction: the
+      tallies' count and checksum, the newer answers and the other counts see the same answers.
     """
     if connection.vendor != "postgresql":
         yield
         return
+    outermost = not connection.in_atomic_block
     with transaction.atomic(), connection.cursor() as cursor:
+        if outermost:
+            cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
         cursor.execute(  # SET LOCAL for both, in one statement
             "SELECT set_config('work_mem', %s, true), set_config('enable_nestloop', 'off', true)",
             [WORK_MEM],
@@ -161,17 +154,13 @@ def whole_study_plans():
 
 
 def _compute(study: Study) -> StudyDashboard:
-    judgments = PairJudgment.objects.filter(study=study)
-    people = judgments.filter(source=Source.ANNOTATED, annotator__isnull=False)
-    label_mix = dict(
-        judgments.values_list("label").annotate(n=Count("id")).values_list("label", "n")
-    )
-    by_source = dict(
-        judgments.values_list("source").annotate(n=Count("id")).values_list("source", "n")
-    )
-    days, per_day = _per_day(judgments)
-    annotators = _annotators(study, people)
-    kappas, alpha, overlapping = _agreement(study, annotators)
+    found, _ = tallies.study_tallies(study)
+    table = found.table  # (day, annotator, source, label, answers)
+    label_mix = _sums(table[:, 3], table[:, 4])
+    by_source = _sums(table[:, 2], table[:, 4])
+    days, per_day = _per_day(table)
+    annotators = _annotators(study, found)
+    kappas, alpha, overlapping = _agreement(found.figures_agreement, annotators)
     users = dict(
         get_user_model().objects.filter(pk__in=list(annotators)).values_list("pk", "username")
     )
@@ -186,9 +175,9 @@ def _compute(study: Study) -> StudyDashboard:
     resolved, disagreements = disagreement_progress(study=study)
     return StudyDashboard(
         total=sum(by_source.values()),
-        annotated=by_source.get(Source.ANNOTATED, 0),
-        imported=by_source.get(Source.IMPORTED, 0),
-        label_mix={label.value: label_mix.get(label.value, 0) for label in LABELS},
+        annotated=by_source.get(SOURCES.index(Source.ANNOTATED), 0),
+        imported=by_source.get(SOURCES.index(Source.IMPORTED), 0),
+        label_mix={label.value: label_mix.get(code, 0) for code, label in enumerate(LABELS)},
         days=days,
         per_day=per_day,
         groups=groups.count(),
@@ -209,62 +198,58 @@ def _compute(study: Study) -> StudyDashboard:
     )
 
 
-def _day_expression():
-    """The UTC date of ``created_at``, computed inside the database.
-
-    SQLite stores timestamps as ISO text in UTC, and Django's ``TruncDate`` there calls back
-    into Python for every row (seconds at a million rows); the first ten characters are the
-    same date, computed natively.
-    """
-    if connection.vendor == "sqlite":
-        return Substr(Cast("created_at", output_field=CharField()), 1, 10)
-    return TruncDate("created_at", tzinfo=UTC)
+def _sums(keys: np.ndarray, counts: np.ndarray) -> dict[int, int]:
+    found: dict[int, int] = {}
+    for key, n in zip(keys.tolist(), counts.tolist(), strict=True):
+        found[key] = found.get(key, 0) + n
+    return found
 
 
-def _per_day(judgments) -> tuple[list[str], dict]:
-    rows = [
-        (str(day), annotator, n)
-        for day, annotator, n in judgments.annotate(day=_day_expression())
-        .values_list("day", "annotator_id")
-        .annotate(n=Count("id"))
-        .order_by("day")
-    ]
-    days = sorted({day for day, _, _ in rows})
-    index = {day: i for i, day in enumerate(days)}
+def _per_day(table: np.ndarray) -> tuple[list[str], dict]:
+    """Days (UTC dates of the answers, ISO) and per annotator ("imported" for answers with
+    none) the answers of each day."""
+    epoch = date(1970, 1, 1).toordinal()
+    day_numbers = sorted(set(table[:, 0].tolist()))
+    days = [date.fromordinal(epoch + day).isoformat() for day in day_numbers]
+    index = {day: i for i, day in enumerate(day_numbers)}
     series: dict = {}
-    for day, annotator, n in rows:
-        name = annotator if annotator is not None else "imported"
+    for day, annotator, n in table[:, [0, 1, 4]].tolist():
+        name = annotator if annotator >= 0 else "imported"
         series.setdefault(name, [0] * len(days))[index[day]] += n
     return days, series
 
 
-def _annotators(study: Study, people) -> dict[int, AnnotatorQuality]:
-    """Label counts and gold accuracy per annotator (one grouped scan); the medians come with
-    the agreement's read of the answers (:func:`_agreement`)."""
-    gold_label = GoldPair.objects.filter(
-        study=study, item_a=OuterRef("item_a"), item_b=OuterRef("item_b")
-    ).values("label")[:1]
-    grouped = (
-        people.annotate(gold=Case(When(is_gold=True, then=Subquery(gold_label))))
-        .values_list("annotator_id", "label", "gold")
-        .annotate(n=Count("id"))
-    )
-    found: dict[int, AnnotatorQuality] = {}
-    for user_id, label, gold, n in grouped:
-        quality = found.setdefault(user_id, AnnotatorQuality(user_id=user_id, username=""))
-        quality.labels[label] = quality.labels.get(label, 0) + n
+def _annotators(study: Study, found: tallies.FigureTallies) -> dict[int, AnnotatorQuality]:
+    """Label counts, medians and gold accuracy per annotator: their answers by people, the
+    gold answers matched against the study's gold pairs now."""
+    table = found.table[(found.table[:, 2] == tallies.ANNOTATED) & (found.table[:, 1] >= 0)]
+    annotators: dict[int, AnnotatorQuality] = {}
+    for user_id, label, n in table[:, [1, 3, 4]].tolist():
+        quality = annotators.setdefault(user_id, AnnotatorQuality(user_id=user_id, username=""))
+        quality.labels[LABELS[label].value] = quality.labels.get(LABELS[label].value, 0) + n
         quality.answers += n
-        if gold is not None:  # an answer to a gold pair that still exists
-            quality.gold_answers += n
-            quality.gold_correct += n if label == gold else 0
-    for quality in found.values():
+    gold = {
+        (a, b): int(LabelCode.of(label))
+        for a, b, label in GoldPair.objects.filter(study=study).values_list(
+            "item_a_id", "item_b_id", "label"
+        )
+    }
+    for user_id, a, b, label in found.gold.tolist():
+        expected = gold.get((a, b))
+        quality = annotators.get(user_id)
+        if expected is None or quality is None:  # not (or no longer) a gold pair
+            continue
+        quality.gold_answers += 1
+        quality.gold_correct += int(label == expected)
+    for quality in annotators.values():
         if quality.gold_answers:
             quality.gold_accuracy = quality.gold_correct / quality.gold_answers
-    return found
+    return annotators
 
 
-def _agreement(study: Study, annotators) -> tuple[list[KappaPair], float | None, int]:
-    found = agreement.study_agreement(study.pk)
+def _agreement(
+    found: agreement.Agreement, annotators: dict[int, AnnotatorQuality]
+) -> tuple[list[KappaPair], float | None, int]:
     for user_id, (median_ms, timed) in found.medians.items():
         if user_id in annotators:
             annotators[user_id].median_seconds = median_ms / 1000

@@ -197,7 +197,7 @@ def test_agreement_equals_a_pair_by_pair_reference(study, items, make_user):
     import numpy as np
     from sklearn.metrics import cohen_kappa_score
 
-    from learning.dashboards import agreement
+    from learning.dashboards import tallies
 
     rng = np.random.default_rng(11)
     people = [make_user(f"p{i}", study=study, role="annotator") for i in range(8)]
@@ -218,7 +218,7 @@ def test_agreement_equals_a_pair_by_pair_reference(study, items, make_user):
                 )
             )
     PairJudgment.objects.bulk_create(rows)
-    found = agreement.study_agreement(study.pk)
+    found = tallies.study_agreement(study.pk)
 
     answered = np.sum(~np.isnan(table), axis=0)
     assert found.units == int((answered >= 2).sum())
