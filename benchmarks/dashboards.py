@@ -1,14 +1,20 @@
 """Benchmark: the study dashboard and the metric pages with many judgments and versions.
 
     .venv/bin/python benchmarks/dashboards.py [--judgments 1000000] [--versions 100]
+        [--burst 50] [--reuse]
 
 Builds a throw-away database (SQLite in a temp folder, or DATABASE_URL when set — use a
 scratch database, tables are created there) with one study, --judgments answers by 20
 annotators (each pair answered twice, 2% gold), --versions FACE/EXPLORE versions with WEAT
 results, then prints, through the test client with query counts: the dashboard page with a cold
 cache (the "computing…" shell, no computation), the background computation the worker runs
-(``learning.dashboard_refresh``), the page with fresh and with stale cached figures, and the
-other pages. The cache and broker are kept in the scratch folder.
+(``learning.dashboard_refresh``: the first one computes everything), the page with fresh and
+with stale cached figures, then the worker's refresh after a burst of --burst new answers (from
+the figures' per-study tallies, ``learning/dashboards/tallies.py``) and, for comparison, a
+full computation of the same figures, each with its wall and CPU time and the load average,
+and the other pages. The cache, the broker and the tallies are kept in the scratch folder.
+``--figures-only`` stops there; ``--reuse`` measures the last "bench" study of DATABASE_URL with at least --judgments answers
+instead of building one (the bursts of earlier runs stay in it).
 """
 
 from __future__ import annotations
@@ -30,6 +36,9 @@ def main() -> None:
     parser.add_argument("--judgments", type=int, default=1_000_000)
     parser.add_argument("--versions", type=int, default=100)
     parser.add_argument("--annotators", type=int, default=20)
+    parser.add_argument("--burst", type=int, default=50)
+    parser.add_argument("--reuse", action="store_true")
+    parser.add_argument("--figures-only", action="store_true", help="not the other pages")
     args = parser.parse_args()
 
     scratch = Path(tempfile.mkdtemp(prefix="fm-bench-"))
@@ -51,21 +60,51 @@ def main() -> None:
 
 
 def build_and_measure(args) -> None:
+    found = reused(args) if args.reuse else None
+    study, users, reviewer, item_ids = found or build(args)
+    measure(args, study, users, reviewer, item_ids)
+
+
+def reused(args):
+    """The last "bench" study with at least --judgments answers, its annotators, reviewer and
+    item ids; None when there is none."""
+    import numpy as np
+    from django.db.models import Count
+
+    from annotation.models import Membership, Study
+    from spaces.models import Item
+
+    study = (
+        Study.objects.filter(name="bench")
+        .annotate(n=Count("judgments"))
+        .filter(n__gte=args.judgments)
+        .order_by("-pk")
+        .first()
+    )
+    if study is None:
+        return None
+    members = Membership.objects.filter(study=study).select_related("user").order_by("user_id")
+    users = [m.user for m in members if m.role != "reviewer"]
+    reviewer = next(m.user for m in members if m.role == "reviewer")
+    item_ids = np.array(
+        Item.objects.filter(space=study.space).order_by("row").values_list("id", flat=True)
+    )
+    print(f"reusing study {study.pk}: {study.n:,} judgments")
+    return study, users, reviewer, item_ids
+
+
+def build(args):
     import hashlib
 
     import numpy as np
-    from django.conf import settings
     from django.contrib.auth import get_user_model
     from django.core.files.base import ContentFile
     from django.db import connection
-    from django.test import Client
-    from django.test.utils import CaptureQueriesContext
 
     from annotation.models import GoldPair, Membership, PairJudgment, Study
     from learning.models import MetricVersion, WeatResult, WeatSuite, WeatTest
     from spaces.models import EmbeddingSpace, Item
 
-    settings.ALLOWED_HOSTS = ["*"]
     rng = np.random.default_rng(0)
     n_items, dim = 5000, 50
 
@@ -196,11 +235,66 @@ def build_and_measure(args) -> None:
         f"built {PairJudgment.objects.count():,} judgments in {built_judgments:.0f} s, "
         f"{args.versions} versions ({connection.vendor})"
     )
+    return study, users, reviewer, item_ids
 
+
+def burst(study, users, item_ids, size: int, rng) -> int:
+    """``size`` new answers by people, timed: half of them later answers to pairs already
+    answered (by annotators who had not answered them; gold flag as the pair's), half first
+    answers to new pairs. Returns how many were added."""
+    from django.db.models import Max, Min
+
+    from annotation.models import GoldPair, PairJudgment
+
+    bounds = PairJudgment.objects.filter(study=study).aggregate(lo=Min("id"), hi=Max("id"))
+    picks = rng.integers(bounds["lo"], bounds["hi"] + 1, size=size)
+    pairs = set(
+        PairJudgment.objects.filter(study=study, id__in=picks.tolist())
+        .values_list("item_a_id", "item_b_id")
+        .distinct()[: size // 2]
+    )
+    rows = []
+    for a, b in pairs:
+        answered = PairJudgment.objects.filter(study=study, item_a_id=a, item_b_id=b)
+        done = set(answered.values_list("annotator_id", flat=True))
+        free = [u for u in users if u.pk not in done]
+        gold = GoldPair.objects.filter(study=study, item_a_id=a, item_b_id=b).exists()
+        rows.append((free[rng.integers(len(free))], a, b, gold))
+    while len(rows) < size:
+        x, y = sorted(int(v) for v in rng.choice(item_ids, size=2, replace=False))
+        if not PairJudgment.objects.filter(study=study, item_a_id=x, item_b_id=y).exists():
+            rows.append((users[rng.integers(len(users))], x, y, False))
+    labels = ["comparable", "incomparable", "unsure"]
+    PairJudgment.objects.bulk_create(
+        PairJudgment(
+            study=study,
+            annotator=user,
+            item_a_id=a,
+            item_b_id=b,
+            label=labels[rng.choice(3, p=[0.45, 0.45, 0.1])],
+            elapsed_ms=int(rng.integers(300, 6000)),
+            is_gold=gold,
+        )
+        for user, a, b, gold in rows
+    )
+    return len(rows)
+
+
+def measure(args, study, users, reviewer, item_ids) -> None:
+    import dataclasses
+
+    import numpy as np
     from django.conf import settings
     from django.core.cache import cache
+    from django.db import connection
+    from django.test import Client
+    from django.test.utils import CaptureQueriesContext
 
-    from learning.dashboards import refresh
+    from learning.dashboards import refresh, tallies
+    from learning.models import MetricVersion
+
+    settings.ALLOWED_HOSTS = ["*"]
+    rng = np.random.default_rng()
 
     client = Client()
     client.force_login(reviewer)
@@ -223,25 +317,35 @@ def build_and_measure(args) -> None:
     else:  # a small study is computed inline on a miss
         timed_get("dashboard page, cold (inline)", url, "Krippendorff")
         cache.clear()
-    t0 = time.perf_counter()
-    with CaptureQueriesContext(connection) as queries:
-        refresh.dashboard_refresh(study_id=study.pk)  # what the worker runs
-    board = refresh.dashboard_state(study, request_refresh=False).board
-    print(
-        f"{'background computation (worker)':32s} {time.perf_counter() - t0:7.2f} s  "
-        f"{len(queries):3d} queries  (α = {board.alpha:.3f}, "
-        f"{board.overlapping_pairs:,} overlapping pairs)"
-    )
+
+    def worker_refresh(label: str):
+        """The worker's refresh, timed: wall, this process's CPU, the load average."""
+        load = os.getloadavg()[0]
+        t0, c0 = time.perf_counter(), time.process_time()
+        with CaptureQueriesContext(connection) as queries:
+            refresh.dashboard_refresh(study_id=study.pk)  # what the worker runs
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+        board = refresh.dashboard_state(study, request_refresh=False).board
+        print(
+            f"{label:32s} {wall:7.2f} s  {len(queries):3d} queries  (CPU {cpu:.2f} s, load "
+            f"{load:.1f}; α = {board.alpha:.6f}, {board.overlapping_pairs:,} overlapping pairs)"
+        )
+        return dataclasses.replace(board, computed_at=0.0)
+
+    worker_refresh("background computation (worker)")  # no tallies yet: everything
     timed_get("dashboard page, warm", url, "Krippendorff")
     timed_get("dashboard status.json, warm", status_url, '"ready": true')
-    PairJudgment.objects.create(
-        study=study,
-        annotator=users[0],
-        item_a_id=int(item_ids[0]),
-        item_b_id=int(item_ids[1]),
-        label="comparable",
-    )
+    added = burst(study, users, item_ids, args.burst, rng)
     timed_get("dashboard page, stale figures", url, "refreshing…")
+    worker_refresh(f"refresh after {added} new answers")
+    added = burst(study, users, item_ids, args.burst, rng)
+    again = worker_refresh(f"again, after {added} new answers")
+    tallies.tallies_path(study).unlink()
+    cache.clear()
+    full = worker_refresh("the same, computed in full")
+    print(f"figures from the tallies equal the full computation's: {again == full}")
+    if args.figures_only:
+        return
 
     versions = list(MetricVersion.objects.filter(study=study).order_by("pk")[:2])
     pages = [

@@ -206,10 +206,23 @@ def keys_attach(pairs: list[SharedPair]) -> list[SharedPair]:
 def disagreement_progress(*, study: Study) -> tuple[int, int]:
     """(resolved, disagreements) of the study, for the agreement figures."""
     counts, _ = answer_counts(study=study)
-    labels = counts[:, [NC, NI, NU]]
+    return disagreement_tally(
+        counts[:, [A, B]], counts[:, [NC, NI, NU]], adjudicated_labels(study=study)
+    )
+
+
+def disagreement_tally(pairs: np.ndarray, labels: np.ndarray, decided: dict) -> tuple[int, int]:
+    """(resolved, disagreements) of pairs (item a, item b) with their label counts: a pair with
+    two labels or more is a disagreement, resolved when adjudicated comparable or
+    incomparable (``decided``: ``adjudicated_labels``)."""
     disagreed = labels.max(axis=1, initial=0) < labels.sum(axis=1)
-    decided = _decided(counts[disagreed], adjudicated_labels(study=study))
-    return int((decided >= 0).sum()), int(disagreed.sum())
+    resolved = {
+        pair for pair, label in decided.items() if label in (Label.COMPARABLE, Label.INCOMPARABLE)
+    }
+    if not resolved:
+        return 0, int(disagreed.sum())
+    found = sum(1 for a, b in pairs[disagreed].tolist() if (a, b) in resolved)
+    return found, int(disagreed.sum())
 
 
 def answering_annotators(*, study: Study):

@@ -38,7 +38,7 @@ from django.db import connection, transaction
 from django.db.models import Count, Max
 
 from annotation.models import ComparableGroup, GoldPair, LabelCode, Source, Study
-from annotation.review.selectors import disagreement_progress
+from annotation.review.selectors import adjudicated_labels, disagreement_tally
 from learning.dashboards import agreement, tallies
 from learning.dashboards.answer_rows import LABELS, SOURCES
 from learning.refits import snapshots
@@ -172,7 +172,13 @@ def _compute(study: Study) -> StudyDashboard:
     per_day = {users.get(k, k) if isinstance(k, int) else k: v for k, v in per_day.items()}
     groups = ComparableGroup.objects.filter(study=study)
     members = ComparableGroup.members.through.objects.filter(comparablegroup__study=study)
-    resolved, disagreements = disagreement_progress(study=study)
+    answered = found.all_counts.sum(axis=1) >= 2
+    keys = found.all_keys[answered]
+    resolved, disagreements = disagreement_tally(
+        np.stack([keys >> 32, keys & (2**32 - 1)], axis=1),
+        found.all_counts[answered],
+        adjudicated_labels(study=study),
+    )
     return StudyDashboard(
         total=sum(by_source.values()),
         annotated=by_source.get(SOURCES.index(Source.ANNOTATED), 0),

@@ -6,6 +6,8 @@ list, so new answers extend it without the old ones being read again:
 
 * per (day, annotator, source, label): how many answers — the progress per day, the label mix,
   the totals and each annotator's label counts;
+* per pair, its answers of each label, people's and imported, gold included: the
+  disagreements (``annotation/review/selectors.py: disagreement_tally``);
 * the answers by people to gold pairs (annotator, items, label), matched against the study's
   gold pairs at each refresh (so a new or changed gold pair needs no recomputation);
 * each annotator's times per answer, kept sorted (``agreement.duration_keys``): exact medians;
@@ -58,6 +60,8 @@ class FigureTallies:
     gold: np.ndarray  # (g, 4) rows (annotator, item a, item b, label): people's gold answers
     durations: np.ndarray  # agreement.duration_keys of people's timed answers, sorted
     pairs: agreement.PairTallies  # people's answers, gold answers excluded
+    all_keys: np.ndarray  # agreement.pair_key of every answered pair, ascending
+    all_counts: np.ndarray  # (pairs, 3): its answers of each label (LabelCode), all answers
 
     @property
     def figures_agreement(self) -> agreement.Agreement:
@@ -69,7 +73,9 @@ class FigureTallies:
 def empty() -> FigureTallies:
     none = np.zeros(0, dtype=np.int64)
     tables = (np.zeros((0, 5), np.int64), np.zeros((0, 4), np.int64))
-    return FigureTallies(0, 0, 0, *tables, none, agreement.empty_pairs())
+    return FigureTallies(
+        0, 0, 0, *tables, none, agreement.empty_pairs(), none, np.zeros((0, 3), np.int64)
+    )
 
 
 def extended(tallies: FigureTallies, rows: np.ndarray) -> FigureTallies:
@@ -86,6 +92,12 @@ def extended(tallies: FigureTallies, rows: np.ndarray) -> FigureTallies:
     )
     gold = people[:, GOLD] == 1
     plain = people[~gold]
+    all_keys, all_counts = add_pair_counts(
+        tallies.all_keys,
+        tallies.all_counts,
+        agreement.pair_key(rows[:, ITEM_A], rows[:, ITEM_B]),
+        rows[:, LABEL],
+    )
     return FigureTallies(
         upto=max(tallies.upto, int(rows[:, ID].max())),
         count=tallies.count + rows.shape[0],
@@ -99,6 +111,28 @@ def extended(tallies: FigureTallies, rows: np.ndarray) -> FigureTallies:
             plain[:, ANNOTATOR],
             plain[:, LABEL],
         ),
+        all_keys=all_keys,
+        all_counts=all_counts,
+    )
+
+
+def add_pair_counts(
+    keys: np.ndarray, counts: np.ndarray, new_keys: np.ndarray, new_codes: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per-pair label counts (ascending keys) with the answers (pair keys, label codes) added."""
+    if new_keys.size == 0:
+        return keys, counts
+    added, inverse = np.unique(new_keys, return_inverse=True)
+    more = np.zeros((added.size, 3), dtype=np.int64)
+    np.add.at(more, (inverse.ravel(), new_codes), 1)
+    at = np.searchsorted(keys, added)
+    known = at < keys.size
+    known[known] = keys[at[known]] == added[known]
+    counts = counts.copy()
+    counts[at[known]] += more[known]
+    return (
+        np.insert(keys, at[~known], added[~known]),
+        np.insert(counts, at[~known], more[~known], axis=0),
     )
 
 
@@ -144,6 +178,7 @@ def save(path, tallies: FigureTallies) -> None:
     meta = np.asarray([FORMAT, tallies.upto, tallies.count, tallies.check], dtype=np.int64)
     arrays = {"meta": meta, "table": tallies.table, "gold": tallies.gold}
     arrays["durations"] = tallies.durations
+    arrays["all_keys"], arrays["all_counts"] = tallies.all_keys, tallies.all_counts
     for name in agreement.PairTallies.ARRAYS:
         arrays[f"pairs_{name}"] = getattr(tallies.pairs, name)
     refit_cache.arrays_save(path, arrays)
@@ -155,7 +190,7 @@ def load(path) -> FigureTallies | None:
     if not path.exists():
         return None
     arrays = refit_cache.arrays_load(path)
-    names = {"meta", "table", "gold", "durations"}
+    names = {"meta", "table", "gold", "durations", "all_keys", "all_counts"}
     names |= {f"pairs_{name}" for name in agreement.PairTallies.ARRAYS}
     if arrays is None or set(arrays) != names or arrays["meta"].shape != (4,):
         logger.warning("unreadable dashboard tallies %s: computing them again", path)
@@ -169,10 +204,19 @@ def load(path) -> FigureTallies | None:
         (arrays["gold"].ndim, arrays["gold"].shape[-1]) == (2, 4),
         pairs.keys.shape == pairs.users.shape == pairs.codes.shape,
         pairs.pair_counts.shape == (pairs.pair_keys.size, 3),
+        arrays["all_counts"].shape == (arrays["all_keys"].size, 3),
         (pairs.cells.ndim, pairs.cells.shape[-1], pairs.people.shape[-1]) == (2, 5, 4),
     ]
     if fmt != FORMAT or not all(shapes):
         return None
     return FigureTallies(
-        upto, count, check, arrays["table"], arrays["gold"], arrays["durations"], pairs
+        upto,
+        count,
+        check,
+        arrays["table"],
+        arrays["gold"],
+        arrays["durations"],
+        pairs,
+        arrays["all_keys"],
+        arrays["all_counts"],
     )

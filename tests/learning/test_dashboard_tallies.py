@@ -16,7 +16,8 @@ import uuid
 import numpy as np
 import pytest
 
-from annotation.models import GoldPair, Label, PairJudgment, Source
+from annotation.models import Adjudication, GoldPair, Label, PairJudgment, Source
+from annotation.review import selectors
 from learning.dashboards import agreement, answer_rows, figures, tallies
 from spaces.models import Item
 
@@ -120,6 +121,10 @@ def _answers(study, people, items, rng, pairs, *, taken=None, gold_pairs=()):
     return taken
 
 
+def _pair(study, items, a, b):
+    return PairJudgment.objects.filter(study=study, item_a=items[a], item_b=items[b])
+
+
 def _board(study) -> dict:
     found = dataclasses.asdict(figures.study_dashboard(study))
     found.pop("computed_at")
@@ -143,6 +148,8 @@ def _assert_same(found: tallies.FigureTallies, expected: tallies.FigureTallies):
     gold_order = np.lexsort(found.gold.T[::-1]), np.lexsort(expected.gold.T[::-1])
     assert np.array_equal(found.gold[gold_order[0]], expected.gold[gold_order[1]])
     _assert_same_pairs(found.pairs, expected.pairs)
+    assert np.array_equal(found.all_keys, expected.all_keys)
+    assert np.array_equal(found.all_counts, expected.all_counts)
 
 
 def _refresh(study) -> tuple[tallies.FigureTallies, str, dict]:
@@ -195,6 +202,19 @@ def test_cached_tallies_equal_a_full_computation_over_a_real_sequence(study, ite
     )
     assert board == _full(study)[1]
     tallies.study_tallies(study)
+
+    # An adjudicated disagreement: resolved, as the review page counts it.
+    split = next(
+        (a, b) for a, b in pairs[:120] if len({j.label for j in _pair(study, items, a, b)}) > 1
+    )
+    Adjudication.objects.create(
+        study=study, item_a=items[split[0]], item_b=items[split[1]], label=C, decided_by=people[0]
+    )
+    _, how, board = _refresh(study)
+    assert how == "cached + 0 new"
+    assert board["disagreements_resolved"] == 1
+    expected = (board["disagreements_resolved"], board["disagreements"])
+    assert expected == selectors.disagreement_progress(study=study)
 
     # An edited label, an edited time, a deletion, an answer below the watermark: all in full.
     victim = PairJudgment.objects.filter(study=study, annotator__isnull=False).order_by("id")[3]
