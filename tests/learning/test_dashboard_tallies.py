@@ -73,6 +73,33 @@ def test_durations_merged_give_numpy_medians():
         assert found[user] == (float(np.median(mine)), mine.size)
 
 
+@pytest.mark.parametrize("seed", [4, 5])
+def test_figure_tallies_extended_in_bursts_equal_all_at_once(seed):
+    """Rows as the database gives them (answer_rows.COLUMNS), over several days, with imported
+    and gold answers and untimed ones, added in bursts: every array equals one pass over all."""
+    rng = np.random.default_rng(seed)
+    n = 3000
+    rows = np.zeros((n, len(answer_rows.COLUMNS)), dtype=np.int64)
+    rows[:, answer_rows.ID] = np.arange(1, n + 1)
+    imported = rng.random(n) < 0.1
+    rows[:, answer_rows.ANNOTATOR] = np.where(imported, -1, rng.integers(1, 8, n))
+    a = rng.integers(0, 60, n)
+    rows[:, answer_rows.ITEM_A] = a
+    rows[:, answer_rows.ITEM_B] = a + rng.integers(1, 60, n)
+    rows[:, answer_rows.LABEL] = rng.integers(0, 3, n)
+    rows[:, answer_rows.SOURCE] = np.where(imported, tallies.ANNOTATED + 1, tallies.ANNOTATED)
+    rows[:, answer_rows.ELAPSED] = np.where(rng.random(n) < 0.3, -1, rng.integers(0, 9000, n))
+    rows[:, answer_rows.GOLD] = rng.random(n) < 0.05
+    rows[:, answer_rows.DAY] = 20_000 + rng.integers(0, 5, n)
+    found = tallies.empty()
+    for part in np.array_split(np.arange(n), 9):
+        found = tallies.extended(found, rows[part])
+    _assert_same(found, tallies.extended(tallies.empty(), rows))
+    assert found.table[:, 0].min() < found.table[:, 0].max()  # several days
+    assert found.gold.shape[0] > 0
+    assert found.all_keys.size > found.pairs.pair_keys.size  # imported and gold pairs too
+
+
 # --- on the database -------------------------------------------------------------------------
 
 
