@@ -22,7 +22,7 @@ of draws judged informative with its exact 95 % binomial interval (Clopper–Pea
 version's mean *fresh* gain — the fit on all answers against the constant of all answers,
 expected over 20,000 fresh pairs under the answers' true law (the truth the held-out gain
 estimates, for a fit on ~80 % of the answers: slightly pessimistic) — and the share of draws
-whose interval covers it.
+whose interval covers it, with the misses where the truth lies below and above the interval.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ from learning.core._pairloss import pair_loglik, quad_forms  # noqa: E402
 
 HEADER = (
     "| case | answers | d | draws | gain ± MC s.e. | mean lower end | judged informative "
-    "(95 % CI) | fresh gain | interval covers it |"
+    "(95 % CI) | fresh gain | interval covers it (misses below, above) |"
 )
 FRESH = 20_000  # fresh pairs per draw for the version's expected gain
 
@@ -175,6 +175,7 @@ def _row(case: Case, d: int, got: list) -> str:
     low = np.array([ci[0] for _, ci, _, _ in got])
     fresh = np.array([f for _, _, _, f in got])
     covered = np.mean([ci[0] <= f <= ci[1] for _, ci, _, f in got])
+    below = sum(f < ci[0] for _, ci, _, f in got)  # misses with the truth below the interval
     k, n = sum(inf for _, _, inf, _ in got), len(got)
     lo = beta_dist.ppf(0.025, k, n - k + 1) if k else 0.0
     hi = beta_dist.ppf(0.975, k + 1, n - k) if k < n else 1.0
@@ -182,7 +183,7 @@ def _row(case: Case, d: int, got: list) -> str:
     return (
         f"| {case.name} | {case.answers} | {d} | {n} | {gain.mean():+.4f} ± {se:.4f} "
         f"| {low.mean():+.4f} | {k}/{n} = {k / n:.3f} ({lo:.3f}–{hi:.3f}) "
-        f"| {fresh.mean():+.4f} | {covered:.3f} |"
+        f"| {fresh.mean():+.4f} | {covered:.3f} ({below}, {round(n * (1 - covered)) - below}) |"
     )
 
 
