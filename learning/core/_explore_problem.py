@@ -70,9 +70,11 @@ class Problem:
         ``parent``: the problem on all pairs, when this one is a subset of it (a training part):
         when both live on all ``d`` coordinates, the rows, the prior's distances and the penalty
         metric are taken from it (exactly the same numbers, no n×d² product and no gather from
-        the float64 differences). ``sq``: the squared norms ``‖z_i‖²`` (optional): with a scaled
-        identity prior they are its distances (no n×d² product).
+        the float64 differences). ``sq``: the squared norms ``‖z_i‖²`` (optional; else the
+        parent's): with a scaled identity prior they are its distances (no n×d² product; a
+        training part's prior has its own scale, ``_explore_start.fold_priors``).
         """
+        self.sq = sq = parent.sq if sq is None and parent is not None else sq
         d = z.shape[1]
         w, v = np.linalg.eigh(second)
         top = max(float(w[-1]), np.finfo(float).tiny)

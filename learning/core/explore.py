@@ -323,7 +323,8 @@ class EXPLORE:
             settings = {key: getattr(self, key) for key in keys}
             settings["fixed"] = None if self.alpha == "auto" else float(self.alpha)
             settings["warm_folds"] = getattr(self.warm_start, "folds", None)
-            settings["fold_priors"] = fold_priors(validation_priors, validation, scale, d)
+            data = (z, lab, wts, sq)
+            settings["fold_priors"] = fold_priors(validation_priors, validation, folds, self, data)
             choice = choose_alpha(z, lab, wts, second, full, folds, cap, **settings)
         beta = choice.beta if self.alpha == "auto" else float(self.alpha)
         if self.refit or choice is None:

@@ -57,3 +57,18 @@ def test_quick_growth_benchmark_prints_both_tables():
     )
     assert "| process peak RSS (MB) |" in out.stdout
     assert out.stdout.count("| 5,000 |") == 3
+
+
+def test_quick_informative_null_benchmark_prints_its_table():
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "informative_null.py"), "--quick"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "| case | answers | d | draws | gain ± MC s.e. |" in out.stdout
+    assert out.stdout.count("| coin flips, records") == 4  # and p = 0.75 on records
+    assert "| coin flips, test's Gaussian space | 60 | 30 | 3 |" in out.stdout

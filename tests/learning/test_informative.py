@@ -11,7 +11,7 @@ from django.urls import reverse
 
 from learning.evaluation.informative import informative_verdict
 from learning.models import MetricVersion
-from learning.refits import fitting, service
+from learning.refits import service
 from learning.versions import selectors
 from learning.versions.sigmas import study_metric
 
@@ -50,14 +50,13 @@ def test_the_rule_on_held_out_figures():
     assert informative_verdict("face", {}).informative  # no likelihood: the rule does not apply
 
 
-def test_a_version_from_coin_flips_is_stored_but_never_current(db, media_root, client, monkeypatch):
+def test_a_version_from_coin_flips_is_stored_but_never_current(db, media_root, client):
     space, items = space_create(media_root, n_items=120, d=30, seed=3, name="coins")
-    # The folds fixed: they hash the items' database ids, which depend on the tests run before
-    # (xdist), and a verdict at 95 % on one draw of coin flips is wrong for ~1 fold draw in 20+
-    # (a fresh-clone CI run met one). Pinned to the space's own numbering, the draw is fixed.
-    base = min(int(item.pk) for item in items)
-    real_hash = fitting.pair_hash_unit
-    monkeypatch.setattr(fitting, "pair_hash_unit", lambda a, b: real_hash(a - base, b - base))
+    # The folds hash the items' database ids, which depend on the tests run before (xdist). On
+    # these answers (labels correlated -0.20 with ‖z‖² by chance) the interval's lower end lay
+    # above 0 for 5 of 100 random fold assignments while each fold's prior was scaled on all
+    # pairs, held-out labels included; scaled on its training pairs it lies at -0.067 to -0.022
+    # (the same 100; docs/core.md, "informative"), so the folds need no pinning.
     study, users = study_create(space, annotators=2)
     learning = selectors.learning_settings_get(study_id=study.pk)
     learning.fit_face = False
