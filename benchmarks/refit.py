@@ -5,7 +5,8 @@
 
 For each size N it builds a study on a scratch database (SQLite in a temp folder, or with
 --postgres a scratch PostgreSQL database on 127.0.0.1 that is dropped afterwards) with a 5,000
-x d space, a 10-test WEAT suite and N - 50 answers by 20 annotators, fitted once (so the timed
+x d space, a 10-test WEAT suite and N - 50 answers by 20 annotators (``study_world.py``; COPY
+on PostgreSQL), fitted once (so the timed
 refit also computes drift against a previous version). Then a burst of 50 answers goes through
 ``annotation.labelling.services.judgment_create`` (the path the API uses, which queues the refit after
 each commit) and the clock runs from the commit of the last answer until both FACE and EXPLORE
@@ -35,11 +36,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from study_world import ANNOTATORS, N_ITEMS, judgments_load, study_world  # noqa: E402
+
 BURST = 50
 TAIL = 9  # < version_min_new_answers: the churn rule alone would keep them waiting
 TAIL_GAP = 0.5  # seconds between the tail's answers (a person pressing keys)
-ANNOTATORS = 20
-N_ITEMS = 5000
 DEBOUNCE = 3
 
 
@@ -123,40 +126,14 @@ def _start_worker(queue: str, scratch: Path) -> subprocess.Popen:
 
 def _world(n: int, dim: int):
     """A study with N - BURST answers already fitted once, and the pairs of the burst."""
-    import hashlib
-
     import numpy as np
-    from django.conf import settings
-    from django.contrib.auth import get_user_model
 
-    from annotation.models import Membership, PairJudgment, Study
-    from learning.models import StudyLearningSettings, WeatSuite, WeatTest
-    from spaces.models import EmbeddingSpace, Item
+    from learning.models import WeatSuite, WeatTest
 
     rng = np.random.default_rng(n)
-    tag = f"n{n}-d{dim}-{uuid.uuid4().hex[:6]}"
-    matrix = rng.normal(scale=0.5, size=(N_ITEMS, dim))
-    folder = Path(settings.MEDIA_ROOT) / "spaces"
-    folder.mkdir(parents=True, exist_ok=True)
-    np.save(folder / f"{tag}.npy", matrix)
-    space = EmbeddingSpace.objects.create(
-        name=tag,
-        dimension=dim,
-        matrix=f"spaces/{tag}.npy",
-        item_count=N_ITEMS,
-        sha256=hashlib.sha256((folder / f"{tag}.npy").read_bytes()).hexdigest(),
-    )
-    Item.objects.bulk_create(Item(space=space, key=f"w{r}", row=r) for r in range(N_ITEMS))
-    item_ids = np.asarray(
-        Item.objects.filter(space=space).order_by("row").values_list("id", flat=True)
-    )
-    study = Study.objects.create(name=tag, space=space)
-    StudyLearningSettings.objects.create(
-        study=study, debounce_seconds=DEBOUNCE, face_components=min(10, dim - 1)
-    )
-    users = [get_user_model().objects.create_user(f"{tag}-{i}") for i in range(ANNOTATORS)]
-    Membership.objects.bulk_create(Membership(user=u, study=study) for u in users)
-    suite = WeatSuite.objects.create(name=f"suite {tag}")
+    world = study_world(f"n{n}-d{dim}-{uuid.uuid4().hex[:6]}", dim, rng, debounce=DEBOUNCE)
+    study, matrix, item_ids, users = world.study, world.matrix, world.item_ids, world.users
+    suite = WeatSuite.objects.create(name=f"suite {study.name}")
     suite.studies.add(study)
     WeatTest.objects.bulk_create(
         WeatTest(
@@ -186,18 +163,15 @@ def _world(n: int, dim: int):
     d = 4.0 * np.sum((z @ basis) ** 2, axis=1)
     labels = np.where(rng.random(len(d)) < 2 / (1 + np.exp(d)), "comparable", "incomparable")
     bulk = n - BURST
-    PairJudgment.objects.bulk_create(
-        (
-            PairJudgment(
-                study=study,
-                item_a_id=int(item_ids[a]),
-                item_b_id=int(item_ids[b]),
-                label=str(y),
-                annotator=users[i % ANNOTATORS],
-            )
-            for i, ((a, b), y) in enumerate(zip(pairs[:bulk], labels[:bulk], strict=True))
-        ),
-        batch_size=5000,
+    user_ids = np.array([u.pk for u in users])
+    judgments_load(
+        study.pk,
+        {
+            "item_a_id": item_ids[pairs[:bulk, 0]],
+            "item_b_id": item_ids[pairs[:bulk, 1]],
+            "annotator_id": user_ids[np.arange(bulk) % ANNOTATORS],
+            "label": labels[:bulk],
+        },
     )
     burst = [
         (users[i % ANNOTATORS], int(item_ids[a]), int(item_ids[b]), str(y))

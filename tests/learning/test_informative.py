@@ -11,7 +11,8 @@ from django.urls import reverse
 
 from learning.evaluation.informative import informative_verdict
 from learning.models import MetricVersion
-from learning.refits import fitting, service
+from learning.refits import pairs as observations
+from learning.refits import service
 from learning.versions import selectors
 from learning.versions.sigmas import study_metric
 
@@ -56,8 +57,8 @@ def test_a_version_from_coin_flips_is_stored_but_never_current(db, media_root, c
     # (xdist), and a verdict at 95 % on one draw of coin flips is wrong for ~1 fold draw in 20+
     # (a fresh-clone CI run met one). Pinned to the space's own numbering, the draw is fixed.
     base = min(int(item.pk) for item in items)
-    real_hash = fitting.pair_hash_unit
-    monkeypatch.setattr(fitting, "pair_hash_unit", lambda a, b: real_hash(a - base, b - base))
+    real_hash = observations.pair_hash_unit
+    monkeypatch.setattr(observations, "pair_hash_unit", lambda a, b: real_hash(a - base, b - base))
     study, users = study_create(space, annotators=2)
     learning = selectors.learning_settings_get(study_id=study.pk)
     learning.fit_face = False
