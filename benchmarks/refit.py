@@ -11,10 +11,13 @@ refit also computes drift against a previous version). Then a burst of 50 answer
 ``annotation.labelling.services.judgment_create`` (the path the API uses, which queues the refit after
 each commit) and the clock runs from the commit of the last answer until both FACE and EXPLORE
 versions covering it are ready *and evaluated* (WEAT suite and drift), as seen by polling the
-database every 20 ms. A real Celery worker process does the work, over the embedded filesystem
-broker by default or Redis with --redis. The study's debounce window (3 s) is included.
+database every 20 ms. Real Celery worker processes do the work, as deployed (``make run``,
+``loadtest/stack.py``): one for refits and one for the dashboards' queue (``common/queues.py``;
+--one-worker: a single worker for both, where a refit may wait behind a dashboard refresh),
+over the embedded filesystem broker by default or Redis with --redis. The study's debounce
+window (3 s) is included.
 
-Then, once the worker is idle again (the dashboard refresh the burst queued is done), the tail
+Then, once the workers are idle again (the dashboard refresh the burst queued is done), the tail
 of a burst: TAIL = 9 more answers, one every TAIL_GAP seconds, fewer than the
 study's ``version_min_new_answers`` (10, with ``version_min_minutes`` 5: the defaults). The
 clock runs from the last of them to versions covering it: the debounce window after the study
@@ -54,6 +57,7 @@ def main() -> int:
     parser.add_argument("--postgres", action="store_true", help="scratch PostgreSQL database")
     parser.add_argument("--quick", action="store_true", help="one tiny size, for tests")
     parser.add_argument("--timeout", type=float, default=300.0)
+    parser.add_argument("--one-worker", action="store_true", help="one worker for both queues")
     args = parser.parse_args()
     if args.quick:
         args.sizes, args.dim = [400], 10
@@ -84,16 +88,18 @@ def main() -> int:
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
-    worker = _start_worker(queue, scratch)
+    workers = _start_workers(queue, scratch, args.one_worker)
     try:
         rows = [_measure(n, args.dim, args.timeout) for n in args.sizes]
     finally:
-        worker.terminate()  # a warm shutdown finishes the task at hand (a dashboard refresh)
-        try:
-            worker.wait(timeout=60)
-        except subprocess.TimeoutExpired:  # the figures are measured: do not lose them
-            worker.kill()
-            worker.wait()
+        for worker in workers:  # a warm shutdown finishes the task at hand
+            worker.terminate()
+        for worker in workers:
+            try:
+                worker.wait(timeout=60)
+            except subprocess.TimeoutExpired:  # the figures are measured: do not lose them
+                worker.kill()
+                worker.wait()
         if pg_name:
             from django.db import connections
 
@@ -110,18 +116,24 @@ def _postgres(sql: str) -> None:
         c.execute(sql)
 
 
-def _start_worker(queue: str, scratch: Path) -> subprocess.Popen:
-    from common.queues import every_queue  # after main() set the environment
+def _start_workers(queue: str, scratch: Path, one: bool) -> list[subprocess.Popen]:
+    from common.queues import dashboard_queue_of, every_queue  # after main() set the environment
     from fairmetric_site.celery import worker_argv
 
-    log = open(scratch / "worker.log", "w")  # noqa: SIM115 - lives as long as the worker
-    return subprocess.Popen(  # one worker, every queue: the dashboard refresh runs here too
-        worker_argv(every_queue(queue), f"{queue}@%h"),
-        cwd=ROOT,
-        env=dict(os.environ),
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
+    queues = [every_queue(queue)] if one else [queue, dashboard_queue_of(queue)]
+    workers = []
+    for number, name in enumerate(queues):
+        log = open(scratch / f"worker-{number}.log", "w")  # noqa: SIM115 - as long as the worker
+        workers.append(
+            subprocess.Popen(
+                worker_argv(name, f"{queue}-{number}@%h"),
+                cwd=ROOT,
+                env=dict(os.environ),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        )
+    return workers
 
 
 def _world(n: int, dim: int):
@@ -220,12 +232,16 @@ def _answer(study, answers, gap: float = 0.0) -> int:
 
 
 def _worker_idle(timeout: float) -> None:
-    """Wait until the solo worker has run everything queued before now (a ping queued behind)."""
+    """Wait until the workers have run everything queued before now (a ping queued behind, on
+    each queue)."""
     from celery import current_app
     from django.conf import settings
 
-    ping = current_app.send_task("fairmetric.ping", queue=settings.CELERY_TASK_DEFAULT_QUEUE)
-    ping.get(timeout=timeout)
+    from common.queues import dashboard_queue
+
+    queues = (settings.CELERY_TASK_DEFAULT_QUEUE, dashboard_queue())
+    for ping in [current_app.send_task("fairmetric.ping", queue=q) for q in queues]:
+        ping.get(timeout=timeout)
 
 
 def _measure(n: int, dim: int, timeout: float) -> dict:
@@ -280,7 +296,12 @@ def _print_table(rows: list[dict], args, database_url: str) -> None:
     database = "PostgreSQL" if database_url.startswith("postgres") else "SQLite"
     print(
         f"Refit latency: last answer of a {BURST}-answer burst -> FACE and EXPLORE versions "
-        f"ready and evaluated (10 WEAT tests + drift); {database}, {broker}, 1 solo worker"
+        f"ready and evaluated (10 WEAT tests + drift); {database}, {broker}, "
+        + (
+            "1 solo worker for both queues"
+            if args.one_worker
+            else "solo refit + dashboards workers"
+        )
     )
     print(
         f"{'judgments':>10} {'d':>4} {'total s':>8} {'debounce':>8} {'snapshot':>8} "
