@@ -50,12 +50,13 @@ class PairScatter:
         self.classes = np.empty(0, dtype=np.int8)
 
     def extend(self, pairs: PairData, read_vectors) -> None:
-        """Add the observations after ``rows`` (one pass over them)."""
+        """Add the observations after ``rows`` (one pass over them; all or nothing)."""
         if len(pairs) < self.rows:
             raise ValueError("PairScatter: the observations shrank")
         new = slice(self.rows, len(pairs))
         classes = pair_class(pairs.hash[new], pairs.held_out[new])
         comparable = np.flatnonzero(pairs.y[new] == 1)
+        sums, counts = self.sums.copy(), self.counts.copy()
         for start in range(0, comparable.size, CHUNK):
             part = comparable[start : start + CHUNK]
             rows, (ia, ib) = _local_index(pairs.row_a[new][part], pairs.row_b[new][part])
@@ -63,8 +64,9 @@ class PairScatter:
             z, of = vectors[ia] - vectors[ib], classes[part]
             for c in np.unique(of):
                 zc = z[of == c]
-                self.sums[c] += zc.T @ zc / 2.0
-                self.counts[c] += zc.shape[0]
+                sums[c] += zc.T @ zc / 2.0
+                counts[c] += zc.shape[0]
+        self.sums, self.counts = sums, counts
         self.classes = np.concatenate([self.classes, classes])
         self.rows = len(pairs)
 
@@ -81,6 +83,14 @@ class PairScatter:
             return None
         chosen = (inside == self.counts) & (self.counts > 0)
         return self.sums[chosen].sum(axis=0), int(self.counts[chosen].sum())
+
+
+def _summed(scatter: PairScatter | None, pairs: PairData, read_vectors, keep: np.ndarray):
+    """``scatter.of(pairs, keep)`` once it covers ``pairs`` (None: the direct path)."""
+    if scatter is None or scatter.rows > len(pairs):  # (sums of a later refit's pairs)
+        return None
+    scatter.extend(pairs, read_vectors)
+    return scatter.of(pairs, keep)
 
 
 def face_groups(
@@ -142,10 +152,7 @@ def face_prior(
     """EXPLORE's prior from FACE: the curated groups and the pairs judged comparable among
     ``keep`` (a fold's training part, for the fits that score the rest: issue 25). The identity
     when FACE cannot be fitted there. ``scatter``: the pairs' sums (module docstring)."""
-    summed = None
-    if scatter is not None:
-        scatter.extend(pairs, read_vectors)
-        summed = scatter.of(pairs, keep)
+    summed = _summed(scatter, pairs, read_vectors, keep)
     try:
         with warnings.catch_warnings():  # a fold's few pairs: FACE's rank notes are not news
             warnings.simplefilter("ignore", UserWarning)
@@ -174,10 +181,9 @@ def fit_face(
         raise FitError("FACE needs at least one comparable group or pair judged comparable")
     k_param = "auto" if k is None else int(k)
     whole = train = None
-    if scatter is not None and use_pairs:
-        scatter.extend(pairs, read_vectors)
-        whole = scatter.of(pairs, np.ones(len(pairs), dtype=bool))
-        train = scatter.of(pairs, ~pairs.held_out)
+    if use_pairs:
+        whole = _summed(scatter, pairs, read_vectors, np.ones(len(pairs), dtype=bool))
+        train = _summed(scatter, pairs, read_vectors, ~pairs.held_out)
     if whole is not None:
         model = _fit_summed(curated, whole, read_vectors, k_param)
     else:

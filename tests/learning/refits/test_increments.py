@@ -160,9 +160,10 @@ def test_face_from_the_kept_pair_sums_equals_face_on_the_pairs(world):
     _direct_and_summed(got, none, read, 4)
     assert got.scatter.rows == len(got.pairs)
     add_simulated(world, 60, seed=2, annotator=users[1])
-    got = _check(study)
+    earlier, got = got, _check(study)
     assert got.extended
-    assert got.scatter.rows < len(got.pairs)
+    assert got.scatter is earlier.scatter
+    assert got.scatter.rows < len(got.pairs)  # extended when asked
     rows = [np.array([0, 5, 9]), np.array([2, 7])]  # curated groups beside the pairs
     _direct_and_summed(got, snapshots.GroupSnapshot(rows=rows, creators=1), read, None)
     assert got.scatter.rows == len(got.pairs)
@@ -176,6 +177,12 @@ def test_face_from_the_kept_pair_sums_equals_face_on_the_pairs(world):
         kwargs = {"k": 4, "keep": keep}
         summed = face_fits.face_prior(got.pairs, none, read, scatter=got.scatter, **kwargs)
         np.testing.assert_allclose(summed, face_fits.face_prior(got.pairs, none, read, **kwargs))
+    # sums ahead of the observations (a later refit's): the direct path
+    keep = np.ones(len(earlier.pairs), dtype=bool)
+    np.testing.assert_array_equal(
+        face_fits.face_prior(earlier.pairs, none, read, k=4, keep=keep, scatter=got.scatter),
+        face_fits.face_prior(earlier.pairs, none, read, k=4, keep=keep),
+    )
     odd = np.arange(len(got.pairs)) % 2 == 0  # not a union of classes: the direct path
     assert got.scatter.of(got.pairs, odd) is None
     direct = face_fits.face_prior(got.pairs, none, read, k=4, keep=odd)
