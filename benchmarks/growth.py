@@ -44,7 +44,14 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from study_world import ANNOTATORS, N_ITEMS, judgments_load, study_world  # noqa: E402
+from study_world import (  # noqa: E402
+    ANNOTATORS,
+    N_ITEMS,
+    judgments_load,
+    postgres_run,
+    scratch_environment,
+    study_world,
+)
 
 
 def _status_kb(field: str) -> int | None:
@@ -82,20 +89,9 @@ def measured(fn, *, allocations: bool = False) -> tuple:
 def _setup(postgres: bool, scratch: Path) -> str:
     name = f"fm_growth_bench_{os.getpid()}" if postgres else ""
     if name:
-        _postgres(f"CREATE DATABASE {name}")
-    os.environ.update(
-        {
-            "DATABASE_URL": f"postgres://postgres@127.0.0.1:5432/{name}"
-            if name
-            else f"sqlite:///{scratch / 'bench.sqlite3'}",
-            "MEDIA_ROOT": str(scratch / "media"),
-            "VAR_DIR": str(scratch / "var"),
-            "DJANGO_SETTINGS_MODULE": "fairmetric_site.settings",
-            "REDIS_URL": "",
-            "CELERY_BROKER_URL": "",
-            "CELERY_RESULT_BACKEND": "",
-        }
-    )
+        postgres_run(f"CREATE DATABASE {name}")
+    url = f"postgres://postgres@127.0.0.1:5432/{name}" if name else ""
+    os.environ.update(scratch_environment(url or f"sqlite:///{scratch / 'bench.sqlite3'}", scratch))
     import django
 
     django.setup()
@@ -103,13 +99,6 @@ def _setup(postgres: bool, scratch: Path) -> str:
 
     call_command("migrate", verbosity=0)
     return name
-
-
-def _postgres(sql: str) -> None:
-    import psycopg
-
-    with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as c:
-        c.execute(sql)
 
 
 def _world(n: int, dim: int):
@@ -281,7 +270,7 @@ def main() -> int:
                 from django.db import connections
 
                 connections.close_all()
-                _postgres(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+                postgres_run(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
     if args.core:
         print(f"\n## EXPLORE's loss/gradient pass (d = {args.dim})\n")
         print(

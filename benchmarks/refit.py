@@ -41,7 +41,16 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from study_world import ANNOTATORS, N_ITEMS, judgments_load, study_world  # noqa: E402
+from study_world import (  # noqa: E402
+    ANNOTATORS,
+    N_ITEMS,
+    answers_send,
+    judgments_load,
+    postgres_run,
+    response_pairs,
+    scratch_environment,
+    study_world,
+)
 
 BURST = 50
 TAIL = 9  # < version_min_new_answers: the churn rule alone would keep them waiting
@@ -65,21 +74,15 @@ def main() -> int:
     scratch = Path(tempfile.mkdtemp(prefix="fm-refit-bench-"))
     pg_name = f"fm_refit_bench_{os.getpid()}" if args.postgres else ""
     if pg_name:
-        _postgres("CREATE DATABASE " + pg_name)
+        postgres_run("CREATE DATABASE " + pg_name)
         database_url = f"postgres://postgres@127.0.0.1:5432/{pg_name}"
     else:
         database_url = f"sqlite:///{scratch / 'bench.sqlite3'}"
     queue = f"bench-{uuid.uuid4().hex[:8]}"
-    env = {
-        "DATABASE_URL": database_url,
-        "MEDIA_ROOT": str(scratch / "media"),
-        "VAR_DIR": str(scratch / "var"),
+    env = scratch_environment(database_url, scratch) | {
         "CELERY_TASK_DEFAULT_QUEUE": queue,
-        "DJANGO_SETTINGS_MODULE": "fairmetric_site.settings",
         "DEBUG": "1",
         "REDIS_URL": args.redis,
-        "CELERY_BROKER_URL": "",
-        "CELERY_RESULT_BACKEND": "",
     }
     os.environ.update(env)
     import django
@@ -104,16 +107,9 @@ def main() -> int:
             from django.db import connections
 
             connections.close_all()
-            _postgres("DROP DATABASE IF EXISTS " + pg_name)
+            postgres_run("DROP DATABASE IF EXISTS " + pg_name)
     _print_table(rows, args, database_url)
     return 0
-
-
-def _postgres(sql: str) -> None:
-    import psycopg
-
-    with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as c:
-        c.execute(sql)
 
 
 def _start_workers(queue: str, scratch: Path, one: bool) -> list[subprocess.Popen]:
@@ -144,7 +140,7 @@ def _world(n: int, dim: int):
 
     rng = np.random.default_rng(n)
     world = study_world(f"n{n}-d{dim}-{uuid.uuid4().hex[:6]}", dim, rng, debounce=DEBOUNCE)
-    study, matrix, item_ids, users = world.study, world.matrix, world.item_ids, world.users
+    study, item_ids, users = world.study, world.item_ids, world.users
     suite = WeatSuite.objects.create(name=f"suite {study.name}")
     suite.studies.add(study)
     WeatTest.objects.bulk_create(
@@ -164,16 +160,7 @@ def _world(n: int, dim: int):
         )
         for t in range(10)
     )
-    # Distinct pairs, labels from EXPLORE's response model with a rank-5 Sigma0.
-    pairs = np.unique(
-        np.sort(rng.integers(0, N_ITEMS, size=(int(n * 1.2) + 100, 2)), axis=1), axis=0
-    )
-    pairs = pairs[pairs[:, 0] != pairs[:, 1]]
-    pairs = pairs[rng.permutation(len(pairs))[: n + TAIL]]
-    basis = np.linalg.qr(rng.normal(size=(dim, 5)))[0]
-    z = matrix[pairs[:, 0]] - matrix[pairs[:, 1]]
-    d = 4.0 * np.sum((z @ basis) ** 2, axis=1)
-    labels = np.where(rng.random(len(d)) < 2 / (1 + np.exp(d)), "comparable", "incomparable")
+    pairs, labels = response_pairs(world, rng, n + TAIL)
     bulk = n - BURST
     user_ids = np.array([u.pk for u in users])
     judgments_load(
@@ -214,20 +201,9 @@ def _wait(predicate, timeout: float, what: str):
 
 def _answer(study, answers, gap: float = 0.0) -> int:
     """Send ``answers`` through the API's service; the top judgment id after the last."""
-    from annotation.labelling.services import judgment_create
     from annotation.models import PairJudgment
 
-    for number, (user, a, b, label) in enumerate(answers):
-        if number and gap:
-            time.sleep(gap)
-        judgment_create(
-            study=study,
-            annotator=user,
-            item_a_id=a,
-            item_b_id=b,
-            label=label,
-            client_id=uuid.uuid4(),
-        )
+    answers_send(study, answers, gap)
     return PairJudgment.objects.filter(study=study).order_by("-id").first().pk
 
 

@@ -33,7 +33,15 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from study_world import ANNOTATORS, N_ITEMS, judgments_load, study_world  # noqa: E402
+from study_world import (  # noqa: E402
+    ANNOTATORS,
+    answers_send,
+    judgments_load,
+    postgres_run,
+    response_pairs,
+    scratch_environment,
+    study_world,
+)
 
 BURST = 50
 STAGES = {
@@ -49,26 +57,11 @@ def _cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _postgres(sql: str) -> None:
-    import psycopg
-
-    with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as c:
-        c.execute(sql)
-
-
 def _world(n: int, dim: int):
     """The study with n answers, and 2 bursts of new pairs (user, item a, item b, label)."""
     rng = np.random.default_rng(n)
     world = study_world(f"profile-{n}-{uuid.uuid4().hex[:6]}", dim, rng, debounce=0)
-    pairs = np.unique(
-        np.sort(rng.integers(0, N_ITEMS, size=(int(n * 1.2) + 100, 2)), axis=1), axis=0
-    )
-    pairs = pairs[pairs[:, 0] != pairs[:, 1]]
-    pairs = pairs[rng.permutation(len(pairs))[: n + 2 * BURST]]
-    basis = np.linalg.qr(rng.normal(size=(dim, 5)))[0]
-    z = world.matrix[pairs[:, 0]] - world.matrix[pairs[:, 1]]
-    d = 4.0 * np.sum((z @ basis) ** 2, axis=1)
-    labels = np.where(rng.random(len(d)) < 2 / (1 + np.exp(d)), "comparable", "incomparable")
+    pairs, labels = response_pairs(world, rng, n + 2 * BURST)
     ids, users = world.item_ids, world.users
     judgments_load(
         world.study.pk,
@@ -84,20 +77,6 @@ def _world(n: int, dim: int):
         for i, ((a, b), y) in enumerate(zip(pairs[n:], labels[n:], strict=True))
     ]
     return world.study, [later[:BURST], later[BURST:]]
-
-
-def _answer(study, answers) -> None:
-    from annotation.labelling.services import judgment_create
-
-    for user, a, b, label in answers:
-        judgment_create(
-            study=study,
-            annotator=user,
-            item_a_id=a,
-            item_b_id=b,
-            label=label,
-            client_id=uuid.uuid4(),
-        )
 
 
 def _refit(study_id: int, profile: cProfile.Profile | None = None):
@@ -142,18 +121,8 @@ def main() -> int:
     args = parser.parse_args()
     scratch = Path(tempfile.mkdtemp(prefix="fm-refit-profile-"))
     name = f"fm_refit_profile_{os.getpid()}"
-    _postgres(f"CREATE DATABASE {name}")
-    os.environ.update(
-        {
-            "DATABASE_URL": f"postgres://postgres@127.0.0.1:5432/{name}",
-            "MEDIA_ROOT": str(scratch / "media"),
-            "VAR_DIR": str(scratch / "var"),
-            "DJANGO_SETTINGS_MODULE": "fairmetric_site.settings",
-            "REDIS_URL": "",
-            "CELERY_BROKER_URL": "",
-            "CELERY_RESULT_BACKEND": "",
-        }
-    )
+    postgres_run(f"CREATE DATABASE {name}")
+    os.environ.update(scratch_environment(f"postgres://postgres@127.0.0.1:5432/{name}", scratch))
     print(f"load average at start {os.getloadavg()[0]:.1f}, {os.cpu_count()} CPUs")
     try:
         import django
@@ -169,12 +138,12 @@ def main() -> int:
         print(f"study of {args.size:,} answers built in {time.perf_counter() - started:.0f} s")
         _, wall, cpu = _refit(study.pk)
         print(f"first refit (cold): wall {wall:.2f} s, CPU {cpu:.2f} s")
-        _answer(study, bursts[0])
+        answers_send(study, bursts[0])
         _, wall, cpu = _refit(study.pk)
         print(
             f"refit after a burst (inputs built in this process): wall {wall:.2f} s, CPU {cpu:.2f} s"
         )
-        _answer(study, bursts[1])
+        answers_send(study, bursts[1])
         profile = cProfile.Profile(time.process_time)
         report, wall, cpu = _refit(study.pk, profile)
         print(f"refit after a burst (profiled): wall {wall:.2f} s, CPU {cpu:.2f} s")
@@ -195,7 +164,7 @@ def main() -> int:
         from django.db import connections
 
         connections.close_all()
-        _postgres(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        postgres_run(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
     return 0
 
 

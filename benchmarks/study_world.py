@@ -1,7 +1,8 @@
-"""The test world of the refit benchmarks (``refit.py``, ``growth.py``): a study over a random
-N_ITEMS x d word space with its learning settings and ANNOTATORS members, and answers loaded in
-bulk (COPY on PostgreSQL, ``bulk_create`` elsewhere). Imported by those scripts, after they set
-up Django.
+"""The test world of the refit benchmarks (``refit.py``, ``refit_profile.py``, ``growth.py``): a
+study over a random N_ITEMS x d word space with its learning settings and ANNOTATORS members,
+pairs labelled by EXPLORE's response model, answers loaded in bulk (COPY on PostgreSQL,
+``bulk_create`` elsewhere) or sent one by one as the API does, and scratch PostgreSQL databases.
+Imported by those scripts; the world's functions after they set up Django.
 """
 
 from __future__ import annotations
@@ -99,3 +100,62 @@ def _copy_judgments(study_id: int, columns: dict) -> None:
     with connection.connection.cursor() as cursor, cursor.copy(statement) as copy:
         copy.write(text.getvalue())
     connection.connection.commit()
+
+
+def postgres_run(sql: str) -> None:
+    """Run ``sql`` on the local server's ``postgres`` database (a scratch database's creation
+    or removal)."""
+    import psycopg
+
+    with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as c:
+        c.execute(sql)
+
+
+def response_pairs(world: World, rng: np.random.Generator, count: int):
+    """``count`` distinct pairs of rows (a < b) in random order, and their labels drawn from
+    EXPLORE's response model with a rank-5 Σ0 ("comparable" / "incomparable")."""
+    dim = world.matrix.shape[1]
+    pairs = np.unique(
+        np.sort(rng.integers(0, N_ITEMS, size=(int(count * 1.2) + 100, 2)), axis=1), axis=0
+    )
+    pairs = pairs[pairs[:, 0] != pairs[:, 1]]
+    pairs = pairs[rng.permutation(len(pairs))[:count]]
+    basis = np.linalg.qr(rng.normal(size=(dim, 5)))[0]
+    z = world.matrix[pairs[:, 0]] - world.matrix[pairs[:, 1]]
+    d = 4.0 * np.sum((z @ basis) ** 2, axis=1)
+    labels = np.where(rng.random(len(d)) < 2 / (1 + np.exp(d)), "comparable", "incomparable")
+    return pairs, labels
+
+
+def answers_send(study, answers, gap: float = 0.0) -> None:
+    """Send ``answers`` (user, item a id, item b id, label) through the API's service, ``gap``
+    seconds apart."""
+    import time
+
+    from annotation.labelling.services import judgment_create
+
+    for number, (user, a, b, label) in enumerate(answers):
+        if number and gap:
+            time.sleep(gap)
+        judgment_create(
+            study=study,
+            annotator=user,
+            item_a_id=a,
+            item_b_id=b,
+            label=label,
+            client_id=uuid.uuid4(),
+        )
+
+
+def scratch_environment(database_url: str, scratch: Path) -> dict[str, str]:
+    """The environment of a benchmark on a scratch database and folder: the embedded broker and
+    result store (no Redis)."""
+    return {
+        "DATABASE_URL": database_url,
+        "MEDIA_ROOT": str(scratch / "media"),
+        "VAR_DIR": str(scratch / "var"),
+        "DJANGO_SETTINGS_MODULE": "fairmetric_site.settings",
+        "REDIS_URL": "",
+        "CELERY_BROKER_URL": "",
+        "CELERY_RESULT_BACKEND": "",
+    }
