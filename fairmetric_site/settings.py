@@ -322,7 +322,6 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
         "data_folder_out": str(EMBEDDED_BROKER_DIR / "queue"),
         "control_folder": str(EMBEDDED_BROKER_DIR / "control"),
         "store_processed": False,
-        "polling_interval": 0.1,  # (Kombu's default, 1 s, delays a re-queued refit: refits.md)
     }
 else:
     CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
