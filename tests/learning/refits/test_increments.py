@@ -126,6 +126,12 @@ def test_the_extended_inputs_equal_a_full_build_through_a_sequence_of_batches(wo
     assert not _check(study).extended
     add_simulated(world, 20, seed=4, annotator=_newcomer(study, "later-2"))
     assert _check(study).extended
+    PairJudgment.objects.create(  # an answer to the gold pair: its gold label in the new rows
+        study=study, annotator=users[1], item_a=a, item_b=b, label="incomparable", is_gold=True
+    )
+    got = _check(study)
+    assert got.extended
+    assert got.snapshot.gold[-1] == 1  # the gold pair's label, comparable
 
     # an adjudication: never extended while there is one
     first = PairJudgment.objects.filter(study=study).order_by("id").first()
