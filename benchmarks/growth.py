@@ -30,8 +30,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import hashlib
-import io
 import os
 import sys
 import tempfile
@@ -44,8 +42,16 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-ANNOTATORS = 20
-N_ITEMS = 5000
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from study_world import (  # noqa: E402
+    ANNOTATORS,
+    N_ITEMS,
+    judgments_load,
+    postgres_run,
+    scratch_environment,
+    study_world,
+)
 
 
 def _status_kb(field: str) -> int | None:
@@ -83,20 +89,9 @@ def measured(fn, *, allocations: bool = False) -> tuple:
 def _setup(postgres: bool, scratch: Path) -> str:
     name = f"fm_growth_bench_{os.getpid()}" if postgres else ""
     if name:
-        _postgres(f"CREATE DATABASE {name}")
-    os.environ.update(
-        {
-            "DATABASE_URL": f"postgres://postgres@127.0.0.1:5432/{name}"
-            if name
-            else f"sqlite:///{scratch / 'bench.sqlite3'}",
-            "MEDIA_ROOT": str(scratch / "media"),
-            "VAR_DIR": str(scratch / "var"),
-            "DJANGO_SETTINGS_MODULE": "fairmetric_site.settings",
-            "REDIS_URL": "",
-            "CELERY_BROKER_URL": "",
-            "CELERY_RESULT_BACKEND": "",
-        }
-    )
+        postgres_run(f"CREATE DATABASE {name}")
+    url = f"postgres://postgres@127.0.0.1:5432/{name}" if name else ""
+    os.environ.update(scratch_environment(url or f"sqlite:///{scratch / 'bench.sqlite3'}", scratch))
     import django
 
     django.setup()
@@ -106,46 +101,11 @@ def _setup(postgres: bool, scratch: Path) -> str:
     return name
 
 
-def _postgres(sql: str) -> None:
-    import psycopg
-
-    with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as c:
-        c.execute(sql)
-
-
 def _world(n: int, dim: int):
     """A study with n answers (n / 2 pairs, two annotators each); its id."""
-    from django.conf import settings
-    from django.contrib.auth import get_user_model
-
-    from annotation.models import Membership, PairJudgment, Study
-    from learning.models import StudyLearningSettings
-    from spaces.models import EmbeddingSpace, Item
-
     rng = np.random.default_rng(n)
-    tag = f"growth-{n}-{uuid.uuid4().hex[:6]}"
-    matrix = rng.normal(scale=0.5, size=(N_ITEMS, dim))
-    folder = Path(settings.MEDIA_ROOT) / "spaces"
-    folder.mkdir(parents=True, exist_ok=True)
-    np.save(folder / f"{tag}.npy", matrix)
-    space = EmbeddingSpace.objects.create(
-        name=tag,
-        dimension=dim,
-        matrix=f"spaces/{tag}.npy",
-        item_count=N_ITEMS,
-        sha256=hashlib.sha256((folder / f"{tag}.npy").read_bytes()).hexdigest(),
-    )
-    Item.objects.bulk_create(Item(space=space, key=f"w{r}", row=r) for r in range(N_ITEMS))
-    item_ids = np.asarray(
-        Item.objects.filter(space=space).order_by("row").values_list("id", flat=True)
-    )
-    study = Study.objects.create(name=tag, space=space)
-    StudyLearningSettings.objects.create(
-        study=study, debounce_seconds=0, face_components=min(10, dim - 1)
-    )
-    users = [get_user_model().objects.create_user(f"{tag}-{i}") for i in range(ANNOTATORS)]
-    Membership.objects.bulk_create(Membership(user=u, study=study) for u in users)
-
+    world = study_world(f"growth-{n}-{uuid.uuid4().hex[:6]}", dim, rng, debounce=0)
+    matrix, item_ids = world.matrix, world.item_ids
     pairs = n // 2
     codes = rng.choice(N_ITEMS * N_ITEMS, size=int(pairs * 2.2) + 10, replace=False)
     a, b = codes // N_ITEMS, codes % N_ITEMS
@@ -159,7 +119,7 @@ def _world(n: int, dim: int):
     who = np.stack([first, second], axis=1).ravel()
     comparable = np.repeat(truth, 2) ^ (rng.random(2 * pairs) < 0.15)
     label = np.where(comparable, "comparable", "incomparable")
-    user_ids = np.array([u.pk for u in users])
+    user_ids = np.array([u.pk for u in world.users])
     columns = {
         "item_a_id": item_ids[np.repeat(a, 2)],
         "item_b_id": item_ids[np.repeat(b, 2)],
@@ -167,40 +127,8 @@ def _world(n: int, dim: int):
         "label": label,
         "elapsed_ms": rng.integers(300, 6000, size=2 * pairs),
     }
-    from django.db import connection
-
-    if connection.vendor == "postgresql":
-        _copy_judgments(study.pk, columns)
-    else:
-        PairJudgment.objects.bulk_create(
-            (
-                PairJudgment(study=study, **{k: v[i].item() for k, v in columns.items()})
-                for i in range(2 * pairs)
-            ),
-            batch_size=5000,
-        )
-    with connection.cursor() as cursor:  # planner statistics, as autovacuum keeps them
-        cursor.execute("ANALYZE")
-    return study.pk
-
-
-def _copy_judgments(study_id: int, columns: dict) -> None:
-    from django.db import connection
-
-    from annotation.models import PairJudgment
-
-    names = [*columns, "study_id", "source", "provenance", "client_id", "is_gold", "created_at"]
-    text = io.StringIO()
-    for i in range(len(columns["label"])):
-        values = [str(v[i]) for v in columns.values()]
-        text.write("\t".join([*values, str(study_id), "annotated", "", str(uuid.uuid4()), "f"]))
-        text.write("\t2026-11-26 12:00:00+00\n")
-    table = connection.ops.quote_name(PairJudgment._meta.db_table)
-    connection.ensure_connection()
-    statement = f"COPY {table} ({', '.join(names)}) FROM STDIN"
-    with connection.connection.cursor() as cursor, cursor.copy(statement) as copy:
-        copy.write(text.getvalue())
-    connection.connection.commit()
+    judgments_load(world.study.pk, columns)
+    return world.study.pk
 
 
 def _app_stages(study_id: int) -> list[tuple[str, float, float]]:
@@ -208,7 +136,7 @@ def _app_stages(study_id: int) -> list[tuple[str, float, float]]:
     from learning.dashboards import figures, tallies
     from learning.exports import formats
     from learning.models import StudyLearningSettings
-    from learning.refits import fitting, service, snapshots
+    from learning.refits import face_fits, fitting, pairs, service, snapshots
 
     study = Study.objects.select_related("space").get(pk=study_id)
     learning = StudyLearningSettings.objects.get(study_id=study_id)
@@ -219,22 +147,22 @@ def _app_stages(study_id: int) -> list[tuple[str, float, float]]:
         shot = snapshots.judgment_snapshot(
             study_id=study_id, watermark=marks.judgment_watermark, excluded_annotators=[]
         )
-        return fitting.pair_data(
+        return pairs.pair_data(
             shot, policy=learning.repeat_policy, validation_share=learning.validation_share
         )
 
-    pairs, seconds, peak, _, _ = measured(snapshot)
+    observations, seconds, peak, _, _ = measured(snapshot)
     rows.append(("snapshot (judgment_snapshot + pair_data)", seconds, peak))
     groups = snapshots.GroupSnapshot(rows=[], creators=0)
     read = study.space.vectors
     stages = [
         (
             "EXPLORE fit (fit_explore)",
-            lambda: fitting.fit_explore(pairs, read, max_eigenvalue=None),
+            lambda: fitting.fit_explore(observations, read, max_eigenvalue=None),
         ),
         (
             "FACE fit (fit_face, pairs as groups)",
-            lambda: fitting.fit_face(pairs, groups, read, k=None, use_pairs=True),
+            lambda: face_fits.fit_face(observations, groups, read, k=None, use_pairs=True),
         ),
         ("whole refit (service: both, stored, evaluated)", lambda: _refit(service, study_id)),
         ("dashboard figures (worker task)", lambda: figures.study_dashboard(study)),
@@ -342,7 +270,7 @@ def main() -> int:
                 from django.db import connections
 
                 connections.close_all()
-                _postgres(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+                postgres_run(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
     if args.core:
         print(f"\n## EXPLORE's loss/gradient pass (d = {args.dim})\n")
         print(

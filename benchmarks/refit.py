@@ -5,15 +5,19 @@
 
 For each size N it builds a study on a scratch database (SQLite in a temp folder, or with
 --postgres a scratch PostgreSQL database on 127.0.0.1 that is dropped afterwards) with a 5,000
-x d space, a 10-test WEAT suite and N - 50 answers by 20 annotators, fitted once (so the timed
+x d space, a 10-test WEAT suite and N - 50 answers by 20 annotators (``study_world.py``; COPY
+on PostgreSQL), fitted once (so the timed
 refit also computes drift against a previous version). Then a burst of 50 answers goes through
 ``annotation.labelling.services.judgment_create`` (the path the API uses, which queues the refit after
 each commit) and the clock runs from the commit of the last answer until both FACE and EXPLORE
 versions covering it are ready *and evaluated* (WEAT suite and drift), as seen by polling the
-database every 20 ms. A real Celery worker process does the work, over the embedded filesystem
-broker by default or Redis with --redis. The study's debounce window (3 s) is included.
+database every 20 ms. Real Celery worker processes do the work, as deployed (``make run``,
+``loadtest/stack.py``): one for refits and one for the dashboards' queue (``common/queues.py``;
+--one-worker: a single worker for both, where a refit may wait behind a dashboard refresh),
+over the embedded filesystem broker by default or Redis with --redis. The study's debounce
+window (3 s) is included.
 
-Then, once the worker is idle again (the dashboard refresh the burst queued is done), the tail
+Then, once the workers are idle again (the dashboard refresh the burst queued is done), the tail
 of a burst: TAIL = 9 more answers, one every TAIL_GAP seconds, fewer than the
 study's ``version_min_new_answers`` (10, with ``version_min_minutes`` 5: the defaults). The
 clock runs from the last of them to versions covering it: the debounce window after the study
@@ -35,11 +39,22 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from study_world import (  # noqa: E402
+    ANNOTATORS,
+    N_ITEMS,
+    answers_send,
+    judgments_load,
+    postgres_run,
+    response_pairs,
+    scratch_environment,
+    study_world,
+)
+
 BURST = 50
 TAIL = 9  # < version_min_new_answers: the churn rule alone would keep them waiting
 TAIL_GAP = 0.5  # seconds between the tail's answers (a person pressing keys)
-ANNOTATORS = 20
-N_ITEMS = 5000
 DEBOUNCE = 3
 
 
@@ -51,6 +66,7 @@ def main() -> int:
     parser.add_argument("--postgres", action="store_true", help="scratch PostgreSQL database")
     parser.add_argument("--quick", action="store_true", help="one tiny size, for tests")
     parser.add_argument("--timeout", type=float, default=300.0)
+    parser.add_argument("--one-worker", action="store_true", help="one worker for both queues")
     args = parser.parse_args()
     if args.quick:
         args.sizes, args.dim = [400], 10
@@ -58,21 +74,15 @@ def main() -> int:
     scratch = Path(tempfile.mkdtemp(prefix="fm-refit-bench-"))
     pg_name = f"fm_refit_bench_{os.getpid()}" if args.postgres else ""
     if pg_name:
-        _postgres("CREATE DATABASE " + pg_name)
+        postgres_run("CREATE DATABASE " + pg_name)
         database_url = f"postgres://postgres@127.0.0.1:5432/{pg_name}"
     else:
         database_url = f"sqlite:///{scratch / 'bench.sqlite3'}"
     queue = f"bench-{uuid.uuid4().hex[:8]}"
-    env = {
-        "DATABASE_URL": database_url,
-        "MEDIA_ROOT": str(scratch / "media"),
-        "VAR_DIR": str(scratch / "var"),
+    env = scratch_environment(database_url, scratch) | {
         "CELERY_TASK_DEFAULT_QUEUE": queue,
-        "DJANGO_SETTINGS_MODULE": "fairmetric_site.settings",
         "DEBUG": "1",
         "REDIS_URL": args.redis,
-        "CELERY_BROKER_URL": "",
-        "CELERY_RESULT_BACKEND": "",
     }
     os.environ.update(env)
     import django
@@ -81,82 +91,57 @@ def main() -> int:
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
-    worker = _start_worker(queue, scratch)
+    workers = _start_workers(queue, scratch, args.one_worker)
     try:
         rows = [_measure(n, args.dim, args.timeout) for n in args.sizes]
     finally:
-        worker.terminate()  # a warm shutdown finishes the task at hand (a dashboard refresh)
-        try:
-            worker.wait(timeout=60)
-        except subprocess.TimeoutExpired:  # the figures are measured: do not lose them
-            worker.kill()
-            worker.wait()
+        for worker in workers:  # a warm shutdown finishes the task at hand
+            worker.terminate()
+        for worker in workers:
+            try:
+                worker.wait(timeout=60)
+            except subprocess.TimeoutExpired:  # the figures are measured: do not lose them
+                worker.kill()
+                worker.wait()
         if pg_name:
             from django.db import connections
 
             connections.close_all()
-            _postgres("DROP DATABASE IF EXISTS " + pg_name)
+            postgres_run("DROP DATABASE IF EXISTS " + pg_name)
     _print_table(rows, args, database_url)
     return 0
 
 
-def _postgres(sql: str) -> None:
-    import psycopg
-
-    with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as c:
-        c.execute(sql)
-
-
-def _start_worker(queue: str, scratch: Path) -> subprocess.Popen:
-    from common.queues import every_queue  # after main() set the environment
+def _start_workers(queue: str, scratch: Path, one: bool) -> list[subprocess.Popen]:
+    from common.queues import dashboard_queue_of, every_queue  # after main() set the environment
     from fairmetric_site.celery import worker_argv
 
-    log = open(scratch / "worker.log", "w")  # noqa: SIM115 - lives as long as the worker
-    return subprocess.Popen(  # one worker, every queue: the dashboard refresh runs here too
-        worker_argv(every_queue(queue), f"{queue}@%h"),
-        cwd=ROOT,
-        env=dict(os.environ),
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
+    queues = [every_queue(queue)] if one else [queue, dashboard_queue_of(queue)]
+    workers = []
+    for number, name in enumerate(queues):
+        log = open(scratch / f"worker-{number}.log", "w")  # noqa: SIM115 - as long as the worker
+        workers.append(
+            subprocess.Popen(
+                worker_argv(name, f"{queue}-{number}@%h"),
+                cwd=ROOT,
+                env=dict(os.environ),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        )
+    return workers
 
 
 def _world(n: int, dim: int):
     """A study with N - BURST answers already fitted once, and the pairs of the burst."""
-    import hashlib
-
     import numpy as np
-    from django.conf import settings
-    from django.contrib.auth import get_user_model
 
-    from annotation.models import Membership, PairJudgment, Study
-    from learning.models import StudyLearningSettings, WeatSuite, WeatTest
-    from spaces.models import EmbeddingSpace, Item
+    from learning.models import WeatSuite, WeatTest
 
     rng = np.random.default_rng(n)
-    tag = f"n{n}-d{dim}-{uuid.uuid4().hex[:6]}"
-    matrix = rng.normal(scale=0.5, size=(N_ITEMS, dim))
-    folder = Path(settings.MEDIA_ROOT) / "spaces"
-    folder.mkdir(parents=True, exist_ok=True)
-    np.save(folder / f"{tag}.npy", matrix)
-    space = EmbeddingSpace.objects.create(
-        name=tag,
-        dimension=dim,
-        matrix=f"spaces/{tag}.npy",
-        item_count=N_ITEMS,
-        sha256=hashlib.sha256((folder / f"{tag}.npy").read_bytes()).hexdigest(),
-    )
-    Item.objects.bulk_create(Item(space=space, key=f"w{r}", row=r) for r in range(N_ITEMS))
-    item_ids = np.asarray(
-        Item.objects.filter(space=space).order_by("row").values_list("id", flat=True)
-    )
-    study = Study.objects.create(name=tag, space=space)
-    StudyLearningSettings.objects.create(
-        study=study, debounce_seconds=DEBOUNCE, face_components=min(10, dim - 1)
-    )
-    users = [get_user_model().objects.create_user(f"{tag}-{i}") for i in range(ANNOTATORS)]
-    Membership.objects.bulk_create(Membership(user=u, study=study) for u in users)
-    suite = WeatSuite.objects.create(name=f"suite {tag}")
+    world = study_world(f"n{n}-d{dim}-{uuid.uuid4().hex[:6]}", dim, rng, debounce=DEBOUNCE)
+    study, item_ids, users = world.study, world.item_ids, world.users
+    suite = WeatSuite.objects.create(name=f"suite {study.name}")
     suite.studies.add(study)
     WeatTest.objects.bulk_create(
         WeatTest(
@@ -175,29 +160,17 @@ def _world(n: int, dim: int):
         )
         for t in range(10)
     )
-    # Distinct pairs, labels from EXPLORE's response model with a rank-5 Sigma0.
-    pairs = np.unique(
-        np.sort(rng.integers(0, N_ITEMS, size=(int(n * 1.2) + 100, 2)), axis=1), axis=0
-    )
-    pairs = pairs[pairs[:, 0] != pairs[:, 1]]
-    pairs = pairs[rng.permutation(len(pairs))[: n + TAIL]]
-    basis = np.linalg.qr(rng.normal(size=(dim, 5)))[0]
-    z = matrix[pairs[:, 0]] - matrix[pairs[:, 1]]
-    d = 4.0 * np.sum((z @ basis) ** 2, axis=1)
-    labels = np.where(rng.random(len(d)) < 2 / (1 + np.exp(d)), "comparable", "incomparable")
+    pairs, labels = response_pairs(world, rng, n + TAIL)
     bulk = n - BURST
-    PairJudgment.objects.bulk_create(
-        (
-            PairJudgment(
-                study=study,
-                item_a_id=int(item_ids[a]),
-                item_b_id=int(item_ids[b]),
-                label=str(y),
-                annotator=users[i % ANNOTATORS],
-            )
-            for i, ((a, b), y) in enumerate(zip(pairs[:bulk], labels[:bulk], strict=True))
-        ),
-        batch_size=5000,
+    user_ids = np.array([u.pk for u in users])
+    judgments_load(
+        study.pk,
+        {
+            "item_a_id": item_ids[pairs[:bulk, 0]],
+            "item_b_id": item_ids[pairs[:bulk, 1]],
+            "annotator_id": user_ids[np.arange(bulk) % ANNOTATORS],
+            "label": labels[:bulk],
+        },
     )
     burst = [
         (users[i % ANNOTATORS], int(item_ids[a]), int(item_ids[b]), str(y))
@@ -228,30 +201,23 @@ def _wait(predicate, timeout: float, what: str):
 
 def _answer(study, answers, gap: float = 0.0) -> int:
     """Send ``answers`` through the API's service; the top judgment id after the last."""
-    from annotation.labelling.services import judgment_create
     from annotation.models import PairJudgment
 
-    for number, (user, a, b, label) in enumerate(answers):
-        if number and gap:
-            time.sleep(gap)
-        judgment_create(
-            study=study,
-            annotator=user,
-            item_a_id=a,
-            item_b_id=b,
-            label=label,
-            client_id=uuid.uuid4(),
-        )
+    answers_send(study, answers, gap)
     return PairJudgment.objects.filter(study=study).order_by("-id").first().pk
 
 
 def _worker_idle(timeout: float) -> None:
-    """Wait until the solo worker has run everything queued before now (a ping queued behind)."""
+    """Wait until the workers have run everything queued before now (a ping queued behind, on
+    each queue)."""
     from celery import current_app
     from django.conf import settings
 
-    ping = current_app.send_task("fairmetric.ping", queue=settings.CELERY_TASK_DEFAULT_QUEUE)
-    ping.get(timeout=timeout)
+    from common.queues import dashboard_queue
+
+    queues = (settings.CELERY_TASK_DEFAULT_QUEUE, dashboard_queue())
+    for ping in [current_app.send_task("fairmetric.ping", queue=q) for q in queues]:
+        ping.get(timeout=timeout)
 
 
 def _measure(n: int, dim: int, timeout: float) -> dict:
@@ -306,7 +272,12 @@ def _print_table(rows: list[dict], args, database_url: str) -> None:
     database = "PostgreSQL" if database_url.startswith("postgres") else "SQLite"
     print(
         f"Refit latency: last answer of a {BURST}-answer burst -> FACE and EXPLORE versions "
-        f"ready and evaluated (10 WEAT tests + drift); {database}, {broker}, 1 solo worker"
+        f"ready and evaluated (10 WEAT tests + drift); {database}, {broker}, "
+        + (
+            "1 solo worker for both queues"
+            if args.one_worker
+            else "solo refit + dashboards workers"
+        )
     )
     print(
         f"{'judgments':>10} {'d':>4} {'total s':>8} {'debounce':>8} {'snapshot':>8} "

@@ -210,16 +210,7 @@ class FACE:
     def fit(self, X: ArrayLike, groups: object) -> FACE:
         x = check_matrix(X, "X")  # in its own dtype: float32 rows select "mixed"
         n, d = x.shape
-        k = self.n_components
-        if not (k == "auto" or (isinstance(k, (int, np.integer)) and not isinstance(k, bool))):
-            raise ValueError(f"n_components must be an integer or 'auto', got {k!r}")
-        if k != "auto" and not 1 <= int(k) <= d:
-            raise ValueError(f"n_components must satisfy 1 ≤ k ≤ d = {d}, got {k}")
-        if k != "auto" and int(k) == d:
-            raise ValueError(
-                f"n_components = d = {d} removes every direction (Sigma = 0, its entries are "
-                "rounding noise); choose k < d"
-            )
+        self._check_k(d)
         check_finite(x, "X", "every row is checked, grouped or not")
         if self.precision not in ("auto", "mixed", "double"):
             raise ValueError(
@@ -230,6 +221,36 @@ class FACE:
         check_groups(rows, sizes, n)
         scatter = within_group_scatter(x, rows, sizes, "mixed" if mixed else "double")
         self.precision_ = "mixed" if mixed else "double"
+        return self._fit_scatter(scatter, n_groups=int(sizes.size), n_rows=int(rows.size))
+
+    def fit_scatter(self, scatter: ArrayLike, *, n_groups: int, n_rows: int) -> FACE:
+        """FACE from a within-group scatter already summed (``within_group_scatter`` of the
+        groups, added up over parts of them: the scatter of a union of groups is the sum of
+        theirs; a pair's is ``zzᵀ/2`` with ``z`` its difference). ``n_groups``, ``n_rows``:
+        the groups and grouped rows it sums (``n_groups_``, ``n_rows_``)."""
+        scatter = np.asarray(scatter, dtype=np.float64)
+        if scatter.ndim != 2 or scatter.shape[0] != scatter.shape[1]:
+            raise ValueError(f"scatter must be a square matrix, got shape {scatter.shape}")
+        if not np.all(np.isfinite(scatter)):
+            raise ValueError("the within-group scatter has NaN or inf entries")
+        self._check_k(scatter.shape[0])
+        self.precision_ = "double"
+        return self._fit_scatter(symmetrize(scatter), n_groups=n_groups, n_rows=n_rows)
+
+    def _check_k(self, d: int) -> None:
+        k = self.n_components
+        if not (k == "auto" or (isinstance(k, (int, np.integer)) and not isinstance(k, bool))):
+            raise ValueError(f"n_components must be an integer or 'auto', got {k!r}")
+        if k != "auto" and not 1 <= int(k) <= d:
+            raise ValueError(f"n_components must satisfy 1 ≤ k ≤ d = {d}, got {k}")
+        if k != "auto" and int(k) == d:
+            raise ValueError(
+                f"n_components = d = {d} removes every direction (Sigma = 0, its entries are "
+                "rounding noise); choose k < d"
+            )
+
+    def _fit_scatter(self, scatter: np.ndarray, *, n_groups: int, n_rows: int) -> FACE:
+        d, k = scatter.shape[0], self.n_components
         lam, vec = np.linalg.eigh(scatter)
         lam, vec = np.clip(lam[::-1], 0.0, None), vec[:, ::-1]
         total = float(lam.sum())
@@ -247,7 +268,7 @@ class FACE:
                 f"{k_ - rank} component(s) are arbitrary directions the groups do not vary in"
             )
             self.warnings_.append(msg)
-            warnings.warn(msg, UserWarning, stacklevel=2)
+            warnings.warn(msg, UserWarning, stacklevel=3)
         self.scatter_rank_ = rank
         comps = canonical_signs(vec[:, :k_].T)
         self.components_ = comps
@@ -258,8 +279,8 @@ class FACE:
         self.heterogeneity_ = float(max(0.0, 1.0 - lam[:k_].sum() / total))
         self.n_components_ = k_
         self.n_features_in_ = d
-        self.n_groups_ = int(sizes.size)
-        self.n_rows_ = int(rows.size)
+        self.n_groups_ = n_groups
+        self.n_rows_ = n_rows
         return self
 
     def transform(self, X: ArrayLike) -> np.ndarray:

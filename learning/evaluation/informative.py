@@ -2,7 +2,7 @@
 
 An EXPLORE version is *informative* when, on held-out pairs (each scored by a fit that did not
 see it, at a penalty chosen without that pair's fold, shrunk toward a prior that did not see it
-either: ``learning/core/_explore_path.py``, ``learning/refits/fitting.py: face_prior``), it
+either: ``learning/core/_explore_path.py``, ``learning/refits/face_fits.py: face_prior``), it
 predicts the answers better than the constant prediction — every pair comparable with the
 training part's observed rate — beyond noise (the 95 % interval of its paired per-pair gain lies
 above 0), and its prior does not predict them better beyond noise (the interval of its gain over

@@ -25,7 +25,7 @@ from threadpoolctl import threadpool_limits
 from annotation.models import Study
 from learning.evaluation.checks import version_evaluate
 from learning.models import MetricVersion, StudyLearningSettings
-from learning.refits import cache, fitting, scheduling, snapshots
+from learning.refits import cache, face_fits, fitting, increments, scheduling, snapshots
 from learning.versions import selectors, sigmas, storage
 
 logger = logging.getLogger(__name__)
@@ -243,23 +243,25 @@ def _refit_claimed(study_id: int, report: RefitReport) -> None:
         return
     report.outcome = Outcome.FITTED
     started = time.perf_counter()
-    snapshot, read = snapshots.judgment_snapshot_cached(
-        study=study, marks=marks, excluded_annotators=excluded
+    inputs = increments.fit_inputs(
+        study=study,
+        marks=marks,
+        excluded_annotators=excluded,
+        policy=learning.repeat_policy,
+        validation_share=learning.validation_share,
     )
-    read = f"{read} in {time.perf_counter() - started:.2f} s"  # the rest: groups, pairs, counts
+    read = f"{inputs.read} in {time.perf_counter() - started:.2f} s"  # the rest: groups
     groups = (
         snapshots.group_snapshot(study_id=study_id, excluded_annotators=excluded)
         if Method.FACE in plans or learning.face_pairs_as_groups  # (EXPLORE's prior: groups)
         else snapshots.GroupSnapshot(rows=[], creators=0)
     )
-    pairs = fitting.pair_data(
-        snapshot, policy=learning.repeat_policy, validation_share=learning.validation_share
-    )
-    counts = fitting.counts_of(snapshot, groups, pairs) | {
+    counts = inputs.counts | {
+        "groups": len(groups.rows),
         "judgments_total": marks.judgment_count,
         "group_creators": groups.creators,
     }
-    snapshot_seconds = (time.perf_counter() - started, read)
+    snapshot_seconds = (time.perf_counter() - started, read, inputs.extended)
     for method, plan in plans.items():
         version = storage.version_start(
             study=study,
@@ -274,7 +276,7 @@ def _refit_claimed(study_id: int, report: RefitReport) -> None:
         )
         if version is None:
             continue
-        if not _version_fit(version, study, learning, pairs, groups, snapshot_seconds):
+        if not _version_fit(version, study, learning, inputs, groups, snapshot_seconds):
             report.failed.append(version.pk)
             continue
         report.ready.append(version.pk)
@@ -283,14 +285,16 @@ def _refit_claimed(study_id: int, report: RefitReport) -> None:
             report.published.append(version.pk)
 
 
-def _version_fit(version, study, learning, pairs, groups, snapshot) -> bool:
+def _version_fit(version, study, learning, inputs, groups, snapshot) -> bool:
     """Fit, store Sigma atomically and mark ready; on failure mark failed. True when ready.
-    ``snapshot``: its seconds and how the judgments were read (diagnostics)."""
+    ``snapshot``: its seconds, how the judgments were read, whether the arrays were extended."""
     started = time.perf_counter()
-    read = study.space.vectors
+    read, pairs = study.space.vectors, inputs.pairs
     try:
         if version.method == Method.EXPLORE:
-            prior, prior_name, fold_prior = _explore_prior(study, learning, pairs, groups, read)
+            prior, prior_name, fold_prior = _explore_prior(
+                study, learning, pairs, groups, read, inputs.scatter
+            )
             warm = cache.warm_load(study=study, dimension=study.space.dimension)
             outcome = fitting.fit_explore(
                 pairs,
@@ -303,19 +307,24 @@ def _version_fit(version, study, learning, pairs, groups, snapshot) -> bool:
                 fold_prior=fold_prior,
             )
         else:
-            outcome = fitting.fit_face(
+            outcome = face_fits.fit_face(
                 pairs,
                 groups,
                 read,
                 k=learning.face_components,
                 use_pairs=learning.face_pairs_as_groups,
+                scatter=inputs.scatter,
             )
         storage.version_store(
             version,
             sigma=outcome.sigma,
             parameters=outcome.parameters,
             diagnostics=outcome.diagnostics
-            | {"snapshot_seconds": round(snapshot[0], 4), "snapshot_read": snapshot[1]},
+            | {
+                "snapshot_seconds": round(snapshot[0], 4),
+                "snapshot_read": snapshot[1],
+                "snapshot_arrays": "extended" if snapshot[2] else "built",
+            },
             fit_seconds=time.perf_counter() - started,
         )
         if outcome.warm is not None:
@@ -329,7 +338,7 @@ def _version_fit(version, study, learning, pairs, groups, snapshot) -> bool:
     return True
 
 
-def _explore_prior(study: Study, learning, pairs, groups, read) -> tuple:
+def _explore_prior(study: Study, learning, pairs, groups, read, scatter=None) -> tuple:
     """EXPLORE's metric where its pairs say nothing: the study's FACE Sigma when it has one, else
     a scaled identity (docs/core.md); the name; and, when FACE learns from the pairs judged
     comparable (``face_pairs_as_groups``), how to refit it on a fold's training part alone.
@@ -344,7 +353,7 @@ def _explore_prior(study: Study, learning, pairs, groups, read) -> tuple:
     k = learning.face_components
 
     def fold_prior(keep: np.ndarray) -> np.ndarray:
-        return fitting.face_prior(pairs, groups, read, k=k, keep=keep)
+        return face_fits.face_prior(pairs, groups, read, k=k, keep=keep, scatter=scatter)
 
     return (
         fold_prior(np.ones(len(pairs), dtype=bool)),

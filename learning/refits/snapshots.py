@@ -184,66 +184,92 @@ def _raw_read(study_id: int, after: int, upto: int) -> dict[str, np.ndarray]:
     }
 
 
-def _cached_rows(folder, space_id: int) -> tuple[dict[str, np.ndarray] | None, int, int, int]:
-    """The cached raw rows (the base file, plus the newer rows' file when it extends it), their
-    watermark, how many rows the base file holds and the base file's watermark."""
+@dataclass(frozen=True)
+class RawRead:
+    """A study's raw judgment rows up to ``upto`` (``RAW_KEYS``, in id order), how they were
+    read, how many came from the database this time, their checksum (``_row_check_numpy``) and
+    the cache's base file: its rows and watermark."""
+
+    rows: dict[str, np.ndarray]
+    how: str
+    new: int
+    check: int
+    in_base: int
+    base_upto: int
+    upto: int
+
+
+def _cached_rows(folder, space_id: int) -> RawRead | None:
+    """The cached raw rows: the base file, plus the newer rows' file when it extends it."""
     base = cache.arrays_load(folder / "judgments.npz")
     if base is None or not {*RAW_KEYS, "meta"} <= base.keys():
-        return None, 0, 0, 0
+        return None
     space, upto = (int(v) for v in base["meta"][:2])
     if space != space_id:
-        return None, 0, 0, 0
+        return None
     rows, top = {k: base[k] for k in RAW_KEYS}, upto
     delta = cache.arrays_load(folder / "judgments-new.npz")
     extends = delta is not None and {*RAW_KEYS, "meta"} <= delta.keys()
     if extends and [int(v) for v in delta["meta"][:2]] == [space, upto]:  # extends this base
         rows = {k: np.concatenate([base[k], delta[k]]) for k in RAW_KEYS}
         top = int(delta["meta"][2])
-    return rows, top, base["id"].size, upto
+    return RawRead(rows, "", 0, _row_check_numpy(rows), base["id"].size, upto, top)
 
 
-def _raw_judgments(study: Study, marks: DataMarks) -> tuple[dict[str, np.ndarray], str]:
-    """Every judgment of ``study`` up to the marks' watermark as raw arrays, and how they were
-    read ("cached + N new" or "full ..."): the cached rows plus the newer ones when their count
-    and checksum equal the database's, else all rows again (module docstring). The rows since
-    the base file go to a small second file until they reach ``DELTA_SHARE`` of it, so that a
-    refit does not rewrite every row it keeps."""
+def raw_judgments(study: Study, marks: DataMarks, held: RawRead | None = None) -> RawRead:
+    """Every judgment of ``study`` up to the marks' watermark as raw rows, and how they were
+    read ("cached + N new" or "full ..."): the cached rows (``held``, a worker's last read of
+    the study, else the cache's files) plus the newer ones when their count and checksum equal
+    the database's, else all rows again (module docstring). The rows since the base file go to
+    a small second file until they reach ``DELTA_SHARE`` of it, so that a refit does not
+    rewrite every row it keeps."""
     folder = cache.study_cache_dir(study)
     top = marks.judgment_watermark
-    found, upto, in_base, base_upto = _cached_rows(folder, study.space_id)
+    found = held if held is not None else _cached_rows(folder, study.space_id)
+    in_base, base_upto = (found.in_base, found.base_upto) if found is not None else (0, 0)
     raw, how = None, "full"
-    if found is not None and upto <= top:
-        new = _raw_read(study.pk, upto, top)
-        raw = {k: np.concatenate([found[k], new[k]]) for k in RAW_KEYS}
-        how = f"cached + {new['id'].size} new"
-        if (raw["id"].size, _row_check_numpy(raw)) != _checksum(study.pk, top):
+    if found is not None and found.upto <= top:
+        new = _raw_read(study.pk, found.upto, top)
+        raw = {k: np.concatenate([found.rows[k], new[k]]) for k in RAW_KEYS}
+        check, count = found.check + _row_check_numpy(new), new["id"].size
+        how = f"cached + {count} new"
+        if (raw["id"].size, check) != _checksum(study.pk, top):
             raw, how = None, "full (the cached answers changed)"
-        elif new["id"].size == 0:
-            return raw, how
+        elif count == 0:
+            return RawRead(raw, how, 0, check, in_base, base_upto, top)
     if raw is None:
         raw = _raw_read(study.pk, 0, top)
+        check, count = _row_check_numpy(raw), raw["id"].size
     if how.startswith("full") or raw["id"].size - in_base > DELTA_SHARE * max(in_base, 1):
         meta = np.asarray([study.space_id, top], dtype=np.int64)
         (folder / "judgments-new.npz").unlink(missing_ok=True)
         cache.arrays_save(folder / "judgments.npz", raw | {"meta": meta})
+        in_base, base_upto = raw["id"].size, top
     else:  # the rows after the base file's, beside it
         meta = np.asarray([study.space_id, base_upto, top], dtype=np.int64)
         rows = {k: raw[k][in_base:] for k in RAW_KEYS}
         cache.arrays_save(folder / "judgments-new.npz", rows | {"meta": meta})
-    return raw, how
+    return RawRead(raw, how, count, check, in_base, base_upto, top)
 
 
-def judgment_snapshot_cached(
-    *, study: Study, marks: DataMarks, excluded_annotators: list[int]
-) -> tuple[JudgmentSnapshot, str]:
-    """``judgment_snapshot`` up to ``marks``' watermark, reading only the judgments newer than
-    the study's cached ones (module docstring); and how the judgments were read."""
-    raw, how = _raw_judgments(study, marks)
+def gold_pairs(study_id: int) -> list[tuple]:
+    """The study's gold pairs: (item a, item b, label) in id order."""
+    return list(
+        GoldPair.objects.filter(study_id=study_id)
+        .order_by("id")
+        .values_list("item_a", "item_b", "label")
+    )
+
+
+def snapshot_of_raw(
+    raw: dict[str, np.ndarray], *, study_id: int, excluded_annotators: list[int], gold: list
+) -> JudgmentSnapshot:
+    """The snapshot of raw rows (``raw_judgments``): the exclusions, the ``gold`` pairs'
+    labels (``gold_pairs``) and the adjudications applied in numpy."""
     keep = ~np.isin(raw["annotator"], np.asarray(excluded_annotators, dtype=np.int64))
     rows = {k: raw[k][keep] for k in RAW_KEYS if k != "gold_flag"}
     rows["gold"] = np.full(rows["id"].size, -1, dtype=np.int8)
     flagged = np.flatnonzero(raw["gold_flag"][keep])
-    gold = list(GoldPair.objects.filter(study_id=study.pk).values_list("item_a", "item_b", "label"))
     if flagged.size and gold:
         ga, gb, labels = (np.asarray(c) for c in zip(*gold, strict=True))
         top = max(
@@ -256,10 +282,25 @@ def judgment_snapshot_cached(
         hit = keys[order][pos] == at
         codes = np.asarray([LABEL_CODES[x] for x in labels], dtype=np.int8)[order]
         rows["gold"][flagged[hit]] = codes[pos[hit]]
-    rows = fit_arrays(rows, study_id=study.pk)
+    rows = fit_arrays(rows, study_id=study_id)
     fields = ("ids", "item_a", "item_b", "row_a", "row_b", "label", "annotator", "gold")
     keys = ("id", "item_a", "item_b", "row_a", "row_b", "label", "annotator", "gold")
-    return JudgmentSnapshot(**{f: rows[k] for f, k in zip(fields, keys, strict=True)}), how
+    return JudgmentSnapshot(**{f: rows[k] for f, k in zip(fields, keys, strict=True)})
+
+
+def judgment_snapshot_cached(
+    *, study: Study, marks: DataMarks, excluded_annotators: list[int]
+) -> tuple[JudgmentSnapshot, str]:
+    """``judgment_snapshot`` up to ``marks``' watermark, reading only the judgments newer than
+    the study's cached ones (module docstring); and how the judgments were read."""
+    raw = raw_judgments(study, marks)
+    shot = snapshot_of_raw(
+        raw.rows,
+        study_id=study.pk,
+        excluded_annotators=excluded_annotators,
+        gold=gold_pairs(study.pk),
+    )
+    return shot, raw.how
 
 
 def group_snapshot(*, study_id: int, excluded_annotators: list[int]) -> GroupSnapshot:

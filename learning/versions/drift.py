@@ -47,6 +47,9 @@ CHECK_MIN_ANSWERS = 10  # later answers needed before a change is judged
 # a false alarm; the 40-answer one z = +0.36). Between 20 and 50 is not measured finely.
 CHECK_MIN_VERSION_ANSWERS = 50
 LABEL_Y = {Label.COMPARABLE: 1.0, Label.INCOMPARABLE: 0.0, Label.UNSURE: 0.5}
+# a version's counts of its answers by label (learning/refits/pairs.py: data_counts)
+LABEL_COUNTS = {"comparable": Label.COMPARABLE, "incomparable": Label.INCOMPARABLE}
+LABEL_COUNTS["unsure"] = Label.UNSURE
 
 
 @dataclass(frozen=True)
@@ -144,13 +147,19 @@ def _promise(before: MetricVersion) -> tuple[float, tuple[float, float], float] 
     low, high = const.get("gain_ci") or (None, None)
     if const.get("gain") is None or low is None or high is None:
         return None
-    counts = dict(
-        PairJudgment.objects.filter(study_id=before.study_id, id__lte=before.judgment_watermark)
-        .exclude(annotator_id__in=(before.parameters or {}).get("excluded_annotators") or [])
-        .order_by()
-        .values_list("label")
-        .annotate(n=Count("id"))
-    )
+    stored = before.counts or {}
+    if "adjudications" not in (before.parameters or {}) and stored.keys() >= set(LABEL_COUNTS):
+        # the labels of the answers it read, counted by its refit (no adjudicated label among
+        # them): the same as the query below without a pass over every answer
+        counts = {label: int(stored[key]) for key, label in LABEL_COUNTS.items()}
+    else:
+        counts = dict(
+            PairJudgment.objects.filter(study_id=before.study_id, id__lte=before.judgment_watermark)
+            .exclude(annotator_id__in=(before.parameters or {}).get("excluded_annotators") or [])
+            .order_by()
+            .values_list("label")
+            .annotate(n=Count("id"))
+        )
     total = sum(counts.values())
     if not total:
         return None

@@ -8,7 +8,8 @@ import pytest
 from django.urls import reverse
 
 from annotation.models import Adjudication, Membership, PairJudgment, Study
-from learning.refits import fitting, snapshots
+from learning.refits import snapshots
+from learning.refits.pairs import pair_data
 from tests.annotation.factories import make_space, make_study, make_user
 from tests.browser.conftest import wait_until
 from tests.browser.test_every_page import blocking_violations
@@ -73,7 +74,7 @@ def test_a_reviewer_resolves_a_disagreement_with_one_key_and_the_fit_reads_it(
     snapshot = snapshots.judgment_snapshot(
         study_id=study.pk, watermark=marks.judgment_watermark, excluded_annotators=[]
     )
-    pairs = fitting.pair_data(snapshot, policy="all", validation_share=0.0)
+    pairs = pair_data(snapshot, policy="all", validation_share=0.0)
     assert pairs.y.tolist() == [0.0]  # one observation: the adjudicated "incomparable"
 
     page.goto(live_server.url + reverse("annotation:review", args=[study.pk]))

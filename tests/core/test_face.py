@@ -62,6 +62,29 @@ def test_pair_groups_equal_svd_of_pairwise_differences():
     assert_allclose(FACE(n_components=3).fit(x, pairs).sigma_, m.sigma_)  # (G, 2) array form
 
 
+def test_fit_scatter_of_summed_parts_equals_fit_on_the_groups():
+    """The scatter of a union of groups is the sum of theirs; a pair's is zzᵀ/2."""
+    x, groups, _ = _factor_groups(400, seed=5)
+    rng = np.random.default_rng(5)
+    pairs = rng.choice(400, size=(90, 2))
+    pairs = pairs[pairs[:, 0] != pairs[:, 1]]
+    whole = FACE(n_components="auto").fit(x, [*groups, *pairs])
+    rows, sizes = as_groups(groups, x.shape[0])
+    z = x[pairs[:, 0]] - x[pairs[:, 1]]
+    summed = face_module.within_group_scatter(x, rows, sizes) + z.T @ z / 2.0
+    model = FACE(n_components="auto").fit_scatter(
+        summed, n_groups=len(groups) + len(pairs), n_rows=int(sizes.sum()) + 2 * len(pairs)
+    )
+    assert model.n_components_ == whole.n_components_
+    assert_allclose(model.sigma_, whole.sigma_, atol=1e-10)
+    assert_allclose(model.spectrum_, whole.spectrum_, rtol=1e-10, atol=1e-9)
+    assert (model.n_groups_, model.n_rows_) == (whole.n_groups_, whole.n_rows_)
+    with pytest.raises(ValueError, match="square"):
+        FACE().fit_scatter(np.ones((3, 2)), n_groups=1, n_rows=2)
+    with pytest.raises(ValueError, match="removes every direction"):
+        FACE(n_components=3).fit_scatter(np.eye(3), n_groups=1, n_rows=2)
+
+
 @pytest.mark.parametrize("chunk", [7, 65536])
 def test_scatter_accumulation_equals_explicit_stack_svd(monkeypatch, chunk):
     monkeypatch.setattr(face_module, "_CHUNK_ROWS", chunk)  # groups straddle chunk borders

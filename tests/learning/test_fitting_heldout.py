@@ -8,7 +8,8 @@ from scipy.special import expit
 
 from learning.core._pairloss import pair_loglik, quad_forms
 from learning.core.explore import EXPLORE
-from learning.refits.fitting import PairData, explore_folds, fit_explore, pair_hash_unit
+from learning.refits.fitting import explore_folds, fit_explore
+from learning.refits.pairs import PairData, pair_hash_unit
 
 
 def _pairs(n_pairs, repeats, seed):

@@ -8,7 +8,8 @@ import numpy as np
 from annotation.models import LabelCode, PairJudgment
 from annotation.review import services as review
 from learning.dashboards import figures
-from learning.refits import fitting, service, snapshots
+from learning.refits import service, snapshots
+from learning.refits.pairs import pair_data
 
 from .helpers import add_simulated, admin_of, versions
 
@@ -51,7 +52,7 @@ def test_the_adjudicated_label_replaces_the_answers_in_the_fit(world):
     assert snapshot.ids[rows[0]] == -decision.pk
     assert snapshot.annotator[rows[0]] == -1
     assert len(snapshot) == len(raw) - 2  # every other answer is still there
-    pairs = fitting.pair_data(snapshot, policy="all", validation_share=0.0)
+    pairs = pair_data(snapshot, policy="all", validation_share=0.0)
     at = np.flatnonzero(
         (pairs.row_a == first.row) & (pairs.row_b == second.row)
         | (pairs.row_a == second.row) & (pairs.row_b == first.row)

@@ -11,7 +11,8 @@ import pytest
 
 from annotation.models import PairJudgment
 from learning.models import MetricVersion, StudyLearningSettings
-from learning.refits import fitting, service, snapshots
+from learning.refits import service, snapshots
+from learning.refits.pairs import pair_data
 from learning.versions import selectors, storage
 from learning.versions.sigmas import sigma_of
 
@@ -102,13 +103,13 @@ def repeated_answers(world):
 )
 def test_repeat_policies_turn_answers_into_observations(world, policy, expected):
     snapshot = repeated_answers(world)
-    pairs = fitting.pair_data(snapshot, policy=policy, validation_share=0.2)
+    pairs = pair_data(snapshot, policy=policy, validation_share=0.2)
     assert sorted(pairs.y.tolist()) == expected
 
 
 def test_every_answer_to_a_pair_falls_on_the_same_side_of_the_validation_split(world):
     snapshot = repeated_answers(world)
-    pairs = fitting.pair_data(snapshot, policy="all", validation_share=0.5)
+    pairs = pair_data(snapshot, policy="all", validation_share=0.5)
     for a, b in {(int(x), int(y)) for x, y in zip(pairs.row_a, pairs.row_b, strict=True)}:
         sides = pairs.held_out[(pairs.row_a == a) & (pairs.row_b == b)]
         assert sides.all() or not sides.any()

@@ -18,6 +18,7 @@ from annotation.models import GoldPair, Membership, PairJudgment
 from annotation.review import services as review
 from learning.models import MetricVersion
 from learning.refits import cache, fitting, service, snapshots
+from learning.refits.pairs import pair_data
 from learning.versions import selectors
 
 from .helpers import add_simulated, admin_of
@@ -136,7 +137,7 @@ def _cold(study, version: MetricVersion) -> fitting.FitOutcome:
     snapshot = snapshots.judgment_snapshot(
         study_id=study.pk, watermark=version.judgment_watermark, excluded_annotators=[]
     )
-    pairs = fitting.pair_data(snapshot, policy="all", validation_share=0.2)
+    pairs = pair_data(snapshot, policy="all", validation_share=0.2)
     learning = selectors.learning_settings_get(study_id=study.pk)
     groups = snapshots.group_snapshot(study_id=study.pk, excluded_annotators=[])
     read = study.space.vectors
