@@ -238,7 +238,11 @@ class _TrialPoints:
         if "q" not in self.cache:
             self.cache["q"] = quad_forms(self.z, self.metric.linv.T @ self.metric.linv)
         corr = self._factor_distances(v[:, ~kept], w[~kept] - tau)
-        return m_new, self.d_y - t * self.d_step - tau * self.cache["q"] - corr
+        corr += tau * self.cache["q"]  # in place: two n-vectors at a time, not four
+        out = np.multiply(self.d_step, -t)
+        out += self.d_y
+        out -= corr
+        return m_new, out
 
 
 def solve(

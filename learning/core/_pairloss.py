@@ -113,10 +113,14 @@ class PairBlocks:
         return slice(self.n1 + self.n0, self.n)
 
     @staticmethod
+    def keys(y: np.ndarray) -> np.ndarray:
+        """Each pair's block: 0 (y = 1), 1 (y = 0), 2 (soft)."""
+        return np.where(y == 1.0, 0, np.where(y == 0.0, 1, 2)).astype(np.int8)
+
+    @staticmethod
     def order(y: np.ndarray) -> np.ndarray:
         """Stable permutation that sorts pairs into the three blocks."""
-        key = np.where(y == 1.0, 0, np.where(y == 0.0, 1, 2))
-        return np.argsort(key, kind="stable")
+        return np.argsort(PairBlocks.keys(y), kind="stable")
 
     @classmethod
     def from_sorted(cls, y_sorted: np.ndarray, w_sorted: np.ndarray | None = None) -> PairBlocks:
@@ -177,6 +181,9 @@ def weighted_gram(z: np.ndarray, w: np.ndarray, blocks: PairBlocks | None = None
             a = np.asarray(z[part]) * root[:, None]
             out.__iadd__(sign * (a.T @ a).astype(np.float64))
 
+    if blocks is None and w.min(initial=0.0) >= 0.0:  # slices, no gather (zero rows add 0)
+        add(slice(0, z.shape[0]), 1.0)
+        return out
     if blocks is None:
         add(np.flatnonzero(w > 0), 1.0)
         add(np.flatnonzero(w < 0), -1.0)
@@ -203,19 +210,43 @@ def quad_forms(z: np.ndarray, sigma: np.ndarray, chunk: int = 8192) -> np.ndarra
 class PairDifferences:
     """The rows ``z_i = x[a_i] - x[b_i]`` of a set of pairs, built when a pass asks for them
     (a slice or an index array of rows): for a pass, it stands where the (n, d) array would,
-    at the cost of the item matrix ``x`` and two index vectors."""
+    at the cost of the item matrix ``x`` and two index vectors. ``dtype``: the rows' type
+    (default ``x``'s): built in ``x``'s precision, then cast, as an array of differences is."""
 
-    def __init__(self, x: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:
+    def __init__(self, x: np.ndarray, a: np.ndarray, b: np.ndarray, dtype=None) -> None:
         self.x, self.a, self.b = x, np.asarray(a), np.asarray(b)
         self.shape = (self.a.size, x.shape[1])
-        self.dtype = x.dtype
+        self.dtype = np.dtype(x.dtype if dtype is None else dtype)
         self.ndim = 2
 
     def __len__(self) -> int:
         return self.shape[0]
 
     def __getitem__(self, rows) -> np.ndarray:
-        return self.x[self.a[rows]] - self.x[self.b[rows]]
+        return (self.x[self.a[rows]] - self.x[self.b[rows]]).astype(self.dtype, copy=False)
+
+    def take(self, rows: np.ndarray) -> PairDifferences:
+        """The pairs ``rows`` (still built when a pass asks for them)."""
+        return PairDifferences(self.x, self.a[rows], self.b[rows], self.dtype)
+
+    def mapped(self, m: np.ndarray | None, dtype) -> PairDifferences:
+        """The same pairs of ``x @ m`` (``m`` None: ``x``) as ``dtype`` rows: ``z_i m =
+        x[a]m - x[b]m``."""
+        return PairDifferences(self.x if m is None else self.x @ m, self.a, self.b, dtype)
+
+
+def take_rows(z, rows: np.ndarray):
+    """Rows ``rows`` of an array (a copy) or of ``PairDifferences`` (pairs, built on demand)."""
+    return z.take(rows) if isinstance(z, PairDifferences) else z[rows]
+
+
+def row_norms(z, chunk: int = 65536) -> np.ndarray:
+    """``‖z_i‖²`` per row in float64, ``chunk`` rows at a time."""
+    out = np.empty(z.shape[0])
+    for start in range(0, z.shape[0], chunk):
+        zc = np.asarray(z[start : start + chunk])
+        out[start : start + chunk] = np.einsum("ij,ij->i", zc, zc, dtype=np.float64)
+    return out
 
 
 def loglik_and_gradient(
@@ -342,5 +373,5 @@ def prior_distances(z: np.ndarray, prior: np.ndarray) -> np.ndarray:
     """``zᵢᵀ Π zᵢ ≥ 0`` per row; a scaled identity (the default prior) as ``c·‖zᵢ‖²``, O(n·d)."""
     c = float(prior[0, 0])
     if np.array_equal(prior, c * np.eye(prior.shape[0])):
-        return c * np.einsum("ij,ij->i", z, z, dtype=np.float64)
+        return c * row_norms(z)
     return np.maximum(quad_forms(z, prior), 0.0)
