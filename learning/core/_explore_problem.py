@@ -98,7 +98,6 @@ class Problem:
         work = np.float32 if precision == "mixed" else np.float64
         idx = order if rows is None else rows[order]
         self.rows = idx  # the pair (row of ``z``) behind each row of ``zw``
-        self.y = y
         self.data = data if self.u is None else None  # its distances serve this problem
         if (
             parent is not None
@@ -172,6 +171,7 @@ class Problem:
             gram += weighted_gram(take_rows(self.zw, differ), change * wp[differ])
         self._gram_h = gram * (float(np.sum(self.w)) / float(np.sum(wp)))  # w_t = c·w
         self.weight = symmetrize(self._gram_h / self.zw.shape[0])
+        self.h = None  # only a parent's curvature is read again (by its subsets)
 
     def release(self) -> None:
         """Drop the per-pair arrays but ``rows`` when pairs come as ``PairDifferences`` (bounded

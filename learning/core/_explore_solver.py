@@ -302,7 +302,7 @@ def solve(
     for it in range(1, max_iter + 1):
         if (it - 1) in refresh:
             h = blocks.curvature(d_cur)
-            h = np.minimum(h, np.quantile(h, 0.99))
+            h = np.minimum(h, np.quantile(h, 0.99), out=h)
             metric = _Metric(weighted_gram(z, h) / n)
             cache = {}
             t_ref = t_model if it > 1 or not t0 or not np.isfinite(t0) else float(t0)

@@ -34,6 +34,7 @@ from .psd import symmetrize
 D_FLOOR = 1e-8
 GRAM_CHUNK = 16384  # rows per SYRK in ``weighted_gram``
 PASS_CHUNK = 65536  # rows of z per step of ``loglik_and_gradient``
+CURVE_CHUNK = 65536  # pairs per step of ``PairBlocks.loglik_and_slope`` and ``curvature``
 LOG2 = float(np.log(2.0))
 
 
@@ -128,32 +129,35 @@ class PairBlocks:
         return cls(y=y_sorted, n1=n1, n0=n0, w=w_sorted)
 
     def curvature(self, d: np.ndarray) -> np.ndarray:
-        """Per-pair ``-∂²(wℓ)/∂d²`` for sorted distances ``d``."""
-        h = curvature(d, self.y)
-        return h if self.w is None else h * self.w
+        """Per-pair ``-∂²(wℓ)/∂d²`` for sorted distances ``d`` (``CURVE_CHUNK`` at a time: its
+        temporaries stay small)."""
+        h = np.empty(d.size)
+        for a in range(0, d.size, CURVE_CHUNK):
+            part = slice(a, a + CURVE_CHUNK)
+            h[part] = curvature(d[part], self.y[part])
+        return h if self.w is None else np.multiply(h, self.w, out=h)
 
     def loglik_and_slope(
         self, d: np.ndarray, slope: bool = True
     ) -> tuple[float, np.ndarray | None]:
-        """Mean log-likelihood and per-pair ``∂ℓ/∂d`` for sorted distances ``d``."""
-        o, z, s = self.ones, self.zeros, self.soft
-        w = self.w
-        l1, g1 = log_two_sigmoid_neg(d[o], slope)
-        l0, g0 = log_tanh_half(d[z], slope)
-        total = float(l1.sum() + l0.sum()) if w is None else float(l1 @ w[o] + l0 @ w[z])
+        """Mean log-likelihood and per-pair ``∂ℓ/∂d`` for sorted distances ``d``, each block
+        ``CURVE_CHUNK`` pairs at a time (the temporaries of the logs stay small)."""
+        w, total = self.w, 0.0
         g = np.empty_like(d) if slope else None
-        if slope:
-            g[o], g[z] = g1, g0
-        if self.n1 + self.n0 < self.n:
-            ys = self.y[s]
-            l1, g1 = log_two_sigmoid_neg(d[s], slope)
-            l0, g0 = log_tanh_half(d[s], slope)
-            ls = ys * l1 + (1.0 - ys) * l0
-            total += float(np.sum(ls if w is None else ls * w[s]))
-            if slope:
-                g[s] = ys * g1 + (1.0 - ys) * g0
-        if slope and w is not None:
-            g *= w
+        for block, terms in ((self.ones, 1), (self.zeros, 0), (self.soft, None)):
+            for a in range(block.start, block.stop, CURVE_CHUNK):
+                part = slice(a, min(a + CURVE_CHUNK, block.stop))
+                if terms is None:  # soft labels: both terms, weighted by the label
+                    ys = self.y[part]
+                    l1, g1 = log_two_sigmoid_neg(d[part], slope)
+                    l0, g0 = log_tanh_half(d[part], slope)
+                    lp = ys * l1 + (1.0 - ys) * l0
+                    gp = ys * g1 + (1.0 - ys) * g0 if slope else None
+                else:
+                    lp, gp = (log_two_sigmoid_neg if terms else log_tanh_half)(d[part], slope)
+                total += float(lp.sum() if w is None else lp @ w[part])
+                if slope:
+                    g[part] = gp if w is None else gp * w[part]
         return total / self.n, g
 
     def loglik(self, d: np.ndarray) -> float:

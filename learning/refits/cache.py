@@ -124,11 +124,14 @@ def _rows_differences(read_vectors, row_a: np.ndarray, row_b: np.ndarray) -> np.
 
 
 def space_key(read_vectors) -> tuple | None:
-    """What identifies the matrix behind ``read_vectors`` (a space's bound ``vectors``): its
-    model, primary key and file checksum; None when unknown (then nothing is kept)."""
+    """What identifies the matrix behind ``read_vectors`` (a space's bound ``vectors``): the
+    database, its model, primary key and file checksum; None when unknown (nothing is kept)."""
     space = getattr(read_vectors, "__self__", None)
     pk = getattr(space, "pk", None)
-    return None if pk is None else (type(space).__name__, pk, getattr(space, "sha256", None))
+    if pk is None:
+        return None
+    database = str(connection.settings_dict.get("NAME"))
+    return (database, type(space).__name__, pk, getattr(space, "sha256", None))
 
 
 def differences_for(read_vectors, row_a: np.ndarray, row_b: np.ndarray) -> tuple:
