@@ -97,6 +97,7 @@ class Problem:
         self.blocks = PairBlocks.from_sorted(y[order], None if weights is None else self.w)
         work = np.float32 if precision == "mixed" else np.float64
         idx = order if rows is None else rows[order]
+        idx = idx.astype(np.int32) if idx.size < 2**31 else idx  # 4 bytes a pair, not 8
         self.rows = idx  # the pair (row of ``z``) behind each row of ``zw``
         self.data = data if self.u is None else None  # its distances serve this problem
         if (

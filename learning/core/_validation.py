@@ -128,7 +128,7 @@ def check_labels(y: ArrayLike, n: int) -> np.ndarray:
         raise ValueError(f"y must be a 1-D array of length {n}, got shape {lab.shape}")
     if not (np.issubdtype(lab.dtype, np.number) or lab.dtype == bool):
         raise ValueError("y must be numeric (1 comparable, 0 incomparable)")
-    lab = lab.astype(np.float64)
+    lab = lab.astype(np.float64, copy=False)  # never written: the caller's float64 labels
     if not np.all(np.isfinite(lab)) or np.any((lab < 0) | (lab > 1)):
         raise ValueError("y must lie in [0, 1] (1 comparable, 0 incomparable, soft labels between)")
     if not (np.any(lab > 0) and np.any(lab < 1)):
