@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/growth.py [--sizes 10000 100000 1000000] [--postgres]
                                           [--core 10000 100000 1000000 10000000] [--dim 50]
-                                          [--quick]
+                                          [--core-fit 1000000 3000000] [--quick]
 
 The app part: for each size N, a study on a scratch database (SQLite in a temp folder, or with
 --postgres a scratch PostgreSQL database on 127.0.0.1, dropped afterwards) with a 5,000 x d
@@ -239,16 +239,44 @@ def _core_rows(n: int, dim: int, scratch: Path) -> list[tuple]:
     return rows
 
 
+def _core_fit_rows(n: int, dim: int) -> list[tuple]:
+    """A whole EXPLORE fit (penalty search, held-out figures, final fit) over n pairs given as
+    ``PairDifferences`` (built chunk by chunk from the item matrix); labels from a rank-5
+    metric. Up to 10⁶ pairs also the same fit on the (n, d) array of differences."""
+    from learning.core._pairloss import PairDifferences, quad_forms
+    from learning.core.explore import EXPLORE
+
+    rng = np.random.default_rng(2)
+    x = rng.normal(scale=0.5, size=(20_000, dim))
+    a = rng.integers(0, 20_000, size=n).astype(np.int32)
+    b = ((a + rng.integers(1, 20_000, size=n)) % 20_000).astype(np.int32)
+    basis = np.linalg.qr(rng.normal(size=(dim, 5)))[0]
+    pairs = PairDifferences(x, a, b)
+    p = 2.0 / (1.0 + np.exp(quad_forms(pairs, 4.0 * basis @ basis.T)))
+    y = (rng.random(n) < p).astype(np.float64)
+    cases = [("EXPLORE fit, pairs from indices (PairDifferences)", lambda: pairs)]
+    if n <= 1_000_000:
+        cases.append(("EXPLORE fit, (n, d) array of differences", lambda: pairs[0:n]))
+    rows = []
+    for name, make in cases:
+        cpu = time.process_time()
+        model, seconds, peak, _, top = measured(lambda m=make: EXPLORE().fit_differences(m(), y))
+        cpu = time.process_time() - cpu
+        rows.append((name, seconds, cpu, peak, top, model.heldout_loglik_, model.n_iter_))
+    return rows
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=int, nargs="*", default=[10_000, 100_000, 1_000_000])
     parser.add_argument("--core", type=int, nargs="*", default=[10_000, 100_000, 10**6, 10**7])
+    parser.add_argument("--core-fit", type=int, nargs="*", default=[])
     parser.add_argument("--dim", type=int, default=50)
     parser.add_argument("--postgres", action="store_true", help="scratch PostgreSQL database")
     parser.add_argument("--quick", action="store_true", help="tiny sizes, for tests")
     args = parser.parse_args()
     if args.quick:
-        args.sizes, args.core, args.dim = [600], [5000], 8
+        args.sizes, args.core, args.core_fit, args.dim = [600], [5000], [5000], 8
     scratch = Path(tempfile.mkdtemp(prefix="fm-growth-"))
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"load average at start {load:.1f}, {os.cpu_count()} CPUs, d = {args.dim}")
@@ -282,6 +310,16 @@ def main() -> int:
             for stage, seconds, peak, traced, top in _core_rows(n, args.dim, scratch):
                 cells = f"{seconds:.2f} | {peak:.0f} | {traced:.0f} | {top:.0f}"
                 print(f"| {n:,} | {stage} | {cells} |", flush=True)
+    if args.core_fit:
+        print(f"\n## A whole EXPLORE fit (d = {args.dim})\n")
+        head = (
+            "| pairs | fit | wall (s) | CPU (s) | peak RSS above start (MB) | process peak RSS (MB)"
+        )
+        print(head + " | held-out loglik | iterations |\n|---:|---|---:|---:|---:|---:|---:|---:|")
+        for n in args.core_fit:
+            for name, seconds, cpu, peak, top, heldout, iters in _core_fit_rows(n, args.dim):
+                cells = f"{seconds:.1f} | {cpu:.1f} | {peak:.0f} | {top:.0f} | {heldout:.6f}"
+                print(f"| {n:,} | {name} | {cells} | {iters} |", flush=True)
     print(f"\nload average at the end {os.getloadavg()[0]:.1f}")
     return 0
 

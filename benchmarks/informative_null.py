@@ -146,10 +146,11 @@ def _fresh_gain(matrix, sigma, y, case: Case, credit, rng) -> float:
 def _fit(matrix, a, b, y, ids, repeat) -> tuple | None:
     from learning.evaluation.informative import informative_verdict
     from learning.refits import fitting
+    from learning.refits import pairs as pair_obs
 
-    unit = fitting.pair_hash_unit(ids[a], ids[b])
+    unit = pair_obs.pair_hash_unit(ids[a], ids[b])
     pair = np.repeat(np.arange(y.size // repeat), repeat)
-    pairs = fitting.PairData(
+    pairs = pair_obs.PairData(
         row_a=a,
         row_b=b,
         y=y,

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ._explore_problem import SEPARATION_LEVEL, Problem, clip_spectrum
+from ._explore_problem import SEPARATION_LEVEL, Problem, clip_spectrum, second_moment
 from ._explore_ray import RAY_S_MAX, RayReading, ray_choice
 from ._explore_start import better_start, initial_sigma, start_strength, with_warm
 from ._pairloss import (
@@ -20,6 +20,7 @@ from ._pairloss import (
     paired_gains,
     prior_distances,
     quad_forms,
+    take_rows,
     weighted_mean,
     weighted_mean_ci,
 )
@@ -312,14 +313,14 @@ def choose_alpha(
     path_tol, path_iter = max(float(tol), PATH_TOL), min(int(max_iter), PATH_MAX_ITER)
     parts, priors = [], fold_priors or [full.prior] * len(folds)
     for (tr, va), prior in zip(folds, priors, strict=True):
-        zv = z[va]
-        c_tr = (n * second - zv.T @ zv) / tr.size
+        zv = take_rows(z, va)
+        c_tr = (n * second - second_moment(zv) * va.size) / tr.size
         prob = Problem(
             z, lab, prior, symmetrize(c_tr), precision, rows=tr, weights=wts, parent=full
         )
         parts.append(_Fold(prob, zv, lab[va], wts[va], clip_spectrum(prob.target, cap)))
-    r = max(f.problem.r for f in parts)
-    n_tr = min(f.problem.zw.shape[0] for f in parts)
+    full.release()  # pairs from indices: its per-pair arrays wait (bounded memory)
+    r, n_tr = max(f.problem.r for f in parts), min(f.problem.zw.shape[0] for f in parts)
     floor = 1.0 / n
     large_n = n_tr >= LARGE_N_RATIO * r * (r + 1) / 2.0
     one_split = fixed is None and not large_n and len(parts) == 1  # the rays
@@ -330,13 +331,12 @@ def choose_alpha(
     search = _Search(parts, cap, path_tol, path_iter, last_step=[None] * len(parts))
     baselines = _baselines(parts, lab, wts, folds)
     val_w = np.concatenate([f.wv for f in parts])
-    ray, ray_path = None, {}
+    ray, ray_path, best_b = None, {}, fixed
     if fixed is not None:
         starts = (
             [f.prior for f in parts] if fixed > 0.0 else _initial_starts(search, init, random_state)
         )
         _fit_folds(search, fixed, starts)
-        best_b = fixed
     elif large_n:
         best_b = _at_floor(search, floor, init, random_state, warm_folds)
     else:

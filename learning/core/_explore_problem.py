@@ -13,20 +13,20 @@ from __future__ import annotations
 import numpy as np
 
 from . import _explore_solver
-from ._pairloss import PairBlocks, curvature, quad_forms, weighted_gram
+from ._pairloss import (
+    PairBlocks,
+    PairDifferences,
+    curvature,
+    quad_forms,
+    take_rows,
+    weighted_gram,
+)
+from .explore_data.differences import Differences as Differences
+from .explore_data.differences import second_moment as second_moment
 from .psd import sqrtm_psd, symmetrize
 
 SPAN_RTOL = 1e-10  # second-moment eigenvalues ≤ SPAN_RTOL·max are directions the data miss
 SEPARATION_LEVEL = 10.0  # whitened eigenvalue read as "data separate" for a fixed alpha
-
-
-def second_moment(z: np.ndarray, chunk: int = 65536) -> np.ndarray:
-    """``ZᵀZ/n`` in float64 (chunked)."""
-    out = np.zeros((z.shape[1], z.shape[1]))
-    for start in range(0, z.shape[0], chunk):
-        zc = z[start : start + chunk]
-        out += zc.T @ zc
-    return symmetrize(out / z.shape[0])
 
 
 def clip_spectrum(s: np.ndarray, cap: float) -> np.ndarray:
@@ -74,6 +74,9 @@ class Problem:
         parent's): with a scaled identity prior they are its distances (no n×d² product; a
         training part's prior has its own scale, ``_explore_start.fold_priors``).
         """
+        self._args = (z, y, prior, second, precision, rows, weights, parent, sq)  # ``restore``
+        data = z if isinstance(z, Differences) else None
+        z = z.z if data is not None else z
         self.sq = sq = parent.sq if sq is None and parent is not None else sq
         d = z.shape[1]
         w, v = np.linalg.eigh(second)
@@ -96,8 +99,9 @@ class Problem:
         self.blocks = PairBlocks.from_sorted(y[order], None if weights is None else self.w)
         work = np.float32 if precision == "mixed" else np.float64
         idx = order if rows is None else rows[order]
+        idx = idx.astype(np.int32) if idx.size < 2**31 else idx  # 4 bytes a pair, not 8
         self.rows = idx  # the pair (row of ``z``) behind each row of ``zw``
-        self.y = y
+        self.data = data if self.u is None else None  # its distances serve this problem
         if (
             parent is not None
             and rows is not None
@@ -110,10 +114,17 @@ class Problem:
             return
         # gathered, projected and cast chunk by chunk: 4,096 rows (10 MB) at a time, which stay in
         # cache; 65,536-row float64 temporaries (157 MB each, fresh pages) cost 8× more here
-        self.zw = np.empty((idx.size, r), dtype=work)
-        for start in range(0, idx.size, 4096):
-            block = z[idx[start : start + 4096]]
-            self.zw[start : start + 4096] = block if self.u is None else block @ self.u
+        kept = None if self.data is None else self.data.work(work)
+        if isinstance(z, PairDifferences):  # pairs built when a pass reads them: no n × d copy
+            self.zw = z.mapped(self.u, work).take(idx)
+        elif kept is not None and rows is None:
+            self.zw = self.data.blocked(PairBlocks.keys(y), idx, work)  # remembered there
+        else:
+            source = z if kept is None else kept
+            self.zw = np.empty((idx.size, r), dtype=work)
+            for start in range(0, idx.size, 4096):
+                block = source[idx[start : start + 4096]]
+                self.zw[start : start + 4096] = block if self.u is None else block @ self.u
         # Penalty metric: the curvature-weighted second moment at the prior (the Fisher weights
         # of the pair model there), so that (β/2)·tr(WΔWΔ) approximates β × the KL divergence
         # from the prior's response model, and equals the solver's first preconditioner.
@@ -121,7 +132,7 @@ class Problem:
         if sq is not None and self.u is None and np.array_equal(self.target, c * np.eye(d)):
             self.d_prior = c * sq[idx]
         else:
-            self.d_prior = quad_forms(self.zw, self.target)
+            self.d_prior = self.distances(self.target)
         # (curvature capped at its pair-weighted 99th percentile, then weighted)
         self.h = curvature(self.d_prior, self.blocks.y)
         self.h_cap = _weighted_quantile(self.h, self.w, 0.99)
@@ -138,7 +149,12 @@ class Problem:
         where = np.empty(parent.rows.size, dtype=np.int64)
         where[parent.rows] = np.arange(parent.rows.size)
         pos = where[idx]  # rows of parent.zw, in this problem's order
-        self.zw = parent.zw[pos]
+        if parent.data is not None and parent.rows.size == parent.data.n:
+            key = np.full(parent.rows.size, -1, dtype=np.int8)  # -1: held out
+            key[idx] = PairBlocks.keys(self.blocks.y)
+            self.zw = parent.data.blocked(key, idx, parent.zw.dtype)  # remembered there
+        else:
+            self.zw = take_rows(parent.zw, pos)
         self.d_prior = parent.d_prior[pos]
         self.h = parent.h[pos]
         self.h_cap = _weighted_quantile(self.h, self.w, 0.99)
@@ -147,7 +163,7 @@ class Problem:
         held = np.flatnonzero(out)
         pw = parent.w
         gram = parent._gram_h - weighted_gram(
-            parent.zw[held], np.minimum(parent.h[held], parent.h_cap) * pw[held]
+            take_rows(parent.zw, held), np.minimum(parent.h[held], parent.h_cap) * pw[held]
         )
         wp = pw[pos]
         differ = np.flatnonzero(self.h > min(parent.h_cap, self.h_cap))
@@ -155,9 +171,30 @@ class Problem:
             change = np.minimum(self.h[differ], self.h_cap) - np.minimum(
                 self.h[differ], parent.h_cap
             )
-            gram += weighted_gram(self.zw[differ], change * wp[differ])
+            gram += weighted_gram(take_rows(self.zw, differ), change * wp[differ])
         self._gram_h = gram * (float(np.sum(self.w)) / float(np.sum(wp)))  # w_t = c·w
         self.weight = symmetrize(self._gram_h / self.zw.shape[0])
+        self.h = None  # only a parent's curvature is read again (by its subsets)
+
+    def release(self) -> None:
+        """Drop the per-pair arrays but ``rows`` when pairs come as ``PairDifferences`` (bounded
+        memory: the problem on all pairs waits while its folds fit); ``restore`` rebuilds them,
+        to the same numbers."""
+        if isinstance(self._args[0], PairDifferences):
+            for name in ("zw", "w", "blocks", "d_prior", "h"):
+                self.__dict__.pop(name, None)
+
+    def restore(self) -> None:
+        if "zw" not in self.__dict__:
+            self.__init__(*self._args)
+
+    def distances(self, s: np.ndarray) -> np.ndarray:
+        """``z_iᵀSz_i`` in this problem's row order (``S`` on the span), as ``quad_forms`` on
+        ``zw``; on all pairs of a ``Differences`` (``data``) through its remembered distances."""
+        if self.data is None or self.rows.size != self.data.n:
+            return quad_forms(self.zw, s)
+        dist = self.data.distances(s, self.zw.dtype)
+        return dist if self.zw is self.data.work(self.zw.dtype) else dist[self.rows]
 
     def to_span(self, sigma: np.ndarray) -> np.ndarray:
         return sigma if self.u is None else self.u.T @ sigma @ self.u

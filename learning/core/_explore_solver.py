@@ -238,7 +238,11 @@ class _TrialPoints:
         if "q" not in self.cache:
             self.cache["q"] = quad_forms(self.z, self.metric.linv.T @ self.metric.linv)
         corr = self._factor_distances(v[:, ~kept], w[~kept] - tau)
-        return m_new, self.d_y - t * self.d_step - tau * self.cache["q"] - corr
+        corr += tau * self.cache["q"]  # in place: two n-vectors at a time, not four
+        out = np.multiply(self.d_step, -t)
+        out += self.d_y
+        out -= corr
+        return m_new, out
 
 
 def solve(
@@ -298,7 +302,7 @@ def solve(
     for it in range(1, max_iter + 1):
         if (it - 1) in refresh:
             h = blocks.curvature(d_cur)
-            h = np.minimum(h, np.quantile(h, 0.99))
+            h = np.minimum(h, np.quantile(h, 0.99), out=h)
             metric = _Metric(weighted_gram(z, h) / n)
             cache = {}
             t_ref = t_model if it > 1 or not t0 or not np.isfinite(t0) else float(t0)

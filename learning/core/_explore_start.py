@@ -84,7 +84,7 @@ def initial_sigma(
     wts = np.ones(blocks.n) if blocks.w is None else blocks.w
     sub_z, sub_y, sub_w = z[::stride].astype(np.float64), blocks.y[::stride], wts[::stride]
     if not (np.any(sub_y > 0) and np.any(sub_y < 1)) or not np.any(sub_w > 0):
-        sub_z, sub_y, sub_w = z.astype(np.float64), blocks.y, wts
+        sub_z, sub_y, sub_w = np.asarray(z[0 : z.shape[0]], dtype=np.float64), blocks.y, wts
     second = sub_z.T @ sub_z / sub_z.shape[0]
     w, v = np.linalg.eigh(second)
     floor = 1e-6 * max(float(w[-1]), np.finfo(float).tiny)
@@ -152,7 +152,7 @@ def better_start(prob: Problem, beta: float, starts: list) -> tuple[np.ndarray, 
     def distances(s: np.ndarray) -> np.ndarray:
         if np.max(np.abs(s - prob.target)) <= 1e-12 * max(scale, np.finfo(float).tiny):
             return prob.d_prior
-        return quad_forms(prob.zw, s)
+        return prob.distances(s)
 
     best = None
     for start in starts:

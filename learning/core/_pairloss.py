@@ -34,6 +34,7 @@ from .psd import symmetrize
 D_FLOOR = 1e-8
 GRAM_CHUNK = 16384  # rows per SYRK in ``weighted_gram``
 PASS_CHUNK = 65536  # rows of z per step of ``loglik_and_gradient``
+CURVE_CHUNK = 65536  # pairs per step of ``PairBlocks.loglik_and_slope`` and ``curvature``
 LOG2 = float(np.log(2.0))
 
 
@@ -113,10 +114,14 @@ class PairBlocks:
         return slice(self.n1 + self.n0, self.n)
 
     @staticmethod
+    def keys(y: np.ndarray) -> np.ndarray:
+        """Each pair's block: 0 (y = 1), 1 (y = 0), 2 (soft)."""
+        return np.where(y == 1.0, 0, np.where(y == 0.0, 1, 2)).astype(np.int8)
+
+    @staticmethod
     def order(y: np.ndarray) -> np.ndarray:
         """Stable permutation that sorts pairs into the three blocks."""
-        key = np.where(y == 1.0, 0, np.where(y == 0.0, 1, 2))
-        return np.argsort(key, kind="stable")
+        return np.argsort(PairBlocks.keys(y), kind="stable")
 
     @classmethod
     def from_sorted(cls, y_sorted: np.ndarray, w_sorted: np.ndarray | None = None) -> PairBlocks:
@@ -124,32 +129,35 @@ class PairBlocks:
         return cls(y=y_sorted, n1=n1, n0=n0, w=w_sorted)
 
     def curvature(self, d: np.ndarray) -> np.ndarray:
-        """Per-pair ``-∂²(wℓ)/∂d²`` for sorted distances ``d``."""
-        h = curvature(d, self.y)
-        return h if self.w is None else h * self.w
+        """Per-pair ``-∂²(wℓ)/∂d²`` for sorted distances ``d`` (``CURVE_CHUNK`` at a time: its
+        temporaries stay small)."""
+        h = np.empty(d.size)
+        for a in range(0, d.size, CURVE_CHUNK):
+            part = slice(a, a + CURVE_CHUNK)
+            h[part] = curvature(d[part], self.y[part])
+        return h if self.w is None else np.multiply(h, self.w, out=h)
 
     def loglik_and_slope(
         self, d: np.ndarray, slope: bool = True
     ) -> tuple[float, np.ndarray | None]:
-        """Mean log-likelihood and per-pair ``∂ℓ/∂d`` for sorted distances ``d``."""
-        o, z, s = self.ones, self.zeros, self.soft
-        w = self.w
-        l1, g1 = log_two_sigmoid_neg(d[o], slope)
-        l0, g0 = log_tanh_half(d[z], slope)
-        total = float(l1.sum() + l0.sum()) if w is None else float(l1 @ w[o] + l0 @ w[z])
+        """Mean log-likelihood and per-pair ``∂ℓ/∂d`` for sorted distances ``d``, each block
+        ``CURVE_CHUNK`` pairs at a time (the temporaries of the logs stay small)."""
+        w, total = self.w, 0.0
         g = np.empty_like(d) if slope else None
-        if slope:
-            g[o], g[z] = g1, g0
-        if self.n1 + self.n0 < self.n:
-            ys = self.y[s]
-            l1, g1 = log_two_sigmoid_neg(d[s], slope)
-            l0, g0 = log_tanh_half(d[s], slope)
-            ls = ys * l1 + (1.0 - ys) * l0
-            total += float(np.sum(ls if w is None else ls * w[s]))
-            if slope:
-                g[s] = ys * g1 + (1.0 - ys) * g0
-        if slope and w is not None:
-            g *= w
+        for block, terms in ((self.ones, 1), (self.zeros, 0), (self.soft, None)):
+            for a in range(block.start, block.stop, CURVE_CHUNK):
+                part = slice(a, min(a + CURVE_CHUNK, block.stop))
+                if terms is None:  # soft labels: both terms, weighted by the label
+                    ys = self.y[part]
+                    l1, g1 = log_two_sigmoid_neg(d[part], slope)
+                    l0, g0 = log_tanh_half(d[part], slope)
+                    lp = ys * l1 + (1.0 - ys) * l0
+                    gp = ys * g1 + (1.0 - ys) * g0 if slope else None
+                else:
+                    lp, gp = (log_two_sigmoid_neg if terms else log_tanh_half)(d[part], slope)
+                total += float(lp.sum() if w is None else lp @ w[part])
+                if slope:
+                    g[part] = gp if w is None else gp * w[part]
         return total / self.n, g
 
     def loglik(self, d: np.ndarray) -> float:
@@ -177,6 +185,9 @@ def weighted_gram(z: np.ndarray, w: np.ndarray, blocks: PairBlocks | None = None
             a = np.asarray(z[part]) * root[:, None]
             out.__iadd__(sign * (a.T @ a).astype(np.float64))
 
+    if blocks is None and w.min(initial=0.0) >= 0.0:  # slices, no gather (zero rows add 0)
+        add(slice(0, z.shape[0]), 1.0)
+        return out
     if blocks is None:
         add(np.flatnonzero(w > 0), 1.0)
         add(np.flatnonzero(w < 0), -1.0)
@@ -203,19 +214,43 @@ def quad_forms(z: np.ndarray, sigma: np.ndarray, chunk: int = 8192) -> np.ndarra
 class PairDifferences:
     """The rows ``z_i = x[a_i] - x[b_i]`` of a set of pairs, built when a pass asks for them
     (a slice or an index array of rows): for a pass, it stands where the (n, d) array would,
-    at the cost of the item matrix ``x`` and two index vectors."""
+    at the cost of the item matrix ``x`` and two index vectors. ``dtype``: the rows' type
+    (default ``x``'s): built in ``x``'s precision, then cast, as an array of differences is."""
 
-    def __init__(self, x: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:
+    def __init__(self, x: np.ndarray, a: np.ndarray, b: np.ndarray, dtype=None) -> None:
         self.x, self.a, self.b = x, np.asarray(a), np.asarray(b)
         self.shape = (self.a.size, x.shape[1])
-        self.dtype = x.dtype
+        self.dtype = np.dtype(x.dtype if dtype is None else dtype)
         self.ndim = 2
 
     def __len__(self) -> int:
         return self.shape[0]
 
     def __getitem__(self, rows) -> np.ndarray:
-        return self.x[self.a[rows]] - self.x[self.b[rows]]
+        return (self.x[self.a[rows]] - self.x[self.b[rows]]).astype(self.dtype, copy=False)
+
+    def take(self, rows: np.ndarray) -> PairDifferences:
+        """The pairs ``rows`` (still built when a pass asks for them)."""
+        return PairDifferences(self.x, self.a[rows], self.b[rows], self.dtype)
+
+    def mapped(self, m: np.ndarray | None, dtype) -> PairDifferences:
+        """The same pairs of ``x @ m`` (``m`` None: ``x``) as ``dtype`` rows: ``z_i m =
+        x[a]m - x[b]m``."""
+        return PairDifferences(self.x if m is None else self.x @ m, self.a, self.b, dtype)
+
+
+def take_rows(z, rows: np.ndarray):
+    """Rows ``rows`` of an array (a copy) or of ``PairDifferences`` (pairs, built on demand)."""
+    return z.take(rows) if isinstance(z, PairDifferences) else z[rows]
+
+
+def row_norms(z, chunk: int = 65536) -> np.ndarray:
+    """``‖z_i‖²`` per row in float64, ``chunk`` rows at a time."""
+    out = np.empty(z.shape[0])
+    for start in range(0, z.shape[0], chunk):
+        zc = np.asarray(z[start : start + chunk])
+        out[start : start + chunk] = np.einsum("ij,ij->i", zc, zc, dtype=np.float64)
+    return out
 
 
 def loglik_and_gradient(
@@ -342,5 +377,5 @@ def prior_distances(z: np.ndarray, prior: np.ndarray) -> np.ndarray:
     """``zᵢᵀ Π zᵢ ≥ 0`` per row; a scaled identity (the default prior) as ``c·‖zᵢ‖²``, O(n·d)."""
     c = float(prior[0, 0])
     if np.array_equal(prior, c * np.eye(prior.shape[0])):
-        return c * np.einsum("ij,ij->i", z, z, dtype=np.float64)
+        return c * row_norms(z)
     return np.maximum(quad_forms(z, prior), 0.0)

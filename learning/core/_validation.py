@@ -13,6 +13,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from ._pairloss import PairDifferences
+
 N_FOLDS = 5
 VALIDATION_FRACTION = 0.2
 
@@ -40,6 +42,20 @@ def check_float_matrix(x: ArrayLike, name: str) -> np.ndarray:
     a = check_matrix(x, name).astype(np.float64, copy=False)
     check_finite(a, name)
     return a
+
+
+def check_pairs(z: object) -> np.ndarray | PairDifferences:
+    """EXPLORE's differences: a finite float64 matrix, or ``PairDifferences`` (its item matrix
+    finite, its indices within it: the pairs are built chunk by chunk, never whole)."""
+    if not isinstance(z, PairDifferences):
+        return check_float_matrix(z, "Z")
+    check_finite(check_matrix(z.x, "the item matrix"), "the item matrix")
+    for side in (z.a, z.b):
+        if side.ndim != 1 or side.size != z.a.size or side.size == 0:
+            raise ValueError("PairDifferences needs two 1-D index vectors of one length")
+        if not np.issubdtype(side.dtype, np.integer) or side.min() < 0 or side.max() >= len(z.x):
+            raise ValueError(f"pair indices must be integers in [0, {len(z.x)})")
+    return z
 
 
 def differences(x1: ArrayLike, x2: ArrayLike) -> np.ndarray:
@@ -112,7 +128,7 @@ def check_labels(y: ArrayLike, n: int) -> np.ndarray:
         raise ValueError(f"y must be a 1-D array of length {n}, got shape {lab.shape}")
     if not (np.issubdtype(lab.dtype, np.number) or lab.dtype == bool):
         raise ValueError("y must be numeric (1 comparable, 0 incomparable)")
-    lab = lab.astype(np.float64)
+    lab = lab.astype(np.float64, copy=False)  # never written: the caller's float64 labels
     if not np.all(np.isfinite(lab)) or np.any((lab < 0) | (lab > 1)):
         raise ValueError("y must lie in [0, 1] (1 comparable, 0 incomparable, soft labels between)")
     if not (np.any(lab > 0) and np.any(lab < 1)):

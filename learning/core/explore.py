@@ -95,15 +95,15 @@ from numpy.typing import ArrayLike
 from scipy.special import expit
 
 from ._explore_path import choose_alpha
-from ._explore_problem import Problem, fit_warnings, second_moment
+from ._explore_problem import Differences, Problem, fit_warnings, second_moment
 from ._explore_solver import SolverResult
 from ._explore_start import ExploreWarm, final_start, fold_priors, resolve_prior, warm_in
-from ._pairloss import pair_loglik, psd_quad_forms, quad_forms, weighted_mean
+from ._pairloss import pair_loglik, psd_quad_forms, quad_forms, row_norms, weighted_mean
 from ._validation import N_FOLDS as N_FOLDS
 from ._validation import (
     check_explore_params,
-    check_float_matrix,
     check_labels,
+    check_pairs,
     check_validation,
     check_weights,
     differences,
@@ -112,6 +112,7 @@ from ._validation import (
 from .psd import projector, symmetrize
 
 __all__ = [
+    "Differences",
     "EXPLORE",
     "ExploreWarm",
     "ExploreShortfall",
@@ -293,16 +294,17 @@ class EXPLORE:
         validation: ArrayLike | None = None,
         validation_priors: list | None = None,
     ) -> EXPLORE:
-        """Fit on differences ``Z[i] = φ(x_i1) - φ(x_i2)`` (keywords: ``fit``); ``validation_priors``:
-        one prior per ``validation`` fold for its fits (``_explore_start.fold_priors``)."""
-        z = check_float_matrix(Z, "Z")
+        """Fit on ``Z[i] = φ(x_i1) - φ(x_i2)`` (array, ``PairDifferences`` or kept ``Differences``);
+        keywords: ``fit``; ``validation_priors``: one per fold (``_explore_start.fold_priors``)."""
+        data = Z if isinstance(Z, Differences) else None  # checked, sq and ZᵀZ known
+        z = data.z if data is not None else check_pairs(Z)  # an array, or PairDifferences
         lab = check_labels(y, z.shape[0])
         check_explore_params(self)
         wts = check_weights(sample_weight, z.shape[0])
         if validation is not None:  # as (train rows, validation rows) pairs
             validation = check_validation(validation, lab, wts, explore_shortfall)
         n, d = z.shape
-        sq = np.einsum("ij,ij->i", z, z)
+        sq = data.sq if data is not None else row_norms(z)
         if not np.any(sq > 0):
             raise ValueError("all difference vectors are zero; Sigma is not identifiable")
         short = explore_shortfall(lab[wts > 0])
@@ -312,9 +314,9 @@ class EXPLORE:
             )
         notes: list[str] = []
         cap = self._resolve_cap(sq, d)
-        second = second_moment(z)
+        second = data.second() if data is not None else second_moment(z)
         prior, scale = resolve_prior(self.prior, self.prior_scale, z, lab, wts, d, notes, sq)
-        full = Problem(z, lab, prior, second, self.precision, weights=wts, sq=sq)
+        full = Problem(data or z, lab, prior, second, self.precision, weights=wts, sq=sq)
         choice = None  # the penalty search and held-out figures: with "auto", or when asked for
         if self.alpha == "auto" or self.validate or validation is not None:
             kfold = kfold_validation(n, d)  # for EXPLORE's own folds
@@ -326,6 +328,7 @@ class EXPLORE:
             data = (z, lab, wts, sq)
             settings["fold_priors"] = fold_priors(validation_priors, validation, folds, self, data)
             choice = choose_alpha(z, lab, wts, second, full, folds, cap, **settings)
+            full.restore()
         beta = choice.beta if self.alpha == "auto" else float(self.alpha)
         if self.refit or choice is None:
             warm = (None, None) if choice is None else (choice.start, choice.warm_distances)
@@ -344,14 +347,11 @@ class EXPLORE:
             sigma = symmetrize(keep @ sigma @ keep)
         self.sigma_ = sigma
         self.loglik_ = weighted_mean(pair_loglik(psd_quad_forms(z, sigma), lab), wts)
-        self.n_iter_ = res.n_iter
-        self.converged_ = res.converged
+        self.n_iter_, self.converged_ = res.n_iter, res.converged
         self.projected_gradient_norm_ = res.projected_gradient_norm
-        self.max_eigenvalue_ = cap
-        self.n_features_in_ = d
+        self.max_eigenvalue_, self.n_features_in_ = cap, d
         self.n_constrained_ = full.r
-        self.prior_ = prior
-        self.prior_scale_ = scale
+        self.prior_, self.prior_scale_ = prior, scale
         self.alpha_ = beta
         self.alpha_path_ = () if choice is None else tuple(choice.path)
         heldout = (np.nan, (np.nan, np.nan), 0) if choice is None else choice.heldout

@@ -39,9 +39,18 @@ from scipy.special import expit
 from scipy.stats import beta as beta_distribution
 
 from ._pairloss import quad_forms
-from .explore import EXPLORE, ExploreWarm
+from .explore import EXPLORE, Differences, ExploreWarm
 
 _EPS = 1e-9
+
+
+def distances(zp, sigma: np.ndarray, params: dict) -> np.ndarray:
+    """The pairs' distances under ``sigma``: in float64 over an array; over ``Differences`` in
+    the M-step's precision, remembered there (the M-step's warm start is this ``sigma``)."""
+    if not isinstance(zp, Differences):
+        return quad_forms(zp, sigma)
+    mixed = params.get("precision", "mixed") == "mixed"
+    return zp.distances(sigma, np.float32 if mixed else np.float64)
 
 
 @dataclass(frozen=True)
@@ -114,7 +123,8 @@ class ReliableEXPLORE:
         a0, b0 = (float(v) for v in self.prior)
         if not (a0 > 0 and b0 > 0):
             raise ValueError("prior must be two positive numbers (a, b)")
-        z = np.asarray(Z, dtype=np.float64)
+        data = Z if isinstance(Z, Differences) else None
+        z = data.z if data is not None else np.asarray(Z, dtype=np.float64)
         lab = np.asarray(y, dtype=np.float64)
         codes, who = np.unique(np.asarray(annotator), return_inverse=True)
         who = who.ravel()
@@ -126,7 +136,14 @@ class ReliableEXPLORE:
         pairs, first, of_pair = np.unique(pair, return_index=True, return_inverse=True)
         of_pair = of_pair.ravel()
         m, k = pairs.size, codes.size
-        zp = z[first]
+        if data is not None:  # pairs in order of their first answer (soft_labels_ too): with
+            # one answer per pair (the app's usual case) the pairs' rows are ``data`` itself
+            rank = np.empty(m, dtype=np.int64)
+            rank[np.argsort(first, kind="stable")] = np.arange(m)
+            of_pair, first = rank[of_pair], np.sort(first)
+            zp = data if np.array_equal(first, np.arange(n)) else data.take(first)
+        else:
+            zp = z[first]
         known_pair = np.bincount(of_pair, weights=np.isfinite(truth), minlength=m) > 0
         truth_pair = np.zeros(m)
         truth_pair[of_pair[np.isfinite(truth)]] = truth[np.isfinite(truth)]
@@ -136,7 +153,7 @@ class ReliableEXPLORE:
 
         params = {"random_state": 0} | dict(self.explore_params or {})
         if plain is None:
-            plain = EXPLORE(**params).fit_differences(z, lab)  # every answer one observation
+            plain = EXPLORE(**params).fit_differences(Z if data else z, lab)  # an answer each
         params["alpha"] = plain.alpha_
         model, e = plain, np.full(k, a0 / (a0 + b0))
         sigma = plain.sigma_
@@ -146,7 +163,7 @@ class ReliableEXPLORE:
             sigma = np.asarray(warm.sigma, dtype=np.float64)
         w, converged, iteration = np.zeros(m), False, 0
         for iteration in range(1, self.max_iter + 1):  # noqa: B007 - n_iter_ below
-            q = np.maximum(quad_forms(zp, sigma), 0.0)  # BLAS products, chunked
+            q = np.maximum(distances(zp, sigma, params), 0.0)  # BLAS products, chunked
             p = np.clip(2.0 * expit(-q), _EPS, 1.0 - _EPS)
             # E-step: the true label of each pair given all its answers.
             e_clip = np.clip(e, _EPS, 0.5)

@@ -38,6 +38,7 @@ from learning.core.explore import (
 )
 from learning.core.psd import eigh_descending
 from learning.core.reliability import ReliableEXPLORE
+from learning.refits import cache
 from learning.refits.cache import WarmStart
 from learning.refits.pairs import PairData
 
@@ -129,9 +130,8 @@ def fit_explore(
     shortfall = explore_shortfall_of(pairs.y)
     if not shortfall.ok:
         raise FitError(shortfall.message)
-    rows, (ia, ib) = _local_index(pairs.row_a, pairs.row_b)
-    vectors = np.asarray(read_vectors(rows), dtype=np.float64)
-    z = vectors[ia] - vectors[ib]  # once, for both fits (n × d float64, as EXPLORE.fit's)
+    # once for both fits, and extended from the last refit's when its pairs are a prefix
+    z, built = cache.differences_for(read_vectors, pairs.row_a, pairs.row_b)
     params = {
         "max_eigenvalue": None if max_eigenvalue is None else float(max_eigenvalue),
         "random_state": 0,
@@ -169,6 +169,7 @@ def fit_explore(
         "warnings": list(model.warnings_),
         "weighting": weighting,
         "warm_start": warm is not None,
+        "differences": built,
     }
     if weighting == "reliability":
         rel = reliable.reliability_

@@ -56,7 +56,10 @@ def test_quick_growth_benchmark_prints_both_tables():
         out.stdout
     )
     assert "| process peak RSS (MB) |" in out.stdout
-    assert out.stdout.count("| 5,000 |") == 3
+    assert out.stdout.count("| 5,000 | chunked pass") == 2
+    assert out.stdout.count("| 5,000 | whole-array pass") == 1
+    assert "| pairs | fit | wall (s) | CPU (s) | peak RSS above start (MB) |" in out.stdout
+    assert out.stdout.count("| 5,000 | EXPLORE fit, ") == 2  # pairs from indices, array
 
 
 def test_quick_informative_null_benchmark_prints_its_table():
@@ -72,3 +75,18 @@ def test_quick_informative_null_benchmark_prints_its_table():
     assert "| case | answers | d | draws | gain ± MC s.e. |" in out.stdout
     assert out.stdout.count("| coin flips, records") == 4  # and p = 0.75 on records
     assert "| coin flips, test's Gaussian space | 60 | 30 | 3 |" in out.stdout
+
+
+def test_quick_explore_refit_benchmark_prints_kept_rebuilt_and_cold():
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "explore_refit.py"), "--quick"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "| answers | fit | wall (s) | CPU (s) |" in out.stdout
+    assert "| warm refit, kept differences (kept + 50 new) |" in out.stdout
+    assert out.stdout.count("| 600 |") == 4  # first fit, kept, rebuilt, cold
