@@ -156,6 +156,7 @@ def main() -> int:
                 f"  {v.method}: fit {v.fit_seconds:.2f} s wall, evaluation "
                 f"{d.get('evaluation_seconds')} s, snapshot {d.get('snapshot_seconds')} s "
                 f"({d.get('snapshot_read')}, arrays {d.get('snapshot_arrays')})"
+                + (f", differences {d['differences']}" if "differences" in d else "")
             )
         print(f"memory kept for the study: {_kept_mb():.0f} MB")
         print(f"load average at the end {os.getloadavg()[0]:.1f}\n")
