@@ -133,7 +133,8 @@ def forward(torch, pre, w2, b2, y):
     factor into a constant matrix (one matrix product per attack step, no (n, h) product).
     """
     hid = pre.clamp_min(0)
-    z = torch.bmm(hid, _diff(w2)).squeeze(-1) + (b2[:, :, 1] - b2[:, :, 0])
+    # a product and a sum: bmm with a one-column right side is ~5x slower on a CPU
+    z = (hid * _diff(w2).transpose(1, 2)).sum(dim=2) + (b2[:, :, 1] - b2[:, :, 0])
     return torch.sigmoid(z) - y, hid.sign(), torch.nn.functional.softplus(z) - y * z
 
 
@@ -160,40 +161,49 @@ def _train_grads(torch, x, y, weights):
 
 
 def _attack(torch, xb, yb, weights, directions, sigma, lamb, full_lr, s: Schedule):
-    """The two stages on one batch: ``(x + aD + e, objective fell in full attack, mean eᵀΣe)``."""
+    """The two stages on one batch: ``(x + aD + e, objective fell in full attack, mean eᵀΣe)``.
+
+    Both attacks keep their variables transposed, ``aᵀ`` (R, k, n) and ``eᵀ`` (R, d, n): the
+    gradients are then ``Uᵀ maskᵀ`` products with a wide right side, which a CPU's matrix
+    product runs ~5x faster than ``mask U`` with a k- or d-column result (same sums).
+    The subspace attack works in the span's coordinates: ``W1ᵀ(x + Dᵀa) = W1ᵀx + (D W1)ᵀ a``,
+    ``W1ᵀx`` once per batch, so each of its steps costs n·h·k, not n·h·d.
+    """
     w1, b1, w2, b2 = weights
     n = xb.shape[1]
-    diff = _diff(w2)
+    diff_t = _diff(w2).transpose(1, 2)  # (R, 1, h)
     p0 = torch.baddbmm(b1, xb, w1)
     m_dir = torch.bmm(directions, w1)  # (R, k, h): a moves pre by a @ m_dir
-    u_dir = m_dir.transpose(1, 2) * diff  # (R, h, k): ∂z/∂a = mask @ u_dir
-    a = torch.zeros(xb.shape[0], n, directions.shape[1], dtype=xb.dtype, device=xb.device)
+    u_dir_t = m_dir * diff_t  # (R, k, h): ∂z/∂a = mask @ u_dir_tᵀ
+    a_t = torch.zeros(xb.shape[0], directions.shape[1], n, dtype=xb.dtype, device=xb.device)
     before = forward(torch, p0, w2, b2, yb)[2].mean(dim=1)
-    adam = _Adam(torch, a)
+    adam = _Adam(torch, a_t)
     for _ in range(s.subspace_steps):
-        dz, mask, _ = forward(torch, torch.baddbmm(p0, a, m_dir), w2, b2, yb)
-        grad = torch.bmm(mask, u_dir) * (dz / n).unsqueeze(-1)
-        a = adam.step(a, grad, s.subspace_lr, ascend=True)
-    p1 = torch.baddbmm(p0, a, m_dir)
+        dz, mask, _ = forward(torch, torch.baddbmm(p0, a_t.transpose(1, 2), m_dir), w2, b2, yb)
+        grad = torch.bmm(u_dir_t, mask.transpose(1, 2)) * (dz / n).unsqueeze(1)
+        a_t = adam.step(a_t, grad, s.subspace_lr, ascend=True)
+    p1 = torch.baddbmm(p0, a_t.transpose(1, 2), m_dir)
     after = forward(torch, p1, w2, b2, yb)[2].mean(dim=1)
     failed = (after < before).reshape(-1, 1, 1)
-    a = torch.where(failed, 0.0, a)
+    a_t = torch.where(failed, 0.0, a_t)
     p1 = torch.where(failed, p0, p1)
     start = torch.where(failed.flatten(), before, after)  # e = 0: no distance yet
-    e = torch.zeros_like(xb)
+    e_t = torch.zeros_like(xb.transpose(1, 2))
     lam = lamb.reshape(-1, 1, 1)
+    sigma_t = sigma.transpose(1, 2).contiguous()  # (e Σ)ᵀ = Σᵀ eᵀ
     if s.full_steps:
-        v_full = w1.transpose(1, 2) * diff  # (R, h, d): ∂z/∂e = mask @ v_full
-        adam = _Adam(torch, e)
+        v_full_t = w1 * diff_t  # (R, d, h): ∂z/∂e = mask @ v_full_tᵀ
+        adam = _Adam(torch, e_t)
         rate = full_lr.reshape(-1, 1, 1)
         for _ in range(s.full_steps):
-            dz, mask, _ = forward(torch, torch.baddbmm(p1, e, w1), w2, b2, yb)
-            grad = torch.bmm(mask, v_full) * dz.unsqueeze(-1) - lam * 2 * torch.bmm(e, sigma)
-            e = adam.step(e, grad / n, rate, ascend=True)
-    loss_e = forward(torch, torch.baddbmm(p1, e, w1), w2, b2, yb)[2]
-    dist = torch.einsum("rnd,rde,rne->rn", e, sigma, e).mean(dim=1)
+            dz, mask, _ = forward(torch, torch.baddbmm(p1, e_t.transpose(1, 2), w1), w2, b2, yb)
+            grad = torch.bmm(v_full_t, mask.transpose(1, 2)) * dz.unsqueeze(1)
+            grad = grad - lam * 2 * torch.bmm(sigma_t, e_t)
+            e_t = adam.step(e_t, grad / n, rate, ascend=True)
+    loss_e = forward(torch, torch.baddbmm(p1, e_t.transpose(1, 2), w1), w2, b2, yb)[2]
+    dist = (torch.bmm(sigma, e_t) * e_t).sum(dim=1).mean(dim=1)  # eᵀ Σ e per record
     fell = loss_e.mean(dim=1) - lamb * dist < start
-    return xb + torch.bmm(a, directions) + e, fell, dist
+    return xb + torch.bmm(a_t.transpose(1, 2), directions) + e_t.transpose(1, 2), fell, dist
 
 
 def train_networks(

@@ -16,6 +16,7 @@ from experiments.adult.twostage import (
     AUTHORS,
     Schedule,
     _Adam,
+    _attack,
     _lambda_rule,
     _train_grads,
     forward,
@@ -138,3 +139,55 @@ def test_sensr_stops_using_a_sensitive_direction_the_baseline_uses(torch):
         assert (b(x) == y).mean() > 0.85  # the baseline learns the label …
         assert alike_base < 0.6  # … through the attribute
         assert alike_fair > 0.9  # SenSR's predictions hardly move when it flips
+
+
+def _reference_attack(torch, xb, yb, weights, directions, sigma, lamb, full_lr, s):
+    """The two stages as written in the paper's trainer: x + aD, then + e, autograd's gradients."""
+    n = xb.shape[1]
+    a = torch.zeros(xb.shape[0], n, directions.shape[1], dtype=xb.dtype)
+
+    def ce(x):
+        return _ce(torch, x, yb, weights)
+
+    before = ce(xb).mean(dim=1)
+    adam = _Adam(torch, a)
+    for _ in range(s.subspace_steps):
+        a_ = a.clone().requires_grad_()
+        (grad,) = torch.autograd.grad(ce(xb + torch.bmm(a_, directions)).mean(dim=1).sum(), a_)
+        a = adam.step(a, grad, s.subspace_lr, ascend=True)
+    after = ce(xb + torch.bmm(a, directions)).mean(dim=1)
+    failed = after < before
+    a = torch.where(failed.reshape(-1, 1, 1), 0.0, a)
+    x1 = xb + torch.bmm(a, directions)
+    start = torch.where(failed, before, after)
+    e = torch.zeros_like(xb)
+    adam = _Adam(torch, e)
+    lam = lamb.reshape(-1, 1, 1)
+    for _ in range(s.full_steps):
+        e_ = e.clone().requires_grad_()
+        penalty = (torch.bmm(e_, sigma) * e_).sum(dim=2)
+        objective = (ce(x1 + e_) - lam[:, :, 0] * penalty).mean(dim=1).sum()
+        (grad,) = torch.autograd.grad(objective, e_)
+        e = adam.step(e, grad, full_lr.reshape(-1, 1, 1), ascend=True)
+    dist = (torch.bmm(e, sigma) * e).sum(dim=2).mean(dim=1)
+    fell = ce(x1 + e).mean(dim=1) - lamb * dist < start
+    return x1 + e, fell, dist
+
+
+def test_the_attack_finds_the_adversarial_points_autograd_finds(torch):
+    """The fast attack (the span's coordinates, transposed products) against the plain one."""
+    r, n, d, h, k = 3, 40, 9, 12, 3
+    x, y, weights = _net(torch, r=r, n=n, d=d, h=h)
+    weights = [w * 0.3 for w in weights]
+    directions = torch.linalg.qr(torch.randn(r, d, k, dtype=torch.float64))[0].transpose(1, 2)
+    a = torch.randn(r, d, d, dtype=torch.float64)
+    sigma = a @ a.transpose(1, 2) / d
+    lamb = torch.tensor([0.5, 2.0, 5.0], dtype=torch.float64)
+    full_lr = torch.tensor([0.1, 0.05, 0.1], dtype=torch.float64)
+    schedule = Schedule(steps=1, lr=1e-3, subspace_steps=7, subspace_lr=0.5, full_steps=4)
+    got = _attack(torch, x, y, weights, directions, sigma, lamb, full_lr, schedule)
+    want = _reference_attack(torch, x, y, weights, directions, sigma, lamb, full_lr, schedule)
+    assert (got[0] - x).abs().max() > 0.1  # the attack moved the points
+    torch.testing.assert_close(got[0], want[0], rtol=1e-9, atol=1e-9)
+    assert got[1].tolist() == want[1].tolist()
+    torch.testing.assert_close(got[2], want[2], rtol=1e-9, atol=1e-12)
