@@ -12,7 +12,9 @@ each stage of a refit as the worker runs it: the snapshot (``judgment_snapshot``
 ``pair_data``), the EXPLORE fit (``fit_explore``: penalty path, validation, final fit), the FACE
 fit, the whole refit through ``learning.refits.service.refit_study`` (both, stored and
 evaluated), the study dashboard's figures and the agreement alone (the worker's dashboards
-task), and streaming the judgments CSV export.
+task), and streaming the judgments CSV export; then 50 new answers through the labelling service
+and the refit and figures that follow them, from what the first ones kept (the worker's usual
+case: the inputs and pair differences extended, the fits warm-started, the tallies extended).
 
 The core part (--core): EXPLORE's loss/gradient pass (``_pairloss.loglik_and_gradient``) over
 n pairs at d = 50, chunked, with z built from the item matrix and two index vectors
@@ -47,11 +49,14 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from study_world import (  # noqa: E402
     ANNOTATORS,
     N_ITEMS,
+    answers_send,
     judgments_load,
     postgres_run,
     scratch_environment,
     study_world,
 )
+
+BURST = 50  # new answers after the first refit
 
 
 def _status_kb(field: str) -> int | None:
@@ -102,7 +107,8 @@ def _setup(postgres: bool, scratch: Path) -> str:
 
 
 def _world(n: int, dim: int):
-    """A study with n answers (n / 2 pairs, two annotators each); its id."""
+    """A study with n answers (n / 2 pairs, two annotators each); its id, and a burst of
+    ``BURST`` later answers (user, item a id, item b id, label) to new pairs."""
     rng = np.random.default_rng(n)
     world = study_world(f"growth-{n}-{uuid.uuid4().hex[:6]}", dim, rng, debounce=0)
     matrix, item_ids = world.matrix, world.item_ids
@@ -128,10 +134,21 @@ def _world(n: int, dim: int):
         "elapsed_ms": rng.integers(300, 6000, size=2 * pairs),
     }
     judgments_load(world.study.pk, columns)
-    return world.study.pk
+    extra = rng.choice(N_ITEMS * N_ITEMS, size=4 * BURST, replace=False)
+    ea, eb = (
+        np.minimum(extra // N_ITEMS, extra % N_ITEMS),
+        np.maximum(extra // N_ITEMS, extra % N_ITEMS),
+    )
+    fresh = np.flatnonzero(ea < eb)[:BURST]
+    labels = rng.choice(["comparable", "incomparable"], fresh.size)
+    burst = [
+        (world.users[i % ANNOTATORS], int(item_ids[ea[k]]), int(item_ids[eb[k]]), str(y))
+        for i, (k, y) in enumerate(zip(fresh, labels, strict=True))
+    ]
+    return world.study.pk, burst
 
 
-def _app_stages(study_id: int) -> list[tuple[str, float, float]]:
+def _app_stages(study_id: int, burst: list) -> list[tuple[str, float, float]]:
     from annotation.models import Study
     from learning.dashboards import figures, tallies
     from learning.exports import formats
@@ -170,6 +187,16 @@ def _app_stages(study_id: int) -> list[tuple[str, float, float]]:
         ("judgments.csv export, streamed", lambda: _export(formats, study)),
     ]
     for name, stage in stages:
+        _, seconds, peak, _, _ = measured(stage)
+        rows.append((name, seconds, peak))
+    answers_send(study, burst)
+    for name, stage in [
+        (
+            f"refit after {len(burst)} new answers (kept inputs, warm)",
+            lambda: _refit(service, study_id),
+        ),
+        ("dashboard figures after them (tallies extended)", lambda: figures.study_dashboard(study)),
+    ]:
         _, seconds, peak, _, _ = measured(stage)
         rows.append((name, seconds, peak))
     return rows
@@ -289,9 +316,9 @@ def main() -> int:
             print("| judgments | stage | wall (s) | peak RSS above start (MB) |")
             print("|---:|---|---:|---:|")
             for n in args.sizes:
-                study_id, built, *_ = measured(lambda n=n: _world(n, args.dim))
+                (study_id, burst), built, *_ = measured(lambda n=n: _world(n, args.dim))
                 print(f"| {n:,} | (building the study: {built:.0f} s) | | |", flush=True)
-                for stage, seconds, peak in _app_stages(study_id):
+                for stage, seconds, peak in _app_stages(study_id, burst):
                     print(f"| {n:,} | {stage} | {seconds:.2f} | {peak:.0f} |", flush=True)
         finally:
             if name:

@@ -51,7 +51,7 @@ def test_quick_growth_benchmark_prints_both_tables():
     )
     assert out.returncode == 0, out.stderr
     assert "| judgments | stage | wall (s) | peak RSS above start (MB) |" in out.stdout
-    assert out.stdout.count("| 600 |") == 8  # the build and seven stages
+    assert out.stdout.count("| 600 |") == 10  # the build, seven stages, two after a burst
     assert "| pairs | pass | wall (s) | peak RSS above start (MB) | peak allocations (MB) |" in (
         out.stdout
     )
