@@ -68,7 +68,7 @@ bench: install
 # Time and peak memory of each stage of a refit at 10^4, 10^5, 10^6 answers on a scratch
 # PostgreSQL database, and EXPLORE's chunked loss/gradient pass up to 10^7 pairs (docs/scaling.md).
 growth: install
-	$(BIN)/python benchmarks/growth.py --postgres $(GROWTH_ARGS)
+	OMP_NUM_THREADS=1 $(BIN)/python benchmarks/growth.py --postgres $(GROWTH_ARGS)
 
 # Property-based API fuzzing from the OpenAPI schema, longer than make test's (docs/security.md).
 # Works in either mode: with DEBUG=0 in the environment it fuzzes the production settings (a
