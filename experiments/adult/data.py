@@ -189,7 +189,7 @@ def gender_directions(vectors: np.ndarray, feature_names: list[str]) -> tuple[np
         "gender_classifier_train_accuracy": round(
             float(classifier.score(vectors[:, others], female)), 4
         ),
-        # Everything needed to rebuild ``directions`` (directions_of), readable on a version page.
+        # Everything needed to rebuild ``directions`` (app_directions_of), readable on a version page.
         "sensitive_directions": {
             "gender_classifier_coefficients": [float(v) for v in directions[0]],
             "axes": [feature_names[i] for i in gender + race],
@@ -198,7 +198,11 @@ def gender_directions(vectors: np.ndarray, feature_names: list[str]) -> tuple[np
     return directions, info
 
 
-def directions_of(sensitive: dict, feature_names: list[str]) -> np.ndarray:
-    """The rows of :func:`gender_directions` from its recorded ``sensitive_directions``."""
+def app_directions_of(sensitive: dict, feature_names: list[str]) -> np.ndarray:
+    """The rows of :func:`gender_directions` from its recorded ``sensitive_directions``.
+
+    (The demo's versions before 2026-11-26; :func:`experiments.adult.directions.directions_of`
+    reads them and the authors' recipe.)
+    """
     axes = np.eye(len(feature_names))[[feature_names.index(n) for n in sensitive["axes"]]]
     return np.vstack([sensitive["gender_classifier_coefficients"], axes])

@@ -9,8 +9,12 @@
   gender). Their features hold one indicator per attribute (``sex_ Male``, ``race_ White``);
   ours hold two one-hot columns, so their axes are ``(e_Male − e_Female)/√2`` and
   ``(e_White − e_Non-white)/√2`` here — the direction a flip of the attribute moves a record.
-* **app** (:func:`experiments.adult.data.gender_directions`, what the demo projects out): one
-  logistic regression plus the four one-hot axes (rank 5), orthonormalised.
+* **app** (:func:`experiments.adult.data.gender_directions`, what the demo projected out until
+  2026-11-26): one logistic regression plus the four one-hot axes (rank 5), orthonormalised.
+
+The demo (:mod:`experiments.adult.demo`) projects by the authors' recipe and records it
+(:func:`authors_recorded`); :func:`directions_of` rebuilds either record from a version's
+parameters.
 
 numpy and scikit-learn only.
 """
@@ -19,7 +23,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from experiments.adult.data import GENDER_COLUMN, RACE_COLUMN, gender_directions
+from experiments.adult.data import (
+    GENDER_COLUMN,
+    RACE_COLUMN,
+    app_directions_of,
+    gender_directions,
+)
 
 L2 = 0.1
 STEPS = 5_000
@@ -70,15 +79,6 @@ def orthonormal(vectors: np.ndarray, tol: float = 1e-8) -> np.ndarray:
     return vt[s > s.max() * tol]
 
 
-def _flip_axis(names: list[str], column: str, one: str, other: str) -> np.ndarray | None:
-    if f"{column}={one}" not in names:
-        return None
-    axis = np.zeros(len(names))
-    axis[names.index(f"{column}={one}")] = 1.0
-    axis[names.index(f"{column}={other}")] = -1.0
-    return axis / np.sqrt(2)
-
-
 def gender_weights(
     vectors: np.ndarray, names: list[str], female: np.ndarray, *, seed: int, steps: int = STEPS
 ) -> dict[str, np.ndarray]:
@@ -88,18 +88,72 @@ def gender_weights(
     return {names[i]: weights[j] for j, i in enumerate(others)}
 
 
+def _flip_axes(names: list[str]) -> list[list[str]]:
+    """The authors' flip axes present in ``names``, each as ``[plus column, minus column]``."""
+    pairs = [
+        [f"{GENDER_COLUMN}=Male", f"{GENDER_COLUMN}=Female"],
+        [f"{RACE_COLUMN}=White", f"{RACE_COLUMN}=Non-white"],
+    ]
+    return [pair for pair in pairs if pair[0] in names]
+
+
+def _basis(names: list[str], weights: dict, axes: list[list[str]]) -> np.ndarray:
+    vectors = np.array([weights.get(n, np.zeros(2)) for n in names], dtype=float).T
+    flips = []
+    for plus, minus in axes:
+        axis = np.zeros(len(names))
+        axis[names.index(plus)], axis[names.index(minus)] = 1.0, -1.0
+        flips.append(axis / np.sqrt(2))
+    return orthonormal(np.vstack([vectors, *flips]))
+
+
 def authors_directions(names: list[str], weights: dict[str, np.ndarray]) -> np.ndarray:
     """The authors' sensitive directions (orthonormal rows) for φ with or without gender.
 
     ``weights`` (:func:`gender_weights`) are zero on the gender columns; the same regression
     serves φ with and without them (its features are the same either way).
     """
-    vectors = np.array([weights.get(n, np.zeros(2)) for n in names]).T
-    axes = [
-        _flip_axis(names, GENDER_COLUMN, "Male", "Female"),
-        _flip_axis(names, RACE_COLUMN, "White", "Non-white"),
-    ]
-    return orthonormal(np.vstack([vectors, *[a for a in axes if a is not None]]))
+    return _basis(names, weights, _flip_axes(names))
+
+
+def authors_recorded(
+    vectors: np.ndarray, names: list[str], female: np.ndarray, *, seed: int, steps: int = STEPS
+) -> tuple[np.ndarray, dict]:
+    """:func:`authors_directions` of ``vectors`` and what rebuilds them (:func:`directions_of`).
+
+    The record (a version's ``parameters["sensitive_directions"]``) holds the recipe, the
+    regression's settings and seed, its two weights per feature by name and the flip axes by
+    column name; :func:`directions_of` turns it back into the same rows.
+    """
+    weights = gender_weights(vectors, names, female, seed=seed, steps=steps)
+    axes = _flip_axes(names)
+    record = {
+        "recipe": "authors",
+        "regression": f"two-class softmax regression predicting {GENDER_COLUMN}=Female from the "
+        f"features without the {GENDER_COLUMN} columns (SenSR's code): Adam lr {LR}, "
+        f"L2 {L2} * 0.5 * ||W||^2, {steps} steps of class-balanced batches of {BATCH}, "
+        "Glorot-uniform weights, biases 0.1 (experiments.adult.directions.softmax_weights)",
+        "seed": seed,
+        "steps": steps,
+        "weights": {name: [float(v) for v in w] for name, w in weights.items()},
+        "axes": axes,
+        "basis": "SVD of the weights' two vectors (zero on the gender columns) and the flip "
+        "axes (e_plus - e_minus)/sqrt(2): orthonormal rows",
+    }
+    return _basis(names, record["weights"], axes), record
+
+
+def directions_of(sensitive: dict, feature_names: list[str]) -> np.ndarray:
+    """The sensitive directions (rows) a version's ``parameters["sensitive_directions"]`` records.
+
+    Reads the authors' recipe (:func:`authors_recorded`, the demo since 2026-11-26) and the
+    earlier demo versions' record (the app's recipe, :func:`experiments.adult.data.app_directions_of`).
+    """
+    if sensitive.get("recipe") == "authors":
+        return _basis(feature_names, sensitive["weights"], sensitive["axes"])
+    if "gender_classifier_coefficients" in sensitive:
+        return app_directions_of(sensitive, feature_names)
+    raise ValueError("unknown record of sensitive directions")
 
 
 def sensitive_directions(

@@ -121,6 +121,16 @@ def fitted_version(study: Study, log: Callable[[str], None]) -> MetricVersion:
             time.sleep(report.retry_in)
 
 
+def projected_version_find(
+    study: Study, fitted: MetricVersion, *, label: str, match: dict | None = None
+) -> MetricVersion | None:
+    """The newest ready version ``label`` of ``fitted`` whose parameters contain ``match``."""
+    versions = MetricVersion.objects.ready().filter(study=study, label=label, parent=fitted)
+    if match is not None:
+        versions = versions.filter(parameters__contains=match)
+    return versions.order_by("-id").first()
+
+
 def projected_version(
     study: Study,
     fitted: MetricVersion,
@@ -129,14 +139,10 @@ def projected_version(
     directions: np.ndarray,
     info: dict,
     created: list[str],
+    match: dict | None = None,
 ) -> MetricVersion:
-    """A new EXPLORE version ``(I − P) Σ̂ (I − P)`` of ``fitted`` (once per label and parent)."""
-    existing = (
-        MetricVersion.objects.ready()
-        .filter(study=study, label=label, parent=fitted)
-        .order_by("-id")
-        .first()
-    )
+    """A new EXPLORE version ``(I − P) Σ̂ (I − P)`` of ``fitted`` (once per label, parent, match)."""
+    existing = projected_version_find(study, fitted, label=label, match=match)
     if existing is not None:
         return existing
     version = storage.metric_version_create(

@@ -15,9 +15,10 @@ from experiments.adult.data import (
     adult_frame,
     adult_pairs,
     adult_raw,
-    directions_of,
+    app_directions_of,
     gender_directions,
 )
+from experiments.adult.directions import directions_of
 from experiments.adult.measures import project_out, sensitive_projector
 from spaces.records.featuremap import apply_feature_map, build_feature_map
 
@@ -98,6 +99,8 @@ def test_projection_removes_the_gender_directions_and_keeps_the_rest():
     directions, info = gender_directions(x, names)
     recorded = info["sensitive_directions"]
     assert recorded["axes"] == ["sex=Female", "sex=Male", "race=Non-white", "race=White"]
+    np.testing.assert_array_equal(app_directions_of(recorded, names), directions)
+    # the reader of a version's parameters still reads this (the demo's versions before 11-26)
     np.testing.assert_array_equal(directions_of(recorded, names), directions)
     gender_weights = directions[0]
     assert gender_weights[names.index("sex=Female")] == 0 == gender_weights[names.index("sex=Male")]

@@ -7,11 +7,20 @@ import pytest
 from django.core.management import call_command
 
 from annotation.models import PairJudgment, Source
-from experiments.adult.data import CLEAN_ROWS, directions_of
-from experiments.adult.demo import PAIRS_PROVENANCE, PROJECTED_LABEL, SPACE_NAME, STUDY_NAME
+from experiments.adult.data import CLEAN_ROWS, gender_directions
+from experiments.adult.demo import (
+    PAIRS_PROVENANCE,
+    PROJECTED_LABEL,
+    SEED,
+    SPACE_NAME,
+    STUDY_NAME,
+)
+from experiments.adult.directions import STEPS, directions_of, sensitive_directions
 from experiments.adult.measures import sensitive_projector
+from experiments.adult.studies import space_vectors
 from learning.models import MetricVersion
 from learning.versions.sigmas import sigma_of
+from learning.versions.storage import version_fingerprint
 from spaces.models import EmbeddingSpace
 
 pytestmark = pytest.mark.django_db
@@ -51,8 +60,19 @@ def test_the_demo_is_built_once_and_publishes_the_projected_explore_metric(capsy
     assert fitted.label == "explore"
     assert published.parameters["source_version"] == fitted.pk
     assert published.judgment_watermark == fitted.judgment_watermark == judgments.latest("id").pk
+    # The recorded directions are the authors' recipe: computed again here from the space's
+    # vectors and the records' own gender (not the sex=Female column the demo reads), they agree.
+    recorded = published.parameters["sensitive_directions"]
+    assert (recorded["recipe"], recorded["seed"], recorded["steps"]) == ("authors", SEED, STEPS)
+    assert recorded["axes"] == [["sex=Male", "sex=Female"], ["race=White", "race=Non-white"]]
+    assert set(recorded["weights"]) == set(names) - {"sex=Female", "sex=Male"}
+    directions = directions_of(recorded, names)
+    female = np.array([item.payload["sex"] == "Female" for item in space.items.order_by("row")])
+    again = sensitive_directions("authors", space_vectors(space), names, female, seed=SEED)
+    assert directions.shape == again.shape == (4, 43)
+    np.testing.assert_allclose(directions, again, atol=1e-9)
+    np.testing.assert_allclose(directions @ directions.T, np.eye(4), atol=1e-10)
     # The stored Sigma is the fitted one with the recorded directions projected out.
-    directions = directions_of(published.parameters["sensitive_directions"], names)
     sigma, raw = sigma_of(published), sigma_of(fitted)
     np.testing.assert_allclose(sigma @ directions.T, 0, atol=1e-6)
     keep = np.eye(len(names)) - sensitive_projector(directions)
@@ -66,3 +86,26 @@ def test_the_demo_is_built_once_and_publishes_the_projected_explore_metric(capsy
     assert MetricVersion.objects.count() == versions_before
     assert judgments.count() == 25_000
     assert EmbeddingSpace.objects.filter(name=SPACE_NAME).count() == 1
+
+    # A database from before 2026-11-26 published the app's recipe under the same label: the
+    # next load adds the authors' version beside it and publishes that; the old stays readable.
+    _, old = gender_directions(space_vectors(space), names)
+    before = {**published.parameters, **old}
+    fingerprint = version_fingerprint(
+        method=published.method,
+        label=published.label,
+        parameters=before,
+        judgment_count=published.judgment_watermark,
+    )
+    MetricVersion.objects.filter(pk=published.pk).update(parameters=before, fingerprint=fingerprint)
+    call_command("load_adult_demo")
+    upgraded = MetricVersion.objects.get(study__name=STUDY_NAME, is_published=True)
+    assert upgraded.pk != published.pk
+    assert upgraded.parent_id == fitted.pk
+    assert upgraded.parameters["sensitive_directions"]["recipe"] == "authors"
+    old_version = MetricVersion.objects.get(pk=published.pk)
+    assert directions_of(old_version.parameters["sensitive_directions"], names).shape == (5, 43)
+    versions_before = MetricVersion.objects.count()
+    call_command("load_adult_demo")
+    assert "nothing changed" in capsys.readouterr().out
+    assert MetricVersion.objects.count() == versions_before

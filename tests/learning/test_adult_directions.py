@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
+import pytest
 from sklearn.linear_model import LogisticRegression
 
 from experiments.adult.data import adult_both, random_split
 from experiments.adult.directions import (
     authors_directions,
+    authors_recorded,
     complement_projector,
+    directions_of,
     gender_weights,
     orthonormal,
     sensitive_directions,
@@ -58,6 +63,18 @@ def test_the_authors_directions_span_the_weights_and_the_flip_axes():
     # without the gender columns: the same regression, the race axis only
     basis_without = authors_directions(NAMES[:4], weights)
     assert len(basis_without) == 3
+
+
+def test_the_record_of_the_authors_directions_rebuilds_them_through_json():
+    x, female = _records()
+    directions, record = authors_recorded(x, NAMES, female, seed=4, steps=300)
+    weights = gender_weights(x, NAMES, female, seed=4, steps=300)
+    np.testing.assert_array_equal(directions, authors_directions(NAMES, weights))
+    assert record["axes"] == [["sex=Male", "sex=Female"], ["race=White", "race=Non-white"]]
+    stored = json.loads(json.dumps(record))  # as a version's parameters keep it
+    np.testing.assert_array_equal(directions_of(stored, NAMES), directions)
+    with pytest.raises(ValueError, match="unknown record"):
+        directions_of({"recipe": "other"}, NAMES)
 
 
 def test_the_apps_recipe_is_the_demos_projection_orthonormalised():
