@@ -22,6 +22,7 @@ from ._pairloss import (
     weighted_gram,
 )
 from .explore_data.differences import Differences as Differences
+from .explore_data.differences import FitLoglik as FitLoglik
 from .explore_data.differences import second_moment as second_moment
 from .psd import sqrtm_psd, symmetrize
 
