@@ -22,6 +22,7 @@ from ._pairloss import (
     weighted_gram,
 )
 from .explore_data.differences import Differences as Differences
+from .explore_data.differences import FitLoglik as FitLoglik
 from .explore_data.differences import second_moment as second_moment
 from .psd import sqrtm_psd, symmetrize
 
@@ -102,12 +103,32 @@ class Problem:
         idx = idx.astype(np.int32) if idx.size < 2**31 else idx  # 4 bytes a pair, not 8
         self.rows = idx  # the pair (row of ``z``) behind each row of ``zw``
         self.data = data if self.u is None else None  # its distances serve this problem
+        self.work = work
+        self._pending = (z, y if rows is None else None, rows, parent, idx, sq, d)
+
+    LAZY = frozenset({"zw", "d_prior", "h", "h_cap", "_gram_h", "weight"})
+
+    def __getattr__(self, name: str):
+        """The per-pair arrays (``LAZY``) are built on first use: a problem read only for its
+        span (the problem on all pairs when a refit's plain fit keeps its validation fit and
+        the folds have their own priors) costs no n-sized pass."""
+        pending = self.__dict__.get("_pending")
+        if name not in Problem.LAZY or pending is None:
+            raise AttributeError(name)
+        self._pending = None
+        self._per_pair(*pending)
+        return self.__dict__[name]
+
+    def _per_pair(self, z, y, rows, parent, idx, sq, d) -> None:
+        """The rows in the work precision (``zw``), the prior's distances, the curvature and
+        the penalty metric (``__init__``'s docstring; ``y``: all labels, None with ``rows``)."""
+        work, r = self.work, self.r
         if (
             parent is not None
             and rows is not None
             and self.u is None
             and parent.u is None
-            and parent.zw.dtype == work
+            and parent.work == work
             and np.array_equal(parent.target, self.target)
         ):
             self._from_parent(parent, idx)

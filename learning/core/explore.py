@@ -95,10 +95,10 @@ from numpy.typing import ArrayLike
 from scipy.special import expit
 
 from ._explore_path import choose_alpha
-from ._explore_problem import Differences, Problem, fit_warnings, second_moment
+from ._explore_problem import Differences, FitLoglik, Problem, fit_warnings, second_moment
 from ._explore_solver import SolverResult
 from ._explore_start import ExploreWarm, final_start, fold_priors, resolve_prior, warm_in
-from ._pairloss import pair_loglik, psd_quad_forms, quad_forms, row_norms, weighted_mean
+from ._pairloss import pair_loglik, quad_forms, row_norms
 from ._validation import N_FOLDS as N_FOLDS
 from ._validation import (
     check_explore_params,
@@ -183,7 +183,7 @@ def kfold_validation(n_pairs: int, dim: int) -> bool:
     return n_pairs < KFOLD_BELOW or n_pairs * dim <= KFOLD_MAX_WORK
 
 
-class EXPLORE:
+class EXPLORE(FitLoglik):
     """Fair metric from labelled pairs by penalised maximum likelihood (the paper's EXPLORE).
 
     Parameters
@@ -346,7 +346,7 @@ class EXPLORE:
             keep = np.eye(d) - projector(self.sensitive_directions, d)
             sigma = symmetrize(keep @ sigma @ keep)
         self.sigma_ = sigma
-        self.loglik_ = weighted_mean(pair_loglik(psd_quad_forms(z, sigma), lab), wts)
+        self._set_loglik(Z, z, sigma, lab, wts)  # read when first asked for on ``Differences``
         self.n_iter_, self.converged_ = res.n_iter, res.converged
         self.projected_gradient_norm_ = res.projected_gradient_norm
         self.max_eigenvalue_, self.n_features_in_ = cap, d

@@ -72,6 +72,19 @@ class ReliabilityWarm:
     sigma: np.ndarray
 
 
+def _codes(annotator: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(annotator, return_inverse=True)``; for integer codes in a small range by a
+    count and a lookup (O(n), no sort of the n answers at every refit)."""
+    if annotator.ndim == 1 and annotator.size and annotator.dtype.kind in "iu":
+        low, high = int(annotator.min()), int(annotator.max())
+        if high - low <= 4 * annotator.size:
+            seen = np.bincount(annotator - low, minlength=high - low + 1) > 0
+            lookup = np.cumsum(seen) - 1
+            return (np.flatnonzero(seen) + low).astype(annotator.dtype), lookup[annotator - low]
+    codes, who = np.unique(annotator, return_inverse=True)
+    return codes, who.ravel()
+
+
 class ReliableEXPLORE:
     """EXPLORE jointly with each annotator's flip rate (EM; see the module's docstring).
 
@@ -126,21 +139,24 @@ class ReliableEXPLORE:
         data = Z if isinstance(Z, Differences) else None
         z = data.z if data is not None else np.asarray(Z, dtype=np.float64)
         lab = np.asarray(y, dtype=np.float64)
-        codes, who = np.unique(np.asarray(annotator), return_inverse=True)
-        who = who.ravel()
+        codes, who = _codes(np.asarray(annotator))
         n = lab.shape[0] if lab.ndim == 1 else -1
         pair = np.arange(n) if pair is None else np.asarray(pair)
         truth = np.full(n, np.nan) if gold is None else np.asarray(gold, dtype=float)
         if z.ndim != 2 or not (z.shape[0] == n == who.size == pair.size == truth.size):
             raise ValueError("Z, y, annotator, pair and gold must describe the same answers")
-        pairs, first, of_pair = np.unique(pair, return_index=True, return_inverse=True)
-        of_pair = of_pair.ravel()
+        if pair.ndim == 1 and (pair.size < 2 or bool(np.all(pair[1:] > pair[:-1]))):
+            pairs, first, of_pair = pair, np.arange(n), np.arange(n)  # np.unique's, no sort
+        else:
+            pairs, first, of_pair = np.unique(pair, return_index=True, return_inverse=True)
+            of_pair = of_pair.ravel()
         m, k = pairs.size, codes.size
         if data is not None:  # pairs in order of their first answer (soft_labels_ too): with
             # one answer per pair (the app's usual case) the pairs' rows are ``data`` itself
-            rank = np.empty(m, dtype=np.int64)
-            rank[np.argsort(first, kind="stable")] = np.arange(m)
-            of_pair, first = rank[of_pair], np.sort(first)
+            if m > 1 and not bool(np.all(first[1:] > first[:-1])):  # else the rank is 0..m-1
+                rank = np.empty(m, dtype=np.int64)
+                rank[np.argsort(first, kind="stable")] = np.arange(m)
+                of_pair, first = rank[of_pair], np.sort(first)
             zp = data if np.array_equal(first, np.arange(n)) else data.take(first)
         else:
             zp = z[first]

@@ -1,4 +1,5 @@
-"""Pair differences kept between EXPLORE's fits and refits (``Differences``), and ``ZᵀZ/n``.
+"""Pair differences kept between EXPLORE's fits and refits (``Differences``), ``ZᵀZ/n``, and a
+fit's ``loglik_`` on them read when first asked for (``FitLoglik``).
 
 A refit after a few new answers fits the same pairs plus a few: what its problems read of the
 n × d differences — the float32 copy, the norms, ``ZᵀZ``, the prior's and the warm starts'
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._pairloss import quad_forms
+from .._pairloss import pair_loglik, psd_quad_forms, quad_forms, weighted_mean
 from .._validation import check_finite, check_float_matrix
 from ..psd import symmetrize
 
@@ -174,3 +175,39 @@ class Differences:
     def take(self, rows: np.ndarray) -> Differences:
         """The differences of ``rows`` (a new object; nothing remembered)."""
         return Differences(self.z[rows], keep_work=self._z32 is not None)
+
+
+class _Pending:
+    """The arguments of a fit's ``loglik_`` (``FitLoglik``); pickled or copied as the figure."""
+
+    def __init__(self, z, sigma: np.ndarray, lab: np.ndarray, wts: np.ndarray) -> None:
+        self.args = (z, sigma, lab, wts)
+
+    def value(self) -> float:
+        z, sigma, lab, wts = self.args
+        return weighted_mean(pair_loglik(psd_quad_forms(z, sigma), lab), wts)
+
+    def __reduce__(self):
+        return (float, (self.value(),))
+
+
+class FitLoglik:
+    """``loglik_``: the mean pair log-likelihood of a fit's ``sigma_`` on its pairs (float64
+    products). On kept ``Differences`` it is computed when first read, the same number: the
+    figure of a fit nobody reads (a refit's plain fit before the reliability EM, the EM's inner
+    fits) costs no n-sized pass; on other inputs at once. A pickled or copied fit carries the
+    figure, not the differences."""
+
+    @property
+    def loglik_(self) -> float:
+        value = self.__dict__.get("_loglik")
+        if isinstance(value, _Pending):
+            value = self.__dict__["_loglik"] = value.value()
+        if value is None:
+            raise AttributeError("loglik_")
+        return value
+
+    def _set_loglik(self, given, z, sigma: np.ndarray, lab: np.ndarray, wts: np.ndarray) -> None:
+        """``given``: the fit's input (read later when it is a ``Differences``)."""
+        pending = _Pending(z, sigma, lab, wts)
+        self._loglik = pending if isinstance(given, Differences) else pending.value()
