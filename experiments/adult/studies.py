@@ -124,11 +124,22 @@ def fitted_version(study: Study, log: Callable[[str], None]) -> MetricVersion:
 def projected_version_find(
     study: Study, fitted: MetricVersion, *, label: str, match: dict | None = None
 ) -> MetricVersion | None:
-    """The newest ready version ``label`` of ``fitted`` whose parameters contain ``match``."""
+    """The newest ready version ``label`` of ``fitted`` whose parameters contain ``match``
+    (compared here, not in SQL: SQLite has no JSON containment; a parent has few such versions)."""
     versions = MetricVersion.objects.ready().filter(study=study, label=label, parent=fitted)
-    if match is not None:
-        versions = versions.filter(parameters__contains=match)
-    return versions.order_by("-id").first()
+    for version in versions.order_by("-id"):
+        if match is None or _contains(version.parameters, match):
+            return version
+    return None
+
+
+def _contains(value, part) -> bool:
+    """JSON containment as PostgreSQL's ``@>`` decides it, for objects and scalars."""
+    if isinstance(part, dict):
+        return isinstance(value, dict) and all(
+            key in value and _contains(value[key], sub) for key, sub in part.items()
+        )
+    return value == part
 
 
 def projected_version(
