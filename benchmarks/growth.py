@@ -52,6 +52,7 @@ from study_world import (  # noqa: E402
     answers_send,
     judgments_load,
     postgres_run,
+    response_pairs,
     scratch_environment,
     study_world,
 )
@@ -108,7 +109,8 @@ def _setup(postgres: bool, scratch: Path) -> str:
 
 def _world(n: int, dim: int):
     """A study with n answers (n / 2 pairs, two annotators each); its id, and a burst of
-    ``BURST`` later answers (user, item a id, item b id, label) to new pairs."""
+    ``BURST`` later answers (user, item a id, item b id, label), drawn as the refit benchmarks draw
+    theirs (``study_world.response_pairs``)."""
     rng = np.random.default_rng(n)
     world = study_world(f"growth-{n}-{uuid.uuid4().hex[:6]}", dim, rng, debounce=0)
     matrix, item_ids = world.matrix, world.item_ids
@@ -134,16 +136,10 @@ def _world(n: int, dim: int):
         "elapsed_ms": rng.integers(300, 6000, size=2 * pairs),
     }
     judgments_load(world.study.pk, columns)
-    extra = rng.choice(N_ITEMS * N_ITEMS, size=4 * BURST, replace=False)
-    ea, eb = (
-        np.minimum(extra // N_ITEMS, extra % N_ITEMS),
-        np.maximum(extra // N_ITEMS, extra % N_ITEMS),
-    )
-    fresh = np.flatnonzero(ea < eb)[:BURST]
-    labels = rng.choice(["comparable", "incomparable"], fresh.size)
+    extra, labels = response_pairs(world, rng, BURST)
     burst = [
-        (world.users[i % ANNOTATORS], int(item_ids[ea[k]]), int(item_ids[eb[k]]), str(y))
-        for i, (k, y) in enumerate(zip(fresh, labels, strict=True))
+        (world.users[i % ANNOTATORS], int(item_ids[a]), int(item_ids[b]), str(y))
+        for i, ((a, b), y) in enumerate(zip(extra, labels, strict=True))
     ]
     return world.study.pk, burst
 
