@@ -7,7 +7,7 @@ A query is terms separated by spaces, all of which must match (quotes keep space
 * ``word`` — the key, the text or any searchable record field contains it, ignoring case;
 * ``field:value`` — the record field contains the value, ignoring case (``sex:female``);
 * ``field:=value`` — equals it, ignoring case; ``field:>40``, ``>=``, ``<``, ``<=`` — compares
-  numbers (``age:>=40``) in a field that holds numbers (in a text field such as Adult's income,
+  finite numbers (``age:>=40``) in a field that holds numbers (in a text field such as Adult's income,
   ``income:>50`` is looked for as text: ``>50K``);
 * ``tag:name`` — the item has that tag (unless the records have a field named ``tag``).
 
@@ -21,6 +21,7 @@ bounded by the caller.
 from __future__ import annotations
 
 import json
+import math
 import re
 import shlex
 from collections.abc import Sequence
@@ -102,6 +103,10 @@ def _field_condition(field: str, op: str, value: str, *, strict: bool) -> Q:
         except ValueError:
             if strict:
                 raise InvalidInput(f"{field}:{op} needs a number, not {value!r}.") from None
+            return Q(pk__in=[])
+        if not math.isfinite(number):  # inf, nan, 1e309: no JSON number compares with them
+            if strict:
+                raise InvalidInput(f"{field}:{op} needs a finite number, not {value!r}.")
             return Q(pk__in=[])
         return Q(**{f"payload__{field}__{COMPARISONS[op]}": number})
     if op == "=":

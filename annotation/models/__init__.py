@@ -18,9 +18,11 @@ from .judgments import (
 )
 from .pairs import CandidatePair, GoldPair, PoolPair, pair_check, pool_check
 from .review import Adjudication
-from .studies import Membership, Study, pool_queryset
+from .studies import MAX_OVERLAP, MAX_TARGET, Membership, Study, pool_queryset
 
 __all__ = [
+    "MAX_OVERLAP",
+    "MAX_TARGET",
     "Adjudication",
     "MAX_ELAPSED_MS",
     "MAX_GROUP_NAME",

@@ -8,6 +8,11 @@ from django.db.models import Q, QuerySet
 
 from spaces.models import Item
 
+# The largest overlap and target the set-up accepts (the columns hold 32,767 and 2,147,483,647 on
+# PostgreSQL; a larger number is a form error or a 400, never an overflow): annotation/setup.
+MAX_OVERLAP = 1000
+MAX_TARGET = 1_000_000
+
 
 class Study(models.Model):
     class Mode(models.TextChoices):

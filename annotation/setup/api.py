@@ -15,8 +15,8 @@ from rest_framework.response import Response
 
 from annotation.access import Action, require_unscoped, study_role
 from annotation.api import AnnotationAPIView, StudyDetail, StudyList
-from annotation.models import Membership, Study
-from annotation.serializers import StudySerializer, TextField
+from annotation.models import MAX_TARGET, Membership, Study
+from annotation.serializers import MAX_ID, StudySerializer, TextField
 from annotation.setup import members, pairs, pool, studies
 from annotation.setup.files import PairRow
 from annotation.setup.forms import StudyForm
@@ -30,13 +30,17 @@ class StudyWrite(serializers.Serializer):
     """The settings a client may send (all optional on PATCH; name and space needed to create)."""
 
     name = TextField(max_length=200, required=False)
-    space = serializers.IntegerField(required=False)
+    space = serializers.IntegerField(required=False, min_value=1, max_value=MAX_ID)
     mode = serializers.ChoiceField(Study.Mode.choices, required=False)
     instructions = TextField(max_length=20_000, required=False, allow_blank=True)
     pool = serializers.ChoiceField(Study.Pool.choices, required=False)
-    tags = serializers.ListField(child=serializers.IntegerField(), required=False, max_length=200)
+    tags = serializers.ListField(
+        child=serializers.IntegerField(min_value=1, max_value=MAX_ID),
+        required=False,
+        max_length=200,
+    )
     strategy = serializers.ChoiceField(Study.Strategy.choices, required=False)
-    overlap = serializers.IntegerField(required=False)
+    overlap = serializers.IntegerField(required=False)  # bounds: StudyForm, one message
     gold_rate = serializers.FloatField(required=False)
     target_per_annotator = serializers.IntegerField(required=False)
     stop_at_target = serializers.BooleanField(required=False)
@@ -176,7 +180,7 @@ class MemberWrite(serializers.Serializer):
     username = TextField(max_length=150, required=False, help_text="To invite: a new account.")
     email = serializers.EmailField(required=False, help_text="To invite: where the link goes.")
     role = serializers.ChoiceField(Membership.Role.choices, default=Membership.Role.ANNOTATOR)
-    target = serializers.IntegerField(required=False, min_value=1)
+    target = serializers.IntegerField(required=False, min_value=1, max_value=MAX_TARGET)
 
 
 class MemberRead(serializers.ModelSerializer):

@@ -114,10 +114,14 @@ def _records(raw_lines: Iterable[bytes], fmt: str, name: str) -> Iterator[tuple[
 
     tsv = name.lower().endswith(".tsv")
     reader = csv.DictReader(texts(), delimiter="\t" if tsv else ",")
-    if reader.fieldnames is None:
+    try:
+        header = reader.fieldnames
+    except csv.Error as exc:
+        raise _csv_error(exc, line_of["n"]) from None
+    if header is None:
         return
     reader.fieldnames = [name.strip() for name in reader.fieldnames]
-    for record in reader:
+    for record in _csv_checked(reader, line_of):
         if None in record or any(v is None for v in record.values()):
             raise FeedbackFormatError(
                 f"the row has a different number of columns than the header ({len(reader.fieldnames)})",
@@ -125,6 +129,19 @@ def _records(raw_lines: Iterable[bytes], fmt: str, name: str) -> Iterator[tuple[
             )
         if any(str(v).strip() for v in record.values()):
             yield line_of["n"], record
+
+
+def _csv_checked(reader: csv.DictReader, line_of: dict) -> Iterator[dict]:
+    """The reader's records; its errors (a field over ``csv.field_size_limit``, 128 KB; a NUL)
+    a :class:`FeedbackFormatError` with the line."""
+    try:
+        yield from reader
+    except csv.Error as exc:
+        raise _csv_error(exc, line_of["n"]) from None
+
+
+def _csv_error(error: csv.Error, line: int) -> FeedbackFormatError:
+    return FeedbackFormatError(f"not a valid CSV row ({error})", line=line)
 
 
 def _detect(name: str, fmt: str) -> str:

@@ -78,7 +78,7 @@ def _is_jsonl(lines) -> bool:
 def _json(line: int, raw: str):
     try:
         return json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested too deep for the decoder
         raise InvalidInput(f"Line {line}: not valid JSON.") from None
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django import forms
 
 from annotation.access import usable_spaces
-from annotation.models import Membership, Study
+from annotation.models import MAX_OVERLAP, MAX_TARGET, Membership, Study
 from annotation.setup.studies import NEW_STUDY_DEFAULTS, STUDY_FIELDS
 from spaces.models import EmbeddingSpace, Tag
 
@@ -58,9 +58,8 @@ class StudyForm(forms.ModelForm):
         if self.instance.pk:
             spaces = spaces | EmbeddingSpace.objects.filter(pk=self.instance.space_id)
         self.fields["space"].queryset = spaces.order_by("name")
-        self.fields["overlap"].min_value = 1
-        self.fields["overlap"].widget.attrs["min"] = 1
-        self.fields["target_per_annotator"].widget.attrs["min"] = 1
+        self.fields["overlap"].widget.attrs.update(min=1, max=MAX_OVERLAP)
+        self.fields["target_per_annotator"].widget.attrs.update(min=1, max=MAX_TARGET)
         self.fields["gold_rate"].widget.attrs.update(min=0, max=1, step="0.01")
         if self.instance.pk:
             self.initial.setdefault("tags", list(self.instance.pool_tags.all()))
@@ -78,14 +77,14 @@ class StudyForm(forms.ModelForm):
 
     def clean_overlap(self):
         value = self.cleaned_data["overlap"]
-        if value is not None and value < 1:
-            raise forms.ValidationError("Overlap k is at least 1.")
+        if value is not None and not 1 <= value <= MAX_OVERLAP:
+            raise forms.ValidationError(f"Overlap k is between 1 and {MAX_OVERLAP:,}.")
         return value
 
     def clean_target_per_annotator(self):
         value = self.cleaned_data["target_per_annotator"]
-        if value is not None and value < 1:
-            raise forms.ValidationError("The target is at least 1 answer.")
+        if value is not None and not 1 <= value <= MAX_TARGET:
+            raise forms.ValidationError(f"The target is between 1 and {MAX_TARGET:,} answers.")
         return value
 
     def clean(self):
@@ -98,7 +97,8 @@ class StudyForm(forms.ModelForm):
         pass  # the service answers a taken name (Conflict), in the form's error list
 
     def _post_clean(self):
-        # Validate the fields only: the service creates or changes the study.
+        # Validate the fields only: the service creates or changes the study. The model's
+        # validators are not run, so every number has its bounds in a clean_* method above.
         pass
 
 
@@ -147,19 +147,23 @@ class DuplicateForm(forms.Form):
 class MemberAddForm(forms.Form):
     who = forms.CharField(max_length=254, label="Username or e-mail")
     role = forms.ChoiceField(choices=Membership.Role.choices)
-    target = forms.IntegerField(required=False, min_value=1, label="Own target (optional)")
+    target = forms.IntegerField(
+        required=False, min_value=1, max_value=MAX_TARGET, label="Own target (optional)"
+    )
 
 
 class InviteForm(forms.Form):
     username = forms.CharField(max_length=150)
     email = forms.EmailField(required=False, label="E-mail (optional)")
     role = forms.ChoiceField(choices=Membership.Role.choices)
-    target = forms.IntegerField(required=False, min_value=1, label="Own target (optional)")
+    target = forms.IntegerField(
+        required=False, min_value=1, max_value=MAX_TARGET, label="Own target (optional)"
+    )
 
 
 class MemberChangeForm(forms.Form):
     role = forms.ChoiceField(choices=Membership.Role.choices)
-    target = forms.IntegerField(required=False, min_value=1)
+    target = forms.IntegerField(required=False, min_value=1, max_value=MAX_TARGET)
 
 
 def tag_spaces() -> dict[int, str]:

@@ -11,7 +11,7 @@ from django.db import transaction
 
 from accounts.invitations import find_user, invitation_path, invited_account_create
 from annotation.access import Action, require
-from annotation.models import Membership, Study
+from annotation.models import MAX_TARGET, Membership, Study
 from audit.services import Action as AuditAction
 from audit.services import audit_record
 from common.access import is_staff
@@ -33,8 +33,8 @@ def _target(target) -> int | None:
         target = int(target)
     except (TypeError, ValueError):
         raise InvalidInput("The target is a whole number of answers.") from None
-    if target < 1:
-        raise InvalidInput("The target is at least 1 answer.")
+    if not 1 <= target <= MAX_TARGET:
+        raise InvalidInput(f"The target is between 1 and {MAX_TARGET:,} answers.")
     return target
 
 

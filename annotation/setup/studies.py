@@ -7,7 +7,15 @@ from django.db.models import F
 from django.utils import timezone
 
 from annotation.access import Action, require, require_space_use
-from annotation.models import CandidatePair, GoldPair, Membership, PairJudgment, Study
+from annotation.models import (
+    MAX_OVERLAP,
+    MAX_TARGET,
+    CandidatePair,
+    GoldPair,
+    Membership,
+    PairJudgment,
+    Study,
+)
 from audit.services import Action as AuditAction
 from audit.services import audit_record
 from common.access import is_staff, require_staff
@@ -48,10 +56,10 @@ def _check_settings(data: dict) -> None:
         raise InvalidInput("A study needs a name.")
     if not 0 <= float(data.get("gold_rate", 0)) <= 1:
         raise InvalidInput("The gold rate is between 0 and 1.")
-    if int(data.get("overlap", 1)) < 1:
-        raise InvalidInput("Overlap k is at least 1.")
-    if int(data.get("target_per_annotator", 1)) < 1:
-        raise InvalidInput("The target is at least 1 answer.")
+    if not 1 <= int(data.get("overlap", 1)) <= MAX_OVERLAP:
+        raise InvalidInput(f"Overlap k is between 1 and {MAX_OVERLAP:,}.")
+    if not 1 <= int(data.get("target_per_annotator", 1)) <= MAX_TARGET:
+        raise InvalidInput(f"The target is between 1 and {MAX_TARGET:,} answers.")
     if data.get("pool") == Study.Pool.TAGS and not data.get("tags"):
         raise InvalidInput("Choose at least one tag for a pool of items with given tags.")
 

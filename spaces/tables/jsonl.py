@@ -25,7 +25,8 @@ def jsonl_objects(
 
     The one JSONL parser of uploads (here) and of the feedback import
     (``annotation.setup.feedback_import``): a line that is not JSON raises ``error(not_json)`` (``{}``
-    is the parser's reason), a JSON value other than an object ``error(not_object)``, each with
+    is the parser's reason; a line nested too deep for the decoder is one too), a JSON value
+    other than an object ``error(not_object)``, each with
     its line number — the callers choose the type and words their users and tests know.
     """
     for number, text in lines:
@@ -35,6 +36,8 @@ def jsonl_objects(
             value = json.loads(text)
         except json.JSONDecodeError as exc:
             raise error(not_json.format(exc.msg), line=number) from None
+        except RecursionError:  # the decoder recurses once per level: a bracket bomb
+            raise error(not_json.format("nested too deep"), line=number) from None
         if not isinstance(value, dict):
             raise error(not_object, line=number)
         yield number, value

@@ -216,9 +216,17 @@ class FormatParsers:
     # --- CSV ----------------------------------------------------------------------------------
 
     def _csv(self) -> Iterator[Block]:
+        """The CSV's blocks; csv's errors (a field over 128 KB, a NUL) with their line."""
+        self._csv_line = 0
+        try:
+            yield from self._csv_blocks()
+        except csv.Error as exc:
+            raise EmbeddingFormatError(f"malformed CSV ({exc})", line=self._csv_line) from None
+
+    def _csv_blocks(self) -> Iterator[Block]:
         delimiter = "\t" if self.path.name.lower().removesuffix(".gz").endswith(".tsv") else ","
         with open_bounded(self.path) as f:
-            decoded = (decode_utf8(raw, n) for n, raw in enumerate(f, start=1))
+            decoded = (self._csv_decoded(raw, n) for n, raw in enumerate(f, start=1))
             reader = csv.reader(decoded, delimiter=delimiter)
             header = next(reader, None)
             if not header or not any(h.strip() for h in header):
@@ -258,6 +266,10 @@ class FormatParsers:
                     keys, flat, lines, payloads = [], [], [], []
             if keys:
                 yield self._block(keys, flat, lines, payloads if field_idx else None)
+
+    def _csv_decoded(self, raw: bytes, number: int) -> str:
+        self._csv_line = number
+        return decode_utf8(raw, number)
 
     def _csv_key_index(self, header: list[str]) -> int:
         if self.key_column:

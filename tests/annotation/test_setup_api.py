@@ -109,7 +109,7 @@ def test_only_staff_create_and_only_admins_set_up(staff, space):
         ({"name": "x"}, 400, "space"),
         ({"name": "x", "space": 999_999}, 400, "Select a valid choice"),
         ({"name": "x", "space": "SPACE", "mode": "sometimes"}, 400, "not a valid choice"),
-        ({"name": "x", "space": "SPACE", "overlap": 0}, 400, "Overlap k is at least 1"),
+        ({"name": "x", "space": "SPACE", "overlap": 0}, 400, "Overlap k is between 1 and"),
         ({"name": "x", "space": "SPACE", "gold_rate": 2}, 400, "between 0 and 1"),
         ({"name": "x", "space": "SPACE", "pool": "tags"}, 400, "Choose at least one tag"),
         ({"name": "a\x00b", "space": "SPACE"}, 400, "NUL"),

@@ -186,8 +186,28 @@ CASES: list[Bad] = [
         "patch",
         lambda w: reverse("api-study", args=[A(w)]),
         400,
-        "Overlap k is at least 1",
+        "Overlap k is between 1 and",
         {"overlap": 0},
+        role="adm_a",
+    ),
+    Bad(
+        "api-study",
+        "overlap past the column (32,768)",
+        "patch",
+        lambda w: reverse("api-study", args=[A(w)]),
+        400,
+        "Overlap k is between 1 and",
+        {"overlap": 32768},
+        role="adm_a",
+    ),
+    Bad(
+        "api-study",
+        "a target past the column (2**31)",
+        "patch",
+        lambda w: reverse("api-study", args=[A(w)]),
+        400,
+        "The target is between 1 and",
+        {"target_per_annotator": 2**31},
         role="adm_a",
     ),
     Bad(
@@ -230,6 +250,16 @@ CASES: list[Bad] = [
         {"role": "annotator"},
         role="adm_a",
     ),
+    Bad(
+        "api-study-members",
+        "a target past the column (2**31)",
+        "post",
+        lambda w: reverse("api-study-members", args=[A(w)]),
+        400,
+        "less than or equal to 1000000",
+        {"username": "newcomer", "target": 2**31},
+        role="adm_a",
+    ),
 ]
 
 # (endpoint, bad input, the test that covers it)
@@ -248,6 +278,12 @@ ELSEWHERE = [
         "api-items",
         "a space of no study of the user",
         "tests.annotation.test_api_groups::test_item_search_needs_membership",
+    ),
+    (
+        "api-items",
+        "a non-finite number (age:>inf, >nan, >1e309): matches nothing, no 500",
+        "tests.annotation.test_outside_input::"
+        "test_a_non_finite_number_in_the_item_search_matches_nothing",
     ),
 ]
 

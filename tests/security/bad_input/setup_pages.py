@@ -70,6 +70,26 @@ CASES: list[Bad] = [
         role="adm_a",
     ),
     Bad(
+        "annotation:study-settings",
+        "overlap past the column (99,999,999)",
+        "post",
+        lambda w: reverse("annotation:study-settings", args=[A(w)]),
+        400,
+        "Overlap k is between 1 and",
+        lambda w: {
+            "name": "Study A",
+            "mode": "pairs",
+            "space": w.study_a.space_id,
+            "pool": "all",
+            "strategy": "random",
+            "overlap": "99999999",
+            "gold_rate": "0",
+            "target_per_annotator": "5",
+        },
+        "multipart",
+        role="adm_a",
+    ),
+    Bad(
         "annotation:study-items",
         "unknown keys",
         "post",
@@ -133,6 +153,36 @@ CASES: list[Bad] = [
         "Line 2: unknown key",
         lambda w: {
             "file": upload("p.csv", b"key_a,key_b,label\nw001,ghost,1\n"),
+            "kind": "auto",
+            "fmt": "auto",
+        },
+        "multipart",
+        role="adm_a",
+    ),
+    Bad(
+        "annotation:study-import",
+        "a CSV field over 128 KB (csv.field_size_limit)",
+        "post",
+        lambda w: reverse("annotation:study-import", args=[A(w)]),
+        400,
+        "Line 2: not a valid CSV row",
+        lambda w: {
+            "file": upload("p.csv", b"key_a,key_b,label\nw001," + b"x" * 140_000 + b",1\n"),
+            "kind": "auto",
+            "fmt": "auto",
+        },
+        "multipart",
+        role="adm_a",
+    ),
+    Bad(
+        "annotation:study-import",
+        "JSON lines nested 100,000 deep",
+        "post",
+        lambda w: reverse("annotation:study-import", args=[A(w)]),
+        400,
+        "Line 1: not valid JSON (nested too deep)",
+        lambda w: {
+            "file": upload("p.jsonl", b"[" * 100_000 + b"]" * 100_000 + b"\n"),
             "kind": "auto",
             "fmt": "auto",
         },
@@ -289,6 +339,17 @@ ELSEWHERE = [
         "annotation:study-item",
         "an item of another space",
         "tests.annotation.test_browse::test_one_item_opened",
+    ),
+    (
+        "annotation:study-browse",
+        "a non-finite number (age:>inf, >nan, >=1e309)",
+        "tests.annotation.test_outside_input::"
+        "test_a_non_finite_number_in_the_data_browser_is_a_400_with_a_reason",
+    ),
+    (
+        "annotation:study-members",
+        "a member's target past the column (add, change)",
+        "tests.annotation.test_outside_input::test_a_members_target_out_of_range_is_refused",
     ),
 ]
 

@@ -195,3 +195,12 @@ def test_a_failure_while_storing_rolls_back_and_removes_the_matrix(db, media, tm
         space_import(path=path, name="x", item_tags={"t": ["the", "missing"]})
     assert stored_nothing(media)
     assert not Tag.objects.filter(items__isnull=False).exists()
+
+
+def test_a_csv_field_over_128_kb_names_its_line(db, media, tmp_path):
+    # The csv module's own limit (csv.field_size_limit) raised csv.Error, a crash of the import.
+    path = write(tmp_path / "big.csv", f"key,d0,d1\nthe,1,2\nof,{'9' * 200_000},2\n".encode())
+    with pytest.raises(EmbeddingFormatError, match="malformed CSV .*field larger") as info:
+        space_import(path=path, name="bad", fmt="csv")
+    assert info.value.line == 3
+    assert stored_nothing(media)
