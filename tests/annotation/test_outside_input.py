@@ -102,7 +102,7 @@ def test_the_largest_numbers_allowed_are_stored(record_study):
 
 
 @pytest.mark.parametrize(
-    "field,value", [("overlap", "99999999"), ("target_per_annotator", "2147483648")]
+    ("field", "value"), [("overlap", "99999999"), ("target_per_annotator", "2147483648")]
 )
 def test_the_settings_form_shows_a_form_error(record_study, field, value):
     url = reverse("annotation:study-settings", args=[record_study.pk])
