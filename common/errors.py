@@ -9,7 +9,11 @@ whose role does not allow the action gets :class:`NotAllowed`.
 
 A write that loses a race to a unique constraint (two identical set-up POSTs at once: both
 read "not there yet", both insert) is a :class:`Conflict` with the same message the read
-check gives, never a 500: :func:`duplicate_as_conflict` around the insert.
+check gives, never a 500: :func:`duplicate_as_conflict` around the insert. Its sibling for rows
+that a concurrent request deletes (two deletes of one space, a space attached to a study while it
+is deleted): :func:`locked_or_gone` reads the row locked until the commit, and a row gone
+meanwhile is a :class:`NotFound` (or the error the caller names), never ``DoesNotExist`` or a
+foreign key refused at the commit.
 """
 
 from __future__ import annotations
@@ -75,6 +79,16 @@ def duplicate_as_conflict(message: str | Callable[[], str]) -> Iterator[None]:
         if not is_unique_violation(error):
             raise
         raise Conflict(message() if callable(message) else message) from error
+
+
+def locked_or_gone(queryset, message: str, *, error: type[AppError] = NotFound):
+    """The first row of ``queryset`` locked for the rest of the transaction (``SELECT … FOR
+    UPDATE``: a concurrent delete waits for the commit, or this waits for the delete's); none,
+    because a request that won the race deleted it, raises ``error(message)``."""
+    row = queryset.select_for_update().first()
+    if row is None:
+        raise error(message)
+    return row
 
 
 def api_exception_handler(exc, context):

@@ -23,7 +23,7 @@ from django.db.models.deletion import Collector
 from audit.services import Action as AuditAction
 from audit.services import audit_record
 from common.access import is_staff
-from common.errors import Conflict, NotAllowed
+from common.errors import Conflict, NotAllowed, locked_or_gone
 
 from .models import EmbeddingImport, EmbeddingSpace
 from .uploads import upload_files_remove
@@ -79,7 +79,9 @@ def space_delete(*, space: EmbeddingSpace, actor) -> DeletionPlan:
     if not may_delete_space(actor, space):
         raise NotAllowed("Only the space's owner or staff may delete it.")
     with transaction.atomic():
-        space = EmbeddingSpace.objects.select_for_update().get(pk=space.pk)
+        space = locked_or_gone(  # 30 deletes at once: one deletes, the others find it gone
+            EmbeddingSpace.objects.filter(pk=space.pk), "This space was deleted already."
+        )
         plan = space_deletion_plan(space=space)
         if plan.refused:
             raise Conflict(_refusal(space, plan.studies))

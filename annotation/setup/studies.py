@@ -19,7 +19,8 @@ from annotation.models import (
 from audit.services import Action as AuditAction
 from audit.services import audit_record
 from common.access import is_staff, require_staff
-from common.errors import Conflict, InvalidInput, duplicate_as_conflict
+from common.errors import Conflict, InvalidInput, duplicate_as_conflict, locked_or_gone
+from spaces.models import EmbeddingSpace
 
 # What a new study starts with where its creator says nothing (the page and the set-up API): every
 # item of its space, a modest target, open.
@@ -98,6 +99,12 @@ def study_save(*, user, data: dict, study: Study | None = None) -> Study:
         require(user, study, Action.MANAGE, "Only an admin of the study can change it.")
         study = Study.objects.select_for_update().get(pk=study.pk)
         before = _snapshot(study)
+    if data["space"].pk != study.space_id:  # a space deleted meanwhile: 409, not a 500
+        data["space"] = locked_or_gone(
+            EmbeddingSpace.objects.filter(pk=data["space"].pk),
+            f"The embedding space {data['space'].name!r} was deleted meanwhile.",
+            error=Conflict,
+        )
     require_space_use(user, data["space"], study=study)
     if before is not None and data["space"].pk != study.space_id and _has_data(study):
         raise InvalidInput(

@@ -33,7 +33,7 @@ from django.db.models import Max
 
 from annotation.access import Action, require
 from annotation.models import Study
-from common.errors import InvalidInput, NotFound
+from common.errors import InvalidInput, NotFound, duplicate_as_conflict
 from common.text import text_problem
 from learning.evaluation import weat
 from learning.models import MetricVersion, WeatSuite, WeatTest
@@ -250,7 +250,8 @@ def weat_test_save(
                 **draft.words,
             }.items():
                 setattr(test, key, value)
-        test.save()
+        with duplicate_as_conflict(f"The study already has a WEAT test named {draft.name!r}."):
+            test.save()  # two saves with one name at once: the second a 409
         test_id = test.pk
         transaction.on_commit(lambda: weat_test_enqueue(test_id))
     return test
