@@ -2,10 +2,11 @@
 
 ``studies``: a study, its members and its item pool; ``judgments``: answers about pairs, skips
 and comments; ``pairs``: gold and candidate pairs; ``groups``: comparable groups; ``review``:
-adjudicated labels. Import them from here (``from annotation.models import Study``).
+adjudicated labels; ``imports``: the import page's feedback imports. Import them from here (``from annotation.models import Study``).
 """
 
 from .groups import MAX_GROUP_NAME, MAX_GROUP_SIZE, ComparableGroup, GroupEdit, StudyCounter
+from .imports import FeedbackImport
 from .judgments import (
     MAX_ELAPSED_MS,
     Label,
@@ -28,6 +29,7 @@ __all__ = [
     "MAX_GROUP_NAME",
     "MAX_GROUP_SIZE",
     "CandidatePair",
+    "FeedbackImport",
     "ComparableGroup",
     "GoldPair",
     "GroupEdit",

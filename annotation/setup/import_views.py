@@ -1,71 +1,43 @@
 """The study's import page: existing judgments or groups from a file, previewed (counts, the
-first rows, or the first error with its line), then stored on confirmation — through the
-``import_feedback`` command's parser (``feedback_files.py: feedback_read``) and its storing
-(``feedback_import.py: feedback_store``, one transaction). Nothing is written before the
+first rows, or the first error with its line), then stored by the worker on confirmation —
+through the ``import_feedback`` command's parser (``feedback_files.py: feedback_read``) and its
+storing (``feedback_import.py: feedback_store``, one transaction). Nothing is written before the
 confirmation, nor on any error.
 
 Between the preview and the confirmation the file waits under ``MEDIA_ROOT/feedback-previews/``
-(a random name kept in the admin's session); it is read again and checked again on
-confirmation, removed then, and any left behind is removed by the next preview after
-``PREVIEW_HOURS``.
+with its row (``annotation/setup/imports/jobs.py``, which also removes those older than
+``PREVIEW_HOURS``). Confirming claims the preview atomically — one import per preview whatever
+the clicks — and answers at once; the page then shows the import's progress and result, read
+from its row.
 """
 
 from __future__ import annotations
 
-import io
-import time
-import uuid
-from pathlib import Path
-
-from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from annotation.models import Study
-from annotation.setup.feedback_files import FeedbackFormatError, FeedbackPlan, feedback_read
-from annotation.setup.feedback_import import feedback_store
+from annotation.models import FeedbackImport, Study
+from annotation.setup.feedback_files import FeedbackFormatError
 from annotation.setup.files import read_upload_bytes
 from annotation.setup.forms import FeedbackUploadForm
+from annotation.setup.imports.jobs import (
+    PREVIEW_DIR,
+    import_confirm,
+    plan_read,
+    preview_keep,
+)
 from annotation.setup.views import _context, _posted, _setup_study
 from common.errors import AppError
 
-PREVIEW_DIR = "feedback-previews"
-PREVIEW_HOURS = 24
+__all__ = ["PREVIEW_DIR", "study_import"]
 PREVIEW_ROWS = 10
 SESSION_KEY = "feedback-import"
-
-
-def _folder() -> Path:
-    folder = Path(settings.MEDIA_ROOT) / PREVIEW_DIR
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
-
-
-def _stash(data: bytes) -> str:
-    """Keep ``data`` for the confirmation; returns its token. Removes stale stashes."""
-    folder = _folder()
-    cutoff = time.time() - PREVIEW_HOURS * 3600
-    for old in folder.glob("*.upload"):
-        if old.stat().st_mtime < cutoff:
-            old.unlink(missing_ok=True)
-    token = uuid.uuid4().hex
-    (folder / f"{token}.upload").write_bytes(data)
-    return token
-
-
-def _read(study: Study, data: bytes, choice: dict) -> FeedbackPlan:
-    return feedback_read(
-        study=study,
-        raw_lines=io.BytesIO(data),
-        name=choice["name"],
-        kind=choice["kind"],
-        fmt=choice["fmt"],
-        provenance=choice["provenance"],
-        max_rows=settings.SETUP_UPLOAD_MAX_ROWS,
-    )
+SHOWN_IMPORTS = 5
+GONE = "This preview is no longer available: upload the file again. Nothing was stored."
+TAKEN = "This preview was confirmed already: it is imported once (see below)."
 
 
 def _problem(error: Exception) -> str:
@@ -74,28 +46,23 @@ def _problem(error: Exception) -> str:
     return f"{where}{text}. Nothing was stored."
 
 
-def _confirm(request: HttpRequest, study: Study) -> str | None:
-    """Store the previewed file (read and checked again): None when stored, else why not."""
+def _confirm(request: HttpRequest, study: Study) -> tuple[str, int] | None:
+    """Claim the previewed file for the worker: None when queued, else (why not, status)."""
     choice = request.session.get(SESSION_KEY) or {}
     token = request.POST.get("token", "")
-    path = _folder() / f"{token}.upload"
     known = token.isalnum() and choice.get("token") == token and choice.get("study") == study.pk
-    if not (known and path.is_file()):
-        return "This preview is no longer available: upload the file again. Nothing was stored."
-    try:
-        plan = _read(study, path.read_bytes(), choice)
-        summary = feedback_store(study=study, plan=plan)
-    except FeedbackFormatError as error:
-        return _problem(error)
-    finally:
-        path.unlink(missing_ok=True)
-        request.session.pop(SESSION_KEY, None)
-    what = (
-        f"{summary.judgments:,} pair judgments"
-        if plan.kind == "pairs"
-        else f"{summary.groups:,} groups with {summary.members:,} members"
+    if not known:
+        return GONE, 400
+    job = import_confirm(study=study, token=token)
+    if job is None:
+        taken = FeedbackImport.objects.filter(token=token, study=study).exclude(
+            status=FeedbackImport.Status.PREVIEW
+        )
+        return (TAKEN, 409) if taken.exists() else (GONE, 400)
+    request.session.pop(SESSION_KEY, None)
+    messages.success(
+        request, f"The import of {job.name} is queued: the worker stores it (progress below)."
     )
-    messages.success(request, f"Imported {what} ({summary.provenance}); a refit is queued.")
     return None
 
 
@@ -106,11 +73,11 @@ def study_import(request: HttpRequest, study_id: int) -> HttpResponse:
     study, can_manage = _setup_study(request, study_id)
     plan = token = problem = None
     if request.method == "POST" and request.POST.get("confirm"):
-        problem = _confirm(request, study)
-        if problem is None:
+        refused = _confirm(request, study)
+        if refused is None:
             return redirect("annotation:study-import", study.pk)
         form = FeedbackUploadForm()
-        status = 400
+        problem, status = refused
     else:
         form = FeedbackUploadForm(_posted(request), _posted(request, files=True))
         status = 400 if form.is_bound else 200
@@ -122,13 +89,16 @@ def study_import(request: HttpRequest, study_id: int) -> HttpResponse:
         }
         try:
             data = read_upload_bytes(upload)
-            plan = _read(study, data, choice)
+            plan = plan_read(study, data, choice)
         except (FeedbackFormatError, AppError) as error:
             form.add_error("file", _problem(error))
         else:
-            token = _stash(data)
+            token = preview_keep(study=study, user=request.user, data=data, choice=choice).token
             request.session[SESSION_KEY] = {"token": token, "study": study.pk, **choice}
             status = 200
+    imports = list(
+        study.feedback_imports.exclude(status=FeedbackImport.Status.PREVIEW)[:SHOWN_IMPORTS]
+    )
     context = _context(
         study,
         can_manage,
@@ -139,5 +109,7 @@ def study_import(request: HttpRequest, study_id: int) -> HttpResponse:
         token=token,
         first_pairs=plan.pairs[:PREVIEW_ROWS] if plan else [],
         first_groups=plan.groups[:PREVIEW_ROWS] if plan else [],
+        imports=imports,
+        importing=any(i.status in ("pending", "running") for i in imports),
     )
     return render(request, "annotation/setup/import.html", context, status=status)

@@ -1,6 +1,7 @@
 """The study's import page: a file of judgments or groups previewed (counts, first rows, the
-first error with its line), stored on confirmation through the command's parser, nothing
-written before or on error (annotation/setup/import_views.py)."""
+first error with its line), stored by the worker on confirmation through the command's parser,
+nothing written before or on error (annotation/setup/import_views.py,
+annotation/setup/imports/jobs.py)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,9 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import reverse
 
-from annotation.models import ComparableGroup, PairJudgment, Source
+from annotation.models import ComparableGroup, FeedbackImport, PairJudgment, Source
 from annotation.setup.import_views import PREVIEW_DIR
+from annotation.setup.imports.jobs import import_run
 
 
 def client_of(user) -> Client:
@@ -36,6 +38,12 @@ def stashed(settings) -> list[Path]:
     return sorted(folder.glob("*.upload")) if folder.exists() else []
 
 
+def worker_runs() -> list[str]:
+    """What the worker does with the queued imports (the task's body, in this process)."""
+    queued = FeedbackImport.objects.filter(status=FeedbackImport.Status.PENDING).order_by("pk")
+    return [import_run(import_id=pk) for pk in queued.values_list("pk", flat=True)]
+
+
 PAIRS = "key_a,key_b,label\nw001,w000,comparable\nw002,w003,0\nw004,w005,unsure\nw001,w000,no\n"
 
 
@@ -52,8 +60,11 @@ def test_pairs_are_previewed_then_stored_on_confirmation(study, study_admin, set
     token = client.session["feedback-import"]["token"]
 
     done = client.post(url(study), {"confirm": "1", "token": token})
-    assert done.status_code == 302
+    assert done.status_code == 302  # answered at once: the worker stores it
     stored = PairJudgment.objects.filter(study=study)
+    assert not stored.exists()
+    assert "is queued" in client.get(done.url).content.decode()
+    assert worker_runs() == ["done"]
     assert stored.count() == 4
     assert set(stored.values_list("source", "provenance")) == {(Source.IMPORTED, "pilot 2024")}
     assert sorted(stored.values_list("label", flat=True)) == [
@@ -63,9 +74,10 @@ def test_pairs_are_previewed_then_stored_on_confirmation(study, study_admin, set
         "unsure",
     ]
     assert stashed(settings) == []
-    assert "Imported 4 pair judgments" in client.get(done.url).content.decode()
+    assert "4 pair judgments; a refit is queued" in client.get(done.url).content.decode()
     again = client.post(url(study), {"confirm": "1", "token": token})  # no second import
-    assert again.status_code == 400
+    assert again.status_code == 400  # (the session forgot the preview)
+    assert worker_runs() == []
     assert stored.count() == 4
 
 
@@ -83,6 +95,7 @@ def test_groups_from_json_lines(study, study_admin):
     assert "5 members" in html
     token = client.session["feedback-import"]["token"]
     client.post(url(study), {"confirm": "1", "token": token})
+    assert worker_runs() == ["done"]
     names = sorted(ComparableGroup.objects.filter(study=study).values_list("name", flat=True))
     assert names == ["E names", "imported group 2"]
 
@@ -125,11 +138,10 @@ def test_a_file_that_went_bad_since_its_preview_stores_nothing(study, study_admi
     client.post(url(study), upload("groups.csv", content))
     ComparableGroup.objects.create(study=study, name="words")  # taken meanwhile
     token = client.session["feedback-import"]["token"]
-    page = client.post(url(study), {"confirm": "1", "token": token})
-    assert page.status_code == 400
-    assert "Line 4: the study already has a group named 'words'" in page.content.decode().replace(
-        "&#x27;", "'"
-    )
+    assert client.post(url(study), {"confirm": "1", "token": token}).status_code == 302
+    assert worker_runs() == ["failed"]  # read and checked again by the worker
+    page = client.get(url(study)).content.decode().replace("&#x27;", "'")
+    assert "line 4: the study already has a group named 'words'; nothing was stored" in page
     assert list(ComparableGroup.objects.values_list("name", flat=True)) == ["words"]
 
 

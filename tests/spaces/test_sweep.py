@@ -121,5 +121,5 @@ def test_every_worker_queues_the_spaces_sweep_with_the_refit_sweep(monkeypatch):
     sent = []
     monkeypatch.setattr(site_celery.app, "send_task", lambda name, **kw: sent.append(name))
     site_celery.sweep_send()
-    assert sent == ["learning.sweep", "spaces.sweep"]
+    assert sent == ["learning.sweep", "spaces.sweep", "annotation.sweep"]
     assert space_tasks.sweep_uploads_task.name == "spaces.sweep"

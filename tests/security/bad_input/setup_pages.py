@@ -341,6 +341,12 @@ ELSEWHERE = [
         "tests.annotation.test_browse::test_one_item_opened",
     ),
     (
+        "annotation:study-import",
+        "a preview confirmed five times at once (409 but for one; one import)",
+        "tests.annotation.test_import_jobs::"
+        "test_five_simultaneous_confirmations_import_one_preview_once",
+    ),
+    (
         "annotation:study-browse",
         "a non-finite number (age:>inf, >nan, >=1e309)",
         "tests.annotation.test_outside_input::"
