@@ -28,6 +28,10 @@ class AuditEvent(models.Model):
         SPACE_DELETE = "space.delete", "space deleted"
         MODEL_AUDIT = "model.audit", "model audited"
         AUDIT_ASK = "audit.ask", "audit violations sent to annotators"
+        ADJUDICATION_SET = "adjudication.set", "pair adjudicated"
+        ADJUDICATION_REMOVE = "adjudication.remove", "adjudication taken back"
+        WEAT_TEST_SAVE = "weat.save", "WEAT test defined or changed"
+        WEAT_TEST_DELETE = "weat.delete", "WEAT test deleted"
 
     actor = models.ForeignKey(
         settings.AUTH_USER_MODEL,

@@ -3,7 +3,8 @@ gold pair, and taking a decision back.
 
 Every write calls :func:`annotation.hooks.feedback_changed` inside its transaction: the fit
 reads adjudicated labels in place of the raw answers (``annotation/review/fit.py``), so a
-decision is new data for the next refit.
+decision is new data for the next refit. Each is in the audit log (``adjudication.set``,
+``adjudication.remove``).
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from django.db import transaction
 from annotation.access import Action, require
 from annotation.hooks import feedback_changed
 from annotation.models import Adjudication, GoldPair, Label, PairJudgment, Study, canonical_pair
+from audit.services import Action as AuditAction
+from audit.services import audit_record
 from common.errors import InvalidInput, NotFound
 
 DECISIONS = (Label.COMPARABLE, Label.INCOMPARABLE)
@@ -51,6 +54,13 @@ def adjudicate(
         GoldPair.objects.update_or_create(
             study=study, item_a_id=a, item_b_id=b, defaults={"label": label}
         )
+    audit_record(
+        action=AuditAction.ADJUDICATION_SET,
+        actor=user,
+        target=decision,
+        study_id=study.pk,
+        detail={"item_a": a, "item_b": b, "label": label, "gold": gold},
+    )
     feedback_changed(study_id=study.pk)
     return decision
 
@@ -63,4 +73,11 @@ def adjudication_remove(*, study: Study, user, item_a_id: int, item_b_id: int) -
     deleted, _ = Adjudication.objects.filter(study=study, item_a_id=a, item_b_id=b).delete()
     if not deleted:
         raise NotFound("This pair has no adjudicated label.")
+    audit_record(
+        action=AuditAction.ADJUDICATION_REMOVE,
+        actor=user,
+        target=study,
+        study_id=study.pk,
+        detail={"item_a": a, "item_b": b},
+    )
     feedback_changed(study_id=study.pk)

@@ -33,6 +33,8 @@ from django.db.models import Max
 
 from annotation.access import Action, require
 from annotation.models import Study
+from audit.services import Action as AuditAction
+from audit.services import audit_record
 from common.errors import InvalidInput, NotFound, duplicate_as_conflict
 from common.text import text_problem
 from learning.evaluation import weat
@@ -250,8 +252,16 @@ def weat_test_save(
                 **draft.words,
             }.items():
                 setattr(test, key, value)
+        created = test.pk is None
         with duplicate_as_conflict(f"The study already has a WEAT test named {draft.name!r}."):
             test.save()  # two saves with one name at once: the second a 409
+        audit_record(
+            action=AuditAction.WEAT_TEST_SAVE,
+            actor=user,
+            target=test,
+            study_id=study.pk,
+            detail={"name": test.name, "kind": test.kind, "created": created},
+        )
         test_id = test.pk
         transaction.on_commit(lambda: weat_test_enqueue(test_id))
     return test
@@ -263,6 +273,13 @@ def weat_test_delete(*, user, study: Study, test_id) -> str:
     with transaction.atomic():
         test = own_test(study, test_id)
         name = test.name
+        audit_record(
+            action=AuditAction.WEAT_TEST_DELETE,
+            actor=user,
+            target=test,
+            study_id=study.pk,
+            detail={"name": name},
+        )
         test.delete()
     return name
 
