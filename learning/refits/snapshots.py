@@ -20,6 +20,7 @@ from django.db.models import Case, Count, F, IntegerField, Max, OuterRef, Subque
 from django.db.models.functions import Coalesce, Mod
 
 from annotation.models import (
+    Adjudication,
     ComparableGroup,
     GoldPair,
     Label,
@@ -329,12 +330,40 @@ def group_snapshot(*, study_id: int, excluded_annotators: list[int]) -> GroupSna
     return GroupSnapshot(rows=groups, creators=len(creators))
 
 
+def _adjudications_changed() -> set[int]:
+    """Studies whose adjudications' mark differs from the one their newest live version was
+    fitted with (a decision made, changed or taken back since): two queries."""
+    current = {
+        row["study_id"]: f"{row['n']}:{row['top']}"
+        for row in Adjudication.objects.values("study_id").annotate(n=Count("id"), top=Max("id"))
+    }
+    newest = (
+        MetricVersion.objects.filter(transient=False)
+        .exclude(status=MetricVersion.Status.FITTING)
+        .values("study_id")
+        .annotate(top=Max("id"))
+        .values_list("top", flat=True)
+    )
+    fitted = dict(
+        MetricVersion.objects.filter(pk__in=list(newest)).values_list(
+            "study_id", "parameters__adjudications"
+        )
+    )
+    return {
+        study_id
+        for study_id in set(current) | set(fitted)
+        if current.get(study_id, "") != (fitted.get(study_id) or "")
+    }
+
+
 def study_ids_with_newer_data() -> list[int]:
-    """Studies whose judgments or groups go past every live version (four queries).
+    """Studies whose judgments, groups or adjudications go past every live version (six
+    queries).
 
     Compared per study against the highest watermarks of its live versions; a study with data
     and no version at all is included. Judgment counts catch answers that committed out of id
-    order or were deleted.
+    order or were deleted; the adjudications' mark a decision made, changed or taken back after
+    the newest version (``annotation/review/fit.py: adjudication_mark``).
     """
     judgments = {
         row["study_id"]: (row["top"], row["n"])
@@ -358,10 +387,12 @@ def study_ids_with_newer_data() -> list[int]:
         .values_list("study_id", "judgment_watermark", "counts__judgments_total")
     }
     stale = []
+    decided = _adjudications_changed() & set(judgments)  # (decisions are on answered pairs)
     for study_id in set(judgments) | set(revisions):
         top, n = judgments.get(study_id, (0, 0))
         jw, gw = marks.get(study_id, (0, 0))
         counted = counts.get((study_id, top))
-        if top > jw or revisions.get(study_id, 0) > gw or counted is not None and int(counted) != n:
+        recounted = counted is not None and int(counted) != n
+        if top > jw or revisions.get(study_id, 0) > gw or recounted or study_id in decided:
             stale.append(study_id)
     return sorted(stale)

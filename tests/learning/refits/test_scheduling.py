@@ -13,6 +13,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from annotation.models import Membership, PairJudgment
+from annotation.review.services import adjudicate, adjudication_remove
 from learning.models import MetricVersion, StudyLearningSettings
 from learning.refits import scheduling, service, snapshots
 from learning.versions import selectors
@@ -70,6 +71,32 @@ def test_a_deleted_answer_counts_as_new_data(world):
     assert study.pk in snapshots.study_ids_with_newer_data()
     assert service.refit_study(study_id=study.pk).outcome == "fitted"
     assert study.pk not in snapshots.study_ids_with_newer_data()
+
+
+def test_the_sweep_refits_a_study_whose_newest_decision_is_newer_than_its_versions(world):
+    """Issue #39, item 8: the sweep compared answers and groups only, so an adjudication made
+    while its refit message was lost waited for the next answer."""
+    _, _, study, users = world
+    created = add_simulated(world, 300)
+    service.refit_study(study_id=study.pk)
+    assert study.pk not in snapshots.study_ids_with_newer_data()
+    pair = created[0]
+    reviewer = users[0]
+    Membership.objects.filter(study=study, user=reviewer).update(role="reviewer")
+    decision = adjudicate(
+        study=study,
+        user=reviewer,
+        item_a_id=pair.item_a_id,
+        item_b_id=pair.item_b_id,
+        label="incomparable" if pair.label == "comparable" else "comparable",
+    )
+    assert study.pk in snapshots.study_ids_with_newer_data()
+    assert service.refit_study(study_id=study.pk).outcome == "fitted"
+    assert study.pk not in snapshots.study_ids_with_newer_data()
+    adjudication_remove(
+        study=study, user=reviewer, item_a_id=decision.item_a_id, item_b_id=decision.item_b_id
+    )  # a decision taken back is new data too
+    assert study.pk in snapshots.study_ids_with_newer_data()
 
 
 def test_changed_settings_refit_the_same_data(world):
