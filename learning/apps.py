@@ -8,10 +8,16 @@ class LearningConfig(AppConfig):
 
     def ready(self) -> None:
         """Register with the layer below: refit after feedback changes, and the current metric
-        for its sampler (``annotation.hooks``)."""
+        for its sampler (``annotation.hooks``); a deleted study's refit caches removed."""
+        from django.db.models.signals import post_delete
+
         from annotation import hooks
-        from learning.refits import scheduling
+        from annotation.models import Study
+        from learning.refits import cache, scheduling
         from learning.versions import sigmas
 
         hooks.on_feedback_changed(scheduling.refit_request)
         hooks.provide_metric(sigmas.study_metric)
+        post_delete.connect(
+            cache.study_cache_forget, sender=Study, dispatch_uid="learning-study-cache"
+        )

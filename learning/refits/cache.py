@@ -27,13 +27,14 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 from django.conf import settings
-from django.db import connection
+from django.db import connection, transaction
 
 from annotation.models import Study
 from learning.core.explore import Differences, ExploreWarm
@@ -56,6 +57,30 @@ def study_cache_dir(study: Study) -> Path:
     database = Path(str(connection.settings_dict["NAME"])).name or "default"
     stamp = int(study.created_at.timestamp() * 1e6) if study.created_at else 0
     return Path(settings.REFIT_CACHE_DIR) / database / f"study-{study.pk}-{stamp}"
+
+
+def study_cache_forget(sender, instance: Study, **kwargs) -> None:
+    """A deleted study's folder goes after the commit (``post_delete`` of ``Study``, registered
+    in ``learning/apps.py``): where the web process shares the workers' disk."""
+    folder = study_cache_dir(instance)
+    transaction.on_commit(lambda: shutil.rmtree(folder, ignore_errors=True))
+
+
+def study_caches_prune() -> int:
+    """The folders of this database's deleted (or re-created) studies removed from this
+    worker's disk — the refit sweep runs it in every worker; the count removed."""
+    root = Path(settings.REFIT_CACHE_DIR) / (
+        Path(str(connection.settings_dict["NAME"])).name or "default"
+    )
+    if not root.is_dir():
+        return 0
+    live = {study_cache_dir(s).name for s in Study.objects.only("pk", "created_at")}
+    removed = 0
+    for entry in root.iterdir():
+        if entry.is_dir() and entry.name.startswith("study-") and entry.name not in live:
+            shutil.rmtree(entry, ignore_errors=True)
+            removed += 1
+    return removed
 
 
 def arrays_save(path: Path, arrays: dict[str, np.ndarray]) -> None:

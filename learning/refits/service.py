@@ -368,7 +368,9 @@ def _message(error: Exception) -> str:
 
 
 def refit_sweep() -> list[int]:
-    """Queue refits of studies whose data is newer than their versions; the ids queued."""
+    """Queue refits of studies whose data is newer than their versions; the ids queued. Also
+    removes this worker's refit caches of deleted studies."""
+    cache.study_caches_prune()
     queued = []
     for study_id in snapshots.study_ids_with_newer_data():
         if scheduling.refit_mark_due(study_id=study_id, debounce=0):
