@@ -4,15 +4,43 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('audit', '0005_space_delete_action'),
+        ("audit", "0005_space_delete_action"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='auditevent',
-            name='action',
-            field=models.CharField(choices=[('publish', 'metric version published'), ('membership.create', 'membership created'), ('membership.change', 'membership changed'), ('membership.delete', 'membership deleted'), ('export.sigma', 'Sigma downloaded'), ('export.judgments', 'judgments exported'), ('export.groups', 'groups exported'), ('token.create', 'API token created'), ('token.revoke', 'API token revoked'), ('study.create', 'study created'), ('study.change', 'study settings changed'), ('study.archive', 'study archived or restored'), ('study.pool', 'study item pool uploaded'), ('study.pairs', 'candidate pairs uploaded'), ('study.gold', 'gold pairs uploaded'), ('membership.invite', 'person invited'), ('space.sharing', 'space owner or sharing changed'), ('space.delete', 'space deleted'), ('model.audit', 'model audited'), ('audit.ask', 'audit violations sent to annotators'), ('adjudication.set', 'pair adjudicated'), ('adjudication.remove', 'adjudication taken back'), ('weat.save', 'WEAT test defined or changed'), ('weat.delete', 'WEAT test deleted')], db_index=True, max_length=30),
+            model_name="auditevent",
+            name="action",
+            field=models.CharField(
+                choices=[
+                    ("publish", "metric version published"),
+                    ("membership.create", "membership created"),
+                    ("membership.change", "membership changed"),
+                    ("membership.delete", "membership deleted"),
+                    ("export.sigma", "Sigma downloaded"),
+                    ("export.judgments", "judgments exported"),
+                    ("export.groups", "groups exported"),
+                    ("token.create", "API token created"),
+                    ("token.revoke", "API token revoked"),
+                    ("study.create", "study created"),
+                    ("study.change", "study settings changed"),
+                    ("study.archive", "study archived or restored"),
+                    ("study.pool", "study item pool uploaded"),
+                    ("study.pairs", "candidate pairs uploaded"),
+                    ("study.gold", "gold pairs uploaded"),
+                    ("membership.invite", "person invited"),
+                    ("space.sharing", "space owner or sharing changed"),
+                    ("space.delete", "space deleted"),
+                    ("model.audit", "model audited"),
+                    ("audit.ask", "audit violations sent to annotators"),
+                    ("adjudication.set", "pair adjudicated"),
+                    ("adjudication.remove", "adjudication taken back"),
+                    ("weat.save", "WEAT test defined or changed"),
+                    ("weat.delete", "WEAT test deleted"),
+                ],
+                db_index=True,
+                max_length=30,
+            ),
         ),
     ]
