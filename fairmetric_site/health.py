@@ -1,4 +1,6 @@
-"""What ``/healthz`` reports: each dependency (database, cache, task broker) and the verdict.
+"""What ``/healthz`` (liveness) and ``/readyz`` (readiness) report.
+
+``/healthz`` — each dependency (database, cache, task broker) and the verdict:
 
 * ``ok`` (200) — everything answers;
 * ``degraded`` (200) — the database answers but the cache or the broker does not: pages, the
@@ -6,6 +8,13 @@
   fallback), but what needs Redis waits (refits and imports are not queued, nothing is cached);
   a load balancer should keep sending traffic, a monitor should page someone;
 * ``unhealthy`` (503) — the database does not answer: nothing works.
+
+``/readyz`` — whether this instance should get traffic that needs the worker: 200 ``ready`` when
+the database and the task broker answer, else 503 ``not ready`` (an orchestrator's readiness
+probe: while Redis or the broker is down, uploads, imports and refits cannot be queued, so a
+load balancer holds the instance back, while ``/healthz`` keeps saying the process lives and
+should not be restarted). The cache alone down is ready: sessions and limits have their
+database fallback.
 
 Each check gives up after ``REDIS_TIMEOUT_MS`` (the cache and a Redis broker), so the page
 answers in milliseconds whatever is down. No error text is shown (it could name hosts).
@@ -84,3 +93,10 @@ def health() -> tuple[dict, int]:
     else:
         status, code = "degraded", 200
     return {"status": status, "checks": checks, "database": connection.vendor}, code
+
+
+def readiness() -> tuple[dict, int]:
+    """(the readiness report, its HTTP status): 503 unless the database and the broker answer."""
+    checks = {"database": _database(), "broker": _broker()}
+    ready = all(v == OK for v in checks.values())
+    return {"status": "ready" if ready else "not ready", "checks": checks}, 200 if ready else 503

@@ -6,7 +6,7 @@ from django.views.decorators.http import require_safe
 from annotation.models import Membership
 from spaces.models import EmbeddingSpace
 
-from .health import health
+from .health import health, readiness
 
 
 @login_required
@@ -28,4 +28,11 @@ def healthz(request: HttpRequest) -> JsonResponse:
     """Each dependency and the verdict: ok, degraded (200: the database answers, Redis does
     not) or unhealthy (503: no database) — for load balancers, monitors and the start script."""
     report, status = health()
+    return JsonResponse(report, status=status)
+
+
+@require_safe
+def readyz(request: HttpRequest) -> JsonResponse:
+    """Readiness: 200 when the database and the task broker answer, else 503 (``health.py``)."""
+    report, status = readiness()
     return JsonResponse(report, status=status)

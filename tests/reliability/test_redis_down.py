@@ -219,3 +219,40 @@ def test_the_cache_is_empty_and_keeps_nothing_while_redis_is_down(settings, priv
     assert cache.get("k") is None  # an empty Redis again (no persistence)
     cache.set("k", 6)
     assert cache.get("k") == 6
+
+
+def test_readyz_is_503_while_the_broker_is_down_and_healthz_stays_alive(
+    settings, private_redis, client
+):
+    """Issue #39, item 8: ``/healthz`` answered 200 while Redis and the broker were down, so an
+    orchestrator's probe could not hold the instance back. ``/readyz`` is the readiness answer;
+    ``/healthz`` stays the liveness one (200: the process and its database live)."""
+    settings.CACHES = _redis_cache(private_redis.url)
+    settings.CELERY_BROKER_URL = private_redis.url
+    ready = client.get(reverse("readyz"))
+    assert ready.status_code == 200
+    assert ready.json() == {"status": "ready", "checks": {"database": "ok", "broker": "ok"}}
+
+    private_redis.stop()
+    began = time.perf_counter()
+    ready = client.get(reverse("readyz"))
+    assert ready.status_code == 503
+    assert ready.json() == {
+        "status": "not ready",
+        "checks": {"database": "ok", "broker": "unreachable"},
+    }
+    assert client.get(reverse("healthz")).status_code == 200  # alive: not to be restarted
+    assert time.perf_counter() - began < 5  # the probe answers in its own timeout
+
+    private_redis.start()
+    assert client.get(reverse("readyz")).status_code == 200
+
+
+def test_readyz_is_503_without_the_database(client, monkeypatch):
+    def refuse(*args, **kwargs):
+        raise OperationalError("the database is gone")
+
+    monkeypatch.setattr(CursorWrapper, "execute", refuse)
+    response = client.get(reverse("readyz"))
+    assert response.status_code == 503
+    assert response.json()["checks"]["database"] == "unreachable"
