@@ -1,9 +1,11 @@
 """Helpers for tests that talk to real services: point this process's Celery app at a broker for
-a block, give a worker process the URL of the test database, a throwaway redis-server on a free
-port (``ThrowawayRedis``; the ``private_redis`` fixture in tests/conftest.py), ``wait_for``."""
+a block (its broker pools and result backend made anew, before and after), give a worker
+process the URL of the test database, a throwaway redis-server on a free port
+(``ThrowawayRedis``; the ``private_redis`` fixture in tests/conftest.py), ``wait_for``."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -29,7 +31,31 @@ def require(condition: bool, what: str) -> None:
     pytest.skip(f"{what}; set it up to run this test (CI runs it)")
 
 
+def _drop_result_backend(app) -> None:
+    """Forget the result backend the app made for the previous settings. Celery caches it per
+    thread (``app._local.backend``; ``app._backend_cache`` for a thread-safe one) behind the
+    ``app._backend`` property, whose setter needs a backend: assigning None there fails, so the
+    two caches are cleared themselves. The old backend's connections are closed first; a Redis
+    backend whose server is gone would otherwise be asked (and retried) by the next
+    ``send_task``, which subscribes to the task's result."""
+    old = app._backend
+    if old is None:
+        return
+    consumer = getattr(old, "result_consumer", None)
+    with contextlib.suppress(Exception):
+        if consumer is not None and hasattr(consumer, "stop"):
+            consumer.stop()  # (Redis: closes its subscription)
+    with contextlib.suppress(Exception):
+        client = old.__dict__.get("client")  # (a cached property: not made here if never used)
+        if client is not None:
+            client.connection_pool.disconnect()
+    app._backend_cache = None
+    if hasattr(app._local, "backend"):
+        del app._local.backend
+
+
 def _drop_connections(app) -> None:
+    _drop_result_backend(app)
     if app._pool is not None:
         app._pool.force_close_all()
         app._pool = None
