@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-requirements
 
-.PHONY: run test install migrate demo lint pytest bench growth load faults fuzz limits clean help extras text-extra adult-install adult
+.PHONY: run test install migrate demo lint pytest bench growth load faults fuzz limits attack clean help extras text-extra adult-install adult
 
 help:
 	@echo "make run    set up .venv, migrate, load demo data, start web + worker on 127.0.0.1:8000"
@@ -15,6 +15,7 @@ help:
 	@echo "make faults the load run with worker kills, Redis restarts and cut DB connections"
 	@echo "make fuzz   schemathesis against the OpenAPI schema"
 	@echo "make limits the rate limits under 30-150 simultaneous requests (gunicorn, PostgreSQL, Redis)"
+	@echo "make attack the reproductions of the last attack (races, non-finite search, overflows, parser bombs)"
 	@echo "make extras the optional extras: PyTorch CPU, sentence model, POT (text spaces, make adult)"
 	@echo "make adult  the seed paper's Adult table as docs/adult.md measured it (ten runs, their schedule / 10; extras; 65 min on 2 cores at load 6-9)"
 
@@ -88,6 +89,11 @@ faults: install
 # The rate limits under concurrency against the production configuration (docs/security.md).
 limits: install
 	$(BIN)/python -m loadtest.limits $(LOAD_ARGS)
+
+# The reproductions of issue #39's attack against the production configuration, loopback only,
+# bounded (30 threads per race, 60 s per request): each must hold (docs/security.md).
+attack: install
+	$(BIN)/python -m loadtest.attack $(LOAD_ARGS)
 
 # The seed paper's Adult table, the authors' protocol, each run's Sigma learned through the app and
 # downloaded through the export API (docs/adult.md), at the settings of the table there (ten runs,
