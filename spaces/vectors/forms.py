@@ -27,8 +27,11 @@ class EmbeddingUploadForm(forms.Form):
     tags = forms.CharField(
         required=False, max_length=500, help_text="Comma-separated tags given to every item."
     )
-    limit = forms.IntegerField(
-        required=False, min_value=1, help_text="Import only the first N vectors."
+    limit = forms.IntegerField(  # (at most the column's range: a larger one is a form error)
+        required=False,
+        min_value=1,
+        max_value=2**31 - 1,
+        help_text="Import only the first N vectors.",
     )
 
     def clean(self):

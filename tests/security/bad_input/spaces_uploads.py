@@ -32,6 +32,22 @@ CASES: list[Bad] = [
     ),
     Bad(
         "spaces:upload",
+        "a limit past the column (2**31)",
+        "post",
+        lambda w: reverse("spaces:upload"),
+        400,
+        "less than or equal to",
+        lambda w: {
+            "name": "s",
+            "format": "auto",
+            "limit": str(2**31),
+            "file": upload("v.txt", b"the 1 2\n"),
+        },
+        "multipart",
+        role="su",
+    ),
+    Bad(
+        "spaces:upload",
         "unknown format",
         "post",
         lambda w: reverse("spaces:upload"),
