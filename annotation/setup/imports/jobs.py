@@ -149,7 +149,7 @@ def import_run(*, import_id: int) -> str:
             mine = FeedbackImport.objects.select_for_update().filter(
                 pk=job.pk, status=Status.RUNNING, attempts=job.attempts
             )
-            if not mine.exists():
+            if not list(mine.values_list("pk", flat=True)):  # (SELECT … FOR UPDATE)
                 return "not run: claimed by another worker"
             plan = plan_read(job.study, path.read_bytes(), choice)
             summary = feedback_store(study=job.study, plan=plan)
