@@ -76,7 +76,9 @@ def test_five_simultaneous_confirmations_import_one_preview_once(server, space, 
     with ThreadPoolExecutor(5) as pool:
         statuses = list(pool.map(confirm, range(5)))
     assert statuses.count(200) == 1, statuses  # queued (the redirect followed)
-    assert statuses.count(409) == 4, statuses  # "confirmed already"
+    # The others: 409 "confirmed already"; 400 "no longer available" for a request whose
+    # session was read after the winner's response had forgotten the preview.
+    assert set(statuses) <= {200, 409, 400}, statuses
     assert worker_runs() == ["done"]
     assert PairJudgment.objects.filter(study=study).count() == 100
     assert worker_runs() == []  # nothing left to import twice
