@@ -138,9 +138,9 @@ class AuditDetail(AuditView):
         return Response(audit_data(audit, request))
 
 
-def violation_rows(audit: ModelAudit, rows) -> object:
-    """CSV rows of violations, answers included, read in chunks (constant memory)."""
-    ids = list(rows.values_list("id", flat=True))
+def violation_rows(audit: ModelAudit, ids: list[int]) -> object:
+    """CSV rows of the violations ``ids`` (in that order), answers included, read in chunks
+    (constant memory)."""
     for start in range(0, len(ids), CSV_CHUNK):
         part = ids[start : start + CSV_CHUNK]
         found = AuditViolation.objects.in_bulk(part)
@@ -191,7 +191,10 @@ class AuditViolations(AuditView):
             )
         filters = selectors.filters_from(request.query_params, selectors.record_fields(audit))
         rows = selectors.violations_filtered(audit=audit, filters=filters)
-        stream = stream_csv(violation_rows(audit, rows), CSV_FIELDS)
+        # The filter's query runs here, before the response starts: a failure is an error
+        # answer, never a 200 cut short after its header.
+        ids = list(rows.values_list("id", flat=True))
+        stream = stream_csv(violation_rows(audit, ids), CSV_FIELDS)
         response = StreamingHttpResponse(stream, content_type="text/csv; charset=utf-8")
         name = f"audit-{audit.study_id}-{audit.pk}-violations.csv"
         response["Content-Disposition"] = f'attachment; filename="{name}"'

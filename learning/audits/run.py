@@ -126,7 +126,7 @@ class Computed:
     pairs: object  # learning.core.audit.ViolatingPairs, the stored ones
     ranks: np.ndarray  # their ranks among all violations (1 = worst)
     total_pairs: int
-    euclidean: np.ndarray
+    euclidean: np.ndarray  # scaled ‖φ(a) − φ(b)‖ of the stored pairs
     shares: np.ndarray  # (m, fields)
     differing: np.ndarray  # (m, fields) bool
     fields: list[str]
@@ -238,7 +238,8 @@ def audit_compute(
         pairs=stored,
         ranks=positions + 1,
         total_pairs=len(found),
-        euclidean=np.linalg.norm(diff, axis=1) if len(stored) else np.zeros(0),
+        # on the summary's scale (the Euclidean figures' distances), as the page says
+        euclidean=scale * np.linalg.norm(diff, axis=1) if len(stored) else np.zeros(0),
         shares=shares,
         differing=differing,
         fields=fields,

@@ -21,7 +21,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotation.access import Action, require
-from annotation.models import Study
+from annotation.models import CandidatePair, Study
 from annotation.setup.files import PairRow
 from annotation.setup.pairs import candidate_pairs_upload
 from audit.services import Action as AuditAction
@@ -186,7 +186,9 @@ def audit_ask_annotators(*, user, audit: ModelAudit, violation_ids) -> dict:
         )
     rows = [PairRow(line=v.rank, key_a=v.key_a, key_b=v.key_b) for v in chosen]
     with transaction.atomic():
-        result = candidate_pairs_upload(user=user, study=audit.study, rows=rows)
+        result = candidate_pairs_upload(
+            user=user, study=audit.study, rows=rows, priority=CandidatePair.ASKED
+        )
         AuditViolation.objects.filter(pk__in=[v.pk for v in chosen], asked_at__isnull=True).update(
             asked_at=timezone.now()
         )
