@@ -33,6 +33,7 @@ from django.utils import timezone
 
 from learning.audits import search
 from learning.audits.inputs import Predictions
+from learning.audits.twins import twin_summary
 from learning.core.audit import (
     comparable_radius,
     field_shares,
@@ -176,6 +177,7 @@ def audit_compute(
     spec: dict | None,
     progress=None,
     knn=search.knn,
+    delta: float | None = None,
 ) -> Computed:
     """The audit's numbers (no database): see the module docstring. ``knn``: the neighbour
     search (``learning.audits.search.knn``'s signature; the tests pass a brute-force one)."""
@@ -215,6 +217,9 @@ def audit_compute(
         else np.zeros((len(stored), len(fields)), dtype=bool)
     )
     timings["figures"] = time.perf_counter() - mark
+    mark = time.perf_counter()
+    counterfactual = twin_summary(predictions, delta=delta, n_boot=n_boot)
+    timings["twins"] = time.perf_counter() - mark
     summary = {
         "items": predictions.count,
         "new_records": len(predictions.new_keys),
@@ -231,6 +236,8 @@ def audit_compute(
         "stored": len(stored),
         "sigma": sigma_fig.as_dict(),
         "euclidean": eucl_fig.as_dict(),
+        "counterfactual": counterfactual,
+        "twins": 0 if predictions.twins is None else len(predictions.twins.keys),
         "seconds": {k_: round(v, 3) for k_, v in timings.items()},
     }
     return Computed(
@@ -337,6 +344,7 @@ def audit_run(*, audit_id: int) -> str:
             lipschitz=audit.lipschitz,
             spec=audit.study.space.feature_map,
             progress=progress,
+            delta=audit.delta,
         )
         progress("storing the violations", 0.9, force=True)
         mark = time.perf_counter()
