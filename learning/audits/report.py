@@ -112,3 +112,44 @@ def compare_rows(first: ModelAudit, second: ModelAudit) -> list[tuple]:
             )
         )
     return out
+
+
+@dataclass(frozen=True)
+class TwinRow:
+    """One sensitive column's twin figures, each as ``{"estimate", "low", "high"}``."""
+
+    column: str
+    pairs: int
+    delta: float
+    moved_share: dict
+    mean_abs_change: dict
+    max_abs_change: dict
+    decision_flips: dict | None
+    worst: list
+
+
+def twin_rows(audit: ModelAudit) -> list[TwinRow]:
+    """The audit's counterfactual twins, column by column (empty without twins)."""
+    rows = []
+    for column, found in ((audit.summary or {}).get("counterfactual") or {}).items():
+        intervals = found.get("intervals") or {}
+
+        def fig(name: str, found=found, intervals=intervals) -> dict | None:
+            if found.get(name) is None:
+                return None
+            low, high = intervals.get(name) or (None, None)
+            return {"estimate": found[name], "low": low, "high": high}
+
+        rows.append(
+            TwinRow(
+                column=column,
+                pairs=found["pairs"],
+                delta=found["delta"],
+                moved_share=fig("moved_share"),
+                mean_abs_change=fig("mean_abs_change"),
+                max_abs_change=fig("max_abs_change"),
+                decision_flips=fig("decision_flips"),
+                worst=found.get("worst") or [],
+            )
+        )
+    return rows

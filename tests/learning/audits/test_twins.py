@@ -221,3 +221,29 @@ def test_the_moved_shares_interval_covers_at_its_level():
         )
         covered += figures.moved_share.low <= truth <= figures.moved_share.high
     assert 0.91 <= covered / 300 <= 0.99
+
+
+def test_the_pages_declare_link_and_show_the_twins_first(twins, client):
+    study, users = twins["study"], twins["users"]
+    url = reverse("learning:audit-sensitive", args=[study.pk])
+    client.force_login(users["reviewer"])
+    assert client.post(url, {"column": ["sex"]}).status_code == 403
+    client.force_login(users["admin"])
+    refused = client.post(url, {"column": ["id"]})
+    assert refused.status_code == 400
+    assert "more than 50 values" in refused.content.decode()
+    assert client.post(url, {"column": ["sex"]}).status_code == 302
+    listing = client.get(reverse("learning:audits", args=[study.pk])).content.decode()
+    assert 'id="twins-download"' in listing
+    assert "counterfactuals.csv?columns=sex" in listing
+
+    originals = twins["frame"].drop(columns=["income"]).rename(columns={"id": "key"})
+    table = pd.concat([originals, download(twins, "sex")], ignore_index=True)
+    audit = audited(twins, scored(twins, table, sex=True)[["key", "score", "decision"]], k=3)
+    page = client.get(reverse("learning:audit-detail", args=[study.pk, audit.pk])).content.decode()
+    assert page.index('id="audit-twins"') < page.index('id="audit-summary"')  # the twins lead
+    assert "100.0 %" in page
+    assert 'id="twins-worst-sex"' in page
+    plain = audited(twins, twin_scores(twins["frame"], sex=True), k=3)
+    page = client.get(reverse("learning:audit-detail", args=[study.pk, plain.pk])).content.decode()
+    assert 'id="twins-hint"' in page
