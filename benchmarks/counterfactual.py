@@ -130,14 +130,8 @@ def run(table: str, n: int | None) -> dict:
 
     mark = time.perf_counter()
     twin_frame = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False)
-    records = pd.DataFrame(
-        [
-            p
-            for p in Item.objects.filter(space=space)
-            .order_by("row")
-            .values_list("payload", flat=True)
-        ]
-    )
+    payloads = Item.objects.filter(space=space).order_by("row").values_list("payload", flat=True)
+    records = pd.DataFrame(list(payloads))
     keys = list(Item.objects.filter(space=space).order_by("row").values_list("key", flat=True))
     labels = space_labels(space, config["label"], config["positive"])
     first = config["columns"][0]
