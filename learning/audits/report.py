@@ -153,3 +153,37 @@ def twin_rows(audit: ModelAudit) -> list[TwinRow]:
             )
         )
     return rows
+
+
+def curve_chart(audits: list[ModelAudit]) -> dict | None:
+    """The curves of ``audits`` for ``static/js/audit-curves.js`` (None when none has them):
+    the grid of L and per audit its rates under Σ (k neighbours, all pairs sampled) and
+    Euclidean (k neighbours), and its own L."""
+    series, grid = [], None
+    for audit in audits:
+        curves = (audit.summary or {}).get("curves")
+        if not curves:
+            continue
+        grid = curves["L"]
+        series.append(
+            {
+                "name": f"#{audit.pk} {audit.name}",
+                "lipschitz": audit.summary.get("lipschitz", 1.0),
+                "sigma": curves["sigma"]["neighbours"]["rates"],
+                "all_pairs": curves["sigma"]["all_pairs"]["curve"],
+                "euclidean": curves["euclidean"]["neighbours"]["rates"],
+            }
+        )
+    return {"L": grid, "series": series} if series else None
+
+
+def all_pairs_rows(audit: ModelAudit) -> dict | None:
+    """The sampled all-pairs figures under Σ and Euclidean, as ``figure`` filters read them."""
+    curves = (audit.summary or {}).get("curves")
+    if not curves:
+        return None
+    return {
+        "pairs": curves["sampled_pairs"],
+        "sigma": curves["sigma"]["all_pairs"],
+        "euclidean": curves["euclidean"]["all_pairs"],
+    }

@@ -32,8 +32,8 @@ from django.db.models import Q
 from django.utils import timezone
 
 from learning.audits import search
+from learning.audits.curves import further_figures
 from learning.audits.inputs import Predictions
-from learning.audits.twins import twin_summary
 from learning.core.audit import (
     comparable_radius,
     field_shares,
@@ -217,9 +217,16 @@ def audit_compute(
         else np.zeros((len(stored), len(fields)), dtype=bool)
     )
     timings["figures"] = time.perf_counter() - mark
-    mark = time.perf_counter()
-    counterfactual = twin_summary(predictions, delta=delta, n_boot=n_boot)
-    timings["twins"] = time.perf_counter() - mark
+    further = further_figures(
+        predictions=predictions,
+        delta=delta,
+        n_boot=n_boot,
+        graphs=((idx_s, dist_s), (idx_e, dist_e * scale)),
+        points=(vectors @ factor, vectors * scale),
+        epsilon=epsilon,
+        lipschitz=lipschitz,
+        timings=timings,
+    )
     summary = {
         "items": predictions.count,
         "new_records": len(predictions.new_keys),
@@ -236,8 +243,7 @@ def audit_compute(
         "stored": len(stored),
         "sigma": sigma_fig.as_dict(),
         "euclidean": eucl_fig.as_dict(),
-        "counterfactual": counterfactual,
-        "twins": 0 if predictions.twins is None else len(predictions.twins.keys),
+        **further,
         "seconds": {k_: round(v, 3) for k_, v in timings.items()},
     }
     return Computed(

@@ -13,7 +13,7 @@ team's model to score, and the audit's figures on them.
   ``learning.audits.inputs.predictions_read``: the hook); the worker reports per column the
   share of pairs whose scores differ by more than δ, the mean and largest change, the decision
   flips, with intervals, and the worst twins (:func:`twin_summary`;
-  numbers: ``learning.core.counterfactual.twin_figures``).
+  numbers: ``learning.core.fairness.counterfactual.twin_figures``).
 
 A key of the pool is always the item, never a twin; a key is a twin when it is ``{of}~{column}=
 {value}`` for a field ``column`` of the records and an ``of`` in the pool (else it is a new
@@ -35,7 +35,7 @@ from annotation.selectors import pool_items
 from audit.services import Action as AuditAction
 from audit.services import audit_record
 from common.errors import InvalidInput
-from learning.core.counterfactual import twin_figures
+from learning.core.fairness.counterfactual import twin_figures
 from learning.models import AuditSettings
 from spaces.models import first_record
 
@@ -287,7 +287,7 @@ class TwinScores:
 
 
 def twin_summary(predictions, *, delta: float | None, n_boot: int) -> dict:
-    """Per column the twin figures (``learning.core.counterfactual.TwinFigures.as_dict``) and
+    """Per column the twin figures (``learning.core.fairness.counterfactual.TwinFigures.as_dict``) and
     its worst ``WORST`` twins, largest change first; {} without twins."""
     twins = predictions.twins
     if twins is None:

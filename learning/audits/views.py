@@ -135,6 +135,8 @@ def _detail(request, study, audit, *, error: str = "", status: int = 200) -> Htt
         "summary": audit.summary,
         "figures": report.summary_rows(audit),
         "twin_rows": report.twin_rows(audit),
+        "curve_chart": report.curve_chart([audit]),
+        "all_pairs": report.all_pairs_rows(audit),
         "sensitive": twins.sensitive_columns(study),
         "fields": fields,
         "filters": filters,
@@ -197,5 +199,6 @@ def audit_compare(request: HttpRequest, study_id: int) -> HttpResponse:
         "overlap": selectors.audit_overlap(first, second),
         "worst_a": list(first.violations.order_by("rank")[:10]),
         "worst_b": list(second.violations.order_by("rank")[:10]),
+        "curve_chart": report.curve_chart([first, second]),
     }
     return render(request, "learning/audits/compare.html", context)

@@ -16,7 +16,7 @@ from rest_framework.test import APIClient
 from common.errors import InvalidInput, NotAllowed
 from learning.audits import run, services
 from learning.audits import twins as twin_room
-from learning.core.counterfactual import twin_figures
+from learning.core.fairness.counterfactual import twin_figures
 from learning.models import ModelAudit
 
 from .conftest import TWINS, csv_upload, twin_scores

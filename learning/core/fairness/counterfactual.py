@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .audit import LEVEL, Interval
+from ..audit import LEVEL, Interval
 
 __all__ = ["TwinFigures", "twin_figures"]
 
