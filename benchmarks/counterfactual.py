@@ -223,15 +223,17 @@ def report(result: dict) -> None:
     )
     print(
         "| model | scored items + twins | request: read and check (s) | run (s) | of which "
-        "twins (s) | search (s) | generate + request + run: wall / CPU (s) | load average |"
+        "twins (s) | curves (s) | search (s) | generate + request + run: wall / CPU (s) | "
+        "load average |"
     )
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     for audit in result["audits"]:
         total = result["generate"] + audit["request"] + audit["run"]
         print(
             f"| {audit['model']} | {audit['items']:,} + {audit['twins']:,} | "
             f"{audit['request']:.2f} | {audit['run']:.2f} | {audit['parts'].get('twins', 0):.2f}"
-            f" | {audit['parts'].get('search', 0):.2f} | {total:.2f} / "
+            f" | {audit['parts'].get('curves', 0):.2f} | {audit['parts'].get('search', 0):.2f}"
+            f" | {total:.2f} / "
             f"{result['generate_cpu'] + audit['cpu']:.2f} | {audit['load']:.1f} |"
         )
 
