@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from django.conf import settings
 from django.db.models import TextField
 from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Cast
@@ -151,7 +152,8 @@ class Plan:
 
 def counterfactual_plan(*, study: Study, columns: str | None) -> Plan:
     """The checked request: ``columns`` as ``sex,race`` (empty: the declared ones), each a field
-    of the records with at most MAX_VALUES values."""
+    of the records with at most MAX_VALUES values, the file at most ``AUDIT_MAX_ROWS`` rows
+    (an audit reads no more)."""
     chosen = [c.strip() for c in (columns or "").split(",") if c.strip()]
     if not chosen:
         chosen = sensitive_columns(study)
@@ -160,6 +162,12 @@ def counterfactual_plan(*, study: Study, columns: str | None) -> Plan:
             "Name the columns (?columns=sex,race) or declare the study's sensitive columns first."
         )
     values = _columns_checked(study, list(dict.fromkeys(chosen)))
+    rows = pool_items(study=study).count() * sum(len(v) - 1 for v in values.values())
+    if rows > settings.AUDIT_MAX_ROWS:
+        raise InvalidInput(
+            f"The twins of these columns would be {rows:,} rows; an audit reads at most "
+            f"{settings.AUDIT_MAX_ROWS:,} (AUDIT_MAX_ROWS): ask for fewer columns."
+        )
     fields = [f for f in record_columns(study) if f not in HEAD]
     return Plan(columns=values, fields=fields)
 

@@ -160,6 +160,14 @@ def test_bad_requests_are_400_with_the_reason(twins, query, status, message):
     assert message in response.json()["detail"]
 
 
+def test_twins_beyond_what_an_audit_reads_are_refused(twins, settings):
+    settings.AUDIT_MAX_ROWS = 100  # sex and job: 80 + 160 twins
+    url = reverse("api-counterfactuals", args=[twins["study"].pk]) + "?columns=sex,job"
+    response = client_of(twins["users"]["reviewer"]).get(url)
+    assert response.status_code == 400
+    assert "would be 240 rows; an audit reads at most 100" in response.json()["detail"]
+
+
 def test_annotators_and_outsiders_get_no_twins(twins):
     url = reverse("api-counterfactuals", args=[twins["study"].pk]) + "?columns=sex"
     assert client_of(twins["users"]["annotator"]).get(url).status_code == 403

@@ -252,7 +252,8 @@ ELSEWHERE = [
     ),
     (
         "api-counterfactuals",
-        "an unknown column, a column of more than 50 values, empty columns (a record study)",
+        "an unknown column, a column of more than 50 values, empty columns (a record study); "
+        "more twins than AUDIT_MAX_ROWS (test_twins_beyond_what_an_audit_reads_are_refused)",
         "tests.learning.audits.test_twins::test_bad_requests_are_400_with_the_reason",
     ),
     (
