@@ -187,3 +187,10 @@ def all_pairs_rows(audit: ModelAudit) -> dict | None:
         "sigma": curves["sigma"]["all_pairs"],
         "euclidean": curves["euclidean"]["all_pairs"],
     }
+
+
+def compare_twins(first: ModelAudit, second: ModelAudit) -> list[tuple]:
+    """(column, first's TwinRow or None, second's) for every column either audit has twins of."""
+    a = {row.column: row for row in twin_rows(first)}
+    b = {row.column: row for row in twin_rows(second)}
+    return [(column, a.get(column), b.get(column)) for column in sorted(a.keys() | b.keys())]

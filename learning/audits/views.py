@@ -200,5 +200,6 @@ def audit_compare(request: HttpRequest, study_id: int) -> HttpResponse:
         "worst_a": list(first.violations.order_by("rank")[:10]),
         "worst_b": list(second.violations.order_by("rank")[:10]),
         "curve_chart": report.curve_chart([first, second]),
+        "twins": report.compare_twins(first, second),
     }
     return render(request, "learning/audits/compare.html", context)

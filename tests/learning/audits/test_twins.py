@@ -252,6 +252,13 @@ def test_the_pages_declare_link_and_show_the_twins_first(twins, client):
     assert page.index('id="audit-twins"') < page.index('id="audit-summary"')  # the twins lead
     assert "100.0 %" in page
     assert 'id="twins-worst-sex"' in page
+    other = audited(twins, scored(twins, table, sex=False)[["key", "score", "decision"]], k=3)
+    compare = client.get(
+        reverse("learning:audit-compare", args=[study.pk]) + f"?a={audit.pk}&b={other.pk}"
+    ).content.decode()
+    twins_table = compare[compare.index('id="compare-twins"') : compare.index('id="audit-compare"')]
+    assert "100.0 %" in twins_table
+    assert "0.0 %" in twins_table
     plain = audited(twins, twin_scores(twins["frame"], sex=True), k=3)
     page = client.get(reverse("learning:audit-detail", args=[study.pk, plain.pk])).content.decode()
     assert 'id="twins-hint"' in page
