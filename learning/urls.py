@@ -41,6 +41,9 @@ urlpatterns = [
     path("versions/<int:version_id>/publish/", views.version_publish, name="version-publish"),
     path("studies/<int:study_id>/audits/", audits.audit_list, name="audits"),
     path("studies/<int:study_id>/audits/compare/", audits.audit_compare, name="audit-compare"),
+    path(
+        "studies/<int:study_id>/audits/sensitive/", audits.audit_sensitive, name="audit-sensitive"
+    ),
     path("studies/<int:study_id>/audits/<int:audit_id>/", audits.audit_detail, name="audit-detail"),
     path("studies/<int:study_id>/audits/<int:audit_id>/ask/", audits.audit_ask, name="audit-ask"),
 ]

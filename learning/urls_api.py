@@ -46,6 +46,11 @@ urlpatterns = [
     ),
     path("studies/<int:study_id>/audits/", audits.AuditList.as_view(), name="api-audits"),
     path(
+        "studies/<int:study_id>/counterfactuals.csv",
+        audits.Counterfactuals.as_view(),
+        name="api-counterfactuals",
+    ),
+    path(
         "studies/<int:study_id>/audits/<int:audit_id>/",
         audits.AuditDetail.as_view(),
         name="api-audit",

@@ -10,7 +10,7 @@ In order:
    in one query; the fullest open pair goes first.
 2. **Gold** — with probability ``study.gold_rate``, a gold pair the annotator has not answered.
 3. **Candidate pairs** — an uploaded candidate pair (``CandidatePair``) the annotator has not
-   answered, at random.
+   answered: those an audit asked about (higher ``priority``) first, at random within each.
 4. **The study's strategy** over ``CANDIDATES`` random pairs of the item pool (ids cached per
    process), minus those already answered (one query):
    * ``random`` — any of them;
@@ -254,7 +254,8 @@ def _overlap_open(study, user, excluded, pool, rng) -> list[tuple[int, int]]:
 
 
 def _listed_pair(model, study, user, excluded) -> tuple[int, int] | None:
-    """A random gold or candidate pair of the study the annotator has not answered."""
+    """A random gold or candidate pair of the study the annotator has not answered (candidate
+    pairs of the highest priority first: those an audit asked about)."""
     mine = PairJudgment.objects.filter(
         study=study, annotator=user, item_a=OuterRef("item_a"), item_b=OuterRef("item_b")
     )
@@ -267,7 +268,7 @@ def _listed_pair(model, study, user, excluded) -> tuple[int, int] | None:
         pairs = list(
             model.objects.filter(study=study)
             .exclude(Exists(mine))
-            .order_by("?")
+            .order_by(*(("-priority", "?") if model is CandidatePair else ("?",)))
             .values_list("item_a_id", "item_b_id")[: len(excluded) + 1 + extra]
         )
         if refill is not None:

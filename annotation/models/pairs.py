@@ -78,11 +78,17 @@ class GoldPair(PoolPair):
 
 
 class CandidatePair(PoolPair):
-    """A pair uploaded by an admin; the sampler offers these before its own strategy."""
+    """A pair uploaded by an admin; the sampler offers these before its own strategy, those of
+    higher ``priority`` first (pairs an audit asks about: ``ASKED``), at random within one."""
+
+    UPLOADED, ASKED = 0, 1
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="candidate_pairs")
     item_a = models.ForeignKey("spaces.Item", on_delete=models.CASCADE, related_name="+")
     item_b = models.ForeignKey("spaces.Item", on_delete=models.CASCADE, related_name="+")
+    priority = models.PositiveSmallIntegerField(
+        default=0, help_text="Offered before pairs of lower priority (1: asked by an audit)."
+    )
 
     class Meta:
         constraints = [

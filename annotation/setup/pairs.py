@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.db.models import Q
 
 from annotation.access import Action, require
 from annotation.facts import study_changed
@@ -64,9 +65,10 @@ def pairs_resolve(*, study: Study, rows: list[PairRow]) -> list[ResolvedPair]:
 
 @transaction.atomic
 def candidate_pairs_upload(
-    *, user, study: Study, rows: list[PairRow], replace: bool = False
+    *, user, study: Study, rows: list[PairRow], replace: bool = False, priority: int = 0
 ) -> dict:
-    """Store candidate pairs (all keys in the pool, else nothing); ``replace`` drops the old."""
+    """Store candidate pairs (all keys in the pool, else nothing); ``replace`` drops the old.
+    ``priority``: offered before pairs of lower priority (pairs already there are raised to it)."""
     require(user, study, Action.MANAGE, "Only an admin of the study can change its pairs.")
     study = Study.objects.select_for_update().get(pk=study.pk)  # the current pool
     pairs = pairs_resolve(study=study, rows=rows)
@@ -75,9 +77,21 @@ def candidate_pairs_upload(
     have = set(CandidatePair.objects.filter(study=study).values_list("item_a_id", "item_b_id"))
     new = [p for p in pairs if (p.item_a.pk, p.item_b.pk) not in have]
     CandidatePair.objects.bulk_create(
-        [CandidatePair(study=study, item_a=p.item_a, item_b=p.item_b) for p in new],
+        [
+            CandidatePair(study=study, item_a=p.item_a, item_b=p.item_b, priority=priority)
+            for p in new
+        ],
         batch_size=1000,
     )
+    if priority:
+        old = Q()
+        for p in pairs:
+            if (p.item_a.pk, p.item_b.pk) in have:
+                old |= Q(item_a=p.item_a.pk, item_b=p.item_b.pk)
+        if old:
+            CandidatePair.objects.filter(old, study=study, priority__lt=priority).update(
+                priority=priority
+            )
     study_changed(study.pk)  # bulk writes send no signals: the pair queues choose again
     total = CandidatePair.objects.filter(study=study).count()
     audit_record(

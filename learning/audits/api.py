@@ -6,7 +6,11 @@
   ``GET`` lists the study's audits, newest first;
 * ``GET /api/studies/{id}/audits/{aid}/`` — status (queued, running, done, failed), progress,
   and when done the figures (``violation_rate``, … with their intervals; ``summary`` has all);
-* ``GET /api/studies/{id}/audits/{aid}/violations.csv`` — the stored violations, worst first.
+* ``GET /api/studies/{id}/audits/{aid}/violations.csv`` — the stored violations, worst first;
+* ``GET /api/studies/{id}/counterfactuals.csv?columns=sex,race`` — the pool's counterfactual twins
+  (``learning.audits.twins``), to score and upload with the originals' scores; the detail then
+  has ``counterfactual``: per column ``pairs``, ``moved_share``, ``mean_abs_change``,
+  ``max_abs_change``, ``decision_flips``, their ``intervals`` and the ``worst`` twins.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 
-from learning.audits import selectors, serializers, services
+from learning.audits import selectors, serializers, services, twins
 from learning.exports.api import ExportView
 from learning.exports.formats import stream_csv
 from learning.models import AuditViolation, ModelAudit
@@ -31,6 +35,7 @@ CSV_FIELDS = [
     "score_a",
     "score_b",
     "gap",
+    "needed_L",
     "euclidean",
     "decision_a",
     "decision_b",
@@ -84,6 +89,11 @@ def audit_data(audit: ModelAudit, request) -> dict:
         "created_at": audit.created_at.isoformat(),
         "finished_at": audit.finished_at.isoformat() if audit.finished_at else None,
         "seconds": audit.seconds,
+        "delta": audit.delta if audit.delta is not None else twins.DEFAULT_DELTA,
+        "counterfactual": {
+            column: {k: v for k, v in figures.items() if k != "worst"}
+            for column, figures in (summary.get("counterfactual") or {}).items()
+        },
     }
     for name in FIGURES:
         figure = sigma.get(name)
@@ -124,6 +134,7 @@ class AuditList(AuditView):
             epsilon=request.data.get("epsilon"),
             lipschitz=request.data.get("lipschitz"),
             name=request.data.get("name", ""),
+            delta=request.data.get("delta"),
         )
         return Response(audit_data(audit, request), status=201)
 
@@ -138,9 +149,9 @@ class AuditDetail(AuditView):
         return Response(audit_data(audit, request))
 
 
-def violation_rows(audit: ModelAudit, rows) -> object:
-    """CSV rows of violations, answers included, read in chunks (constant memory)."""
-    ids = list(rows.values_list("id", flat=True))
+def violation_rows(audit: ModelAudit, ids: list[int]) -> object:
+    """CSV rows of the violations ``ids`` (in that order), answers included, read in chunks
+    (constant memory)."""
     for start in range(0, len(ids), CSV_CHUNK):
         part = ids[start : start + CSV_CHUNK]
         found = AuditViolation.objects.in_bulk(part)
@@ -157,6 +168,7 @@ def violation_rows(audit: ModelAudit, rows) -> object:
                 "score_a": v.score_a,
                 "score_b": v.score_b,
                 "gap": v.gap,
+                "needed_L": v.needed,
                 "euclidean": v.euclidean,
                 "decision_a": v.decision_a,
                 "decision_b": v.decision_b,
@@ -191,9 +203,37 @@ class AuditViolations(AuditView):
             )
         filters = selectors.filters_from(request.query_params, selectors.record_fields(audit))
         rows = selectors.violations_filtered(audit=audit, filters=filters)
-        stream = stream_csv(violation_rows(audit, rows), CSV_FIELDS)
+        # The filter's query runs here, before the response starts: a failure is an error
+        # answer, never a 200 cut short after its header.
+        ids = list(rows.values_list("id", flat=True))
+        stream = stream_csv(violation_rows(audit, ids), CSV_FIELDS)
         response = StreamingHttpResponse(stream, content_type="text/csv; charset=utf-8")
         name = f"audit-{audit.study_id}-{audit.pk}-violations.csv"
+        response["Content-Disposition"] = f'attachment; filename="{name}"'
+        response["Cache-Control"] = "private, no-store"
+        return response
+
+
+class Counterfactuals(AuditView):
+    @extend_schema(
+        summary="The pool's counterfactual twins: each record with one sensitive column changed",
+        parameters=[
+            OpenApiParameter(
+                "columns",
+                str,
+                description="comma-separated record fields (empty: the declared sensitive ones)",
+            )
+        ],
+        responses={(200, "text/csv"): bytes},
+    )
+    def get(self, request, study_id: int):
+        plan = twins.counterfactual_plan(
+            study=self.study, columns=request.query_params.get("columns")
+        )
+        rows = twins.counterfactual_rows(study=self.study, plan=plan)
+        stream = stream_csv(rows, plan.header)
+        response = StreamingHttpResponse(stream, content_type="text/csv; charset=utf-8")
+        name = f"study-{self.study.pk}-counterfactuals.csv"
         response["Content-Disposition"] = f'attachment; filename="{name}"'
         response["Cache-Control"] = "private, no-store"
         return response

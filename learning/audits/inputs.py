@@ -26,6 +26,7 @@ from annotation.selectors import pool_items
 from annotation.setup.pool import unknown_keys
 from common.errors import InvalidInput, PayloadTooLarge
 from common.text import invisible, text_problem
+from learning.audits.twins import TwinScores, twins_resolve
 from spaces.exceptions import InputFileError
 from spaces.records.featuremap import apply_feature_map
 from spaces.tables import guess_format, max_table_bytes, read_table
@@ -50,6 +51,7 @@ class Predictions:
     new_keys: list[str]
     new_vectors: np.ndarray
     new_records: list[dict]
+    twins: TwinScores | None = None  # counterfactual twins, kept apart (learning.audits.twins)
 
     @property
     def count(self) -> int:
@@ -68,6 +70,7 @@ class Predictions:
             new_keys=np.array(self.new_keys, dtype=str),
             new_vectors=self.new_vectors,
             new_records=np.array(json.dumps(self.new_records)),
+            **(self.twins.arrays() if self.twins is not None else {}),
         )
         return buffer.getvalue()
 
@@ -83,6 +86,7 @@ class Predictions:
                 new_keys=[str(v) for v in data["new_keys"]],
                 new_vectors=data["new_vectors"],
                 new_records=json.loads(str(data["new_records"])),
+                twins=TwinScores.from_arrays(data),
             )
 
 
@@ -193,7 +197,8 @@ def predictions_read(*, study: Study, upload) -> Predictions:
         key: (pk, row) for key, pk, row in pool_items(study=study).values_list("key", "id", "row")
     }
     known = np.array([k in pool for k in keys], dtype=bool)
-    unknown = np.flatnonzero(~known)
+    twins = twins_resolve(study=study, keys=keys, pool=pool)  # counterfactual twins: kept apart
+    unknown = np.flatnonzero(~known & ~twins.mask)
     new_keys, new_vectors, new_records = [], np.zeros((0, study.space.dimension)), []
     if unknown.size:
         new_keys, new_vectors, new_records = _new_records(study, frame, unknown, keys)
@@ -208,4 +213,5 @@ def predictions_read(*, study: Study, upload) -> Predictions:
         new_keys=new_keys,
         new_vectors=np.asarray(new_vectors, dtype=np.float64),
         new_records=new_records,
+        twins=twins.placed(order, keys, scores, decisions),
     )

@@ -112,3 +112,85 @@ def compare_rows(first: ModelAudit, second: ModelAudit) -> list[tuple]:
             )
         )
     return out
+
+
+@dataclass(frozen=True)
+class TwinRow:
+    """One sensitive column's twin figures, each as ``{"estimate", "low", "high"}``."""
+
+    column: str
+    pairs: int
+    delta: float
+    moved_share: dict
+    mean_abs_change: dict
+    max_abs_change: dict
+    decision_flips: dict | None
+    worst: list
+
+
+def twin_rows(audit: ModelAudit) -> list[TwinRow]:
+    """The audit's counterfactual twins, column by column (empty without twins)."""
+    rows = []
+    for column, found in ((audit.summary or {}).get("counterfactual") or {}).items():
+        intervals = found.get("intervals") or {}
+
+        def fig(name: str, found=found, intervals=intervals) -> dict | None:
+            if found.get(name) is None:
+                return None
+            low, high = intervals.get(name) or (None, None)
+            return {"estimate": found[name], "low": low, "high": high}
+
+        rows.append(
+            TwinRow(
+                column=column,
+                pairs=found["pairs"],
+                delta=found["delta"],
+                moved_share=fig("moved_share"),
+                mean_abs_change=fig("mean_abs_change"),
+                max_abs_change=fig("max_abs_change"),
+                decision_flips=fig("decision_flips"),
+                worst=found.get("worst") or [],
+            )
+        )
+    return rows
+
+
+def curve_chart(audits: list[ModelAudit]) -> dict | None:
+    """The curves of ``audits`` for ``static/js/audit-curves.js`` (None when none has them):
+    the grid of L and per audit its rates under Σ (k neighbours, all pairs sampled) and
+    Euclidean (k neighbours), and its own L."""
+    series, grid = [], None
+    for audit in audits:
+        curves = (audit.summary or {}).get("curves")
+        if not curves:
+            continue
+        grid = curves["L"]
+        series.append(
+            {
+                "name": f"#{audit.pk} {audit.name}",
+                "lipschitz": audit.summary.get("lipschitz", 1.0),
+                "sigma": curves["sigma"]["neighbours"]["rates"],
+                "all_pairs": curves["sigma"]["all_pairs"]["curve"],
+                "euclidean": curves["euclidean"]["neighbours"]["rates"],
+            }
+        )
+    return {"L": grid, "series": series} if series else None
+
+
+def all_pairs_rows(audit: ModelAudit) -> dict | None:
+    """The sampled all-pairs figures under Σ and Euclidean, as ``figure`` filters read them."""
+    curves = (audit.summary or {}).get("curves")
+    if not curves:
+        return None
+    return {
+        "pairs": curves["sampled_pairs"],
+        "sigma": curves["sigma"]["all_pairs"],
+        "euclidean": curves["euclidean"]["all_pairs"],
+    }
+
+
+def compare_twins(first: ModelAudit, second: ModelAudit) -> list[tuple]:
+    """(column, first's TwinRow or None, second's) for every column either audit has twins of."""
+    a = {row.column: row for row in twin_rows(first)}
+    b = {row.column: row for row in twin_rows(second)}
+    return [(column, a.get(column), b.get(column)) for column in sorted(a.keys() | b.keys())]

@@ -32,6 +32,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from learning.audits import search
+from learning.audits.curves import further_figures
 from learning.audits.inputs import Predictions
 from learning.core.audit import (
     comparable_radius,
@@ -126,7 +127,7 @@ class Computed:
     pairs: object  # learning.core.audit.ViolatingPairs, the stored ones
     ranks: np.ndarray  # their ranks among all violations (1 = worst)
     total_pairs: int
-    euclidean: np.ndarray
+    euclidean: np.ndarray  # scaled ‖φ(a) − φ(b)‖ of the stored pairs
     shares: np.ndarray  # (m, fields)
     differing: np.ndarray  # (m, fields) bool
     fields: list[str]
@@ -176,6 +177,7 @@ def audit_compute(
     spec: dict | None,
     progress=None,
     knn=search.knn,
+    delta: float | None = None,
 ) -> Computed:
     """The audit's numbers (no database): see the module docstring. ``knn``: the neighbour
     search (``learning.audits.search.knn``'s signature; the tests pass a brute-force one)."""
@@ -215,6 +217,16 @@ def audit_compute(
         else np.zeros((len(stored), len(fields)), dtype=bool)
     )
     timings["figures"] = time.perf_counter() - mark
+    further = further_figures(
+        predictions=predictions,
+        delta=delta,
+        n_boot=n_boot,
+        graphs=((idx_s, dist_s), (idx_e, dist_e * scale)),
+        points=(vectors @ factor, vectors * scale),
+        epsilon=epsilon,
+        lipschitz=lipschitz,
+        timings=timings,
+    )
     summary = {
         "items": predictions.count,
         "new_records": len(predictions.new_keys),
@@ -231,6 +243,7 @@ def audit_compute(
         "stored": len(stored),
         "sigma": sigma_fig.as_dict(),
         "euclidean": eucl_fig.as_dict(),
+        **further,
         "seconds": {k_: round(v, 3) for k_, v in timings.items()},
     }
     return Computed(
@@ -238,7 +251,8 @@ def audit_compute(
         pairs=stored,
         ranks=positions + 1,
         total_pairs=len(found),
-        euclidean=np.linalg.norm(diff, axis=1) if len(stored) else np.zeros(0),
+        # on the summary's scale (the Euclidean figures' distances), as the page says
+        euclidean=scale * np.linalg.norm(diff, axis=1) if len(stored) else np.zeros(0),
         shares=shares,
         differing=differing,
         fields=fields,
@@ -336,6 +350,7 @@ def audit_run(*, audit_id: int) -> str:
             lipschitz=audit.lipschitz,
             spec=audit.study.space.feature_map,
             progress=progress,
+            delta=audit.delta,
         )
         progress("storing the violations", 0.9, force=True)
         mark = time.perf_counter()

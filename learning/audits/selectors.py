@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from django.db.models import Q, QuerySet
-from django.db.models.fields.json import KT
+from django.db.models import Q, QuerySet, TextField
+from django.db.models.fields.json import KeyTextTransform
+from django.db.models.functions import Cast
 
 from annotation.models import PairJudgment, Study
 from common.errors import InvalidInput, NotFound
@@ -84,16 +85,19 @@ def filters_from(params, fields: list[str]) -> Filters:
 def violations_filtered(*, audit: ModelAudit, filters: Filters) -> QuerySet[AuditViolation]:
     rows = AuditViolation.objects.filter(audit=audit)
     if filters.field:
+        # The key is looked up in each side's JSON (the item's payload across its foreign key,
+        # a new record's own fields), as text: numbers match as the page shows them.
+        sides = ("item_a__payload", "item_b__payload", "record_a", "record_b")
         rows = rows.annotate(
-            field_a=KT(f"item_a__payload__{filters.field}"),
-            field_b=KT(f"item_b__payload__{filters.field}"),
-            record_field_a=KT(f"record_a__{filters.field}"),
-            record_field_b=KT(f"record_b__{filters.field}"),
+            **{
+                f"field_{n}": Cast(KeyTextTransform(filters.field, side), TextField())
+                for n, side in enumerate(sides)
+            }
         ).filter(
-            Q(field_a=filters.value)
-            | Q(field_b=filters.value)
-            | Q(record_field_a=filters.value)
-            | Q(record_field_b=filters.value)
+            Q(field_0=filters.value)
+            | Q(field_1=filters.value)
+            | Q(field_2=filters.value)
+            | Q(field_3=filters.value)
         )
     if filters.differs:
         rows = rows.filter(differing__contains=f",{filters.differs},")

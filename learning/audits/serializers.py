@@ -9,7 +9,8 @@ from rest_framework import serializers
 class AuditCreateSerializer(serializers.Serializer):
     predictions = serializers.FileField(
         help_text="CSV or Parquet: key, score (a number), optional decision; for a record space "
-        "also new records (rows with unknown keys carrying every field of the feature map)."
+        "also new records (rows with unknown keys carrying every field of the feature map) and "
+        "counterfactual twins (keys of counterfactuals.csv, fields optional)."
     )
     version = serializers.IntegerField(
         required=False, help_text="A ready metric version of the study; default: the published."
@@ -22,6 +23,10 @@ class AuditCreateSerializer(serializers.Serializer):
         required=False, help_text="L: a violation's scores differ by more than L·d_Σ; default 1."
     )
     name = serializers.CharField(required=False, max_length=200)
+    delta = serializers.FloatField(
+        required=False,
+        help_text="Counterfactual twins: a pair moved when its scores differ by more; 0.01.",
+    )
 
 
 class _Version(serializers.Serializer):
@@ -60,5 +65,10 @@ class AuditSerializer(serializers.Serializer):
     consistency_interval = serializers.ListField(child=serializers.FloatField(), allow_null=True)
     decision_flip = serializers.FloatField(allow_null=True)
     decision_flip_interval = serializers.ListField(child=serializers.FloatField(), allow_null=True)
+    delta = serializers.FloatField(help_text="The twins' δ.")
+    counterfactual = serializers.DictField(
+        help_text="Per sensitive column (twins uploaded): pairs, moved_share, mean_abs_change, "
+        "max_abs_change, decision_flips, intervals {name: [low, high]}."
+    )
     summary = serializers.DictField(help_text="Every figure under Σ and Euclidean, ε, L, timings.")
     links = serializers.DictField(child=serializers.URLField())

@@ -21,7 +21,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotation.access import Action, require
-from annotation.models import Study
+from annotation.models import CandidatePair, Study
 from annotation.setup.files import PairRow
 from annotation.setup.pairs import candidate_pairs_upload
 from audit.services import Action as AuditAction
@@ -59,9 +59,10 @@ def _number(value, name: str, *, integer: bool = False, low=None, high=None):
     return number
 
 
-def audit_parameters(*, k=None, epsilon=None, lipschitz=None, name="") -> dict:
+def audit_parameters(*, k=None, epsilon=None, lipschitz=None, name="", delta=None) -> dict:
     """Checked parameters: ``k`` in [1, AUDIT_MAX_K] (default 10), ``epsilon`` and ``lipschitz``
-    positive (None: the defaults, ``learning.audits.run``), a visible ``name`` (≤ 200)."""
+    positive (None: the defaults, ``learning.audits.run``), a visible ``name`` (≤ 200), the
+    twins' ``delta`` in [0, 1e6] (None: ``learning.audits.twins.DEFAULT_DELTA``)."""
     k = _number(k, "k", integer=True, low=1, high=settings.AUDIT_MAX_K)
     epsilon = _number(epsilon, "epsilon", low=0)
     lipschitz = _number(lipschitz, "lipschitz", low=0)
@@ -71,7 +72,14 @@ def audit_parameters(*, k=None, epsilon=None, lipschitz=None, name="") -> dict:
     name = (name or "").strip()
     if len(name) > 200 or text_problem(name):
         raise InvalidInput("The name must be text of at most 200 characters.")
-    return {"k": 10 if k is None else k, "epsilon": epsilon, "lipschitz": lipschitz, "name": name}
+    delta = _number(delta, "delta", low=0, high=1e6)
+    return {
+        "k": 10 if k is None else k,
+        "epsilon": epsilon,
+        "lipschitz": lipschitz,
+        "name": name,
+        "delta": delta,
+    }
 
 
 def audit_version(*, study: Study, version_id=None) -> MetricVersion:
@@ -103,14 +111,23 @@ def audit_enqueue(audit_id: int) -> None:
 
 
 def audit_create(
-    *, user, study: Study, upload, version_id=None, k=None, epsilon=None, lipschitz=None, name=""
+    *,
+    user,
+    study: Study,
+    upload,
+    version_id=None,
+    k=None,
+    epsilon=None,
+    lipschitz=None,
+    name="",
+    delta=None,
 ) -> ModelAudit:
     """Check everything, store the normalised scores, create the audit and queue it after the
     commit. Any problem raises InvalidInput (or PayloadTooLarge) and writes nothing."""
     require(user, study, Action.REVIEW, AUDIT_REFUSED)
     if upload is None:
         raise InvalidInput("Upload the model's scores as predictions (CSV or Parquet).")
-    params = audit_parameters(k=k, epsilon=epsilon, lipschitz=lipschitz, name=name)
+    params = audit_parameters(k=k, epsilon=epsilon, lipschitz=lipschitz, name=name, delta=delta)
     version = audit_version(study=study, version_id=version_id)
     if version.dimension is not None and version.dimension != study.space.dimension:
         raise InvalidInput(
@@ -140,6 +157,7 @@ def audit_create(
                 k=params["k"],
                 epsilon=params["epsilon"],
                 lipschitz=params["lipschitz"],
+                delta=params["delta"],
                 predictions=stored,
                 original_name=original,
                 item_count=predictions.count,
@@ -186,7 +204,9 @@ def audit_ask_annotators(*, user, audit: ModelAudit, violation_ids) -> dict:
         )
     rows = [PairRow(line=v.rank, key_a=v.key_a, key_b=v.key_b) for v in chosen]
     with transaction.atomic():
-        result = candidate_pairs_upload(user=user, study=audit.study, rows=rows)
+        result = candidate_pairs_upload(
+            user=user, study=audit.study, rows=rows, priority=CandidatePair.ASKED
+        )
         AuditViolation.objects.filter(pk__in=[v.pk for v in chosen], asked_at__isnull=True).update(
             asked_at=timezone.now()
         )

@@ -17,7 +17,7 @@ from django.views.decorators.http import require_http_methods, require_POST, req
 
 from annotation.access import Action, may, study_get
 from common.errors import InvalidInput, PayloadTooLarge
-from learning.audits import report, selectors, services
+from learning.audits import report, selectors, services, twins
 from learning.models import MetricVersion, ModelAudit
 
 
@@ -36,6 +36,9 @@ class AuditForm(forms.Form):
     k = forms.IntegerField(required=False, min_value=1, initial=10, label="Neighbours k")
     epsilon = forms.FloatField(required=False, label="ε (empty: from the metric)")
     lipschitz = forms.FloatField(required=False, label="L (empty: 1)")
+    delta = forms.FloatField(
+        required=False, min_value=0, label="δ for counterfactual twins (empty: 0.01)"
+    )
 
     def __init__(self, *args, study, **kwargs):
         super().__init__(*args, **kwargs)
@@ -70,16 +73,43 @@ def audit_list(request: HttpRequest, study_id: int) -> HttpResponse:
                 epsilon=data["epsilon"],
                 lipschitz=data["lipschitz"],
                 name=data["name"],
+                delta=data["delta"],
             )
         except (InvalidInput, PayloadTooLarge) as exc:
             form.add_error(None, exc.message)
         else:
             messages.success(request, f"Audit {audit.name!r} queued: the worker runs it.")
             return redirect("learning:audit-detail", study.pk, audit.pk)
-    audits = list(selectors.study_audits(study=study)[:100])
     status = 400 if request.method == "POST" else 200
-    context = _nav(study) | {"form": form, "audits": audits}
+    return _list(request, study, form, status=status)
+
+
+def _list(request, study, form, *, status: int = 200, columns_error: str = "") -> HttpResponse:
+    context = _nav(study) | {
+        "form": form,
+        "audits": list(selectors.study_audits(study=study)[:100]),
+        "record_columns": twins.record_columns(study),
+        "sensitive": twins.sensitive_columns(study),
+        "may_declare": may(request.user, study, Action.MANAGE),
+        "columns_error": columns_error,
+    }
     return render(request, "learning/audits/list.html", context, status=status)
+
+
+@login_required
+@require_POST
+def audit_sensitive(request: HttpRequest, study_id: int) -> HttpResponse:
+    """An admin declares the study's sensitive columns (the counterfactual twins' columns)."""
+    study = _study(request, study_id)
+    try:
+        columns = twins.sensitive_columns_set(
+            user=request.user, study=study, columns=request.POST.getlist("column")
+        )
+    except InvalidInput as exc:
+        return _list(request, study, AuditForm(study=study), status=400, columns_error=exc.message)
+    named = ", ".join(columns) or "none"
+    messages.success(request, f"Sensitive columns: {named}.")
+    return redirect("learning:audits", study.pk)
 
 
 def _detail(request, study, audit, *, error: str = "", status: int = 200) -> HttpResponse:
@@ -104,6 +134,10 @@ def _detail(request, study, audit, *, error: str = "", status: int = 200) -> Htt
         "audit": audit,
         "summary": audit.summary,
         "figures": report.summary_rows(audit),
+        "twin_rows": report.twin_rows(audit),
+        "curve_chart": report.curve_chart([audit]),
+        "all_pairs": report.all_pairs_rows(audit),
+        "sensitive": twins.sensitive_columns(study),
         "fields": fields,
         "filters": filters,
         "page": page,
@@ -165,5 +199,7 @@ def audit_compare(request: HttpRequest, study_id: int) -> HttpResponse:
         "overlap": selectors.audit_overlap(first, second),
         "worst_a": list(first.violations.order_by("rank")[:10]),
         "worst_b": list(second.violations.order_by("rank")[:10]),
+        "curve_chart": report.curve_chart([first, second]),
+        "twins": report.compare_twins(first, second),
     }
     return render(request, "learning/audits/compare.html", context)

@@ -28,8 +28,8 @@ For the worst gap (a maximum, for which no bootstrap is consistent) the interval
 of the resampled maximum: its low end shows how much the worst case hinges on a few items.
 
 :func:`field_shares` splits ``d_Σ²`` of a pair among fields (blocks of φ's columns): field
-``f``'s share is ``z_fᵀ Σ z / zᵀ Σ z`` — its Shapley value in the quadratic form (cross terms
-split evenly) — so the shares add up to 1 (one may be negative when fields offset each other).
+``f``'s share is its own part ``z_fᵀ Σ_ff z_f`` (the squared distance were the pair to differ in
+``f`` alone) over the sum of the fields' own parts — between 0 and 1, adding up to 1.
 """
 
 from __future__ import annotations
@@ -329,17 +329,23 @@ def violating_pairs(
 
 
 def field_shares(differences: ArrayLike, factor: ArrayLike, starts: ArrayLike) -> np.ndarray:
-    """Each field's share of ``d_Σ²`` for each pair (rows of ``differences`` = ``φ(a) − φ(b)``):
-    ``z_fᵀ Σ z / zᵀ Σ z`` with ``Σ = W Wᵀ`` (``factor`` = W); fields are the column blocks that
-    begin at ``starts`` (ascending, the first 0). A pair at distance 0 gets NaN shares."""
+    """Each field's share of a pair's ``d_Σ²`` (rows of ``differences`` = ``φ(a) − φ(b)``): field
+    ``f``'s own part ``‖W_fᵀ z_f‖² = z_fᵀ Σ_ff z_f`` — the squared distance of the pair if it
+    differed in ``f`` alone — over the sum of all fields' own parts (``Σ = W Wᵀ``, ``factor`` =
+    W; fields are the column blocks that begin at ``starts``, ascending, the first 0). Each
+    share lies in [0, 1] and they add up to 1; Σ's cross terms between fields, which can be
+    negative (fields that offset each other) are left out, so that no share reads 268 % or
+    −193 %. A pair that differs in no field Σ sees gets NaN shares."""
     z = np.atleast_2d(np.asarray(differences, dtype=np.float64))
     w = np.asarray(factor, dtype=np.float64)
     starts = np.asarray(starts, dtype=np.int64)
     if starts.size == 0 or starts[0] != 0 or np.any(np.diff(starts) <= 0):
         raise ValueError("starts must be ascending field starts beginning at 0")
-    contributions = z * ((z @ w) @ w.T)  # z ∘ Σz: sums to zᵀΣz along each row
-    blocks = np.add.reduceat(contributions, starts, axis=1) if z.shape[0] else contributions
-    total = contributions.sum(axis=1, keepdims=True)
-    scale = np.maximum(np.abs(contributions).sum(axis=1, keepdims=True), np.finfo(float).tiny)
+    ends = np.append(starts[1:], z.shape[1])
+    own = np.column_stack(
+        [((z[:, s:e] @ w[s:e]) ** 2).sum(axis=1) for s, e in zip(starts, ends, strict=True)]
+    )
+    total = own.sum(axis=1, keepdims=True)
+    scale = np.maximum(np.abs(z).sum(axis=1, keepdims=True), np.finfo(float).tiny)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(total > 1e-12 * scale, blocks / total, np.nan)
+        return np.where(total > 1e-24 * scale, own / total, np.nan)

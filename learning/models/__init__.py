@@ -3,7 +3,7 @@ metric versions, WEAT suites and results, learning settings and refit state
 (:mod:`learning.models.metrics`); model audits and their violations
 (:mod:`learning.models.audits`)."""
 
-from .audits import AuditStatus, AuditViolation, ModelAudit
+from .audits import AuditSettings, AuditStatus, AuditViolation, ModelAudit
 from .metrics import (
     MetricVersion,
     MetricVersionQuerySet,
@@ -16,6 +16,7 @@ from .metrics import (
 )
 
 __all__ = [
+    "AuditSettings",
     "AuditStatus",
     "AuditViolation",
     "MetricVersion",

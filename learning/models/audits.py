@@ -39,6 +39,9 @@ class ModelAudit(models.Model):
     k = models.PositiveSmallIntegerField(help_text="Neighbours per item.")
     epsilon = models.FloatField(null=True, blank=True, help_text="As asked; empty: the default.")
     lipschitz = models.FloatField(null=True, blank=True, help_text="As asked; empty: 1.")
+    delta = models.FloatField(
+        null=True, blank=True, help_text="Twins: a score change above δ moves; empty: 0.01."
+    )
     predictions = models.FileField(upload_to="audits/", max_length=500)
     original_name = models.CharField(max_length=255, blank=True)
     item_count = models.PositiveIntegerField(default=0)
@@ -87,7 +90,7 @@ class AuditViolation(models.Model):
     record_a = models.JSONField(null=True, blank=True, help_text="A new record's fields.")
     record_b = models.JSONField(null=True, blank=True, help_text="A new record's fields.")
     distance = models.FloatField(help_text="d_Σ")
-    euclidean = models.FloatField(help_text="‖φ(a) − φ(b)‖")
+    euclidean = models.FloatField(help_text="‖φ(a) − φ(b)‖ on the summary's Euclidean scale")
     score_a = models.FloatField()
     score_b = models.FloatField()
     gap = models.FloatField(help_text="|score_a − score_b| − L·d_Σ")
@@ -117,3 +120,16 @@ class AuditViolation(models.Model):
     @property
     def differing_fields(self) -> list[str]:
         return [f for f in self.differing.split(",") if f]
+
+
+class AuditSettings(models.Model):
+    """A record study's audit settings, set by its admins: the **sensitive columns** whose
+    counterfactual twins the audit offers (``learning.audits.twins``)."""
+
+    study = models.OneToOneField(Study, on_delete=models.CASCADE, related_name="audit_settings")
+    sensitive_columns = models.JSONField(
+        default=list, blank=True, help_text='Record fields, e.g. ["sex", "race"].'
+    )
+
+    def __str__(self) -> str:
+        return f"audit settings of study {self.study_id}"

@@ -140,6 +140,7 @@ NOT_PAGES = {
     "spaces:import-status",
     "learning:version-publish",
     "learning:audit-ask",  # POST: sends violations to the annotators
+    "learning:audit-sensitive",  # POST: declares the sensitive columns (tests/browser/test_audit_curves.py)
     "learning:study-weat-test-delete",  # POST
     "accounts:token-revoke",
     "annotation:markdown-preview",  # POST: the live preview's fragment

@@ -172,38 +172,26 @@ def test_bootstrap_runs_in_chunks_for_many_items(monkeypatch):
     assert chunked.worst_gap.high == pytest.approx(chunked.worst_gap.estimate)
 
 
-def test_field_shares_are_the_shapley_split_and_add_to_one():
+def test_field_shares_are_each_fields_own_part_between_0_and_1():
     rng = np.random.default_rng(2)
     root = rng.normal(size=(5, 5))
+    root[:, 3] *= -4  # fields that offset each other through Σ's cross terms
     sigma = root @ root.T
     w = metric_factor(sigma)
-    z = rng.normal(size=(4, 5))
+    z = rng.normal(size=(200, 5))
     starts = np.array([0, 2, 3])  # fields: columns {0,1}, {2}, {3,4}
     shares = field_shares(z, w, starts)
     assert_allclose(shares.sum(axis=1), 1.0)
-    # by hand for the first pair: share_f = z_f' Σ z / z' Σ z
-    total = z[0] @ sigma @ z[0]
+    assert np.all((shares >= 0) & (shares <= 1))
+    # by hand: share_f = z_f' Σ_ff z_f / Σ_g z_g' Σ_gg z_g (the pair differing in f alone)
     block = [slice(0, 2), slice(2, 3), slice(3, 5)]
-    expected = [z[0][b] @ (sigma @ z[0])[b] / total for b in block]
-    assert_allclose(shares[0], expected)
-
-    # Shapley: the average marginal contribution over the orders of the 3 fields
-    def q(mask):
-        v = np.zeros(5)
-        for f, on in enumerate(mask):
-            if on:
-                v[block[f]] = z[0][block[f]]
-        return v @ sigma @ v
-
-    orders = [(0, 1, 2), (0, 2, 1), (1, 0, 2), (1, 2, 0), (2, 0, 1), (2, 1, 0)]
-    shapley = np.zeros(3)
-    for order in orders:
-        present = [False] * 3
-        for f in order:
-            before = q(present)
-            present[f] = True
-            shapley[f] += q(present) - before
-    assert_allclose(shares[0], shapley / len(orders) / total)
+    for m in range(5):
+        own = [z[m][b] @ sigma[b, b] @ z[m][b] for b in block]
+        assert_allclose(shares[m], np.array(own) / sum(own))
+    # the old split, z_f' Σ z / z' Σ z, leaves [0, 1] on these pairs: that was the bug
+    total = np.einsum("ij,jk,ik->i", z, sigma, z)
+    cross = np.column_stack([(z[:, b] * (z @ sigma)[:, b]).sum(axis=1) for b in block])
+    assert ((cross / total[:, None]) < 0).any()
 
 
 def test_a_field_the_metric_ignores_gets_no_share_and_distance_zero_gives_nan():

@@ -61,6 +61,18 @@ ROWS: dict[str, Row] = {
         {"get": REVIEWER_PAGE},
         PAGE_GATE,
     ),
+    # study A holds words: past the gate, the twins answer 400 (they need records)
+    "api-counterfactuals": Row(
+        lambda w: reverse("api-counterfactuals", args=[A(w)]) + "?columns=sex",
+        {"get": statuses(401, 403, 404, 400, 400, 400)},
+        EXPORT_STUDY_GATE,
+    ),
+    "learning:audit-sensitive": Row(  # the study's admins and superusers (400: words, no columns)
+        lambda w: reverse("learning:audit-sensitive", args=[A(w)]),
+        {"post": statuses(302, 403, 404, 403, 400, 400)},
+        PAGE_GATE,
+        body=lambda w, r: {"column": ["sex"]},
+    ),
     "learning:audit-ask": Row(  # the study's admins (membership) and superusers
         lambda w: reverse("learning:audit-ask", args=[A(w), audit_of(w)]),
         {"post": statuses(302, 403, 404, 403, 302, 302)},
