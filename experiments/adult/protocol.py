@@ -97,6 +97,7 @@ class Run:
     tests: dict[bool, TestSet]
     directions: dict[bool, np.ndarray]
     sigma: dict[bool, np.ndarray]
+    validity: dict[bool, dict | None] = field(default_factory=dict)  # the API's, per Sigma
 
 
 def run_frames(protocol: Protocol, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -175,6 +176,7 @@ def prepare_run(protocol: Protocol, seed: int, fetch: Source, log: Callable[[str
             recipe, run.x[gender], names, female, seed=seed, weights=weights
         )
         run.sigma[gender] = downloaded.sigma
+        run.validity[gender] = downloaded.metadata.get("validity")
     return run
 
 
@@ -223,13 +225,24 @@ def train_row(
 QUICK_SCHEDULE_INFAIRNESS = {"steps": 20, "auditor_nsteps": 3}
 
 
+def row_validity(row: str, runs: list[Run]) -> list[dict | None]:
+    """The validity of each run's learned Sigma in ``row`` (as the export API gave it); empty
+    for the rows that use none (the baseline, SenSR's own metric)."""
+    if row in ("baseline", "sensr"):
+        return []
+    gender = row != "explore-no-gender"
+    return [run.validity.get(gender) for run in runs]
+
+
 def run_table(
     protocol: Protocol,
     seeds: list[int],
     fetch: Source,
     log: Callable[[str], None] = lambda _: None,
-) -> dict[str, np.ndarray]:
-    """``{row: (runs, 7)}`` for the protocol's rows over the runs ``seeds``."""
+) -> tuple[dict[str, np.ndarray], dict[str, list[dict | None]]]:
+    """``{row: (runs, 7)}`` for the protocol's rows over the runs ``seeds``, and
+    ``{row: [validity of each run's Sigma]}`` (:func:`row_validity`)."""
     runs = [prepare_run(protocol, seed, fetch, log) for seed in seeds]
     log(f"{len(runs)} run(s) prepared")
-    return {row: train_row(protocol, row, runs, log) for row in protocol.rows}
+    results = {row: train_row(protocol, row, runs, log) for row in protocol.rows}
+    return results, {row: row_validity(row, runs) for row in protocol.rows}

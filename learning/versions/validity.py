@@ -188,8 +188,8 @@ def validity_header(validity: dict) -> str:
     return ", ".join(parts)
 
 
-def verdict_line(validity: dict) -> str:
-    """One readable line: the verdict, its figures and what it needs."""
+def verdict_line(validity: dict, *, needs: bool = True) -> str:
+    """One readable line: the verdict, its figures and (``needs``) what it lacks."""
     figures = validity["figures"]
     line = validity["verdict"]
     if figures.get("basis"):
@@ -205,6 +205,6 @@ def verdict_line(validity: dict) -> str:
         bits.append(f"held-out AUC {figures['auc']:.3f}")
     if bits:
         line += ": " + ", ".join(bits)
-    if validity.get("needs") and validity["verdict"] != INFORMATIVE:
+    if needs and validity.get("needs") and validity["verdict"] != INFORMATIVE:
         line += f" — {validity['needs']}"
     return line

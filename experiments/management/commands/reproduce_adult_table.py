@@ -111,7 +111,7 @@ class Command(BaseCommand):
         else:
             fetch = app_source(lambda studies: local_export(*studies), log)
         try:
-            results = run_table(protocol, seeds, fetch, log)
+            results, validity = run_table(protocol, seeds, fetch, log)
         except (RuntimeError, ValueError, InputFileError, AppError) as exc:
             raise CommandError(str(exc)) from None
         elapsed = time.monotonic() - started
@@ -119,7 +119,7 @@ class Command(BaseCommand):
             f"\n{runs} run(s); Sigma downloaded through the export API; protocol "
             + ", ".join(f"{k}={v}" for k, v in protocol.as_dict().items() if k != "rows")
         )
-        self.stdout.write(format_table(results))
+        self.stdout.write(format_table(results, validity))
         base = results.get("baseline")
         for key, values in results.items():
             if key == "baseline" or base is None:
@@ -139,6 +139,7 @@ class Command(BaseCommand):
                 "schedules": {r: protocol.schedule(r).as_dict() for r in protocol.rows},
                 "seconds": round(elapsed, 1),
                 "rows": {key: values.tolist() for key, values in results.items()},
+                "validity": validity,
             }
             with open(options["json"], "w", encoding="utf-8") as f:
                 json.dump(figures, f, indent=1)
