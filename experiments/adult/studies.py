@@ -187,11 +187,10 @@ def projected_version(
 def publish_reason(version: MetricVersion, *, context: str) -> str:
     """Why ``version`` is published although it is not informative: ``context``, its verdict
     and, for a derived version, the verdict of the fit it comes from — each with its figures."""
-    own = validity_of(version)
-    reason = f"{context}: this version is {verdict_line(own, needs=False)}"
+    reason = f"{context}. This version's verdict: {verdict_line(validity_of(version))}"
     if version.parent is not None:
         source = verdict_line(validity_of(version.parent), needs=False)
-        reason += f"; the EXPLORE fit it projects (#{version.parent_id}) is {source}"
+        reason += f"; the EXPLORE fit it projects (#{version.parent_id}): {source}"
     reason += " — published to reproduce the paper, see docs/adult.md"
     return reason[:REASON_MAX_CHARS]
 

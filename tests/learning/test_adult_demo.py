@@ -70,7 +70,7 @@ def test_the_demo_is_built_once_and_publishes_the_projected_explore_metric(capsy
     if validity["verdict"] != "informative":
         override = validity["override"]
         assert override["by"] == "load_adult_demo"
-        assert f"#{fitted.pk}) is {validity_of(fitted)['verdict']}" in override["reason"]
+        assert f"#{fitted.pk}): {validity_of(fitted)['verdict']}" in override["reason"]
         assert "docs/adult.md" in override["reason"]
     for version in MetricVersion.objects.filter(study__name=STUDY_NAME, is_published=True):
         assert validity_of(version)["verdict"] == "informative" or version.publish_override
