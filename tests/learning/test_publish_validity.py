@@ -104,7 +104,8 @@ def test_the_new_items_verdict_is_read_as_stored(version):
     assert validity["override"] is None
     later = validity_of(with_diagnostics(version, {"validity": ITEMS_CANNOT_TELL}))
     assert (later["verdict"], later["needs"]) == ("cannot tell yet", "about 30 more items")
-    assert later["figures"]["gain"] is None and later["figures"]["items"] == 9
+    assert later["figures"]["gain"] is None
+    assert later["figures"]["items"] == 9
 
 
 def test_the_new_items_verdict_wins_over_the_pair_level_one(version):
@@ -179,7 +180,8 @@ def test_publishing_what_is_not_informative_needs_a_reason(version, users):
         storage.metric_version_publish(version=version, user=users["admin"], reason="  ")
     assert refused.value.validity["verdict"] == "not informative"
     version.refresh_from_db()
-    assert not version.is_published and version.publish_override is None
+    assert not version.is_published
+    assert version.publish_override is None
     assert not AuditEvent.objects.filter(action=AuditEvent.Action.PUBLISH).exists()
 
     storage.metric_version_publish(version=version, user=users["admin"], reason=" paper replica ")
@@ -199,14 +201,16 @@ def test_automatic_publishing_never_publishes_what_is_not_informative(version):
         storage.version_publish(version_id=version.pk, user=None)
     storage.version_publish(version_id=version.pk, user=None, reason="demo", by="load_demo")
     version.refresh_from_db()
-    assert version.is_published and version.publish_override["by"] == "load_demo"
+    assert version.is_published
+    assert version.publish_override["by"] == "load_demo"
 
 
 def test_an_informative_version_is_published_without_a_reason(version, users):
     with_diagnostics(version, {"validity": ITEMS_INFORMATIVE})
     storage.metric_version_publish(version=version, user=users["admin"], reason="ignored")
     version.refresh_from_db()
-    assert version.is_published and version.publish_override is None
+    assert version.is_published
+    assert version.publish_override is None
     event = AuditEvent.objects.get(action=AuditEvent.Action.PUBLISH)
     assert (event.detail["verdict"], event.detail["override"]) == ("informative", None)
 
@@ -284,7 +288,8 @@ def test_validity_travels_with_the_metric(version, users, study):
             "gain-high=0.070, auc=0.660, items=120, pairs=340, override=?0"
         )
         cached = reviewer.get(url, HTTP_IF_NONE_MATCH=response["ETag"])
-        assert cached.status_code == 304 and cached[HEADER] == response[HEADER]
+        assert cached.status_code == 304
+        assert cached[HEADER] == response[HEADER]
 
 
 def test_the_schema_documents_validity_and_the_publish_endpoint(admin_client):
@@ -301,7 +306,8 @@ def test_the_page_asks_for_a_reason_and_shows_it(client, version, users):
     with_diagnostics(version, PAIRS_ADULT)
     client.force_login(users["admin"])
     page = client.get(reverse("learning:version-detail", args=[version.pk])).content.decode()
-    assert "not informative" in page and 'name="reason"' in page
+    assert "not informative" in page
+    assert 'name="reason"' in page
     url = reverse("learning:version-publish", args=[version.pk])
     refused = client.post(url, {"reason": ""})
     assert refused.status_code == 400
@@ -309,7 +315,8 @@ def test_the_page_asks_for_a_reason_and_shows_it(client, version, users):
     assert not MetricVersion.objects.get(pk=version.pk).is_published
     assert client.post(url, {"reason": "the paper's table"}).status_code == 302
     page = client.get(reverse("learning:version-detail", args=[version.pk])).content.decode()
-    assert "the paper&#x27;s table" in page and 'data-testid="override"' in page
+    assert "the paper&#x27;s table" in page
+    assert 'data-testid="override"' in page
 
 
 def test_an_informative_version_page_asks_for_no_reason(client, version, users):

@@ -37,7 +37,8 @@ HAVE_TORCH = all(importlib.util.find_spec(m) for m in ("torch", "inFairness"))
 def test_quick_run_downloads_through_the_api_and_prints_the_table(capsys, tmp_path):
     require(HAVE_TORCH, "PyTorch and inFairness are not installed (make extras)")
     out_json = tmp_path / "adult.json"
-    call_command("reproduce_adult_table", "--quick", "--json", str(out_json))
+    rows = ",".join(ROWS)  # the paper's four, the control and "Project"
+    call_command("reproduce_adult_table", "--quick", "--rows", rows, "--json", str(out_json))
     out = capsys.readouterr().out
     assert "Sigma downloaded through the export API" in out
     for label in ROWS.values():
@@ -56,6 +57,10 @@ def test_quick_run_downloads_through_the_api_and_prints_the_table(capsys, tmp_pa
     # each run's Sigma is the unprojected EXPLORE fit its own study published, with its
     # validity as the API gave it (an informative verdict, or the reason it was published)
     assert figures["validity"]["baseline"] == figures["validity"]["sensr"] == []
+    assert figures["validity"]["project"] == []
+    (control,) = figures["validity"]["explore-authors"]  # the authors' estimator, scored itself
+    assert control["figures"]["basis"] == "held-out pairs (one 80/20 split)"
+    assert control["verdict"] in ("informative", "not informative", "cannot tell yet")
     for gender, key in ((True, "explore"), (False, "explore-no-gender")):
         name = study_name(Protocol(quick=True), 0, gender)
         version = MetricVersion.objects.get(study__name=name, is_published=True)
