@@ -166,14 +166,20 @@ def _header_number(value: float) -> str:
     return "0.000" if text == "-0.000" else text
 
 
+def _header_string(text) -> str:
+    """An RFC 8941 string: printable ASCII, quotes and backslashes escaped."""
+    clean = "".join(c for c in str(text) if " " <= c <= "~")
+    return '"' + clean.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
 def validity_header(validity: dict) -> str:
     """The object as an RFC 8941 dictionary, e.g. ``verdict="not informative", basis="held-out
     pairs", gain=-0.055, gain-low=-0.065, gain-high=-0.045, auc=0.493, override=?1`` (figures
     that are missing are left out)."""
     figures = validity["figures"]
-    parts = [f'verdict="{validity["verdict"]}"']
+    parts = [f"verdict={_header_string(validity['verdict'])}"]
     if figures.get("basis"):
-        parts.append(f'basis="{figures["basis"]}"')
+        parts.append(f"basis={_header_string(figures['basis'])}")
     if figures.get("gain") is not None:
         parts.append(f"gain={_header_number(figures['gain'])}")
     if figures.get("gain_interval"):

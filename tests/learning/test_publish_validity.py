@@ -165,6 +165,8 @@ def test_the_header_is_a_structured_dictionary(version):
         'verdict="not informative", basis="held-out pairs", gain=-0.055, gain-low=-0.065, '
         "gain-high=-0.045, auc=0.493, pairs=5000, override=?0"
     )
+    odd = validity | {"figures": validity["figures"] | {"basis": 'new "items" é\\'}}
+    assert validity_header(odd).split(", ")[1] == 'basis="new \\"items\\" \\\\"'
     assert verdict_line(validity).startswith(
         "not informative on held-out pairs: gain over the constant -0.055 per answer "
         "(95 % interval -0.065 to -0.045), held-out AUC 0.493"
