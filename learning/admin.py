@@ -44,9 +44,12 @@ class MetricVersionAdmin(admin.ModelAdmin):
         "fingerprint",
         "transient",
         "informative",  # the rule's (learning/evaluation/informative.py), never edited by hand
+        "publish_override",  # recorded by publishing with a reason (learning/versions/storage.py)
     ]
     actions = ["publish_version"]
 
+    # A version that is not informative needs a reason: the version page asks for one; here the
+    # action is refused with the verdict (learning/versions/storage.py: version_publish).
     @admin.action(description="Publish the selected version (replaces the published one)")
     def publish_version(self, request, queryset):
         if queryset.count() != 1:

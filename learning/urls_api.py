@@ -9,6 +9,11 @@ from learning.exports import api
 urlpatterns = [
     path("versions/<int:version_id>/", api.VersionDetail.as_view(), name="api-version"),
     path(
+        "versions/<int:version_id>/publish/",
+        api.VersionPublish.as_view(),
+        name="api-version-publish",
+    ),
+    path(
         "versions/<int:version_id>/sigma.<str:fmt>",
         api.VersionSigma.as_view(),
         name="api-version-sigma",

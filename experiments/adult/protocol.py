@@ -29,7 +29,18 @@ from dataclasses import asdict, dataclass, field, replace
 import numpy as np
 import pandas as pd
 
-from experiments.adult.data import GENDER_COLUMN, LABEL, POSITIVE, adult_both, adult_frame
+from experiments.adult.authors_explore import STEPS as AUTHORS_STEPS
+from experiments.adult.authors_explore import heldout_check, proximal_explore
+from experiments.adult.data import (
+    GENDER_COLUMN,
+    LABEL,
+    N_COMPARABLE_PER_GROUP,
+    N_INCOMPARABLE,
+    POSITIVE,
+    adult_both,
+    adult_frame,
+    adult_pairs,
+)
 from experiments.adult.data import random_split as split_rows
 from experiments.adult.directions import STEPS as DIRECTION_STEPS
 from experiments.adult.directions import (
@@ -39,7 +50,7 @@ from experiments.adult.directions import (
 )
 from experiments.adult.sensr import TrainSettings, train_classifier
 from experiments.adult.studies import run_study
-from experiments.adult.table import ROWS, Downloaded, TestSet, download
+from experiments.adult.table import ROWS, TABLE_ROWS, Downloaded, TestSet, download
 from experiments.adult.twostage import AUTHORS, Schedule, train_networks
 from spaces.records.featuremap import apply_feature_map
 
@@ -52,6 +63,7 @@ CHOICES = {
 QUICK_ROWS = {"train": 3_000, "test": 1_500}
 QUICK_PAIRS = 0.1
 QUICK_DIRECTION_STEPS = 100
+QUICK_AUTHORS_STEPS = 200
 QUICK_SCHEDULE = {"steps": 6, "subspace_steps": 3, "full_steps": 2}
 
 
@@ -62,7 +74,7 @@ class Protocol:
     sigma: str = "unprojected"
     attack: str = "two-stage"
     divisor: float = 1.0
-    rows: tuple[str, ...] = tuple(ROWS)
+    rows: tuple[str, ...] = TABLE_ROWS
     quick: bool = False
     device: str = "auto"
     extra: dict = field(default_factory=dict)
@@ -81,7 +93,7 @@ class Protocol:
         return {k: v for k, v in asdict(self).items() if k != "extra"}
 
     def schedule(self, row: str) -> Schedule:
-        base = AUTHORS["baseline" if row == "baseline" else row.split("-")[0]]
+        base = AUTHORS["baseline" if row in ("baseline", "project") else row.split("-")[0]]
         if self.quick:
             return replace(base, **QUICK_SCHEDULE)
         return base.scaled(self.divisor)
@@ -97,6 +109,8 @@ class Run:
     tests: dict[bool, TestSet]
     directions: dict[bool, np.ndarray]
     sigma: dict[bool, np.ndarray]
+    validity: dict[bool, dict | None] = field(default_factory=dict)  # the API's, per Sigma
+    authors: tuple[np.ndarray, dict] | None = None  # the authors' EXPLORE: Σ and its validity
 
 
 def run_frames(protocol: Protocol, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -175,7 +189,33 @@ def prepare_run(protocol: Protocol, seed: int, fetch: Source, log: Callable[[str
             recipe, run.x[gender], names, female, seed=seed, weights=weights
         )
         run.sigma[gender] = downloaded.sigma
+        run.validity[gender] = downloaded.metadata.get("validity")
+    if "explore-authors" in protocol.rows:
+        run.authors = authors_sigma(protocol, seed, train, run.x[True], log)
     return run
+
+
+def authors_sigma(protocol: Protocol, seed: int, train: pd.DataFrame, x: np.ndarray, log):
+    """The control: the authors' EXPLORE on the run's pairs (the ones its study imported) in
+    the run's φ with gender — Σ from all of them, and its validity from a second fit on 80 %
+    scored on the other 20 % (:mod:`experiments.adult.authors_explore`)."""
+    scale = QUICK_PAIRS if protocol.quick else 1.0
+    pairs, comparable = adult_pairs(
+        (train[LABEL] == POSITIVE).to_numpy(),
+        (train[GENDER_COLUMN] == "Female").to_numpy(),
+        seed=seed,
+        n_comparable_per_group=round(N_COMPARABLE_PER_GROUP * scale),
+        n_incomparable=round(N_INCOMPARABLE * scale),
+    )
+    z = x[pairs[:, 0]] - x[pairs[:, 1]]
+    steps = QUICK_AUTHORS_STEPS if protocol.quick else AUTHORS_STEPS
+
+    def fit(zs, labels):
+        return proximal_explore(zs, labels, steps=steps, seed=seed)
+
+    _, held = heldout_check(z, comparable, fit, seed=seed)
+    log(f"run {seed}: the authors' EXPLORE, {held.line()}")
+    return fit(z, comparable), held.validity()
 
 
 def _row_inputs(row: str, runs: list[Run]):
@@ -184,11 +224,20 @@ def _row_inputs(row: str, runs: list[Run]):
     if row == "baseline":
         return gender, xs, None, None
     directions = [run.directions[gender] for run in runs]
+    if row == "project":  # the data with the directions projected out, trained as the baseline
+        keeps = [complement_projector(d) for d in directions]
+        return gender, [x @ k for x, k in zip(xs, keeps, strict=True)], None, None
     if row == "sensr":
         sigmas = [complement_projector(d) for d in directions]
+    elif row == "explore-authors":
+        sigmas = [run.authors[0] for run in runs]
     else:
         sigmas = [run.sigma[gender] for run in runs]
     return gender, xs, directions, sigmas
+
+
+def _projected(predict, keep: np.ndarray):
+    return lambda x: predict(x @ keep)
 
 
 def train_row(
@@ -214,6 +263,9 @@ def train_row(
             train_classifier(x, y, seed=run.seed, settings=settings, sigma=sigma)
             for x, y, run, sigma in zip(xs, ys, runs, sigmas or [None] * len(runs), strict=True)
         ]
+    if row == "project":  # the test records are projected as the training ones were
+        keeps = [complement_projector(run.directions[gender]) for run in runs]
+        predictors = [_projected(p, k) for p, k in zip(predictors, keeps, strict=True)]
     measured = [run.tests[gender].measure(p) for run, p in zip(runs, predictors, strict=True)]
     for run, values in zip(runs, measured, strict=True):
         log(f"run {run.seed} {ROWS[row]}: " + " ".join(f"{v:.3f}" for v in values))
@@ -223,13 +275,26 @@ def train_row(
 QUICK_SCHEDULE_INFAIRNESS = {"steps": 20, "auditor_nsteps": 3}
 
 
+def row_validity(row: str, runs: list[Run]) -> list[dict | None]:
+    """The validity of each run's learned Sigma in ``row`` (as the export API gave it); empty
+    for the rows that use none (the baseline, SenSR's own metric)."""
+    if row in ("baseline", "sensr", "project"):
+        return []
+    if row == "explore-authors":
+        return [run.authors[1] for run in runs]
+    gender = row != "explore-no-gender"
+    return [run.validity.get(gender) for run in runs]
+
+
 def run_table(
     protocol: Protocol,
     seeds: list[int],
     fetch: Source,
     log: Callable[[str], None] = lambda _: None,
-) -> dict[str, np.ndarray]:
-    """``{row: (runs, 7)}`` for the protocol's rows over the runs ``seeds``."""
+) -> tuple[dict[str, np.ndarray], dict[str, list[dict | None]]]:
+    """``{row: (runs, 7)}`` for the protocol's rows over the runs ``seeds``, and
+    ``{row: [validity of each run's Sigma]}`` (:func:`row_validity`)."""
     runs = [prepare_run(protocol, seed, fetch, log) for seed in seeds]
     log(f"{len(runs)} run(s) prepared")
-    return {row: train_row(protocol, row, runs, log) for row in protocol.rows}
+    results = {row: train_row(protocol, row, runs, log) for row in protocol.rows}
+    return results, {row: row_validity(row, runs) for row in protocol.rows}

@@ -40,6 +40,12 @@ from learning.models import MetricVersion
 from learning.refits import service, snapshots
 from learning.versions import selectors, storage
 from learning.versions.sigmas import sigma_of
+from learning.versions.validity import (
+    INFORMATIVE,
+    REASON_MAX_CHARS,
+    validity_of,
+    verdict_line,
+)
 from spaces.models import EmbeddingSpace, Item
 from spaces.records.create import record_space_create
 
@@ -178,6 +184,36 @@ def projected_version(
     return version
 
 
+def publish_reason(version: MetricVersion, *, context: str) -> str:
+    """Why ``version`` is published although it is not informative: ``context``, its verdict
+    and, for a derived version, the verdict of the fit it comes from — each with its figures."""
+    reason = f"{context}. This version's verdict: {verdict_line(validity_of(version))}"
+    if version.parent is not None:
+        source = verdict_line(validity_of(version.parent), needs=False)
+        reason += f"; the EXPLORE fit it projects (#{version.parent_id}): {source}"
+    reason += " — published to reproduce the paper, see docs/adult.md"
+    return reason[:REASON_MAX_CHARS]
+
+
+def publish_or_explain(
+    version: MetricVersion, *, context: str, by: str, created: list[str]
+) -> MetricVersion:
+    """Publish ``version`` (if it is not already, or if it is without the override its verdict
+    needs), with :func:`publish_reason` recorded when its verdict is not informative."""
+    validity = validity_of(version)
+    informative = validity["verdict"] == INFORMATIVE
+    if version.is_published and (informative or validity["override"] is not None):
+        return version
+    reason = "" if informative else publish_reason(version, context=context)
+    version = storage.version_publish(version_id=version.pk, user=None, reason=reason, by=by)
+    created.append(
+        f"published EXPLORE version #{version.pk} ({validity['verdict']}"
+        + ("" if informative else ", with the reason recorded")
+        + ")"
+    )
+    return version
+
+
 def space_vectors(space: EmbeddingSpace) -> np.ndarray:
     return np.asarray(space.vectors(np.arange(space.item_count)), dtype=np.float64)
 
@@ -248,9 +284,12 @@ def run_study(
             info={"sensitive_directions": directions.tolist(), "recipe": recipe},
             created=created,
         )
-    if not version.is_published:
-        storage.version_publish(version_id=version.pk, user=None)
-        created.append(f"published EXPLORE version #{version.pk}")
+    publish_or_explain(
+        version,
+        context=f"one run of the seed paper's Adult table (reproduce_adult_table, seed {seed})",
+        by="reproduce_adult_table",
+        created=created,
+    )
     for line in created:
         log(f"{name}: {line}")
     return study

@@ -25,6 +25,7 @@ from learning.audits import selectors, serializers, services, twins
 from learning.exports.api import ExportView
 from learning.exports.formats import stream_csv
 from learning.models import AuditViolation, ModelAudit
+from learning.versions.validity import validity_of
 
 FIGURES = ("violation_rate", "mean_gap", "worst_gap", "consistency", "decision_flip")
 CSV_FIELDS = [
@@ -78,6 +79,7 @@ def audit_data(audit: ModelAudit, request) -> dict:
             "label": version.label or version.method,
             "method": version.method,
             "is_published": version.is_published,
+            "validity": validity_of(version),
         },
         "k": audit.k,
         "epsilon": summary.get("epsilon", audit.epsilon),

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from learning.exports.schema import ValiditySerializer
+
 
 class AuditCreateSerializer(serializers.Serializer):
     predictions = serializers.FileField(
@@ -34,6 +36,7 @@ class _Version(serializers.Serializer):
     label = serializers.CharField()
     method = serializers.CharField()
     is_published = serializers.BooleanField()
+    validity = ValiditySerializer(help_text="The version's verdict, its figures, any override.")
 
 
 class AuditSerializer(serializers.Serializer):

@@ -19,6 +19,7 @@ from annotation.access import Action, may, study_get
 from common.errors import InvalidInput, PayloadTooLarge
 from learning.audits import report, selectors, services, twins
 from learning.models import MetricVersion, ModelAudit
+from learning.versions.validity import validity_of, verdict_line
 
 
 class AuditForm(forms.Form):
@@ -132,6 +133,8 @@ def _detail(request, study, audit, *, error: str = "", status: int = 200) -> Htt
     done = audit.status == ModelAudit.Status.DONE
     context = _nav(study) | {
         "audit": audit,
+        "version_validity": verdict_line(validity_of(audit.version)),
+        "version_override": validity_of(audit.version)["override"],
         "summary": audit.summary,
         "figures": report.summary_rows(audit),
         "twin_rows": report.twin_rows(audit),

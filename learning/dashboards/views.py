@@ -26,6 +26,7 @@ from learning.dashboards import (
 from learning.evaluation.weat_tests import require_weat
 from learning.models import MetricVersion, WeatTest
 from learning.versions import storage
+from learning.versions.validity import INFORMATIVE, NotInformative, validity_of, verdict_line
 
 # --- Access -----------------------------------------------------------------------------------
 
@@ -193,14 +194,19 @@ def study_drift(request: HttpRequest, study_id: int) -> HttpResponse:
 # --- Versions ---------------------------------------------------------------------------------
 
 
-@login_required
-@require_safe
-def version_detail(request: HttpRequest, version_id: int) -> HttpResponse:
-    version = _reviewer_version(request, version_id)
+def _version_page(
+    request: HttpRequest, version: MetricVersion, *, status: int = 200, publish_error: str = ""
+) -> HttpResponse:
     report = version_report.version_report(version)
+    validity = validity_of(version)
     context = _study_nav(version.study, "versions") | {
         "report": report,
         "version": version,
+        "validity": validity,
+        "validity_line": verdict_line(validity),
+        "needs_reason": validity["verdict"] != INFORMATIVE,
+        "publish_error": publish_error,
+        "reason": request.POST.get("reason", "") if request.method == "POST" else "",
         "can_publish": may(request.user, version.study_id, Action.MANAGE),
         "chart": {"spectrum": report.spectrum},
         "diagnostics": version_report.scalar_rows(version.diagnostics),
@@ -212,15 +218,27 @@ def version_detail(request: HttpRequest, version_id: int) -> HttpResponse:
         .only("id", "label", "method", "is_published", "created_at")
         .order_by("method", "-is_published", "-pk")[:300],
     }
-    return render(request, "learning/version.html", context)
+    return render(request, "learning/version.html", context, status=status)
+
+
+@login_required
+@require_safe
+def version_detail(request: HttpRequest, version_id: int) -> HttpResponse:
+    return _version_page(request, _reviewer_version(request, version_id))
 
 
 @login_required
 @require_POST
 def version_publish(request: HttpRequest, version_id: int) -> HttpResponse:
+    """Publish; a version that is not informative needs the form's reason (else the page again,
+    400, with the form's error)."""
     version = _reviewer_version(request, version_id)
     try:
-        storage.metric_version_publish(version=version, user=request.user)
+        storage.metric_version_publish(
+            version=version, user=request.user, reason=request.POST.get("reason", "")
+        )
+    except (NotInformative, InvalidInput) as error:
+        return _version_page(request, version, status=400, publish_error=error.message)
     except Conflict as error:  # not ready: said on the version page
         messages.error(request, error.message)
         return redirect("learning:version-detail", version.pk)

@@ -21,6 +21,7 @@ from learning.evaluation.weat import weat_baseline, weat_evaluate_version
 from learning.models import MetricVersion, StudyLearningSettings
 from learning.versions.drift import drift_record
 from learning.versions.selectors import version_published
+from learning.versions.validity import INFORMATIVE, validity_of
 
 logger = logging.getLogger(__name__)
 
@@ -46,6 +47,9 @@ def _auto_publish_failures(version: MetricVersion, learning: StudyLearningSettin
     failed = []
     if not version.informative:
         failed.append("not yet informative: " + diag["informative"]["missing"])
+    validity = validity_of(version)  # what a publish needs (learning/versions/validity.py)
+    if version.informative and validity["verdict"] != INFORMATIVE:
+        failed.append(f"the verdict is {validity['verdict']}: {validity['needs']}")
     if (
         learning.auto_publish_require_converged
         and version.method == MetricVersion.Method.EXPLORE

@@ -15,7 +15,7 @@ from django.http import HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework.authentication import SessionAuthentication, TokenAuthentication
 from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
@@ -26,9 +26,17 @@ from annotation.access import Action, StudyAccess, require
 from annotation.models import Study
 from audit.services import Action as AuditAction
 from audit.services import audit_record
+from common.errors import InvalidInput
 from learning.exports import formats
+from learning.exports.schema import (
+    PublishRefusedSerializer,
+    PublishRequestSerializer,
+    VersionMetadataSerializer,
+)
 from learning.models import MetricVersion
 from learning.versions.selectors import version_published
+from learning.versions.storage import metric_version_publish
+from learning.versions.validity import HEADER, NotInformative, validity_header, validity_of
 from spaces.records.featuremap import feature_map_json
 
 SIGMA_FORMATS = {
@@ -44,6 +52,7 @@ TABLE_FORMATS = {
 
 
 EXPORT_REFUSED = "Only reviewers and admins of this study can export its data."
+PUBLISH_REFUSED = "Only an admin of the study can publish."
 
 
 def etag_matches(request, etag: str) -> bool:
@@ -92,6 +101,7 @@ def version_metadata(version: MetricVersion, request) -> dict:
         "fit_seconds": version.fit_seconds,
         "parent": version.parent_id,
         "sigma_sha256": version.sigma_sha256 or None,
+        "validity": validity_of(version),
         "links": links,
     }
 
@@ -107,6 +117,7 @@ def sigma_response(request, version: MetricVersion, fmt: str) -> HttpResponse:
         "Cache-Control": "private, no-cache",
         "X-Metric-Version": str(version.pk),
         "X-Sigma-SHA256": version.sigma_sha256,
+        HEADER: validity_header(validity_of(version)),
     }
     if etag_matches(request, etag):
         return HttpResponse(status=304, headers=headers)
@@ -148,7 +159,7 @@ class ExportView(APIView):
 
 
 class VersionDetail(ExportView):
-    @extend_schema(summary="A metric version's metadata", responses=OpenApiTypes.OBJECT)
+    @extend_schema(summary="A metric version's metadata", responses=VersionMetadataSerializer)
     def get(self, request, version_id: int):
         return Response(version_metadata(self.version(version_id), request))
 
@@ -159,9 +170,42 @@ class VersionSigma(ExportView):
         return sigma_response(request, self.version(version_id), fmt)
 
 
+class VersionPublish(ExportView):
+    @extend_schema(
+        summary="Publish a metric version (admins of its study)",
+        description="A version whose validity verdict is not `informative` is published only "
+        'with a `reason` (JSON `{"reason": "…"}`), recorded with it (`validity.override`) and in '
+        "the audit log; without one the answer is 409 with the verdict.",
+        request=PublishRequestSerializer,
+        responses={
+            200: VersionMetadataSerializer,
+            409: OpenApiResponse(PublishRefusedSerializer, description="Not informative."),
+        },
+    )
+    def post(self, request, version_id: int):
+        version = get_object_or_404(
+            MetricVersion.objects.select_related("study", "study__space"), pk=version_id
+        )
+        require(request.user, version.study, Action.MANAGE, PUBLISH_REFUSED)
+        body = request.data
+        if not hasattr(body, "keys"):
+            raise InvalidInput('The body must be a JSON object: {"reason": "…"} or nothing.')
+        unknown = sorted(set(body.keys()) - {"reason"})
+        if unknown:
+            raise InvalidInput(f"Unknown field(s): {', '.join(unknown)}; the only one is reason.")
+        try:
+            version = metric_version_publish(
+                version=version, user=request.user, reason=body.get("reason")
+            )
+        except NotInformative as refusal:
+            return Response({"detail": refusal.message, "validity": refusal.validity}, status=409)
+        return Response(version_metadata(version, request))
+
+
 class PublishedDetail(ExportView):
     @extend_schema(
-        summary="The published metric version of a study and method", responses=OpenApiTypes.OBJECT
+        summary="The published metric version of a study and method",
+        responses=VersionMetadataSerializer,
     )
     def get(self, request, study_id: int, method: str):
         return Response(version_metadata(self.published(method), request))

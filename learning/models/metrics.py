@@ -82,6 +82,12 @@ class MetricVersion(models.Model):
         related_name="+",
         help_text="Empty when published automatically.",
     )
+    publish_override = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="Published although its verdict was not informative: {reason, by, at} "
+        "(learning/versions/validity.py); null otherwise.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     objects = MetricVersionQuerySet.as_manager()

@@ -222,8 +222,12 @@ def test_admin_publishes_then_downloads_the_sigma_with_a_new_token(
     page.goto(live_server.url + reverse("learning:version-detail", args=[versions[1].pk]))
     page.click("#publish-open")  # Publish asks first and says what downstream users receive
     assert "downstream users" in page.inner_text("[data-testid=publish-consequences]")
+    # Never judged (made by hand): the page says so, and a reason is asked for.
+    assert "cannot tell yet" in page.inner_text("[data-testid=publish-verdict]")
+    page.fill("#publish-reason", "a hand-made test version")
     page.click("#publish")
     page.wait_for_selector("text=is now the published")
+    assert "a hand-made test version" in page.inner_text("[data-testid=override]")
     screenshot(page, "dashboards-published")
     versions[1].refresh_from_db()
     assert versions[1].is_published

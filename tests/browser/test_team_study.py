@@ -203,6 +203,8 @@ def test_a_team_runs_a_whole_record_study_in_the_browser(
 
         # 6. Published on its page.
         page.click("#publish-open")
+        if page.locator("#publish-reason").count():  # a verdict that is not informative
+            page.fill("#publish-reason", "an end-to-end test of the team's study")
         page.click("#publish")
         page.wait_for_selector("text=is now the published")
         version.refresh_from_db()

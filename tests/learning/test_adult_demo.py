@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from django.contrib.auth import get_user_model
 from django.core.management import call_command
+from django.urls import reverse
+from rest_framework.test import APIClient
 
-from annotation.models import PairJudgment, Source
+from annotation.models import Membership, PairJudgment, Source
 from experiments.adult.data import CLEAN_ROWS, gender_directions
 from experiments.adult.demo import (
     PAIRS_PROVENANCE,
@@ -21,6 +24,7 @@ from experiments.adult.studies import space_vectors
 from learning.models import MetricVersion
 from learning.versions.sigmas import sigma_of
 from learning.versions.storage import version_fingerprint
+from learning.versions.validity import validity_of
 from spaces.models import EmbeddingSpace
 
 pytestmark = pytest.mark.django_db
@@ -60,6 +64,16 @@ def test_the_demo_is_built_once_and_publishes_the_projected_explore_metric(capsy
     assert fitted.label == "explore"
     assert published.parameters["source_version"] == fitted.pk
     assert published.judgment_watermark == fitted.judgment_watermark == judgments.latest("id").pk
+    # Published only with an informative verdict or a recorded reason; the API returns it.
+    validity = _api_validity(published)
+    print("demo validity:", published.pk, validity, "fitted:", validity_of(fitted))
+    if validity["verdict"] != "informative":
+        override = validity["override"]
+        assert override["by"] == "load_adult_demo"
+        assert f"#{fitted.pk}): {validity_of(fitted)['verdict']}" in override["reason"]
+        assert "docs/adult.md" in override["reason"]
+    for version in MetricVersion.objects.filter(study__name=STUDY_NAME, is_published=True):
+        assert validity_of(version)["verdict"] == "informative" or version.publish_override
     # The recorded directions are the authors' recipe: computed again here from the space's
     # vectors and the records' own gender (not the sex=Female column the demo reads), they agree.
     recorded = published.parameters["sensitive_directions"]
@@ -105,7 +119,20 @@ def test_the_demo_is_built_once_and_publishes_the_projected_explore_metric(capsy
     assert upgraded.parameters["sensitive_directions"]["recipe"] == "authors"
     old_version = MetricVersion.objects.get(pk=published.pk)
     assert directions_of(old_version.parameters["sensitive_directions"], names).shape == (5, 43)
+    assert validity_of(upgraded)["verdict"] == "informative" or upgraded.publish_override
     versions_before = MetricVersion.objects.count()
     call_command("load_adult_demo")
     assert "nothing changed" in capsys.readouterr().out
     assert MetricVersion.objects.count() == versions_before
+
+
+def _api_validity(version: MetricVersion) -> dict:
+    reviewer = get_user_model().objects.create_user("demo-reader")
+    Membership.objects.create(user=reviewer, study=version.study, role=Membership.Role.REVIEWER)
+    client = APIClient()
+    client.force_authenticate(reviewer)
+    url = reverse("api-published", args=[version.study_id, "explore"])
+    response = client.get(url)
+    assert response.status_code == 200
+    assert response.json()["id"] == version.pk
+    return response.json()["validity"]

@@ -96,7 +96,8 @@ def test_token_page_needs_login_and_is_open_to_every_user(client, users):
 def test_only_study_admins_publish(client, users, versions, role, status):
     version = versions[1]
     client.force_login(users[role])
-    response = client.post(reverse("learning:version-publish", args=[version.pk]))
+    url = reverse("learning:version-publish", args=[version.pk])
+    response = client.post(url, {"reason": "never judged: a test"})
     assert response.status_code == status
     version.refresh_from_db()
     assert version.is_published is (status == 302)

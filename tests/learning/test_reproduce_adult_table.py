@@ -18,8 +18,16 @@ from django.core.management.base import CommandError
 from accounts.models import ApiToken
 from audit.models import AuditEvent
 from experiments.adult.protocol import Protocol, study_name
-from experiments.adult.table import COLUMNS, DOWNSTREAM_USER, PAPER, ROWS, format_table
+from experiments.adult.table import (
+    COLUMNS,
+    DOWNSTREAM_USER,
+    PAPER,
+    ROWS,
+    format_table,
+    validity_cell,
+)
 from learning.models import MetricVersion
+from learning.versions.validity import validity_of
 from tests.celery_support import require
 
 HAVE_TORCH = all(importlib.util.find_spec(m) for m in ("torch", "inFairness"))
@@ -29,7 +37,8 @@ HAVE_TORCH = all(importlib.util.find_spec(m) for m in ("torch", "inFairness"))
 def test_quick_run_downloads_through_the_api_and_prints_the_table(capsys, tmp_path):
     require(HAVE_TORCH, "PyTorch and inFairness are not installed (make extras)")
     out_json = tmp_path / "adult.json"
-    call_command("reproduce_adult_table", "--quick", "--json", str(out_json))
+    rows = ",".join(ROWS)  # the paper's four, the control and "Project"
+    call_command("reproduce_adult_table", "--quick", "--rows", rows, "--json", str(out_json))
     out = capsys.readouterr().out
     assert "Sigma downloaded through the export API" in out
     for label in ROWS.values():
@@ -45,12 +54,22 @@ def test_quick_run_downloads_through_the_api_and_prints_the_table(capsys, tmp_pa
         row = np.array(figures["rows"][key])[0]
         assert 40 < row[0] <= 100  # B-Acc, %
         assert ((row[1:] >= 0) & (row[1:] <= 1)).all()
-    # each run's Sigma is the unprojected EXPLORE fit its own study published
-    for gender in (True, False):
+    # each run's Sigma is the unprojected EXPLORE fit its own study published, with its
+    # validity as the API gave it (an informative verdict, or the reason it was published)
+    assert figures["validity"]["baseline"] == figures["validity"]["sensr"] == []
+    assert figures["validity"]["project"] == []
+    (control,) = figures["validity"]["explore-authors"]  # the authors' estimator, scored itself
+    assert control["figures"]["basis"] == "held-out pairs (one 80/20 split)"
+    assert control["verdict"] in ("informative", "not informative", "cannot tell yet")
+    for gender, key in ((True, "explore"), (False, "explore-no-gender")):
         name = study_name(Protocol(quick=True), 0, gender)
         version = MetricVersion.objects.get(study__name=name, is_published=True)
         assert version.label == "explore"
         assert version.parent_id is None
+        (validity,) = figures["validity"][key]
+        assert validity == json.loads(json.dumps(validity_of(version)))
+        assert validity["verdict"] == "informative" or validity["override"]["reason"]
+    assert "its Sigma: 1 " in out
     names = MetricVersion.objects.get(
         study__name=study_name(Protocol(quick=True), 0, False), is_published=True
     ).study.space.feature_map["feature_names"]
@@ -99,6 +118,30 @@ def test_the_table_puts_the_papers_figures_under_each_row():
     assert "±" not in text[3]
     assert "0.065" in text[4]  # the paper's Gap_G RMS of SenSR + EXPLORE
     assert PAPER["explore-no-gender"][2] == 0.993
+
+
+def _validity(verdict, gain, interval, auc, override=None) -> dict:
+    figures = {"basis": "held-out pairs", "gain": gain, "gain_interval": interval, "auc": auc}
+    return {"verdict": verdict, "figures": figures, "needs": "", "override": override}
+
+
+def test_each_row_says_how_its_sigma_was_judged():
+    one = [_validity("not informative", -0.055, [-0.065, -0.045], 0.493, {"reason": "paper"})]
+    assert validity_cell("explore", one) == (
+        "its Sigma: 1 not informative on held-out pairs; gain over the constant -0.055 per "
+        "answer (95 % interval -0.065 to -0.045); held-out AUC 0.493; 1 published with a "
+        "recorded reason"
+    )
+    runs = [_validity("informative", 0.02, [0.01, 0.03], 0.6), one[0]]
+    assert validity_cell("explore-no-gender", runs).startswith(
+        "its Sigma: 1 informative, 1 not informative on held-out pairs; gain over the constant "
+        "-0.018 (runs -0.055 to +0.020) per answer; held-out AUC 0.546 (runs 0.493 to 0.600)"
+    )
+    assert validity_cell("baseline", []) == "no metric"
+    assert "not learned" in validity_cell("sensr", [])
+    text = format_table({"explore": np.ones((1, 7))}, {"explore": one}).splitlines()
+    assert text[2].strip().startswith("its Sigma: 1 not informative")
+    assert text[3].strip().startswith("the paper")
 
 
 @pytest.mark.django_db

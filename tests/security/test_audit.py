@@ -33,14 +33,24 @@ def _one(events, action, actor=None):
 def test_publishing_on_the_version_page(world, new_events):
     client = world.client("adm_a")
     url = reverse("learning:version-publish", args=[world.other_version.pk])
-    assert client.post(url, REMOTE_ADDR="192.0.2.7").status_code == 302
+    assert client.post(url, REMOTE_ADDR="192.0.2.7").status_code == 400  # never judged
+    assert new_events() == []
+    reason = {"reason": "a test study"}
+    assert client.post(url, reason, REMOTE_ADDR="192.0.2.7").status_code == 302
     event = _one(new_events(), Action.PUBLISH, world.users["adm_a"])
     assert event.study_id == world.study_a.pk
     assert (event.target_type, event.target_id) == (
         "learning.metricversion",
         str(world.other_version.pk),
     )
-    assert event.detail == {"method": "face", "replaced": [world.version.pk], "automatic": False}
+    override = event.detail.pop("override")
+    assert (override["reason"], override["by"]) == ("a test study", "adm_a")
+    assert event.detail == {
+        "method": "face",
+        "replaced": [world.version.pk],
+        "automatic": False,
+        "verdict": "cannot tell yet",
+    }
     assert event.ip == "192.0.2.7"
     client.post(url)  # already published: nothing happens, nothing is logged
     assert len(new_events()) == 1
@@ -53,7 +63,10 @@ def test_publishing_in_the_admin_and_refusals(world, new_events):
     client = world.client("rev_a")
     client.post(reverse("learning:version-publish", args=[world.version.pk]))  # not an admin
     assert new_events() == []
-    MetricVersion.objects.filter(pk=world.other_version.pk).update(status="ready")
+    judged = {"validity": {"verdict": "informative", "basis": "new items", "needs": ""}}
+    MetricVersion.objects.filter(pk=world.other_version.pk).update(
+        status="ready", diagnostics=judged
+    )
     admin = world.client("su")
     response = admin.post(
         reverse("admin:learning_metricversion_changelist"),
@@ -73,7 +86,7 @@ def test_the_event_is_part_of_the_action(world, new_events, monkeypatch):
     from learning.versions.storage import metric_version_publish
 
     with pytest.raises(IntegrityError):
-        metric_version_publish(version=world.other_version, user=world.users["adm_a"])
+        metric_version_publish(version=world.other_version, user=world.users["adm_a"], reason="x")
     world.other_version.refresh_from_db()
     assert not world.other_version.is_published
     monkeypatch.undo()
@@ -191,7 +204,8 @@ def test_tokens_revoked_in_the_admin_one_event_each(world, new_events):
 
 def test_the_admin_shows_the_log_read_only(world, new_events):
     client = world.client("su")
-    world.client("adm_a").post(reverse("learning:version-publish", args=[world.other_version.pk]))
+    url = reverse("learning:version-publish", args=[world.other_version.pk])
+    world.client("adm_a").post(url, {"reason": "shown in the admin"})
     event = new_events()[0]
     listing = client.get(reverse("admin:audit_auditevent_changelist"), {"action": "publish"})
     assert listing.status_code == 200

@@ -10,7 +10,14 @@ from django.core.management.base import BaseCommand, CommandError
 from common.errors import AppError
 from experiments.adult.protocol import CHOICES, Protocol, app_source, run_table
 from experiments.adult.sensr import TorchMissing, require_torch
-from experiments.adult.table import COLUMNS, ROWS, download, format_table, local_export
+from experiments.adult.table import (
+    COLUMNS,
+    ROWS,
+    TABLE_ROWS,
+    download,
+    format_table,
+    local_export,
+)
 from spaces.exceptions import InputFileError
 
 BUDGET_DIVISOR = 100
@@ -60,7 +67,11 @@ class Command(BaseCommand):
             help=f"the authors' schedule: steps / D at lr × D (default {BUDGET_DIVISOR}; 1 = theirs)",
         )
         parser.add_argument(
-            "--rows", default=",".join(ROWS), help=f"comma-separated among {', '.join(ROWS)}"
+            "--rows",
+            default=",".join(TABLE_ROWS),
+            help=f"comma-separated among {', '.join(ROWS)} (default: {', '.join(TABLE_ROWS)}; "
+            "explore-authors: SenSR with the authors' own EXPLORE estimator on the run's pairs, "
+            "a control; project: the baseline on the data with the directions projected out)",
         )
         parser.add_argument("--device", default="auto", help="auto (CUDA when present), cpu, cuda")
         parser.add_argument("--url", default="", help="a running fairmetric (with --token)")
@@ -111,7 +122,7 @@ class Command(BaseCommand):
         else:
             fetch = app_source(lambda studies: local_export(*studies), log)
         try:
-            results = run_table(protocol, seeds, fetch, log)
+            results, validity = run_table(protocol, seeds, fetch, log)
         except (RuntimeError, ValueError, InputFileError, AppError) as exc:
             raise CommandError(str(exc)) from None
         elapsed = time.monotonic() - started
@@ -119,7 +130,7 @@ class Command(BaseCommand):
             f"\n{runs} run(s); Sigma downloaded through the export API; protocol "
             + ", ".join(f"{k}={v}" for k, v in protocol.as_dict().items() if k != "rows")
         )
-        self.stdout.write(format_table(results))
+        self.stdout.write(format_table(results, validity))
         base = results.get("baseline")
         for key, values in results.items():
             if key == "baseline" or base is None:
@@ -139,6 +150,7 @@ class Command(BaseCommand):
                 "schedules": {r: protocol.schedule(r).as_dict() for r in protocol.rows},
                 "seconds": round(elapsed, 1),
                 "rows": {key: values.tolist() for key, values in results.items()},
+                "validity": validity,
             }
             with open(options["json"], "w", encoding="utf-8") as f:
                 json.dump(figures, f, indent=1)

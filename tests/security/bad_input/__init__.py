@@ -9,6 +9,7 @@ inputs it can get, one module per area:
 * ``setup_pages`` — the study set-up pages;
 * ``spaces_uploads`` — embedding-space uploads and import pages;
 * ``learning_and_exports`` — the export API and the learning pages;
+* ``publishing`` — publishing a version (its page's form and the API), a reason when not informative;
 * ``audits`` — the audit API and pages;
 * ``site_and_accounts`` — tokens, invitations, login (and the site's pages without input);
 * ``commands`` — the management commands.
@@ -36,6 +37,7 @@ from . import (
     audits,
     commands,
     learning_and_exports,
+    publishing,
     review,
     setup_pages,
     site_and_accounts,
@@ -52,6 +54,7 @@ AREAS = (
     setup_pages,
     spaces_uploads,
     learning_and_exports,
+    publishing,
     audits,
     site_and_accounts,
     commands,

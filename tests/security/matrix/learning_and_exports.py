@@ -36,6 +36,10 @@ def weat_body(world, role: str) -> dict:
     return {"name": f"api test of {role}", "kind": "meaningful", **WEAT_WORDS}
 
 
+def publish_body(world, role: str) -> dict:
+    return {"reason": f"security matrix, {role}"}
+
+
 ADMIN_PAGE = statuses(302, 403, 404, 403, 200, 200)
 ADMIN_POST = statuses(302, 403, 404, 403, 302, 302)
 
@@ -53,6 +57,13 @@ ROWS: dict[str, Row] = {
         lambda w: reverse("api-version-sigma", args=[w.version.pk, "npy"]),
         {"get": EXPORT_API},
         API_GATE,
+    ),
+    "api-version-publish": Row(  # study admins (membership) and superusers
+        lambda w: reverse("api-version-publish", args=[w.other_version.pk]),
+        {"post": statuses(401, 403, 404, 403, 200, 200)},
+        API_GATE,
+        body=publish_body,
+        fmt="json",
     ),
     "api-published": Row(
         lambda w: reverse("api-published", args=[A(w), "face"]),
@@ -154,5 +165,6 @@ ROWS: dict[str, Row] = {
         lambda w: reverse("learning:version-publish", args=[w.other_version.pk]),
         {"post": statuses(302, 403, 404, 403, 302, 302)},
         PAGE_GATE,
+        body=publish_body,  # the version was never judged: publishing it needs a reason
     ),
 }
