@@ -30,6 +30,9 @@ of the resampled maximum: its low end shows how much the worst case hinges on a 
 :func:`field_shares` splits ``d_Σ²`` of a pair among fields (blocks of φ's columns): field
 ``f``'s share is ``z_fᵀ Σ z / zᵀ Σ z`` — its Shapley value in the quadratic form (cross terms
 split evenly) — so the shares add up to 1 (one may be negative when fields offset each other).
+:func:`field_weights` says the same of the whole metric: ``tr Σ_ff / tr Σ`` (the mean of the
+pair shares' numerators over unit differences), the weight per column beside Euclidean's, and
+each field's part of Σ's leading eigenvectors; fields below ``IGNORED_BELOW`` are ignored.
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .psd import psd_factor
+from .psd import eigh_descending, psd_factor, symmetrize
 
 __all__ = [
     "GAP_TOL",
@@ -49,7 +52,9 @@ __all__ = [
     "ViolatingPairs",
     "comparable_radius",
     "consistency",
+    "field_loads",
     "field_shares",
+    "field_weights",
     "item_statistics",
     "metric_factor",
     "neighbour_figures",
@@ -58,6 +63,7 @@ __all__ = [
 ]
 
 GAP_TOL = 1e-9  # a gap this small is float noise (equal scores of identical items)
+IGNORED_BELOW = 0.1  # a field ignored: each column weighs under a tenth of Euclidean's weight
 CHUNK = 8192  # items per bootstrap chunk
 LEVEL = 0.95
 
@@ -343,3 +349,50 @@ def field_shares(differences: ArrayLike, factor: ArrayLike, starts: ArrayLike) -
     scale = np.maximum(np.abs(contributions).sum(axis=1, keepdims=True), np.finfo(float).tiny)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(total > 1e-12 * scale, blocks / total, np.nan)
+
+
+@dataclass(frozen=True)
+class FieldWeights:
+    """Per field (the blocks of :func:`field_shares`): ``trace`` = ``tr Σ_ff / tr Σ`` (adds up
+    to 1); ``relative`` = that share over the field's share of columns (1: as Euclidean distance
+    weighs it); ``leading`` = ``Σ_j λ_j ‖v_j,f‖² / Σ_j λ_j`` over the leading eigenvectors
+    (those carrying ``mass`` of the trace, at most ``most``); ``directions`` (k, fields) =
+    ``‖v_j,f‖²`` with ``eigenvalues`` (k,); ``ignored`` = ``relative < IGNORED_BELOW``."""
+
+    trace: np.ndarray
+    relative: np.ndarray
+    leading: np.ndarray
+    directions: np.ndarray
+    eigenvalues: np.ndarray
+    ignored: np.ndarray
+
+
+def field_weights(
+    sigma: ArrayLike, starts: ArrayLike, *, mass: float = 0.9, most: int = 5
+) -> FieldWeights:
+    """Each field's weight in the metric ``Σ`` (:class:`FieldWeights`); a zero Σ gets NaNs."""
+    s = symmetrize(np.asarray(sigma, dtype=np.float64))
+    starts = np.asarray(starts, dtype=np.int64)
+    d = s.shape[0]
+    if starts.size == 0 or starts[0] != 0 or np.any(np.diff(starts) <= 0) or starts[-1] >= d:
+        raise ValueError("starts must be ascending field starts beginning at 0, within Sigma")
+    widths = np.diff(np.append(starts, d))
+    diag = np.clip(np.diag(s), 0.0, None)
+    total = diag.sum()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        trace = np.add.reduceat(diag, starts) / total if total > 0 else np.full(starts.size, np.nan)
+        relative = trace * d / widths
+    values, vectors = eigh_descending(s)
+    values = np.clip(values, 0.0, None)
+    carried = np.cumsum(values) / values.sum() if values.sum() > 0 else np.ones(d)
+    k = int(min(most, d, np.searchsorted(carried, mass - 1e-12) + 1))
+    loads = field_loads(vectors[:, :k], starts).T  # (fields, k); columns sum to 1
+    with np.errstate(invalid="ignore", divide="ignore"):
+        leading = loads @ values[:k] / values[:k].sum()
+    return FieldWeights(trace, relative, leading, loads.T, values[:k], relative < IGNORED_BELOW)
+
+
+def field_loads(vectors: ArrayLike, starts: ArrayLike) -> np.ndarray:
+    """(k, fields): each unit column's squared length within each field (rows add up to 1)."""
+    v = np.asarray(vectors, dtype=np.float64)
+    return np.add.reduceat(v**2, np.asarray(starts, dtype=np.int64), axis=0).T

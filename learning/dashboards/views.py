@@ -246,6 +246,10 @@ def version_compare(request: HttpRequest) -> HttpResponse:
         "weat": compared.weat,
         "diagnostics": compared.diagnostics,
         "counts": compared.counts,
+        "fields_a": compared.fields[0],
+        "fields_b": compared.fields[1],
+        "fields_moved": compared.fields_moved,
+        "field_rows": compared.field_rows,
         "chart": {
             "a": {"name": f"#{a.pk} {a.label}", "spectrum": compared.spectra[0]},
             "b": {"name": f"#{b.pk} {b.label}", "spectrum": compared.spectra[1]},

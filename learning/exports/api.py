@@ -26,6 +26,7 @@ from annotation.access import Action, StudyAccess, require
 from annotation.models import Study
 from audit.services import Action as AuditAction
 from audit.services import audit_record
+from learning.evaluation.fields import fields_json, version_fields
 from learning.exports import formats
 from learning.models import MetricVersion
 from learning.versions.selectors import version_published
@@ -92,6 +93,8 @@ def version_metadata(version: MetricVersion, request) -> dict:
         "fit_seconds": version.fit_seconds,
         "parent": version.parent_id,
         "sigma_sha256": version.sigma_sha256 or None,
+        # Record studies: each field's share of the metric (learning/evaluation/fields.py).
+        "fields": fields_json(version_fields(version)),
         "links": links,
     }
 

@@ -101,6 +101,23 @@ def feature_names(features: Sequence[dict]) -> list[str]:
     return names
 
 
+def field_blocks(spec: dict | None) -> tuple[list[str], np.ndarray]:
+    """The fields of φ and the first output column of each (a categorical field owns one
+    column per category, in ``feature_names`` order; one without categories owns none and is
+    left out): the one rule for which columns of φ — and of Σ — belong to which field. Empty
+    for a space without a feature map."""
+    if not spec:
+        return [], np.zeros(0, dtype=np.int64)
+    names, starts, at = [], [], 0
+    for feature in spec["features"]:
+        width = 1 if feature["kind"] == "numeric" else len(feature["categories"])
+        if width:
+            names.append(feature["column"])
+            starts.append(at)
+        at += width
+    return names, np.array(starts, dtype=np.int64)
+
+
 def feature_map_json(spec: dict) -> bytes:
     """A specification as stable JSON bytes: sorted keys, UTF-8 (the same map, the same bytes;
     the body of ``/api/studies/{id}/feature-map/`` and the source of its ETag)."""

@@ -1,0 +1,113 @@
+"""A record study's metric in the team's words: each field's share of Σ's trace, the fields it
+ignores, the fields two versions differ on — by hand on a diagonal Σ, on the version page, the
+compare page and in the metadata JSON; words keep their item lists."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from annotation.models import Membership
+from learning.evaluation.fields import fields_differ, version_fields
+from spaces.records.create import record_space_create
+from spaces.records.featuremap import field_blocks
+from tests.annotation.factories import make_metric_version, make_space, make_study, make_user
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def world(media_root):
+    frame = pd.DataFrame(
+        {
+            "id": [f"p{i}" for i in range(8)],
+            "age": [21, 30, 38, 45, 52, 61, 27, 33],
+            "job": ["clerk", "nurse", "pilot", "clerk", "nurse", "pilot", "clerk", "nurse"],
+            "sex": ["F", "M", "F", "M", "F", "M", "F", "M"],
+            "income": ["a", "b", "a", "b", "a", "b", "a", "b"],
+        }
+    )
+    space = record_space_create(
+        name="fields",
+        frame=frame,
+        numeric=["age"],
+        categorical=["job", "sex"],
+        label_column="income",
+        key_column="id",
+    )
+    study = make_study(space=space, name="Fields")
+    names = space.feature_map["feature_names"]  # age, job=…×3, sex=…×2
+    no_sex = np.diag([0.0 if n.startswith("sex=") else 1.0 for n in names])
+    a = make_metric_version(study=study, method="explore", sigma=no_sex, label="a")
+    b = make_metric_version(
+        study=study, method="explore", sigma=np.eye(len(names)), label="b", judgment_watermark=1
+    )
+    reviewer = make_user("rev", study=study, role=Membership.Role.REVIEWER)
+    return {"space": space, "study": study, "a": a, "b": b, "reviewer": reviewer}
+
+
+def test_field_blocks_follow_phi_columns(world):
+    names, starts = field_blocks(world["space"].feature_map)
+    assert names == ["age", "job", "sex"]
+    assert starts.tolist() == [0, 1, 4]
+
+
+def test_version_fields_by_hand(world):
+    found = version_fields(world["a"])
+    shares = {f.field: (round(f.share, 6), round(f.weight, 6), f.ignored) for f in found.fields}
+    # tr Σ = 4: age 1, job 3 (three levels), sex 0; weights = share / (columns / 6)
+    assert shares == {"age": (0.25, 1.5, False), "job": (0.75, 1.5, False), "sex": (0.0, 0.0, True)}
+    assert found.ignored == ["sex"]
+    assert [d.fields for d in found.sensitive] == [(("sex", 1.0),), (("sex", 1.0),)]
+    moved = fields_differ(found, version_fields(world["b"]))
+    assert [(c.field, round(c.share_b, 4), c.ignored_a, c.ignored_b) for c in moved] == [
+        ("sex", round(2 / 6, 4), True, False),
+        ("job", 0.5, False, False),
+        ("age", round(1 / 6, 4), False, False),
+    ]
+
+
+def test_words_have_no_fields(media_root):
+    space = make_space()
+    study = make_study(space=space)
+    version = make_metric_version(study=study, method="face", sigma=np.eye(space.dimension))
+    assert version_fields(version) is None
+
+
+def test_metadata_json_lists_each_fields_share(world, client):
+    client.force_login(world["reviewer"])
+    data = client.get(f"/api/versions/{world['a'].pk}/").json()
+    assert [(f["field"], f["share"], f["ignored"]) for f in data["fields"]] == [
+        ("age", 0.25, False),
+        ("job", 0.75, False),
+        ("sex", 0.0, True),
+    ]
+    world["b"].is_published = True
+    world["b"].save()
+    study_id = world["study"].pk
+    published = client.get(f"/api/studies/{study_id}/metrics/explore/published/").json()
+    assert published["fields"][2] == {
+        "field": "sex",
+        "share": round(2 / 6, 6),
+        "weight": 1.0,
+        "leading": pytest.approx(published["fields"][2]["leading"]),
+        "ignored": False,
+    }
+
+
+def test_the_version_page_names_the_ignored_fields_not_item_ids(world, client):
+    client.force_login(world["reviewer"])
+    page = client.get(f"/versions/{world['a'].pk}/").content.decode()
+    assert "ignores sex" in page
+    assert 'data-field="job"' in page
+    assert "vocabulary items" not in page
+    assert "p3" not in page.split('id="fields"')[1].split("Parameters")[0]  # no item keys
+
+
+def test_the_compare_page_leads_with_the_fields(world, client):
+    client.force_login(world["reviewer"])
+    page = client.get(f"/versions/compare/?a={world['a'].pk}&b={world['b'].pk}").content.decode()
+    moved = page.split('data-testid="fields-moved"')[1].split("</p>")[0]
+    assert "<strong>sex</strong> (0 % → 33 %, ignored by" in moved
+    assert page.index('id="compare-fields"') < page.index('<details id="compare-details">')
