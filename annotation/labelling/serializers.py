@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from annotation.labelling.reasons import MAX_FIELD_CHARS, MAX_REASONS
 from annotation.models import MAX_ELAPSED_MS, Label, PairComment, PairJudgment
+from annotation.reasons import MAX_FIELD_CHARS, MAX_REASONS
 from annotation.serializers import ItemSerializer, StrictUUIDField, item_data, item_id_field
 from spaces.models import attach_spaces
 

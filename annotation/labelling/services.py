@@ -14,9 +14,9 @@ from django.db import IntegrityError, transaction
 from annotation.access import Action, require
 from annotation.facts import facts_for
 from annotation.hooks import feedback_changed
-from annotation.labelling.reasons import reasons_check, reasons_parse
 from annotation.labelling.selectors import gold_pair_exists
 from annotation.models import MAX_ELAPSED_MS, Label, PairJudgment, Source, Study, canonical_pair
+from annotation.reasons import reasons_check, reasons_parse
 from annotation.selectors import items_in_pool, not_in_pool, progress_for
 from annotation.serializers import item_data
 from common.errors import Conflict, InvalidInput, NotAllowed, NotFound
@@ -124,7 +124,7 @@ def judgment_create(
     check of its items, the insert and the hook's read; the study, the role and the gold pairs
     come from the cache (``annotation/facts.py``).
 
-    ``reasons``: the fields that decided the answer (``annotation/labelling/reasons.py``),
+    ``reasons``: the fields that decided the answer (``annotation/reasons.py``),
     checked against the pair's records; a retry is answered from the stored row as above.
     """
     client_id = parse_uuid(client_id)

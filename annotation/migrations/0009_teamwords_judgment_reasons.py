@@ -15,7 +15,7 @@ class Migration(migrations.Migration):
             field=models.JSONField(
                 blank=True,
                 default=list,
-                help_text="The fields that decided a comparable or incomparable answer (record studies; optional, among the fields the pair differs in: annotation/labelling/reasons.py).",
+                help_text="The fields that decided a comparable or incomparable answer (record studies; optional, among the fields the pair differs in: annotation/reasons.py).",
             ),
         ),
     ]

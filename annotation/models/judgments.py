@@ -68,7 +68,7 @@ class PairJudgment(models.Model):
         blank=True,
         help_text="The fields that decided a comparable or incomparable answer (record "
         "studies; optional, among the fields the pair differs in: "
-        "annotation/labelling/reasons.py).",
+        "annotation/reasons.py).",
     )
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 

@@ -17,6 +17,7 @@ from django.db.models import Count, Max, Q
 
 from annotation.hooks import current_metric
 from annotation.models import Adjudication, GoldPair, Label, PairComment, PairJudgment, Study
+from annotation.reasons import differing_fields, value_text
 from spaces.models import Item, attach_spaces
 
 MAX_PAIRS = 50_000  # shared pairs read per study (the order needs them all)
@@ -274,15 +275,13 @@ def pair_detail(*, study: Study, item_a: int, item_b: int) -> PairDetail | None:
 
 def record_compare(left: Item, right: Item) -> list[tuple[str, str, str, bool]]:
     """Two records field by field as the labelling page compares them (``static/js/label.js:
-    renderCompare``): (field, left, right, differs); the key column is never marked."""
+    renderCompare``): (field, left, right, differs); the key column is never marked (the rule:
+    ``annotation/reasons.py: differing_fields``)."""
     a, b = left.shown_payload or {}, right.shown_payload or {}
-
-    def text(value) -> str:
-        return "" if value is None else str(value)
-
-    rows = []
-    for name in dict.fromkeys([*a, *b]):
-        is_key = text(a.get(name)) == left.key and text(b.get(name)) == right.key
-        differs = not is_key and text(a.get(name)) != text(b.get(name))
-        rows.append((name, text(a.get(name)), text(b.get(name)), differs))
-    return rows
+    differing = set(
+        differing_fields({"key": left.key, "payload": a}, {"key": right.key, "payload": b})
+    )
+    return [
+        (name, value_text(a.get(name)), value_text(b.get(name)), name in differing)
+        for name in dict.fromkeys([*a, *b])
+    ]

@@ -43,7 +43,7 @@
   const BATCH_MAX = 50; // answers per batch request (the server's JUDGMENT_BATCH_MAX)
   const REASON_LETTERS = "abdefghijklmnopqrtuvwxyz"; // C and S are comment and skip
   const REASON_LABELS = new Set(["comparable", "incomparable"]);
-  const MAX_REASONS = 5; // the server's annotation/labelling/reasons.py: MAX_REASONS
+  const MAX_REASONS = 5; // the server's annotation/reasons.py: MAX_REASONS
 
   const el = (id) => document.getElementById(id);
   const cards = { left: el("card-left"), right: el("card-right") };

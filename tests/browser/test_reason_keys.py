@@ -8,8 +8,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from annotation.labelling.reasons import differing_fields
 from annotation.models import Membership, PairJudgment
+from annotation.reasons import differing_fields
 from spaces.models import Item
 from spaces.records.create import record_space_create
 from tests.annotation.factories import make_study, make_user

@@ -18,7 +18,7 @@ MAX_FIELD_CHARS = 200
 REASON_LABELS = (Label.COMPARABLE, Label.INCOMPARABLE)
 
 
-def _text(value) -> str:
+def value_text(value) -> str:
     """A field's value as the labelling page shows it (missing → "", 3.0 → "3", true)."""
     if value is None:
         return ""
@@ -39,9 +39,11 @@ def differing_fields(left: dict, right: dict) -> list[str]:
     fields = list(dict.fromkeys([*a, *b]))
 
     def is_key(f: str) -> bool:
-        return _text(a.get(f)) == str(left.get("key")) and _text(b.get(f)) == str(right.get("key"))
+        return value_text(a.get(f)) == str(left.get("key")) and value_text(b.get(f)) == str(
+            right.get("key")
+        )
 
-    return [f for f in fields if not is_key(f) and _text(a.get(f)) != _text(b.get(f))]
+    return [f for f in fields if not is_key(f) and value_text(a.get(f)) != value_text(b.get(f))]
 
 
 def reasons_parse(value) -> list[str]:
