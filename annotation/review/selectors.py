@@ -273,15 +273,29 @@ def pair_detail(*, study: Study, item_a: int, item_b: int) -> PairDetail | None:
     return PairDetail(items[item_a], items[item_b], answers, comments, gold, adjudication)
 
 
-def record_compare(left: Item, right: Item) -> list[tuple[str, str, str, bool]]:
+def record_compare(
+    left: Item, right: Item, answers: list[PairJudgment] = ()
+) -> list[tuple[str, str, str, bool, list[str]]]:
     """Two records field by field as the labelling page compares them (``static/js/label.js:
-    renderCompare``): (field, left, right, differs); the key column is never marked (the rule:
+    renderCompare``): (field, left, right, differs, who cited it as a reason — "name: label"
+    per answer of ``answers`` that did); the key column is never marked (the rule:
     ``annotation/reasons.py: differing_fields``)."""
     a, b = left.shown_payload or {}, right.shown_payload or {}
     differing = set(
         differing_fields({"key": left.key, "payload": a}, {"key": right.key, "payload": b})
     )
+    cited: dict[str, list[str]] = {}
+    for j in answers:
+        who = j.annotator.username if j.annotator_id else j.get_source_display()
+        for name in j.reasons or []:
+            cited.setdefault(name, []).append(f"{who}: {j.label}")
     return [
-        (name, value_text(a.get(name)), value_text(b.get(name)), name in differing)
+        (
+            name,
+            value_text(a.get(name)),
+            value_text(b.get(name)),
+            name in differing,
+            cited.get(name, []),
+        )
         for name in dict.fromkeys([*a, *b])
     ]
