@@ -18,6 +18,7 @@ from common.errors import Conflict, InvalidInput
 from learning.dashboards import (
     curves,
     drift_series,
+    reasons,
     refresh,
     status,
     version_report,
@@ -85,6 +86,7 @@ def study_dashboard(request: HttpRequest, study_id: int) -> HttpResponse:
     reliability = status.annotator_reliability(study)
     context["annotator_rows"] = [(q, reliability.get(q.user_id)) for q in board.annotators]
     context["reliability_version"] = next(iter(reliability.values()), None)
+    context["reasons"] = reasons.reasons_view(study, getattr(board, "reasons", None))
     context["charts"] = {
         "days": board.days,
         "per_day": board.per_day,
