@@ -30,9 +30,7 @@ of the resampled maximum: its low end shows how much the worst case hinges on a 
 :func:`field_shares` splits ``d_Σ²`` of a pair among fields (blocks of φ's columns): field
 ``f``'s share is ``z_fᵀ Σ z / zᵀ Σ z`` — its Shapley value in the quadratic form (cross terms
 split evenly) — so the shares add up to 1 (one may be negative when fields offset each other).
-:func:`field_weights` says the same of the whole metric: ``tr Σ_ff / tr Σ`` (the mean of the
-pair shares' numerators over unit differences), the weight per column beside Euclidean's, and
-each field's part of Σ's leading eigenvectors; fields below ``IGNORED_BELOW`` are ignored.
+:func:`field_weights` says it of the whole metric (each field's share of Σ's trace).
 """
 
 from __future__ import annotations
@@ -353,43 +351,46 @@ def field_shares(differences: ArrayLike, factor: ArrayLike, starts: ArrayLike) -
 
 @dataclass(frozen=True)
 class FieldWeights:
-    """Per field (the blocks of :func:`field_shares`): ``trace`` = ``tr Σ_ff / tr Σ`` (adds up
-    to 1); ``relative`` = that share over the field's share of columns (1: as Euclidean distance
-    weighs it); ``leading`` = ``Σ_j λ_j ‖v_j,f‖² / Σ_j λ_j`` over the leading eigenvectors
-    (those carrying ``mass`` of the trace, at most ``most``); ``directions`` (k, fields) =
-    ``‖v_j,f‖²`` with ``eigenvalues`` (k,); ``ignored`` = ``relative < IGNORED_BELOW``."""
+    """Per field: ``trace`` = ``tr Σ'_ff / tr Σ'`` (adds up to 1), ``Σ' = PΣP`` with ``P`` the
+    projection on the directions records differ in (a categorical field's levels less their
+    mean: two records' one-hot difference never leaves it); ``relative`` = that share over the
+    field's share of those directions (1: as Euclidean distance); ``leading`` = ``Σ_j λ_j
+    ‖v_j,f‖² / Σ_j λ_j`` over Σ''s leading eigenvectors (carrying ``mass`` of the trace, at most
+    ``most``), ``directions`` = ``‖v_j,f‖²`` (k, fields), ``carried`` = ``λ_j / tr Σ'``;
+    ``ignored``: relative < IGNORED_BELOW."""
 
     trace: np.ndarray
     relative: np.ndarray
     leading: np.ndarray
     directions: np.ndarray
-    eigenvalues: np.ndarray
+    carried: np.ndarray
     ignored: np.ndarray
 
 
-def field_weights(
-    sigma: ArrayLike, starts: ArrayLike, *, mass: float = 0.9, most: int = 5
-) -> FieldWeights:
-    """Each field's weight in the metric ``Σ`` (:class:`FieldWeights`); a zero Σ gets NaNs."""
-    s = symmetrize(np.asarray(sigma, dtype=np.float64))
-    starts = np.asarray(starts, dtype=np.int64)
+def field_weights(sigma, starts, categorical=None, *, mass=0.9, most=5) -> FieldWeights:
+    """Each field's weight in ``Σ`` (``categorical``: per field, one-hot levels); zero Σ: NaNs."""
+    s, starts = symmetrize(np.asarray(sigma, dtype=np.float64)), np.asarray(starts, np.int64)
     d = s.shape[0]
     if starts.size == 0 or starts[0] != 0 or np.any(np.diff(starts) <= 0) or starts[-1] >= d:
         raise ValueError("starts must be ascending field starts beginning at 0, within Sigma")
-    widths = np.diff(np.append(starts, d))
+    widths, p = np.diff(np.append(starts, d)), np.eye(d)
+    levels = np.zeros(starts.size, bool) if categorical is None else categorical
+    for at, w, cat in zip(starts, widths, levels, strict=True):
+        p[at : at + w, at : at + w] -= np.full((w, w), 1.0 / w) if cat else 0.0
+    s, free = p @ s @ p, np.add.reduceat(np.diag(p), starts)  # free: each field's directions
     diag = np.clip(np.diag(s), 0.0, None)
-    total = diag.sum()
     with np.errstate(invalid="ignore", divide="ignore"):
-        trace = np.add.reduceat(diag, starts) / total if total > 0 else np.full(starts.size, np.nan)
-        relative = trace * d / widths
+        trace = np.add.reduceat(diag, starts) / diag.sum()
+        relative = np.where(free > 0.5, trace * free.sum() / free, 0.0)
     values, vectors = eigh_descending(s)
     values = np.clip(values, 0.0, None)
     carried = np.cumsum(values) / values.sum() if values.sum() > 0 else np.ones(d)
     k = int(min(most, d, np.searchsorted(carried, mass - 1e-12) + 1))
-    loads = field_loads(vectors[:, :k], starts).T  # (fields, k); columns sum to 1
+    loads = field_loads(vectors[:, :k], starts)  # (k, fields); rows sum to 1
     with np.errstate(invalid="ignore", divide="ignore"):
-        leading = loads @ values[:k] / values[:k].sum()
-    return FieldWeights(trace, relative, leading, loads.T, values[:k], relative < IGNORED_BELOW)
+        leading = values[:k] @ loads / values[:k].sum()
+    ignored = ~(relative >= IGNORED_BELOW)
+    return FieldWeights(trace, relative, leading, loads, values[:k] / values.sum(), ignored)
 
 
 def field_loads(vectors: ArrayLike, starts: ArrayLike) -> np.ndarray:

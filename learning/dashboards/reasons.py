@@ -82,7 +82,7 @@ class ReasonsView:
     annotators: list[str]
     rows: list[ReasonRow]
     version: MetricVersion | None
-    cited_but_ignored: list[str]  # fields annotators cite that the metric ignores
+    because_but_ignored: list[str]  # cited as making records incomparable; the metric ignores
     weighed_not_cited: list[str]  # fields the metric weighs that no annotator cites
 
 
@@ -121,6 +121,6 @@ def reasons_view(study: Study, counts: ReasonCounts | None) -> ReasonsView | Non
         annotators=annotators,
         rows=rows,
         version=version if found else None,
-        cited_but_ignored=[r.field for r in rows if r.cited and r.ignored],
+        because_but_ignored=[r.field for r in rows if r.because and r.ignored],
         weighed_not_cited=[r.field for r in rows if not r.cited and r.share and not r.ignored],
     )

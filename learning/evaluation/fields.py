@@ -22,7 +22,7 @@ from learning.evaluation.spectra import sensitive_basis, spectrum
 from learning.models import MetricVersion
 from learning.versions.sigmas import sigma_cached
 from spaces.models import EmbeddingSpace
-from spaces.records.featuremap import field_blocks
+from spaces.records.featuremap import field_blocks, field_levels
 
 __all__ = [
     "IGNORED_BELOW",
@@ -50,8 +50,8 @@ class FieldWeight:
 
 @dataclass(frozen=True)
 class Direction:
-    eigenvalue: float
-    trace_share: float  # λ / tr Σ
+    eigenvalue: float  # the leading ones: λ / tr Σ' (learning/core/audit.py: field_weights)
+    trace_share: float  # λ / tr Σ' (NaN for the sensitive ones)
     fields: tuple[tuple[str, float], ...]  # the fields holding ≥ 5 % of it, largest first
 
 
@@ -70,18 +70,17 @@ class VersionFields:
         return sorted(self.fields, key=lambda f: -f.share)
 
 
-def _directions(values, loads, names: list[str], total: float) -> tuple[Direction, ...]:
+def _directions(values, shares, loads, names: list[str]) -> tuple[Direction, ...]:
     directions = []
-    for value, load in zip(values, loads, strict=True):
+    for value, share, load in zip(values, shares, loads, strict=True):
         order = np.argsort(-load, kind="stable")
         named = tuple((names[i], float(load[i])) for i in order if load[i] >= DIRECTION_FIELD_MIN)
-        directions.append(Direction(float(value), float(value) / total if total else 0.0, named))
+        directions.append(Direction(float(value), float(share), named))
     return tuple(directions)
 
 
-def _weights(sigma: np.ndarray, names: list[str], starts: np.ndarray) -> VersionFields:
-    found = field_weights(sigma, starts)
-    total = float(np.trace(sigma))
+def _weights(sigma: np.ndarray, names: list[str], starts, levels) -> VersionFields:
+    found = field_weights(sigma, starts, levels)
     rows = tuple(
         FieldWeight(n, float(s), float(w), float(lead), bool(ig))
         for n, s, w, lead, ig in zip(
@@ -91,8 +90,8 @@ def _weights(sigma: np.ndarray, names: list[str], starts: np.ndarray) -> Version
     values, basis = sensitive_basis(spectrum(sigma))
     return VersionFields(
         rows,
-        _directions(found.eigenvalues, found.directions, names, total),
-        _directions(values, field_loads(basis, starts), names, total),
+        _directions(found.carried, found.carried, found.directions, names),
+        _directions(values, np.full(values.size, np.nan), field_loads(basis, starts), names),
     )
 
 
@@ -103,7 +102,7 @@ def _cached(sigma_path: str, sigma_sha: str, space_id: int, space_sha: str):
     sigma = sigma_cached(sigma_path, sigma_sha)
     if not names or sigma.shape[0] != len(spec.get("feature_names", [])):
         return None
-    return _weights(sigma, names, starts)
+    return _weights(sigma, names, starts, field_levels(spec))
 
 
 def version_fields(version: MetricVersion) -> VersionFields | None:

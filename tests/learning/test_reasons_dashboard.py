@@ -73,13 +73,13 @@ def test_the_view_sets_them_beside_the_metric(world):
     assert view.version == world["version"]
     assert view.annotators == ["a1", "a2"]
     rows = {r.field: (r.cited, r.per_annotator, round(r.share, 4), r.ignored) for r in view.rows}
-    # tr Σ = 4: age 1, job 3 (three levels), sex 0 (ignored)
+    # the directions records differ in: age 1, job 2 (three levels), sex 0 (ignored)
     assert rows == {
-        "age": (2, [1, 1], 0.25, False),
+        "age": (2, [1, 1], round(1 / 3, 4), False),
         "sex": (2, [2, 0], 0.0, True),
-        "job": (1, [1, 0], 0.75, False),
+        "job": (1, [1, 0], round(2 / 3, 4), False),
     }
-    assert view.cited_but_ignored == ["sex"]
+    assert view.because_but_ignored == ["sex"]
     assert view.weighed_not_cited == []
 
 
@@ -89,6 +89,6 @@ def test_the_dashboard_shows_the_reasons_table(world, client):
     page = client.get(reverse("learning:study-dashboard", args=[world["study"].pk]))
     html = page.content.decode()
     assert 'id="reasons-table"' in html
-    assert "Annotators cite <strong>sex</strong>, which the metric ignores." in html
+    assert "Annotators cite <strong>sex</strong> as what made two records incomparable" in html
     sex = html.split('<tr data-field="sex">')[1].split("</tr>")[0]
     assert "<td>2</td><td>2</td><td>0</td>" in sex

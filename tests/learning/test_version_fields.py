@@ -56,15 +56,20 @@ def test_field_blocks_follow_phi_columns(world):
 def test_version_fields_by_hand(world):
     found = version_fields(world["a"])
     shares = {f.field: (round(f.share, 6), round(f.weight, 6), f.ignored) for f in found.fields}
-    # tr Σ = 4: age 1, job 3 (three levels), sex 0; weights = share / (columns / 6)
-    assert shares == {"age": (0.25, 1.5, False), "job": (0.75, 1.5, False), "sex": (0.0, 0.0, True)}
+    # on the directions records differ in (a field of c levels has c − 1): age 1, job 2, sex 1;
+    # Σ keeps age (1) and job (trace 2 there), drops sex: tr = 3; weight = share / (free / 4)
+    assert shares == {
+        "age": (round(1 / 3, 6), round(4 / 3, 6), False),
+        "job": (round(2 / 3, 6), round(4 / 3, 6), False),
+        "sex": (0.0, 0.0, True),
+    }
     assert found.ignored == ["sex"]
     assert [d.fields for d in found.sensitive] == [(("sex", 1.0),), (("sex", 1.0),)]
     moved = fields_differ(found, version_fields(world["b"]))
     assert [(c.field, round(c.share_b, 4), c.ignored_a, c.ignored_b) for c in moved] == [
-        ("sex", round(2 / 6, 4), True, False),
+        ("sex", 0.25, True, False),  # identity: 1/4, 2/4, 1/4
         ("job", 0.5, False, False),
-        ("age", round(1 / 6, 4), False, False),
+        ("age", 0.25, False, False),
     ]
 
 
@@ -79,8 +84,8 @@ def test_metadata_json_lists_each_fields_share(world, client):
     client.force_login(world["reviewer"])
     data = client.get(f"/api/versions/{world['a'].pk}/").json()
     assert [(f["field"], f["share"], f["ignored"]) for f in data["fields"]] == [
-        ("age", 0.25, False),
-        ("job", 0.75, False),
+        ("age", round(1 / 3, 6), False),
+        ("job", round(2 / 3, 6), False),
         ("sex", 0.0, True),
     ]
     world["b"].is_published = True
@@ -89,7 +94,7 @@ def test_metadata_json_lists_each_fields_share(world, client):
     published = client.get(f"/api/studies/{study_id}/metrics/explore/published/").json()
     assert published["fields"][2] == {
         "field": "sex",
-        "share": round(2 / 6, 6),
+        "share": 0.25,
         "weight": 1.0,
         "leading": pytest.approx(published["fields"][2]["leading"]),
         "ignored": False,
@@ -109,5 +114,5 @@ def test_the_compare_page_leads_with_the_fields(world, client):
     client.force_login(world["reviewer"])
     page = client.get(f"/versions/compare/?a={world['a'].pk}&b={world['b'].pk}").content.decode()
     moved = page.split('data-testid="fields-moved"')[1].split("</p>")[0]
-    assert "<strong>sex</strong> (0 % → 33 %, ignored by" in moved
+    assert "<strong>sex</strong> (0 % → 25 %, ignored by" in moved
     assert page.index('id="compare-fields"') < page.index('<details id="compare-details">')
