@@ -41,7 +41,7 @@ from annotation.models import ComparableGroup, GoldPair, LabelCode, Source, Stud
 from annotation.review.selectors import adjudicated_labels, disagreement_tally
 from learning.dashboards import agreement, tallies
 from learning.dashboards.answer_rows import LABELS, SOURCES
-from learning.dashboards.reasons import ReasonCounts, reason_counts
+from learning.evaluation.reasons import ReasonCounts, reason_counts
 from learning.refits import snapshots
 
 MIN_KAPPA_OVERLAP = agreement.MIN_KAPPA_OVERLAP

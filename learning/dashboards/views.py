@@ -18,12 +18,12 @@ from common.errors import Conflict, InvalidInput
 from learning.dashboards import (
     curves,
     drift_series,
-    reasons,
     refresh,
     status,
     version_report,
     weat_table,
 )
+from learning.evaluation import reasons
 from learning.evaluation.weat_tests import require_weat
 from learning.models import MetricVersion, WeatTest
 from learning.versions import storage

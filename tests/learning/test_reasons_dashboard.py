@@ -10,7 +10,7 @@ from django.urls import reverse
 
 from annotation.models import Label, Membership, PairJudgment
 from learning.dashboards import refresh
-from learning.dashboards.reasons import reason_counts, reasons_view
+from learning.evaluation.reasons import reason_counts, reasons_view
 from spaces.models import Item
 from spaces.records.create import record_space_create
 from tests.annotation.factories import make_metric_version, make_study, make_user
