@@ -93,7 +93,10 @@ class Direction:
 def _shown(key: str, text: str, limit: int = 60) -> str:
     if not text:
         return key
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+    if len(text) <= limit:
+        return text
+    cut = text[:limit]
+    return (cut.rsplit(" ", 1)[0] if " " in cut else cut[: limit - 1]).rstrip() + "…"
 
 
 @lru_cache(maxsize=128)

@@ -10,6 +10,7 @@ import pytest
 
 from annotation.models import Membership
 from learning.evaluation.fields import fields_differ, version_fields
+from spaces.models import EmbeddingSpace, Item
 from spaces.records.create import record_space_create
 from spaces.records.featuremap import field_blocks
 from tests.annotation.factories import make_metric_version, make_space, make_study, make_user
@@ -116,3 +117,26 @@ def test_the_compare_page_leads_with_the_fields(world, client):
     moved = page.split('data-testid="fields-moved"')[1].split("</p>")[0]
     assert "<strong>sex</strong> (0 % → 25 %, ignored by" in moved
     assert page.index('id="compare-fields"') < page.index('<details id="compare-details">')
+
+
+def test_a_text_space_lists_texts_by_their_first_words_and_words_keep_their_keys(
+    media_root, client
+):
+    texts = make_space(name="texts", n_words=12, dimension=4, kind="text")
+    EmbeddingSpace.objects.filter(pk=texts.pk).update(kind="texts")
+    long = "The nurse finished her night shift and drove home through the rain " * 2
+    Item.objects.filter(space=texts).update(text=long)
+    words = make_space(name="words", n_words=12, dimension=4)
+    sigma = np.diag([0.0, 1.0, 1.0, 1.0])  # one direction ignored
+    pages = {}
+    for space in (texts, words):
+        study = make_study(space=space, name=f"S {space.name}")
+        version = make_metric_version(study=study, method="face", sigma=sigma)
+        reviewer = make_user(f"rev-{space.name}", study=study, role=Membership.Role.REVIEWER)
+        client.force_login(reviewer)
+        pages[space.name] = client.get(f"/versions/{version.pk}/").content.decode()
+    assert "the texts most aligned with it" in pages["texts"]
+    assert "The nurse finished her night shift and drove home through…" in pages["texts"]
+    assert "the vocabulary items most aligned with it" in pages["words"]
+    assert 'class="word" title="cos' in pages["words"]
+    assert 'id="fields"' not in pages["texts"] + pages["words"]
