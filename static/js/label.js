@@ -803,10 +803,13 @@
       e.preventDefault();
       toggleHelp();
     } else if (e.key.length === 1 && REASON_LETTERS.includes(e.key.toLowerCase())) {
-      const field = reasonKeys[e.key.toLowerCase()];
-      if (!field) return; // no differing field has this letter
+      // Letters name fields of records only; elsewhere they do nothing, as before.
+      if (current && !(isRecord(current.left) && isRecord(current.right))) return;
       e.preventDefault();
-      toggleReason(field);
+      const field = reasonKeys[e.key.toLowerCase()];
+      if (field) toggleReason(field);
+      else if (current) refuse(`Key “${e.key.toUpperCase()}” is no differing field's letter on this pair.`);
+      else refuse(`Key “${e.key.toUpperCase()}” not used: no pair on screen to give a reason for.`);
     }
   });
   for (const button of app.querySelectorAll("button.answer")) {

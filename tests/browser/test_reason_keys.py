@@ -65,6 +65,8 @@ def test_reason_letters_travel_with_their_own_answer_in_a_burst(
     screenshot(page, "reasons-marked")
     page.keyboard.press("b")  # unmarked again
     assert page.inner_text("#reasons-line") == ""
+    page.keyboard.press("z")  # no field has it: said, not silently dropped
+    assert "“Z” is no differing field's letter" in page.inner_text("#status")
     # One burst, no waiting between keys.
     for key in ["a", "2", "1", "d", "b", "2", "b", "0", "a"]:
         page.keyboard.press(key)
