@@ -65,6 +65,7 @@ class PairJudgment(models.Model):
     is_gold = models.BooleanField(default=False, help_text="Answer to a gold pair.")
     reasons = models.JSONField(
         default=list,
+        db_default=[],  # rows inserted in bulk without the column (benchmarks' raw SQL, COPY)
         blank=True,
         help_text="The fields that decided a comparable or incomparable answer (record "
         "studies; optional, among the fields the pair differs in: "
