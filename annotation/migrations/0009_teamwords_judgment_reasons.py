@@ -4,15 +4,19 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('annotation', '0008_adjudication'),
+        ("annotation", "0008_adjudication"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='pairjudgment',
-            name='reasons',
-            field=models.JSONField(blank=True, db_default=[], default=list, help_text='The fields that decided a comparable or incomparable answer (record studies; optional, among the fields the pair differs in: annotation/reasons.py).'),
+            model_name="pairjudgment",
+            name="reasons",
+            field=models.JSONField(
+                blank=True,
+                db_default=[],
+                default=list,
+                help_text="The fields that decided a comparable or incomparable answer (record studies; optional, among the fields the pair differs in: annotation/reasons.py).",
+            ),
         ),
     ]
