@@ -136,6 +136,7 @@ class JudgmentListCreate(AnnotationAPIView):
             client_id=body.validated_data["client_id"],
             elapsed_ms=body.validated_data.get("elapsed_ms"),
             served=served,
+            reasons=body.validated_data.get("reasons"),
         )
         data = judgment_data(judgment, served if created else None)
         answered = [(judgment.item_a_id, judgment.item_b_id)]

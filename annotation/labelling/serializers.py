@@ -6,6 +6,7 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from annotation.models import MAX_ELAPSED_MS, Label, PairComment, PairJudgment
+from annotation.reasons import MAX_FIELD_CHARS, MAX_REASONS
 from annotation.serializers import ItemSerializer, StrictUUIDField, item_data, item_id_field
 from spaces.models import attach_spaces
 
@@ -30,6 +31,7 @@ def judgment_data(judgment: PairJudgment, items: dict[int, dict] | None = None) 
         "elapsed_ms": judgment.elapsed_ms,
         "annotator": judgment.annotator.username if judgment.annotator_id else None,
         "source": judgment.source,
+        "reasons": list(judgment.reasons or []),
         "created_at": _DATETIME.to_representation(judgment.created_at),
     }
 
@@ -57,6 +59,13 @@ class JudgmentCreateSerializer(serializers.Serializer):
     client_id = StrictUUIDField()
     elapsed_ms = serializers.IntegerField(
         min_value=0, max_value=MAX_ELAPSED_MS, required=False, allow_null=True
+    )
+    reasons = serializers.ListField(
+        child=serializers.CharField(max_length=MAX_FIELD_CHARS, trim_whitespace=False),
+        max_length=MAX_REASONS,
+        required=False,
+        help_text="Optional, with comparable or incomparable in a record study: the fields "
+        "that decided the answer, among those the two records differ in.",
     )
 
     def validate(self, attrs):
@@ -103,6 +112,7 @@ class JudgmentSerializer(serializers.ModelSerializer):
             "elapsed_ms",
             "annotator",
             "source",
+            "reasons",
             "created_at",
         ]
         list_serializer_class = JudgmentListSerializer

@@ -16,8 +16,11 @@ from annotation.facts import facts_for
 from annotation.hooks import feedback_changed
 from annotation.labelling.selectors import gold_pair_exists
 from annotation.models import MAX_ELAPSED_MS, Label, PairJudgment, Source, Study, canonical_pair
+from annotation.reasons import reasons_check, reasons_parse
 from annotation.selectors import items_in_pool, not_in_pool, progress_for
+from annotation.serializers import item_data
 from common.errors import Conflict, InvalidInput, NotAllowed, NotFound
+from spaces.models import attach_spaces
 
 
 def parse_uuid(value) -> uuid.UUID:
@@ -104,6 +107,7 @@ def judgment_create(
     client_id,
     elapsed_ms: int | None = None,
     served: dict[int, dict] | None = None,
+    reasons: list[str] | None = None,
 ) -> tuple[PairJudgment, bool]:
     """Store one answer about a pair; returns ``(judgment, created)``.
 
@@ -119,11 +123,15 @@ def judgment_create(
     already holds one), and is answered from the stored row. So a new answer costs the pool
     check of its items, the insert and the hook's read; the study, the role and the gold pairs
     come from the cache (``annotation/facts.py``).
+
+    ``reasons``: the fields that decided the answer (``annotation/reasons.py``),
+    checked against the pair's records; a retry is answered from the stored row as above.
     """
     client_id = parse_uuid(client_id)
     pair = _answer_parse(
         label=label, item_a_id=item_a_id, item_b_id=item_b_id, elapsed_ms=elapsed_ms
     )
+    reasons = reasons_parse(reasons)
     stored = PairJudgment.objects.select_related("item_a", "item_b", "annotator")
     try:
         _study_takes_answers(study, annotator)
@@ -138,12 +146,19 @@ def judgment_create(
         raise
     if served is not None and set(served) == set(pair):
         items = {"item_a_id": pair[0], "item_b_id": pair[1]}
+        shown = served
     else:
         found = items_in_pool(study=study, item_ids=pair)
         refused = not_in_pool(pair, found)
         if refused:
             raise InvalidInput(refused)
         items = {"item_a": found[pair[0]], "item_b": found[pair[1]]}  # the response: no query
+        shown = None
+    if reasons:
+        if shown is None:
+            attach_spaces(list(found.values()))
+            shown = {i: item_data(found[i]) for i in pair}
+        reasons_check(reasons, label=label, left=shown[pair[0]], right=shown[pair[1]])
 
     try:
         with transaction.atomic():  # a caller's outer transaction survives a duplicate
@@ -156,6 +171,7 @@ def judgment_create(
                 client_id=client_id,
                 elapsed_ms=elapsed_ms,
                 is_gold=_is_gold(study, pair),
+                reasons=reasons,
             )
             feedback_changed(study_id=study.pk)  # runs once the insert has committed
     except IntegrityError:
@@ -166,6 +182,19 @@ def judgment_create(
             ), False
         raise Conflict(ALREADY_ANSWERED) from None
     return judgment, True
+
+
+def _reasons_refusal(answer: dict, pair, found) -> str | None:
+    """Why a batch answer's reasons are refused (its items in ``found``), or None."""
+    reasons = answer.get("reasons") or []
+    if not reasons:
+        return None
+    left, right = item_data(found[pair[0]]), item_data(found[pair[1]])
+    try:
+        reasons_check(reasons, label=answer.get("label"), left=left, right=right)
+    except InvalidInput as error:
+        return error.message
+    return None
 
 
 @dataclass
@@ -206,6 +235,7 @@ def judgments_create_batch(*, study: Study, annotator, answers: list[dict]) -> l
                 item_b_id=answer.get("item_b"),
                 elapsed_ms=answer.get("elapsed_ms"),
             )
+            reasons_parse(answer.get("reasons"))
         except InvalidInput as error:
             results[n] = BatchResult(raw_id, "error", detail=error.message)
             continue
@@ -215,6 +245,8 @@ def judgments_create_batch(*, study: Study, annotator, answers: list[dict]) -> l
     client_ids = {cid for cid, _ in parsed.values()}
     before = {j.client_id: j for j in stored.filter(client_id__in=client_ids)}
     found = items_in_pool(study=study, item_ids={i for _, p in parsed.values() for i in p})
+    if any(answers[n].get("reasons") for n in parsed):
+        attach_spaces(list(found.values()))
     room = None
     if study.stop_at_target and closed is None:
         progress = progress_for(study=study, user=annotator)
@@ -226,7 +258,7 @@ def judgments_create_batch(*, study: Study, annotator, answers: list[dict]) -> l
         answer = answers[n]
         if client_id in before or client_id in first_of:
             continue  # settled below from the stored row
-        refused = closed or not_in_pool(pair, found)
+        refused = closed or not_in_pool(pair, found) or _reasons_refusal(answer, pair, found)
         if refused is None and room is not None:
             refused = TARGET_REACHED if room <= 0 else None
             room -= 1
@@ -244,6 +276,7 @@ def judgments_create_batch(*, study: Study, annotator, answers: list[dict]) -> l
             client_id=client_id,
             elapsed_ms=answer.get("elapsed_ms"),
             is_gold=_is_gold(study, pair),
+            reasons=list(answer.get("reasons") or []),
         )
     after = dict(before)
     if new:

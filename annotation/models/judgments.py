@@ -63,6 +63,14 @@ class PairJudgment(models.Model):
     client_id = models.UUIDField(unique=True, default=uuid.uuid4, editable=False)
     elapsed_ms = models.PositiveIntegerField(null=True, blank=True)
     is_gold = models.BooleanField(default=False, help_text="Answer to a gold pair.")
+    reasons = models.JSONField(
+        default=list,
+        db_default=[],  # rows inserted in bulk without the column (benchmarks' raw SQL, COPY)
+        blank=True,
+        help_text="The fields that decided a comparable or incomparable answer (record "
+        "studies; optional, among the fields the pair differs in: "
+        "annotation/reasons.py).",
+    )
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 
     class Meta:

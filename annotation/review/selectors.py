@@ -17,6 +17,7 @@ from django.db.models import Count, Max, Q
 
 from annotation.hooks import current_metric
 from annotation.models import Adjudication, GoldPair, Label, PairComment, PairJudgment, Study
+from annotation.reasons import differing_fields, value_text
 from spaces.models import Item, attach_spaces
 
 MAX_PAIRS = 50_000  # shared pairs read per study (the order needs them all)
@@ -272,17 +273,29 @@ def pair_detail(*, study: Study, item_a: int, item_b: int) -> PairDetail | None:
     return PairDetail(items[item_a], items[item_b], answers, comments, gold, adjudication)
 
 
-def record_compare(left: Item, right: Item) -> list[tuple[str, str, str, bool]]:
+def record_compare(
+    left: Item, right: Item, answers: list[PairJudgment] = ()
+) -> list[tuple[str, str, str, bool, list[str]]]:
     """Two records field by field as the labelling page compares them (``static/js/label.js:
-    renderCompare``): (field, left, right, differs); the key column is never marked."""
+    renderCompare``): (field, left, right, differs, who cited it as a reason — "name: label"
+    per answer of ``answers`` that did); the key column is never marked (the rule:
+    ``annotation/reasons.py: differing_fields``)."""
     a, b = left.shown_payload or {}, right.shown_payload or {}
-
-    def text(value) -> str:
-        return "" if value is None else str(value)
-
-    rows = []
-    for name in dict.fromkeys([*a, *b]):
-        is_key = text(a.get(name)) == left.key and text(b.get(name)) == right.key
-        differs = not is_key and text(a.get(name)) != text(b.get(name))
-        rows.append((name, text(a.get(name)), text(b.get(name)), differs))
-    return rows
+    differing = set(
+        differing_fields({"key": left.key, "payload": a}, {"key": right.key, "payload": b})
+    )
+    cited: dict[str, list[str]] = {}
+    for j in answers:
+        who = j.annotator.username if j.annotator_id else j.get_source_display()
+        for name in j.reasons or []:
+            cited.setdefault(name, []).append(f"{who}: {j.label}")
+    return [
+        (
+            name,
+            value_text(a.get(name)),
+            value_text(b.get(name)),
+            name in differing,
+            cited.get(name, []),
+        )
+        for name in dict.fromkeys([*a, *b])
+    ]

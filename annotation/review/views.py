@@ -138,7 +138,7 @@ def adjudication(request: HttpRequest, study_id: int) -> HttpResponse:
         "listed": selectors.keys_attach(review.pairs),
         "detail": detail,
         "summary": summary,
-        "compare": selectors.record_compare(detail.left, detail.right)
+        "compare": selectors.record_compare(detail.left, detail.right, detail.answers)
         if detail and detail.left.payload is not None and detail.right.payload is not None
         else None,
         "may_gold": may(request.user, study, Action.MANAGE),

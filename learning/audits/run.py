@@ -45,6 +45,7 @@ from learning.core.audit import (
 from learning.models import AuditStatus, AuditViolation, MetricVersion, ModelAudit
 from learning.versions.sigmas import sigma_of
 from spaces.models import Item
+from spaces.records.featuremap import field_blocks
 
 logger = logging.getLogger(__name__)
 SHARE_MIN = 0.005  # shares below this are not stored
@@ -97,21 +98,6 @@ class _Quiet(_Progress):
 
     def __call__(self, stage: str, share: float, *, force: bool = False) -> None:
         return None
-
-
-def field_blocks(spec: dict | None) -> tuple[list[str], np.ndarray]:
-    """Field names and the first φ column of each, from a record space's feature map (empty for
-    other spaces)."""
-    if not spec:
-        return [], np.zeros(0, dtype=np.int64)
-    names, starts, at = [], [], 0
-    for feature in spec["features"]:
-        width = 1 if feature["kind"] == "numeric" else len(feature["categories"])
-        if width:
-            names.append(feature["column"])
-            starts.append(at)
-        at += width
-    return names, np.array(starts, dtype=np.int64)
 
 
 def kept_positions(gaps: np.ndarray, limit: int) -> np.ndarray:

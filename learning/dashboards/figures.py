@@ -41,6 +41,7 @@ from annotation.models import ComparableGroup, GoldPair, LabelCode, Source, Stud
 from annotation.review.selectors import adjudicated_labels, disagreement_tally
 from learning.dashboards import agreement, tallies
 from learning.dashboards.answer_rows import LABELS, SOURCES
+from learning.evaluation.reasons import ReasonCounts, reason_counts
 from learning.refits import snapshots
 
 MIN_KAPPA_OVERLAP = agreement.MIN_KAPPA_OVERLAP
@@ -95,6 +96,7 @@ class StudyDashboard:
     thresholds: dict[str, float] = field(default_factory=dict)
     disagreements: int = 0  # pairs answered twice or more with two labels
     disagreements_resolved: int = 0  # of them, adjudicated (annotation/review/)
+    reasons: ReasonCounts | None = None  # the fields annotators cite (record studies)
     computed_at: float = field(default_factory=time.time)
     stale: bool = False  # newer answers exist; a refresh is on its way
 
@@ -194,6 +196,7 @@ def _compute(study: Study) -> StudyDashboard:
         overlapping_pairs=overlapping,
         disagreements=disagreements,
         disagreements_resolved=resolved,
+        reasons=reason_counts(study) if study.space.feature_map else None,
         thresholds={
             "too_fast_seconds": TOO_FAST_SECONDS,
             "low_majority_agreement": LOW_MAJORITY_AGREEMENT,

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from learning.evaluation import spectra
+from learning.evaluation.fields import FieldChange, VersionFields, fields_differ, version_fields
 from learning.evaluation.informative import not_informative_line
 from learning.models import MetricVersion, WeatResult, WeatTest
 from learning.versions.drift import Drift, drift_alarm, drift_of
@@ -69,6 +70,7 @@ class VersionReport:
     drift_published: Drift | None
     weat: list[tuple[WeatTest, WeatResult | None, WeatResult | None]]  # test, euclid, this
     alerts: list[str] = field(default_factory=list)
+    fields: VersionFields | None = None  # record studies: the metric field by field
 
 
 def version_report(version: MetricVersion) -> VersionReport:
@@ -86,10 +88,12 @@ def version_report(version: MetricVersion) -> VersionReport:
     }
     tests = sorted((r.test for r in weat[version.pk].values()), key=lambda t: (t.kind, t.position))
     moved = (drift_of(version, previous), drift_of(version, published)) if ready else (None, None)
+    fields = version_fields(version)
     return VersionReport(
         version=version,
         spectrum=[float(v) for v in spectra.spectrum(sigma_of(version)).values] if ready else [],
-        directions=spectra.sensitive_directions(version) if ready else [],
+        # Records are explained by their fields (item ids say nothing): no aligned items.
+        directions=spectra.sensitive_directions(version) if ready and fields is None else [],
         sensitive_dimension=spectra.sensitive_dimension(version) if ready else 0,
         previous=previous,
         published=published,
@@ -97,6 +101,7 @@ def version_report(version: MetricVersion) -> VersionReport:
         drift_published=moved[1],
         weat=[(t, euclid.get(t.pk), weat[version.pk].get(t.pk)) for t in tests],
         alerts=(version_alerts(version, previous, published, weat) if ready else []),
+        fields=fields,
     )
 
 
@@ -175,6 +180,14 @@ class Comparison:
     weat: list[tuple[WeatTest, WeatResult | None, WeatResult | None]]
     diagnostics: list[tuple[str, str, str]]
     counts: list[tuple[str, object, object]]
+    fields: tuple[VersionFields | None, VersionFields | None] = (None, None)
+    fields_moved: list[FieldChange] = field(default_factory=list)  # the fields they differ on
+
+    @property
+    def field_rows(self) -> list[tuple[str, object, object]]:
+        """(field, a's weight, b's weight) for every field of either, in φ's order."""
+        a, b = ({f.field: f for f in v.fields} if v else {} for v in self.fields)
+        return [(name, a.get(name), b.get(name)) for name in dict.fromkeys([*a, *b])]
 
 
 def version_comparison(a: MetricVersion, b: MetricVersion) -> Comparison:
@@ -186,10 +199,14 @@ def version_comparison(a: MetricVersion, b: MetricVersion) -> Comparison:
         key=lambda t: (t.kind, t.position, t.pk),
     )
     diag_a, diag_b = dict(scalar_rows(a.diagnostics)), dict(scalar_rows(b.diagnostics))
+    fields = (version_fields(a), version_fields(b))
+    records = fields[0] is not None or fields[1] is not None
     return Comparison(
         drift=drift_of(b, a) if len(ready) == 2 else None,
         spectra=(values.get(a.pk, []), values.get(b.pk, [])),
-        directions=[spectra.sensitive_directions(v) if v in ready else [] for v in (a, b)],
+        directions=[
+            spectra.sensitive_directions(v) if v in ready and not records else [] for v in (a, b)
+        ],
         weat=[(t, weat[a.pk].get(t.pk), weat[b.pk].get(t.pk)) for t in tests],
         diagnostics=[
             (k, diag_a.get(k, "—"), diag_b.get(k, "—")) for k in sorted(set(diag_a) | set(diag_b))
@@ -198,4 +215,6 @@ def version_comparison(a: MetricVersion, b: MetricVersion) -> Comparison:
             (k, a.counts.get(k, "—"), b.counts.get(k, "—"))
             for k in sorted(set(a.counts) | set(b.counts))
         ],
+        fields=fields,
+        fields_moved=fields_differ(*fields) if fields[0] and fields[1] else [],
     )

@@ -23,6 +23,7 @@ from learning.dashboards import (
     version_report,
     weat_table,
 )
+from learning.evaluation import reasons
 from learning.evaluation.weat_tests import require_weat
 from learning.models import MetricVersion, WeatTest
 from learning.versions import storage
@@ -86,6 +87,7 @@ def study_dashboard(request: HttpRequest, study_id: int) -> HttpResponse:
     reliability = status.annotator_reliability(study)
     context["annotator_rows"] = [(q, reliability.get(q.user_id)) for q in board.annotators]
     context["reliability_version"] = next(iter(reliability.values()), None)
+    context["reasons"] = reasons.reasons_view(study, getattr(board, "reasons", None))
     context["charts"] = {
         "days": board.days,
         "per_day": board.per_day,
@@ -264,6 +266,10 @@ def version_compare(request: HttpRequest) -> HttpResponse:
         "weat": compared.weat,
         "diagnostics": compared.diagnostics,
         "counts": compared.counts,
+        "fields_a": compared.fields[0],
+        "fields_b": compared.fields[1],
+        "fields_moved": compared.fields_moved,
+        "field_rows": compared.field_rows,
         "chart": {
             "a": {"name": f"#{a.pk} {a.label}", "spectrum": compared.spectra[0]},
             "b": {"name": f"#{b.pk} {b.label}", "spectrum": compared.spectra[1]},

@@ -90,6 +90,15 @@ class Direction:
     items: list[tuple[str, float]]  # (item key, cosine with the direction)
 
 
+def _shown(key: str, text: str, limit: int = 60) -> str:
+    if not text:
+        return key
+    if len(text) <= limit:
+        return text
+    cut = text[:limit]
+    return (cut.rsplit(" ", 1)[0] if " " in cut else cut[: limit - 1]).rstrip() + "…"
+
+
 @lru_cache(maxsize=128)
 def _directions_cached(sigma_path, sigma_sha, space_id, matrix_path, space_sha):
     spec = spectrum(sigma_cached(sigma_path, sigma_sha))
@@ -100,7 +109,12 @@ def _directions_cached(sigma_path, sigma_sha, space_id, matrix_path, space_sha):
         return dimension, ()
     aligned = aligned_rows(matrix, basis)
     rows = {row for direction in aligned for row, _ in direction}
-    keys = dict(Item.objects.filter(space_id=space_id, row__in=rows).values_list("row", "key"))
+    keys = {  # a text by its first words, a word by its key
+        row: _shown(key, text)
+        for row, key, text in Item.objects.filter(space_id=space_id, row__in=rows).values_list(
+            "row", "key", "text"
+        )
+    }
     return dimension, tuple(
         Direction(float(value), [(keys.get(row, f"row {row}"), cos) for row, cos in direction])
         for value, direction in zip(values, aligned, strict=True)
@@ -115,7 +129,8 @@ def _directions(version: MetricVersion) -> tuple[int, tuple[Direction, ...]]:
 
 
 def sensitive_directions(version: MetricVersion) -> list[Direction]:
-    """The sensitive directions with the vocabulary items most aligned with each (1 query)."""
+    """The sensitive directions with the items most aligned with each — words by their key,
+    texts by their first words (1 query)."""
     return list(_directions(version)[1])
 
 

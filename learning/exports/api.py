@@ -27,6 +27,7 @@ from annotation.models import Study
 from audit.services import Action as AuditAction
 from audit.services import audit_record
 from common.errors import InvalidInput
+from learning.evaluation.fields import fields_json, version_fields
 from learning.exports import formats
 from learning.exports.schema import (
     PublishRefusedSerializer,
@@ -102,6 +103,8 @@ def version_metadata(version: MetricVersion, request) -> dict:
         "parent": version.parent_id,
         "sigma_sha256": version.sigma_sha256 or None,
         "validity": validity_of(version),
+        # Record studies: each field's share of the metric (learning/evaluation/fields.py).
+        "fields": fields_json(version_fields(version)),
         "links": links,
     }
 

@@ -31,6 +31,7 @@ JUDGMENT_FIELDS = [
     "item_b_id",
     "item_b_key",
     "label",
+    "reasons",  # the fields that decided the answer: a list (CSV: joined by "; ")
     "annotator_id",
     "annotator",
     "source",
@@ -110,6 +111,7 @@ def judgment_rows(*, study: Study) -> Iterator[dict]:
             "item_b_id",
             "item_b__key",
             "label",
+            "reasons",
             "annotator_id",
             "annotator__username",
             "source",
@@ -124,6 +126,7 @@ def judgment_rows(*, study: Study) -> Iterator[dict]:
         record = dict(zip(JUDGMENT_FIELDS, row, strict=True))
         record["client_id"] = str(record["client_id"])
         record["created_at"] = _iso(record["created_at"])
+        record["reasons"] = list(record["reasons"] or [])
         yield record
 
 
@@ -174,9 +177,12 @@ FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 def csv_cell(value) -> object:
     """``value`` safe for a spreadsheet: text starting a formula gets a leading ``'`` (OWASP);
-    numbers, and None as the empty cell, stay as they are."""
+    numbers, and None as the empty cell, stay as they are; a list (an answer's reasons) is one
+    cell, its items joined by "; "."""
     if value is None:
         return ""
+    if isinstance(value, list):
+        value = "; ".join(str(v) for v in value)
     if isinstance(value, str) and value.startswith(FORMULA_STARTS):
         return "'" + value
     return value
@@ -213,6 +219,7 @@ def _parquet_schema(fields: list[str]):
         "created_by_id": pa.int64(),
         "revision": pa.int64(),
         "item_id": pa.int64(),
+        "reasons": pa.list_(pa.string()),
     }
     return pa.schema([(name, types.get(name, pa.string())) for name in fields])
 

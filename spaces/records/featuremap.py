@@ -101,6 +101,33 @@ def feature_names(features: Sequence[dict]) -> list[str]:
     return names
 
 
+def _fields(spec: dict | None) -> list[tuple[dict, int]]:
+    """The features that own columns of φ, with their widths."""
+    found = []
+    for feature in (spec or {}).get("features", []):
+        width = 1 if feature["kind"] == "numeric" else len(feature["categories"])
+        if width:
+            found.append((feature, width))
+    return found
+
+
+def field_blocks(spec: dict | None) -> tuple[list[str], np.ndarray]:
+    """The fields of φ and the first output column of each (a categorical field owns one
+    column per category, in ``feature_names`` order; one without categories owns none and is
+    left out): the one rule for which columns of φ — and of Σ — belong to which field. Empty
+    for a space without a feature map."""
+    fields = _fields(spec)
+    widths = np.array([w for _, w in fields], dtype=np.int64)
+    starts = np.concatenate([[0], np.cumsum(widths)[:-1]]) if widths.size else widths
+    return [f["column"] for f, _ in fields], starts.astype(np.int64)
+
+
+def field_levels(spec: dict | None) -> np.ndarray:
+    """Per field of :func:`field_blocks`: whether its columns are one-hot levels (two
+    records' difference there sums to 0)."""
+    return np.array([f["kind"] == "categorical" for f, _ in _fields(spec)], dtype=bool)
+
+
 def feature_map_json(spec: dict) -> bytes:
     """A specification as stable JSON bytes: sorted keys, UTF-8 (the same map, the same bytes;
     the body of ``/api/studies/{id}/feature-map/`` and the source of its ETag)."""

@@ -14,6 +14,12 @@
 //   of the outbox) those answers go in one batch request (judgments/batch/, at most BATCH_MAX),
 //   still in order: each answer is settled on its own (created, duplicate, refused, or
 //   throttled and sent again), and a failed request is retried whole with the same client_ids.
+//
+// Reasons (record studies): each field the two records differ in gets a letter (a, b, d, …;
+// never C or S); pressing it marks that field as what decides the answer, before the answer's
+// key. The marks belong to the pair on screen — a new pair starts with none — and travel in the
+// answer's own POST (`reasons`, with 1 or 2 only), so a reason can neither be lost nor land on
+// another pair.
 (() => {
   "use strict";
   const app = document.getElementById("label-app");
@@ -35,6 +41,9 @@
   const MAX_WAITING = 30; // keys pressed ahead of the pairs
   const MAX_HELD = 20; // pairs the server can be told to leave out (exclude=, 40 ids)
   const BATCH_MAX = 50; // answers per batch request (the server's JUDGMENT_BATCH_MAX)
+  const REASON_LETTERS = "abdefghijklmnopqrtuvwxyz"; // C and S are comment and skip
+  const REASON_LABELS = new Set(["comparable", "incomparable"]);
+  const MAX_REASONS = 5; // the server's annotation/reasons.py: MAX_REASONS
 
   const el = (id) => document.getElementById(id);
   const cards = { left: el("card-left"), right: el("card-right") };
@@ -59,6 +68,8 @@
   const inFlight = new Set(); // outbox entries being sent
   let flushing = false;
   let problem = null; // {text, kind}: the last refusal or failure, until the next success
+  let reasonKeys = {}; // letter → field, for the pair on screen
+  let chosen = []; // the fields marked as reasons for the pair on screen
 
   function uuid4() {
     if (window.crypto && crypto.randomUUID) return crypto.randomUUID();
@@ -190,8 +201,12 @@
     const isKey = (f) => fieldText(left.payload[f]) === left.key && fieldText(right.payload[f]) === right.key;
     const differing = fields.filter(
       (f) => !isKey(f) && fieldText(left.payload[f]) !== fieldText(right.payload[f]));
+    reasonKeys = {};
+    differing.slice(0, REASON_LETTERS.length).forEach((f, i) => { reasonKeys[REASON_LETTERS[i]] = f; });
+    const letterOf = Object.fromEntries(Object.entries(reasonKeys).map(([k, f]) => [f, k]));
     table.createCaption().textContent =
-      `The two records, field by field: ${differing.length} of ${fields.length} differ (marked ≠).`;
+      `The two records, field by field: ${differing.length} of ${fields.length} differ (marked ≠).`
+      + (differing.length ? " Optional: press a differing field's letter to mark it as what decides your answer." : "");
     const head = table.createTHead().insertRow();
     for (const text of ["Field", shown(left), shown(right)]) {
       const th = document.createElement("th");
@@ -212,12 +227,54 @@
         mark.className = "diff-mark";
         mark.textContent = " ≠ differs";
         th.appendChild(mark);
+        if (letterOf[field]) th.appendChild(reasonButton(field, letterOf[field]));
       }
       tr.appendChild(th);
       tr.insertCell().textContent = fieldText(left.payload[field]);
       tr.insertCell().textContent = fieldText(right.payload[field]);
     }
     box.appendChild(table);
+  }
+
+  // The mark of one differing field as a reason: its letter, pressed (or clicked) to toggle.
+  function reasonButton(field, letter) {
+    const button = document.createElement("button");
+    button.type = "button";
+    button.className = "reason";
+    button.dataset.field = field;
+    button.setAttribute("aria-pressed", chosen.includes(field) ? "true" : "false");
+    button.setAttribute("aria-label", `Reason: ${field} (key ${letter.toUpperCase()})`);
+    const kbd = document.createElement("kbd");
+    kbd.textContent = letter.toUpperCase();
+    button.appendChild(kbd);
+    button.addEventListener("click", () => toggleReason(field));
+    return button;
+  }
+
+  function renderReasons() {
+    for (const button of document.querySelectorAll("#record-compare button.reason")) {
+      const on = chosen.includes(button.dataset.field);
+      button.setAttribute("aria-pressed", on ? "true" : "false");
+      button.closest("tr").classList.toggle("reason-chosen", on);
+    }
+    const line = el("reasons-line");
+    if (line) line.textContent = chosen.length ? `Reason: ${chosen.join(", ")} — press 1 or 2 to answer with it.` : "";
+  }
+
+  function toggleReason(field) {
+    if (!current) {
+      refuse("Nothing on screen to give a reason for.");
+      return;
+    }
+    if (chosen.includes(field)) {
+      chosen = chosen.filter((f) => f !== field);
+    } else if (chosen.length >= MAX_REASONS) {
+      refuse(`At most ${MAX_REASONS} fields as reasons.`);
+      return;
+    } else {
+      chosen = [...chosen, field];
+    }
+    renderReasons();
   }
 
   function renderEmpty() {
@@ -236,6 +293,8 @@
   // Put `pair` on screen (or the empty state); keys that wait answer it at once.
   function show(pair) {
     current = pair;
+    chosen = []; // reasons belong to one pair
+    reasonKeys = {};
     let consumed = 0;
     while (current && waiting.length) {
       record(waiting.shift());
@@ -254,6 +313,7 @@
     } else {
       renderEmpty();
     }
+    renderReasons();
     renderStatus();
   }
 
@@ -290,7 +350,7 @@
       what.textContent = pair;
       const label = document.createElement("span");
       label.className = "answer-label";
-      label.textContent = r.label;
+      label.textContent = r.reasons && r.reasons.length ? `${r.label} (${r.reasons.join(", ")})` : r.label;
       const st = document.createElement("span");
       st.className = "state";
       st.textContent = STATE_TEXT[state];
@@ -408,9 +468,12 @@
       client_id: uuid4(),
       elapsed_ms: elapsed,
     };
+    const reasons = REASON_LABELS.has(label) ? chosen : [];
+    if (reasons.length) body.reasons = [...reasons];
+    chosen = [];
     outbox.push({ op: "post", body });
     saveOutbox();
-    recent.unshift({ client_id: body.client_id, left: current.left, right: current.right, label });
+    recent.unshift({ client_id: body.client_id, left: current.left, right: current.right, label, reasons: [...reasons] });
     recent = recent.slice(0, RECENT);
     saveRecent();
     answered += 1;
@@ -739,6 +802,14 @@
     } else if (e.key === "?") {
       e.preventDefault();
       toggleHelp();
+    } else if (e.key.length === 1 && REASON_LETTERS.includes(e.key.toLowerCase())) {
+      // Letters name fields of records only; elsewhere they do nothing, as before.
+      if (current && !(isRecord(current.left) && isRecord(current.right))) return;
+      e.preventDefault();
+      const field = reasonKeys[e.key.toLowerCase()];
+      if (field) toggleReason(field);
+      else if (current) refuse(`Key “${e.key.toUpperCase()}” is no differing field's letter on this pair.`);
+      else refuse(`Key “${e.key.toUpperCase()}” not used: no pair on screen to give a reason for.`);
     }
   });
   for (const button of app.querySelectorAll("button.answer")) {
@@ -772,8 +843,8 @@
         const fromServer = data.results.map((j) => {
           const seen = displayed.get(j.client_id);
           return seen && !seen.refused
-            ? { ...seen, label: j.label }
-            : { client_id: j.client_id, left: j.item_a, right: j.item_b, label: j.label };
+            ? { ...seen, label: j.label, reasons: j.reasons || [] }
+            : { client_id: j.client_id, left: j.item_a, right: j.item_b, label: j.label, reasons: j.reasons || [] };
         });
         const stored = new Set(fromServer.map((r) => r.client_id));
         const pending = new Set(outbox.filter((op) => op.op === "post").map((op) => op.body.client_id));
@@ -792,6 +863,7 @@
           left: { id: op.body.item_a, key: `#${op.body.item_a}` },
           right: { id: op.body.item_b, key: `#${op.body.item_b}` },
           label: op.body.label,
+          reasons: op.body.reasons || [],
         });
       }
     }

@@ -194,6 +194,30 @@ def test_records_are_compared_field_by_field(study, items, reviewer, people):
     assert html.count("≠ differs") == 1  # job only: the key column and age are not marked
 
 
+def test_the_reasons_of_a_disagreement_are_shown_with_its_answers(study, items, reviewer, people):
+    left, right = items[10], items[11]
+    left.payload = {"id": left.key, "age": 30, "job": "clerk"}
+    right.payload = {"id": right.key, "age": 41, "job": "nurse"}
+    left.save()
+    right.save()
+    answer(study, people[0], left, right, C)
+    incomparable = answer(study, people[1], left, right, N)
+    incomparable.reasons = ["job"]
+    incomparable.save()
+    despite = answer(study, people[2], left, right, C)
+    despite.reasons = ["job", "age"]
+    despite.save()
+    html = client_of(reviewer).get(reverse("annotation:adjudication", args=[study.pk])).content
+    html = html.decode()
+    answers = html.split('id="pair-answers"')[1].split("</table>")[0]
+    assert '<td class="reasons">job</td>' in answers
+    assert '<td class="reasons">job, age</td>' in answers
+    assert '<td class="reasons">—</td>' in answers
+    job_row = html.split('data-cited="2"')[1].split("</tr>")[0]
+    assert "p1: incomparable; p2: comparable" in job_row
+    assert 'data-cited="1"' in html  # age, cited once
+
+
 def test_the_api_lists_and_resolves(study, answered, reviewer, people, client_for):
     url = reverse("api-disagreements", args=[study.pk])
     data = client_for(reviewer).get(url).json()

@@ -14,6 +14,7 @@ from learning.core.audit import (
     comparable_radius,
     consistency,
     field_shares,
+    field_weights,
     item_statistics,
     metric_factor,
     neighbour_figures,
@@ -244,3 +245,55 @@ def test_bad_shapes_are_refused():
         item_statistics(NEIGHBOURS, DISTANCES[:, :1], SCORES, epsilon=1, lipschitz=1)
     with pytest.raises(ValueError, match="lie in"):
         item_statistics(NEIGHBOURS + 5, DISTANCES, SCORES, epsilon=1, lipschitz=1)
+
+
+def test_field_weights_by_hand():
+    # fields: a (1 column), b (2 columns, weightless), c (2 columns)
+    sigma = np.diag([4.0, 0.0, 0.0, 1.0, 1.0])
+    found = field_weights(sigma, np.array([0, 1, 3]))
+    np.testing.assert_allclose(found.trace, [4 / 6, 0, 2 / 6])
+    np.testing.assert_allclose(found.relative, [4 / 6 * 5, 0, 2 / 6 * 5 / 2])
+    assert found.ignored.tolist() == [False, True, False]
+    # 4, 1, 1 carry 100 % (> 90 %): three leading directions; c's two share eigenvalue 1
+    np.testing.assert_allclose(found.carried, [4 / 6, 1 / 6, 1 / 6])
+    np.testing.assert_allclose(found.leading, [4 / 6, 0, 2 / 6], atol=1e-12)
+    np.testing.assert_allclose(found.directions.sum(axis=1), 1.0)
+
+
+def test_field_weights_trace_share_is_the_mean_pair_share_under_isotropic_differences():
+    """The metric's share of a field is what field_shares gives pairs on average when the
+    differences are isotropic: E[z_fᵀΣz] / E[zᵀΣz] = tr Σ_ff / tr Σ (Monte Carlo)."""
+    rng = np.random.default_rng(3)
+    a = rng.normal(size=(6, 6))
+    sigma = a @ a.T
+    starts = np.array([0, 2, 5])
+    z = rng.normal(size=(40_000, 6))
+    w = metric_factor(sigma)
+    d2 = np.sum((z @ w) ** 2, axis=1)
+    pair = field_shares(z, w, starts) * d2[:, None]
+    np.testing.assert_allclose(
+        pair.mean(axis=0) / d2.mean(), field_weights(sigma, starts).trace, atol=0.02
+    )
+
+
+def test_a_categorical_field_is_weighed_on_the_differences_of_its_levels():
+    # a numeric field (column 0) and a categorical one of three levels (columns 1-3)
+    euclid = field_weights(np.eye(4), np.array([0, 1]), np.array([False, True]))
+    np.testing.assert_allclose(euclid.trace, [1 / 3, 2 / 3])  # the levels: 2 free directions
+    np.testing.assert_allclose(euclid.relative, [1, 1])
+    # FACE removing the level differences (I − QQᵀ, Q spanning them) ignores the field, though
+    # Σ keeps weight 1/3 on each level column: no two records differ along (1, 1, 1).
+    q = np.linalg.qr(np.array([[0, 1, -1, 0], [0, 1, 0, -1]], dtype=float).T)[0]
+    face = np.eye(4) - q @ q.T
+    assert np.trace(face[1:, 1:]) == pytest.approx(1.0)
+    found = field_weights(face, np.array([0, 1]), np.array([False, True]))
+    np.testing.assert_allclose(found.trace, [1, 0], atol=1e-12)
+    assert found.ignored.tolist() == [False, True]
+    assert field_weights(face, np.array([0, 1])).ignored.tolist() == [False, False]
+
+
+def test_field_weights_refuses_bad_starts():
+    with pytest.raises(ValueError, match="starts"):
+        field_weights(np.eye(3), np.array([1, 2]))
+    with pytest.raises(ValueError, match="starts"):
+        field_weights(np.eye(3), np.array([0, 3]))

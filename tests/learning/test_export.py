@@ -8,6 +8,7 @@ import io
 import json
 
 import numpy as np
+import pyarrow.parquet as pq
 import pytest
 from django.urls import reverse
 from rest_framework.test import APIClient
@@ -326,3 +327,23 @@ def test_a_cached_token_stops_working_at_once_when_revoked_or_its_user_is_deacti
             user.is_active = False
             user.save()
         assert client.get("/api/studies/").status_code == 401
+
+
+def test_judgment_exports_carry_the_reasons_in_every_format(client, study, users, judgments):
+    first = PairJudgment.objects.order_by("id").first()
+    first.reasons = ["age", "=cmd"]  # a name that would start a formula
+    first.save(update_fields=["reasons"])
+    client.force_login(users["reviewer"])
+
+    def url(fmt: str) -> str:
+        return reverse("api-export-judgments", args=[study.pk, fmt])
+
+    rows = list(csv.DictReader(io.StringIO(streamed(client.get(url("csv"))))))
+    assert rows[0]["reasons"] == "age; =cmd"  # one cell; starts with "a": no formula
+    assert rows[1]["reasons"] == ""
+    records = [json.loads(line) for line in streamed(client.get(url("jsonl"))).splitlines()]
+    assert records[0]["reasons"] == ["age", "=cmd"]
+    assert records[1]["reasons"] == []
+    response = client.get(url("parquet"))
+    table = pq.read_table(io.BytesIO(b"".join(response.streaming_content)))
+    assert table.column("reasons").to_pylist()[:2] == [["age", "=cmd"], []]
