@@ -30,7 +30,8 @@ of the resampled maximum: its low end shows how much the worst case hinges on a 
 :func:`field_shares` splits ``d_Σ²`` of a pair among fields (blocks of φ's columns): field
 ``f``'s share is its own part ``z_fᵀ Σ_ff z_f`` (the squared distance were the pair to differ in
 ``f`` alone) over the sum of the fields' own parts — between 0 and 1, adding up to 1.
-:func:`field_weights` says it of the whole metric (each field's share of Σ's trace).
+:func:`learning.core.fairness.fields.field_weights` says it of the whole metric (each field's
+share of Σ's trace).
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .psd import eigh_descending, psd_factor, symmetrize
+from .psd import psd_factor
 
 __all__ = [
     "GAP_TOL",
@@ -50,9 +51,7 @@ __all__ = [
     "ViolatingPairs",
     "comparable_radius",
     "consistency",
-    "field_loads",
     "field_shares",
-    "field_weights",
     "item_statistics",
     "metric_factor",
     "neighbour_figures",
@@ -61,7 +60,6 @@ __all__ = [
 ]
 
 GAP_TOL = 1e-9  # a gap this small is float noise (equal scores of identical items)
-IGNORED_BELOW = 0.1  # a field ignored: each column weighs under a tenth of Euclidean's weight
 CHUNK = 8192  # items per bootstrap chunk
 LEVEL = 0.95
 
@@ -353,53 +351,3 @@ def field_shares(differences: ArrayLike, factor: ArrayLike, starts: ArrayLike) -
     scale = np.maximum(np.abs(z).sum(axis=1, keepdims=True), np.finfo(float).tiny)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(total > 1e-24 * scale, own / total, np.nan)
-
-
-@dataclass(frozen=True)
-class FieldWeights:
-    """Per field: ``trace`` = ``tr Σ'_ff / tr Σ'`` (adds up to 1), ``Σ' = PΣP`` with ``P`` the
-    projection on the directions records differ in (a categorical field's levels less their
-    mean: two records' one-hot difference never leaves it); ``relative`` = that share over the
-    field's share of those directions (1: as Euclidean distance); ``leading`` = ``Σ_j λ_j
-    ‖v_j,f‖² / Σ_j λ_j`` over Σ''s leading eigenvectors (carrying ``mass`` of the trace, at most
-    ``most``), ``directions`` = ``‖v_j,f‖²`` (k, fields), ``carried`` = ``λ_j / tr Σ'``;
-    ``ignored``: relative < IGNORED_BELOW."""
-
-    trace: np.ndarray
-    relative: np.ndarray
-    leading: np.ndarray
-    directions: np.ndarray
-    carried: np.ndarray
-    ignored: np.ndarray
-
-
-def field_weights(sigma, starts, categorical=None, *, mass=0.9, most=5) -> FieldWeights:
-    """Each field's weight in ``Σ`` (``categorical``: per field, one-hot levels); zero Σ: NaNs."""
-    s, starts = symmetrize(np.asarray(sigma, dtype=np.float64)), np.asarray(starts, np.int64)
-    d = s.shape[0]
-    if starts.size == 0 or starts[0] != 0 or np.any(np.diff(starts) <= 0) or starts[-1] >= d:
-        raise ValueError("starts must be ascending field starts beginning at 0, within Sigma")
-    widths, p = np.diff(np.append(starts, d)), np.eye(d)
-    levels = np.zeros(starts.size, bool) if categorical is None else categorical
-    for at, w, cat in zip(starts, widths, levels, strict=True):
-        p[at : at + w, at : at + w] -= np.full((w, w), 1.0 / w) if cat else 0.0
-    s, free = p @ s @ p, np.add.reduceat(np.diag(p), starts)  # free: each field's directions
-    diag = np.clip(np.diag(s), 0.0, None)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        trace = np.add.reduceat(diag, starts) / diag.sum()
-        relative = np.where(free > 0.5, trace * free.sum() / free, 0.0)
-    values, vectors = eigh_descending(s)
-    values = np.clip(values, 0.0, None)
-    carried = np.cumsum(values) / values.sum() if values.sum() > 0 else np.ones(d)
-    k = int(min(most, d, np.searchsorted(carried, mass - 1e-12) + 1))
-    loads = field_loads(vectors[:, :k], starts)  # (k, fields); rows sum to 1
-    with np.errstate(invalid="ignore", divide="ignore"):
-        leading = values[:k] @ loads / values[:k].sum()
-    ignored = ~(relative >= IGNORED_BELOW)
-    return FieldWeights(trace, relative, leading, loads, values[:k] / values.sum(), ignored)
-
-
-def field_loads(vectors: ArrayLike, starts: ArrayLike) -> np.ndarray:
-    """(k, fields): each unit column's squared length within each field (rows add up to 1)."""
-    v = np.asarray(vectors, dtype=np.float64)
-    return np.add.reduceat(v**2, np.asarray(starts, dtype=np.int64), axis=0).T

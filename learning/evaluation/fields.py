@@ -3,7 +3,7 @@ fields two versions differ on.
 
 The fields are the blocks of φ's columns (``spaces/records/featuremap.py: field_blocks``, a
 categorical field owning one column per level); the numbers are the core's
-(``learning/core/audit.py: field_weights``): a field's **share** of the metric is its share of
+(``learning/core/fairness/fields.py: field_weights``): a field's **share** of the metric is its share of
 Σ's trace, ``tr Σ_ff / tr Σ``; its **weight** is that share beside its share of φ's columns (1:
 as Euclidean distance weighs it); a field is **ignored** when that weight is under
 ``IGNORED_BELOW`` (a tenth). The same figures go to the version page, the compare page and the
@@ -17,7 +17,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from learning.core.audit import IGNORED_BELOW, field_loads, field_weights
+from learning.core.fairness.fields import IGNORED_BELOW, field_loads, field_weights
 from learning.evaluation.spectra import sensitive_basis, spectrum
 from learning.models import MetricVersion
 from learning.versions.sigmas import sigma_cached
@@ -50,7 +50,9 @@ class FieldWeight:
 
 @dataclass(frozen=True)
 class Direction:
-    eigenvalue: float  # the leading ones: λ / tr Σ' (learning/core/audit.py: field_weights)
+    eigenvalue: (
+        float  # the leading ones: λ / tr Σ' (learning/core/fairness/fields.py: field_weights)
+    )
     trace_share: float  # λ / tr Σ' (NaN for the sensitive ones)
     fields: tuple[tuple[str, float], ...]  # the fields holding ≥ 5 % of it, largest first
 

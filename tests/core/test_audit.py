@@ -14,7 +14,6 @@ from learning.core.audit import (
     comparable_radius,
     consistency,
     field_shares,
-    field_weights,
     item_statistics,
     metric_factor,
     neighbour_figures,
@@ -22,6 +21,7 @@ from learning.core.audit import (
     violating_pairs,
 )
 from learning.core.explore import p_comparable
+from learning.core.fairness.fields import field_weights
 
 # Four items on a line at 0, 1, 2, 10; each item's two nearest others.
 NEIGHBOURS = np.array([[1, 2], [0, 2], [1, 0], [2, 1]])
@@ -261,18 +261,20 @@ def test_field_weights_by_hand():
 
 
 def test_field_weights_trace_share_is_the_mean_pair_share_under_isotropic_differences():
-    """The metric's share of a field is what field_shares gives pairs on average when the
-    differences are isotropic: E[z_fᵀΣz] / E[zᵀΣz] = tr Σ_ff / tr Σ (Monte Carlo)."""
+    """The metric's share of a field is what field_shares gives pairs on average (weighted by
+    their own parts) when the differences are isotropic: E[z_fᵀΣ_ff z_f] / E[Σ_g z_gᵀΣ_gg z_g] =
+    tr Σ_ff / tr Σ (Monte Carlo)."""
     rng = np.random.default_rng(3)
     a = rng.normal(size=(6, 6))
     sigma = a @ a.T
     starts = np.array([0, 2, 5])
     z = rng.normal(size=(40_000, 6))
     w = metric_factor(sigma)
-    d2 = np.sum((z @ w) ** 2, axis=1)
-    pair = field_shares(z, w, starts) * d2[:, None]
+    ends = np.append(starts[1:], 6)
+    own = sum(np.sum((z[:, s:e] @ w[s:e]) ** 2, axis=1) for s, e in zip(starts, ends, strict=True))
+    pair = field_shares(z, w, starts) * own[:, None]  # each field's own part z_fᵀΣ_ff z_f
     np.testing.assert_allclose(
-        pair.mean(axis=0) / d2.mean(), field_weights(sigma, starts).trace, atol=0.02
+        pair.mean(axis=0) / own.mean(), field_weights(sigma, starts).trace, atol=0.02
     )
 
 
