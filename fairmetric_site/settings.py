@@ -343,9 +343,11 @@ CELERY_RESULT_EXPIRES = 3600
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TIMEZONE = TIME_ZONE
 # Tests give a worker a private queue; everything else uses Celery's default. The dashboard
-# figures have their own; empty: the default's name + "-dashboards" (common/queues.py).
+# figures have their own, and so have model audits; empty: the default's name + "-dashboards"
+# or "-audits" (common/queues.py).
 CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_TASK_DEFAULT_QUEUE", "celery") or "celery"
 CELERY_DASHBOARD_QUEUE = env_str("CELERY_DASHBOARD_QUEUE", "")
+CELERY_AUDIT_QUEUE = env_str("CELERY_AUDIT_QUEUE", "")
 
 # --- Learning (refits) ------------------------------------------------------------------------
 # A refit holds a per-study lease it renews while it runs; a killed worker's lease expires.
@@ -369,9 +371,20 @@ CELERY_BEAT_SCHEDULE = {
 }
 
 # --- Model audits (learning/audits, docs/audit.md) -------------------------------------------
-# A score file (key,score[,decision], read whole in the web request, bounded by MAX_TABLE_MB)
-# has at most this many rows; k at most AUDIT_MAX_K.
+# A score file (key,score[,decision]; stored as uploaded, at most MAX_TABLE_MB, its head checked
+# in the request, every row in the worker) has at most this many rows; k at most AUDIT_MAX_K.
 AUDIT_MAX_ROWS = env_int("AUDIT_MAX_ROWS", 1_000_000, minimum=2)
+# And at most this working set: rows x (2 dimension + 4 k) x 8 bytes, the points under phi and
+# Sigma and the two neighbour graphs (learning/audits/inputs.py: decoded_bytes).
+AUDIT_MAX_DECODED_MB = env_int("AUDIT_MAX_DECODED_MB", 256, minimum=1)
+# Audits queued or running at once, per user and per study; one more is refused with 429 and
+# Retry-After AUDIT_RETRY_AFTER_SECONDS.
+AUDIT_MAX_IN_FLIGHT_USER = env_int("AUDIT_MAX_IN_FLIGHT_USER", 2, minimum=1)
+AUDIT_MAX_IN_FLIGHT_STUDY = env_int("AUDIT_MAX_IN_FLIGHT_STUDY", 4, minimum=1)
+AUDIT_RETRY_AFTER_SECONDS = env_int("AUDIT_RETRY_AFTER_SECONDS", 30, minimum=1)
+# A queued audit not started this long after its task was sent is sent again by the sweep (its
+# message may have been lost with the broker; a second message is harmless).
+AUDIT_RESEND_SECONDS = env_int("AUDIT_RESEND_SECONDS", 300, minimum=1)
 AUDIT_MAX_K = env_int("AUDIT_MAX_K", 50, minimum=1)
 # The worst violations kept per audit (and a quarter as many of the largest gaps; the summary
 # counts them all).

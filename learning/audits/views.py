@@ -16,7 +16,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from annotation.access import Action, may, study_get
-from common.errors import InvalidInput, PayloadTooLarge
+from common.errors import InvalidInput, PayloadTooLarge, TooBusy
 from learning.audits import report, selectors, services
 from learning.models import MetricVersion, ModelAudit
 
@@ -58,6 +58,7 @@ def _nav(study, active: str = "audits") -> dict:
 def audit_list(request: HttpRequest, study_id: int) -> HttpResponse:
     study = _study(request, study_id)
     form = AuditForm(request.POST or None, request.FILES or None, study=study)
+    refused = None
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
@@ -71,15 +72,20 @@ def audit_list(request: HttpRequest, study_id: int) -> HttpResponse:
                 lipschitz=data["lipschitz"],
                 name=data["name"],
             )
-        except (InvalidInput, PayloadTooLarge) as exc:
+        except (InvalidInput, PayloadTooLarge, TooBusy) as exc:
             form.add_error(None, exc.message)
+            refused = exc
         else:
             messages.success(request, f"Audit {audit.name!r} queued: the worker runs it.")
             return redirect("learning:audit-detail", study.pk, audit.pk)
     audits = list(selectors.study_audits(study=study)[:100])
     status = 400 if request.method == "POST" else 200
     context = _nav(study) | {"form": form, "audits": audits}
-    return render(request, "learning/audits/list.html", context, status=status)
+    response = render(request, "learning/audits/list.html", context, status=status)
+    if isinstance(refused, TooBusy):
+        response.status_code = refused.status_code
+        response["Retry-After"] = str(refused.retry_after)
+    return response
 
 
 def _detail(request, study, audit, *, error: str = "", status: int = 200) -> HttpResponse:
