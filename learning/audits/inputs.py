@@ -58,10 +58,12 @@ def decoded_bytes(rows: int, dimension: int, k: int) -> int:
     return rows * (2 * dimension + 4 * k) * 8
 
 
-def _bound(rows: int, study: Study, k: int) -> None:
+def _bound(rows: int, study: Study, k: int, *, so_far: bool = False) -> None:
+    """Refuse ``rows`` beyond the bounds (``so_far``: rows counted while reading)."""
+    counted = f"{'at least ' if so_far else ''}{rows:,}"
     if rows > settings.AUDIT_MAX_ROWS:
         raise InvalidInput(
-            f"The score file has {rows:,} rows; at most {settings.AUDIT_MAX_ROWS:,} "
+            f"The score file has {counted} rows; at most {settings.AUDIT_MAX_ROWS:,} "
             "(AUDIT_MAX_ROWS)."
         )
     dimension = study.space.dimension
@@ -69,7 +71,7 @@ def _bound(rows: int, study: Study, k: int) -> None:
     if decoded_bytes(rows, dimension, k) > limit:
         most = limit // decoded_bytes(1, dimension, k)
         raise PayloadTooLarge(
-            f"The score file has {rows:,}{'' if rows < settings.AUDIT_MAX_ROWS else '+'} rows; "
+            f"The score file has {counted} rows; "
             f"in this {dimension}-dimensional space at k = {k} an audit holds at most {most:,} "
             f"(AUDIT_MAX_DECODED_MB = {settings.AUDIT_MAX_DECODED_MB:,} MB of points and "
             "neighbours)."
@@ -196,7 +198,7 @@ class _Reader:
     def add(self, frame: pd.DataFrame) -> None:
         frame.columns = [str(c).strip() for c in frame.columns]
         self.total += len(frame)
-        _bound(self.total, self.study, self.k)
+        _bound(self.total, self.study, self.k, so_far=True)
         keys = _texts(frame["key"], "key", MAX_KEY)
         self._unique(keys, frame.index.to_numpy())
         scores = _scores(frame["score"])

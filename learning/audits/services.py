@@ -103,7 +103,7 @@ def audit_enqueue(audit_id: int) -> bool:
     is down leaves the audit queued with no such time: the next sweep sends it
     (:func:`audits_resend`). True when sent."""
     try:
-        current_app.send_task(TASK, args=[audit_id], queue=audit_queue())
+        current_app.send_task(TASK, args=[audit_id], queue=audit_queue(), ignore_result=True)
     except Exception as exc:  # noqa: BLE001 - a down broker: the sweep sends it later
         logger.warning("could not queue audit %s (the sweep will): %s", audit_id, exc)
         return False
