@@ -343,9 +343,7 @@ def audit_input(audit, progress=None) -> Predictions:
     if fmt not in FORMATS:
         raise ValueError(f"the stored score file {path.name!r} is in no format an audit reads")
     try:
-        data = predictions_read(
-            study=audit.study, path=path, fmt=fmt, k=audit.k, progress=progress
-        )
+        data = predictions_read(study=audit.study, path=path, fmt=fmt, k=audit.k, progress=progress)
     except AppError as exc:
         raise ValueError(exc.message) from None
     ModelAudit.objects.filter(pk=audit.pk).update(

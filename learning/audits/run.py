@@ -259,7 +259,9 @@ def _violation_rows(audit: ModelAudit, data: Predictions, result: Computed) -> l
     pairs = result.pairs
     involved = np.concatenate([pairs.first, pairs.second])
     keys = _keys(data.item_ids[involved[involved < n_items]])
-    records = new_record_fields(data.new_records, np.unique(involved[involved >= n_items]) - n_items)
+    records = new_record_fields(
+        data.new_records, np.unique(involved[involved >= n_items]) - n_items
+    )
     labels = data.decision_labels
 
     def side(index: int) -> tuple[int | None, str, dict | None]:
