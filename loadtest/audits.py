@@ -261,11 +261,14 @@ def main(argv: list[str] | None = None) -> int:
             "audit_posts": dict(result.get("statuses", {})),
             "audits_by_status": dict(audits),
         }
-        print(json.dumps(report, indent=2))
         if not quiet or not during:
             problems.append("no answers measured")
-        if dict(result.get("statuses", {})).keys() - {201, 429}:
-            problems.append(f"audit posts answered other than 201/429: {result['statuses']}")
+        if report["flood"]["no_refit_within_60_s"]:
+            problems.append("answers whose refit did not start within 60 s during the flood")
+        if report["audit_posts"].keys() - {201, 429}:
+            problems.append(f"audit posts answered other than 201/429: {report['audit_posts']}")
+        report["problems"] = problems
+        print(json.dumps(report, indent=2))
         if args.json:
             args.json.write_text(json.dumps(report, indent=2))
     finally:

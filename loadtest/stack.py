@@ -248,6 +248,10 @@ class Stack:
         queue = audit_queue_of(self.env()["CELERY_TASK_DEFAULT_QUEUE"])
         return self._spawn("audits", worker_argv(queue, f"{queue}@%h", "--without-heartbeat"))
 
+    def pause(self, name: str, paused: bool = True) -> None:
+        """SIGSTOP (``paused``) or SIGCONT a process group: a worker busy for as long as wanted."""
+        os.killpg(self.procs[name].pid, signal.SIGSTOP if paused else signal.SIGCONT)
+
     def kill_worker(self) -> None:
         """SIGKILL the worker (no chance to clean up), as a crash or the OOM killer would."""
         proc = self.procs.pop("worker")
