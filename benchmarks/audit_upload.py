@@ -18,7 +18,7 @@ ready) less the resident memory then.
    it: the worker's run (``learning.audits.run.audit_run``: read and check every row a chunk at a
    time, search, figures, store), its seconds and memory growth.
 
-Printed: status, seconds, memory growth (MB), the stored input's size. ``--quick`` runs 20,000
+Printed: status, seconds, memory growth (MB), the stored input's size. ``--quick`` runs 5,000
 rows (a test runs it; no claims).
 """
 
@@ -207,7 +207,7 @@ def _child(*args: str) -> dict:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="20,000 rows (a test runs it)")
+    parser.add_argument("--quick", action="store_true", help="5,000 rows (a test runs it)")
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--worker-rows", type=int, default=1_000_000)
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
@@ -219,7 +219,7 @@ def main() -> int:
         print(json.dumps(result))
         return 0
     if args.quick:
-        args.rows = args.worker_rows = 20_000
+        args.rows = args.worker_rows = 5_000
     scratch = Path(tempfile.mkdtemp(prefix="fm-audit-upload-"))
     began = time.perf_counter()
     world = _child_setup(scratch, args.rows, args.worker_rows)

@@ -46,6 +46,7 @@ AUDIT_REFUSED = "Only reviewers and admins of this study can audit models."
 ASK_REFUSED = "Only an admin of the study can send pairs to its annotators."
 TASK = "learning.audit_model"
 MAX_ASK = 500
+RETRY_AFTER = 30  # seconds a refused audit (too many in flight) is told to wait
 
 
 def _number(value, name: str, *, integer: bool = False, low=None, high=None):
@@ -107,14 +108,14 @@ def audit_enqueue(audit_id: int) -> bool:
     except Exception as exc:  # noqa: BLE001 - a down broker: the sweep sends it later
         logger.warning("could not queue audit %s (the sweep will): %s", audit_id, exc)
         return False
-    resend = timezone.now() + timedelta(seconds=settings.AUDIT_RESEND_SECONDS)
+    resend = timezone.now() + timedelta(seconds=settings.AUDIT_LEASE_SECONDS)
     ModelAudit.objects.filter(pk=audit_id, status=AuditStatus.QUEUED).update(lease_until=resend)
     return True
 
 
 def audits_resend() -> list[int]:
     """The sweep's part for audits: send again every queued audit whose message may be lost
-    (never sent, or sent ``AUDIT_RESEND_SECONDS`` ago and not started) and every running one
+    (never sent, or sent ``AUDIT_LEASE_SECONDS`` ago and not started) and every running one
     whose lease ran out (its worker died). Each run claims its audit, so a second message is
     harmless. The ids sent."""
     now = timezone.now()
@@ -139,7 +140,7 @@ def _in_flight(user, study: Study) -> None:
             raise TooBusy(
                 f"{whose} {count} audit(s) queued or running, the most allowed at once "
                 f"({limit}); upload again when one is done.",
-                retry_after=settings.AUDIT_RETRY_AFTER_SECONDS,
+                retry_after=RETRY_AFTER,
             )
 
 

@@ -120,9 +120,7 @@ def test_the_upload_is_stored_as_it_came_and_new_records_read_back_in_chunks(
         assert violation.score_b == pytest.approx(expected["score"])
 
 
-def test_a_key_repeated_in_a_later_chunk_fails_the_audit_naming_the_row(
-    twins, unsent, monkeypatch
-):
+def test_a_key_repeated_in_a_later_chunk_fails_the_audit_naming_the_row(twins, unsent, monkeypatch):
     monkeypatch.setattr(inputs, "table_chunks", functools.partial(inputs.table_chunks, rows=100))
     table = long_scores(twins, 1500)
     table.loc[1200, "key"] = "p03M"
@@ -142,13 +140,12 @@ def test_a_csv_too_big_to_audit_fails_in_the_worker_saying_why(twins, settings, 
 
 def test_audits_in_flight_are_limited_per_user_and_per_study(twins, settings, unsent):
     settings.AUDIT_MAX_IN_FLIGHT_USER, settings.AUDIT_MAX_IN_FLIGHT_STUDY = 2, 3
-    settings.AUDIT_RETRY_AFTER_SECONDS = 17
     scores = twin_scores(twins["frame"], sex=True)
     first = create(twins, scores, k=3)
     create(twins, scores, k=3)
     with pytest.raises(TooBusy, match="You have 2 audit") as refused:
         create(twins, scores, k=3)
-    assert refused.value.retry_after == 17
+    assert refused.value.retry_after == services.RETRY_AFTER
     create(twins, scores, user="admin", k=3)
     with pytest.raises(TooBusy, match="This study has 3 audit"):
         create(twins, scores, user="admin", k=3)
@@ -157,9 +154,7 @@ def test_audits_in_flight_are_limited_per_user_and_per_study(twins, settings, un
     create(twins, scores, k=3)
 
 
-def test_the_api_answers_429_with_retry_after_and_the_page_a_form_error(
-    twins, settings, unsent
-):
+def test_the_api_answers_429_with_retry_after_and_the_page_a_form_error(twins, settings, unsent):
     settings.AUDIT_MAX_IN_FLIGHT_USER = 1
     scores = twin_scores(twins["frame"], sex=True)
     api = APIClient()
@@ -170,7 +165,7 @@ def test_the_api_answers_429_with_retry_after_and_the_page_a_form_error(
     assert first.json()["status"] == "queued"
     second = api.post(url, {"predictions": csv_upload(scores), "k": 3}, format="multipart")
     assert second.status_code == 429
-    assert second["Retry-After"] == str(settings.AUDIT_RETRY_AFTER_SECONDS)
+    assert second["Retry-After"] == str(services.RETRY_AFTER)
     assert "queued or running" in second.json()["detail"]
     page = reverse("learning:audits", args=[twins["study"].pk])
     browser = Client()
@@ -193,7 +188,7 @@ def test_audits_go_to_their_own_queue_and_one_the_broker_lost_is_sent_again(
         assert broker.llen(audit_queue()) == 1
         assert broker.llen("celery") == 0  # the refits' queue
         audit.refresh_from_db()
-        assert audit.lease_until > timezone.now()  # not sent again before AUDIT_RESEND_SECONDS
+        assert audit.lease_until > timezone.now()  # not sent again before AUDIT_LEASE_SECONDS
         assert services.audits_resend() == []
         private_redis.stop()  # no persistence: the message is lost
         private_redis.start()
