@@ -14,9 +14,11 @@ ready) less the resident memory then.
    Django's test client (middleware, DRF's multipart parser, the service), at the default bounds.
 2. **web, one key** — a Parquet of one pool key repeated ``--rows`` times, the same way.
 3. **worker** — a CSV of ``--worker-rows`` such new records (a CSV's rows are only counted by the
-   worker), accepted by the request with ``AUDIT_MAX_DECODED_MB`` raised so that the worker takes
-   it: the worker's run (``learning.audits.run.audit_run``: read and check every row a chunk at a
-   time, search, figures, store), its seconds and memory growth.
+   worker; default: the most the default ``AUDIT_MAX_DECODED_MB`` admits, the worst accepted
+   audit of its kind: identical points, random scores, so every neighbour pair is a violation),
+   ``--raise-bound`` to let more through: the worker's run (``learning.audits.run.audit_run``:
+   read and check every row a chunk at a time, search, figures, store), its seconds and memory
+   growth.
 
 Printed: status, seconds, memory growth (MB), the stored input's size. ``--quick`` runs 5,000
 rows (a test runs it; no claims).
@@ -122,8 +124,19 @@ def setup(scratch: Path, rows: int, worker_rows: int) -> dict:
     pd.DataFrame({"key": ["r0"] * rows, "score": 0.5}).to_parquet(
         scratch / "one_key.parquet", index=False
     )
+    if not worker_rows:  # the most the default bound admits at k = 10
+        from django.conf import settings
+
+        from learning.audits.inputs import decoded_bytes
+
+        worker_rows = settings.AUDIT_MAX_DECODED_MB * 2**20 // decoded_bytes(1, space.dimension, 10)
     constant(worker_rows).to_csv(scratch / "new.csv", index=False)
-    return {"study": study.pk, "user": user.pk, "dimension": space.dimension}
+    return {
+        "study": study.pk,
+        "user": user.pk,
+        "dimension": space.dimension,
+        "worker_rows": worker_rows,
+    }
 
 
 def web(scratch: Path, file: str, study: int, user: int) -> dict:
@@ -156,9 +169,10 @@ def web(scratch: Path, file: str, study: int, user: int) -> dict:
     }
 
 
-def worker(scratch: Path, study: int, user: int) -> dict:
-    """The CSV accepted (the bound raised), then the worker's run in this fresh process."""
-    _django(scratch, AUDIT_MAX_DECODED_MB="100000")
+def worker(scratch: Path, bound: str, study: int, user: int) -> dict:
+    """The CSV accepted (``bound``: AUDIT_MAX_DECODED_MB, "" the default), then the worker's run
+    in this fresh process."""
+    _django(scratch, **({"AUDIT_MAX_DECODED_MB": bound} if bound else {}))
     from django.contrib.auth import get_user_model
     from django.core.files.uploadedfile import SimpleUploadedFile
 
@@ -209,27 +223,34 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="5,000 rows (a test runs it)")
     parser.add_argument("--rows", type=int, default=1_000_000)
-    parser.add_argument("--worker-rows", type=int, default=1_000_000)
+    parser.add_argument("--worker-rows", type=int, help="default: the most the bound admits")
+    parser.add_argument("--raise-bound", action="store_true", help="AUDIT_MAX_DECODED_MB=100000")
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         kind, scratch, *rest = args.child
         ids = [int(v) for v in rest[-2:]]
-        result = web(Path(scratch), rest[0], *ids) if kind == "web" else worker(Path(scratch), *ids)
+        run = web if kind == "web" else worker
+        result = run(Path(scratch), rest[0], *ids)
         print(json.dumps(result))
         return 0
     if args.quick:
         args.rows = args.worker_rows = 5_000
+
     scratch = Path(tempfile.mkdtemp(prefix="fm-audit-upload-"))
     began = time.perf_counter()
-    world = _child_setup(scratch, args.rows, args.worker_rows)
+    world = _child_setup(scratch, args.rows, args.worker_rows or 0)
     print(f"set up in {time.perf_counter() - began:.0f} s: φ of {world['dimension']} dimensions")
     ids = [str(world["study"]), str(world["user"])]
+    bound = args.raise_bound
     load = os.getloadavg()[0]
     rows = [
         ("web, new records (Parquet)", _child("web", str(scratch), "new.parquet", *ids)),
         ("web, one key repeated (Parquet)", _child("web", str(scratch), "one_key.parquet", *ids)),
-        ("worker, new records (CSV, bound raised)", _child("worker", str(scratch), *ids)),
+        (
+            f"worker, {world['worker_rows']:,} new records (CSV{', bound raised' * bound})",
+            _child("worker", str(scratch), "100000" if bound else "", *ids),
+        ),
     ]
     print(f"load average {load:.1f} → {os.getloadavg()[0]:.1f}")
     for name, result in rows:

@@ -1,5 +1,8 @@
-"""Writes of the audit room: start an audit (checked input, queued after the commit) and send
-violations back to the annotators as candidate pairs.
+"""Writes of the audit room: start an audit (the file's head checked, the file stored as
+uploaded, the task queued on the audits' own queue after the commit; at most
+``AUDIT_MAX_IN_FLIGHT_USER`` and ``AUDIT_MAX_IN_FLIGHT_STUDY`` in flight), send again the audits
+a broker or a worker lost (the sweep), and send violations back to the annotators as candidate
+pairs.
 
 Reviewers and admins of a study (and staff) may audit; annotators may not. Asking the
 annotators changes the study's pairs, so it is for the study's admins, through the set-up's
