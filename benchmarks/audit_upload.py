@@ -83,7 +83,7 @@ def _records(rows: int, seed: int = 0):
     return frame
 
 
-def setup(scratch: Path, rows: int, worker_rows: int) -> dict:
+def setup(scratch: Path, rows: int, worker_rows: int, k: int) -> dict:
     """The database, space, study, published metric and reviewer; the three files."""
     _django(scratch)
     import numpy as np
@@ -124,12 +124,12 @@ def setup(scratch: Path, rows: int, worker_rows: int) -> dict:
     pd.DataFrame({"key": ["r0"] * rows, "score": 0.5}).to_parquet(
         scratch / "one_key.parquet", index=False
     )
-    if not worker_rows:  # the most the default bound admits at k = 10
+    if not worker_rows:  # the most the default bound admits at this k
         from django.conf import settings
 
         from learning.audits.inputs import decoded_bytes
 
-        worker_rows = settings.AUDIT_MAX_DECODED_MB * 2**20 // decoded_bytes(1, space.dimension, 10)
+        worker_rows = settings.AUDIT_MAX_DECODED_MB * 2**20 // decoded_bytes(1, space.dimension, k)
     constant(worker_rows).to_csv(scratch / "new.csv", index=False)
     return {
         "study": study.pk,
@@ -139,7 +139,7 @@ def setup(scratch: Path, rows: int, worker_rows: int) -> dict:
     }
 
 
-def web(scratch: Path, file: str, study: int, user: int) -> dict:
+def web(scratch: Path, file: str, k: int, study: int, user: int) -> dict:
     """POST the file to the API in this fresh process; status, seconds, memory growth."""
     _django(scratch)
     from django.contrib.auth import get_user_model
@@ -151,7 +151,7 @@ def web(scratch: Path, file: str, study: int, user: int) -> dict:
     client.force_login(get_user_model().objects.get(pk=user))
     path = scratch / file
     upload = SimpleUploadedFile(path.name, path.read_bytes())
-    body = encode_multipart(BOUNDARY, {"predictions": upload, "k": "10"})
+    body = encode_multipart(BOUNDARY, {"predictions": upload, "k": str(k)})
     url = f"/api/studies/{study}/audits/"
     client.get(url)  # the first request's imports and caches, before the measure
     before = _reset_peak()
@@ -169,7 +169,7 @@ def web(scratch: Path, file: str, study: int, user: int) -> dict:
     }
 
 
-def worker(scratch: Path, bound: str, study: int, user: int) -> dict:
+def worker(scratch: Path, bound: str, k: int, study: int, user: int) -> dict:
     """The CSV accepted (``bound``: AUDIT_MAX_DECODED_MB, "" the default), then the worker's run
     in this fresh process."""
     _django(scratch, **({"AUDIT_MAX_DECODED_MB": bound} if bound else {}))
@@ -185,7 +185,7 @@ def worker(scratch: Path, bound: str, study: int, user: int) -> dict:
         user=get_user_model().objects.get(pk=user),
         study=Study.objects.get(pk=study),
         upload=SimpleUploadedFile(path.name, path.read_bytes()),
-        k=10,
+        k=k,
     )
     stored = Path(audit.predictions.path).stat().st_size
     before = _reset_peak()
@@ -224,6 +224,7 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="5,000 rows (a test runs it)")
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--worker-rows", type=int, help="default: the most the bound admits")
+    parser.add_argument("--k", type=int, default=10, help="neighbours of every audit")
     parser.add_argument("--raise-bound", action="store_true", help="AUDIT_MAX_DECODED_MB=100000")
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -231,7 +232,7 @@ def main() -> int:
         kind, scratch, *rest = args.child
         ids = [int(v) for v in rest[-2:]]
         run = web if kind == "web" else worker
-        result = run(Path(scratch), rest[0], *ids)
+        result = run(Path(scratch), rest[0], int(rest[1]), *ids)
         print(json.dumps(result))
         return 0
     if args.quick:
@@ -239,9 +240,12 @@ def main() -> int:
 
     scratch = Path(tempfile.mkdtemp(prefix="fm-audit-upload-"))
     began = time.perf_counter()
-    world = _child_setup(scratch, args.rows, args.worker_rows or 0)
-    print(f"set up in {time.perf_counter() - began:.0f} s: φ of {world['dimension']} dimensions")
-    ids = [str(world["study"]), str(world["user"])]
+    world = _child_setup(scratch, args.rows, args.worker_rows or 0, args.k)
+    print(
+        f"set up in {time.perf_counter() - began:.0f} s: φ of {world['dimension']} dimensions; "
+        f"k = {args.k}"
+    )
+    ids = [str(args.k), str(world["study"]), str(world["user"])]
     bound = args.raise_bound
     load = os.getloadavg()[0]
     rows = [
@@ -258,14 +262,14 @@ def main() -> int:
     return 0
 
 
-def _child_setup(scratch: Path, rows: int, worker_rows: int) -> dict:
+def _child_setup(scratch: Path, rows: int, worker_rows: int, k: int) -> dict:
     code = (
         "import json, sys; sys.path.insert(0, sys.argv[1]); "
         "from benchmarks.audit_upload import setup; from pathlib import Path; "
-        "print(json.dumps(setup(Path(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]))))"
+        "print(json.dumps(setup(Path(sys.argv[2]), *map(int, sys.argv[3:6]))))"
     )
     out = subprocess.run(
-        [sys.executable, "-c", code, str(ROOT), str(scratch), str(rows), str(worker_rows)],
+        [sys.executable, "-c", code, str(ROOT), str(scratch), str(rows), str(worker_rows), str(k)],
         capture_output=True,
         text=True,
         check=True,

@@ -369,9 +369,9 @@ CELERY_BEAT_SCHEDULE = {
 }
 
 # --- Model audits (learning/audits, docs/audit.md) -------------------------------------------
-# Score files: rows, rows x (2 dim + 4 k) x 8 B (inputs.py), k; audits in flight per user, study.
+# Score files: rows, rows x (3 dim + 24 k) x 8 B (inputs.py), k; audits in flight: user, study.
 AUDIT_MAX_ROWS = env_int("AUDIT_MAX_ROWS", 1_000_000, minimum=2)
-AUDIT_MAX_DECODED_MB = env_int("AUDIT_MAX_DECODED_MB", 256, minimum=1)
+AUDIT_MAX_DECODED_MB = env_int("AUDIT_MAX_DECODED_MB", 768, minimum=1)
 AUDIT_MAX_K = env_int("AUDIT_MAX_K", 50, minimum=1)
 AUDIT_MAX_IN_FLIGHT_USER = env_int("AUDIT_MAX_IN_FLIGHT_USER", 2, minimum=1)
 AUDIT_MAX_IN_FLIGHT_STUDY = env_int("AUDIT_MAX_IN_FLIGHT_STUDY", 4, minimum=1)

@@ -10,9 +10,9 @@ are **new records**, embedded with the stored φ (``spaces.records.featuremap.ap
 Every problem raises :class:`common.errors.InvalidInput` (a file too large: ``PayloadTooLarge``)
 naming the row.
 
-**Bounded by what it decodes to.** At most ``AUDIT_MAX_ROWS`` rows, and the audit's working set
-— rows × (2·dimension + 4·k) × 8 bytes: the points under φ and under Σ, the two neighbour graphs
-(:func:`decoded_bytes`) — at most ``AUDIT_MAX_DECODED_MB``. A Parquet file declares its rows in
+**Bounded by what it decodes to.** At most ``AUDIT_MAX_ROWS`` rows, and the worker's working
+memory for them — rows × (3·dimension + 24·k) × 8 bytes (:func:`decoded_bytes`) — at most
+``AUDIT_MAX_DECODED_MB``. A Parquet file declares its rows in
 its footer, so the request refuses it at once; a CSV's rows are counted by the worker as it reads.
 
 **Where.** The request (:func:`predictions_check`) reads only the head (``spaces.tables.table_head``:
@@ -53,9 +53,13 @@ LOOKUP = 900  # keys per pool query (SQLite's bound on a query's parameters, wit
 
 
 def decoded_bytes(rows: int, dimension: int, k: int) -> int:
-    """The audit's working set for ``rows`` items: their points under φ and under Σ (float64),
-    and the Σ and Euclidean neighbour graphs (k indices and k distances each, 8 bytes)."""
-    return rows * (2 * dimension + 4 * k) * 8
+    """The worker's working memory for an audit of ``rows`` items, calibrated on the worst case
+    (``benchmarks/audit_upload.py``: identical points, random scores, so that each of the n·k
+    neighbour pairs is a violation; 794 MB measured at 275,036 rows, d = 41, k = 10, this formula
+    801 MB): per item its points (φ and φW, float64 and the search's float32 copies, three
+    numbers a dimension) and per neighbour pair 24 numbers (the two graphs, the violating pairs,
+    their order and the bootstrap's work)."""
+    return rows * (3 * dimension + 24 * k) * 8
 
 
 def _bound(rows: int, study: Study, k: int, *, so_far: bool = False) -> None:
@@ -74,7 +78,7 @@ def _bound(rows: int, study: Study, k: int, *, so_far: bool = False) -> None:
             f"The score file has {counted} rows; "
             f"in this {dimension}-dimensional space at k = {k} an audit holds at most {most:,} "
             f"(AUDIT_MAX_DECODED_MB = {settings.AUDIT_MAX_DECODED_MB:,} MB of points and "
-            "neighbours)."
+            "neighbour pairs in the worker)."
         )
 
 

@@ -69,13 +69,13 @@ def long_scores(world, rows: int) -> pd.DataFrame:
 
 
 def test_a_parquet_too_big_to_audit_is_refused_from_its_footer(twins, settings, media_root):
-    settings.AUDIT_MAX_DECODED_MB = 1  # 6 dimensions, k = 10: 416 bytes a row, 2,520 rows
+    settings.AUDIT_MAX_DECODED_MB = 3  # 6 dimensions, k = 10: 2,064 bytes a row, 1,524 rows
     table = long_scores(twins, 3000)
-    with pytest.raises(PayloadTooLarge, match=r"3,080 rows.*at most 2,520 \(AUDIT_MAX_DECODED_MB"):
+    with pytest.raises(PayloadTooLarge, match=r"3,080 rows.*at most 1,524 \(AUDIT_MAX_DECODED_MB"):
         create(twins, parquet_upload(table))
     assert not ModelAudit.objects.exists()
     assert not (media_root / "audits").exists()
-    create(twins, parquet_upload(table), k=3)  # 6 + 6 + 12 numbers a row: 5,461 fit
+    create(twins, parquet_upload(table), k=3)  # 18 + 72 numbers a row: 4,369 fit
 
 
 def test_one_key_repeated_is_refused_from_the_head(twins, media_root):
@@ -131,7 +131,7 @@ def test_a_key_repeated_in_a_later_chunk_fails_the_audit_naming_the_row(twins, u
 
 
 def test_a_csv_too_big_to_audit_fails_in_the_worker_saying_why(twins, settings, unsent):
-    settings.AUDIT_MAX_DECODED_MB = 1
+    settings.AUDIT_MAX_DECODED_MB = 3  # 1,524 rows at k = 10
     audit = create(twins, long_scores(twins, 3000).to_csv(index=False))  # the head is fine
     assert run.audit_run(audit_id=audit.pk) == "failed"
     audit.refresh_from_db()

@@ -121,7 +121,7 @@ CASES: list[Bad] = [
         "post",
         lambda w: reverse("api-audits", args=[A(w)]),
         413,
-        "(AUDIT_MAX_DECODED_MB = 256 MB of points and neighbours)",
+        "(AUDIT_MAX_DECODED_MB = 768 MB of points and neighbour pairs in the worker)",
         parquet(pd.DataFrame({"key": [f"n{i}" for i in range(200_000)], "score": 0.5}), k="50"),
         "multipart",
         role="rev_a",
