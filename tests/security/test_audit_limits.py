@@ -1,7 +1,7 @@
 """Audits in flight, per role (issue 39): whoever may audit gets 429 with ``Retry-After`` past the
 limit (``AUDIT_MAX_IN_FLIGHT_USER``), and the limit is checked after access, so those who may not
 audit get the authorization matrix's answer (401, 403, 404) whatever is in flight and a refused
-request writes nothing."""
+request writes nothing (ten simultaneous posts: test_audit_limits_concurrency.py)."""
 
 from __future__ import annotations
 
