@@ -4,15 +4,16 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-requirements
 
-.PHONY: run test install migrate demo lint pytest bench growth load faults fuzz limits attack clean help extras text-extra adult-install adult
+.PHONY: run test install migrate demo lint pytest bench growth load faults audits fuzz limits attack clean help extras text-extra adult-install adult
 
 help:
-	@echo "make run    set up .venv, migrate, load demo data, start web + worker on 127.0.0.1:8000"
+	@echo "make run    set up .venv, migrate, load demo data, start web + workers on 127.0.0.1:8000"
 	@echo "make test   set up .venv and run lint and the whole test suite"
 	@echo "make bench  benchmark the numerical core (prints figures; more in benchmarks/)"
 	@echo "make growth each refit stage's time and peak memory at 10^4-10^6 answers, the core pass to 10^7 pairs"
 	@echo "make load   50 annotators for 60 s against gunicorn + PostgreSQL + Redis + a worker"
 	@echo "make faults the load run with worker kills, Redis restarts and cut DB connections"
+	@echo "make audits 6 reviewers flood model audits for 60 s: does a refit still start on time?"
 	@echo "make fuzz   schemathesis against the OpenAPI schema"
 	@echo "make limits the rate limits under 30-150 simultaneous requests (gunicorn, PostgreSQL, Redis)"
 	@echo "make attack the reproductions of the last attack (races, non-finite search, overflows, parser bombs)"
@@ -85,6 +86,10 @@ load: install
 # The same load while the worker is killed, Redis restarts and database connections drop.
 faults: install
 	$(BIN)/python -m loadtest.faults $(LOAD_ARGS)
+
+# Reviewers flood model audits while an annotator answers: refit start times (docs/security.md).
+audits: install
+	$(BIN)/python -m loadtest.audits $(LOAD_ARGS)
 
 # The rate limits under concurrency against the production configuration (docs/security.md).
 limits: install

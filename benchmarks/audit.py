@@ -8,8 +8,9 @@
    ``Σ = (I − P)`` with the demo's gender directions projected out (EXPLORE's own fit is left
    out so that the benchmark needs no refit; the audit's cost depends on Σ's rank, 39 here, not
    on its values). Both score files of ``experiments/adult/scores.py`` are audited through the
-   service a request calls (``audit_create``: read and check the file) and the one the worker
-   runs (``audit_run``: search, figures, store), in this process. Printed per model: the figures,
+   service a request calls (``audit_create``: check the file's head, store it) and the one the
+   worker runs (``audit_run``: read and check every row, search, figures, store), in this
+   process. Printed per model: the figures,
    wall and CPU seconds of the run and of its parts.
 2. **Scale**: the neighbour search on n random points in 40 dimensions (each size in a fresh
    process, its peak memory read from the kernel): for the largest sizes only the first

@@ -59,6 +59,17 @@ class PayloadTooLarge(AppError):
     status_code = 413
 
 
+class TooBusy(AppError):
+    """Too much of one kind of work in flight: 429, to try again after ``retry_after`` seconds
+    (the API's ``Retry-After`` header)."""
+
+    status_code = 429
+
+    def __init__(self, message: str, *, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = int(retry_after)
+
+
 def is_unique_violation(error: IntegrityError) -> bool:
     """A unique constraint or index refused the write (not a foreign key, not a NOT NULL)."""
     cause = error.__cause__
@@ -94,7 +105,9 @@ def locked_or_gone(queryset, message: str, *, error: type[AppError] = NotFound):
 def api_exception_handler(exc, context):
     """DRF's handler, plus application errors and Django's ``ValidationError`` as 4xx."""
     if isinstance(exc, AppError):
-        return Response({"detail": exc.message}, status=exc.status_code)
+        retry = getattr(exc, "retry_after", None)
+        headers = {"Retry-After": str(retry)} if retry is not None else None
+        return Response({"detail": exc.message}, status=exc.status_code, headers=headers)
     if isinstance(exc, DjangoValidationError):
         return Response({"detail": " ".join(exc.messages)}, status=400)
     return drf_exception_handler(exc, context)
@@ -116,4 +129,7 @@ class AppErrorMiddleware:
             return None
         template = {403: "403.html", 404: "404.html"}.get(exception.status_code, "400.html")
         body = render_to_string(template, {"exception": exception.message}, request=request)
-        return HttpResponse(body, status=exception.status_code)
+        response = HttpResponse(body, status=exception.status_code)
+        if getattr(exception, "retry_after", None) is not None:
+            response["Retry-After"] = str(exception.retry_after)
+        return response

@@ -342,10 +342,10 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_RESULT_EXPIRES = 3600
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TIMEZONE = TIME_ZONE
-# Tests give a worker a private queue; everything else uses Celery's default. The dashboard
-# figures have their own; empty: the default's name + "-dashboards" (common/queues.py).
+# Tests give workers private queues; figures and audits have their own (common/queues.py).
 CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_TASK_DEFAULT_QUEUE", "celery") or "celery"
 CELERY_DASHBOARD_QUEUE = env_str("CELERY_DASHBOARD_QUEUE", "")
+CELERY_AUDIT_QUEUE = env_str("CELERY_AUDIT_QUEUE", "")
 
 # --- Learning (refits) ------------------------------------------------------------------------
 # A refit holds a per-study lease it renews while it runs; a killed worker's lease expires.
@@ -369,17 +369,18 @@ CELERY_BEAT_SCHEDULE = {
 }
 
 # --- Model audits (learning/audits, docs/audit.md) -------------------------------------------
-# A score file (key,score[,decision], read whole in the web request, bounded by MAX_TABLE_MB)
-# has at most this many rows; k at most AUDIT_MAX_K.
+# Score files: rows, rows x (3 dim + 24 k) x 8 B (inputs.py), k; audits in flight: user, study.
 AUDIT_MAX_ROWS = env_int("AUDIT_MAX_ROWS", 1_000_000, minimum=2)
+AUDIT_MAX_DECODED_MB = env_int("AUDIT_MAX_DECODED_MB", 768, minimum=1)
 AUDIT_MAX_K = env_int("AUDIT_MAX_K", 50, minimum=1)
-# The worst violations kept per audit (and a quarter as many of the largest gaps; the summary
-# counts them all).
+AUDIT_MAX_IN_FLIGHT_USER = env_int("AUDIT_MAX_IN_FLIGHT_USER", 2, minimum=1)
+AUDIT_MAX_IN_FLIGHT_STUDY = env_int("AUDIT_MAX_IN_FLIGHT_STUDY", 4, minimum=1)
+# The worst violations stored per audit (+ a quarter as many of the largest gaps); search
+# threads in the worker; bootstrap replicates per figure.
 AUDIT_MAX_STORED_VIOLATIONS = env_int("AUDIT_MAX_STORED_VIOLATIONS", 5_000, minimum=1)
-# Threads of the neighbour search in the worker, and bootstrap replicates per figure.
 AUDIT_THREADS = env_int("AUDIT_THREADS", 2, minimum=1)
 AUDIT_BOOTSTRAP = env_int("AUDIT_BOOTSTRAP", 200, minimum=20)
-# A running audit renews this lease; a killed worker's audit is taken over once it expires.
+# A running audit renews this lease; past it (or queued this long) the sweep sends it again.
 AUDIT_LEASE_SECONDS = env_int("AUDIT_LEASE_SECONDS", 120, minimum=5)
 
 # --- Dashboards -------------------------------------------------------------------------------

@@ -1,7 +1,9 @@
 """Celery tasks of learning: thin wrappers that take ids and call one service. The worker's entry
 points into the rooms: a finished refit queues the dashboard refresh here, so the refit itself
 (``learning.refits``) knows nothing of the dashboards above it; ``learning.audit_model`` runs a
-model audit (``learning.audits.run``; idempotent, so acknowledged late too).
+model audit (``learning.audits.run``; idempotent, so acknowledged late too), sent to the audits'
+own queue (``common.queues.audit_queue``) so that no refit waits behind one; the sweep sends
+again the audits a broker or a worker lost.
 
 ``learning.refit_study`` is idempotent (a refit whose input already has a live version does
 nothing), so it is acknowledged late and redelivered when a worker dies. Transient errors
@@ -22,6 +24,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from annotation.models import Study
 from learning.audits import run as audit_runs
+from learning.audits import services as audit_services
 from learning.dashboards import refresh
 from learning.evaluation import weat_tests
 from learning.refits import service
@@ -76,7 +79,9 @@ def refit_study(self, study_id: int) -> dict:
     time_limit=90,
 )
 def sweep_stale_studies() -> list[int]:
-    """Queue refits of studies whose data is newer than their latest versions."""
+    """Queue refits of studies whose data is newer than their latest versions, and send again
+    the audits whose message or worker was lost (``audit_services.audits_resend``)."""
+    audit_services.audits_resend()
     return service.refit_sweep()
 
 

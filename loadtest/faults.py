@@ -10,7 +10,10 @@ Faults, at fixed times into the run (the full form does each twice, ``--quick`` 
   within 10 s, while a refit holds the study's lease), SIGKILL the worker's whole process group,
   start a new worker a second later;
 * ``restart-redis`` — stop the run's private redis-server (no persistence: queued refit messages
-  and rate-limit buckets are lost), start it again on the same port two seconds later;
+  and rate-limit buckets are lost), start it again on the same port two seconds later. Before the
+  first one, two reviewers post ``AUDITS`` model audits while the audits' worker is paused
+  (SIGSTOP, as if busy), so that their messages are in Redis when it stops; every one must reach
+  ``done`` (the sweep sends them again, ``learning.audits.services.audits_resend``);
 * ``terminate-db`` — ``pg_terminate_backend`` on every connection to the run's scratch database
   (gunicorn's and the worker's), nothing else on the server.
 
@@ -37,6 +40,7 @@ import threading
 import time
 
 from . import checks
+from .audits import audit_setup, post_audit, scores_csv
 from .browser import browser_login
 from .client import run_annotators
 from .load import client_problems, load_config, prepare, print_table
@@ -54,12 +58,15 @@ FULL_SCHEDULE = [
 ]
 QUICK_SCHEDULE = [(2, "kill-worker"), (6, "restart-redis"), (10, "terminate-db")]
 WINDOW = 10.0  # seconds after a fault in which failures are attributed to it
+AUDITS = 4  # queued before the first Redis restart (two reviewers, two each: their limit)
 
 
 class Injector(threading.Thread):
     def __init__(self, stack: Stack, study_id: int, schedule: list[tuple[float, str]]) -> None:
         super().__init__(daemon=True)
         self.stack, self.study_id, self.schedule = stack, study_id, schedule
+        self.auditors: list[str] = []  # reviewers' tokens: audits queued before a Redis restart
+        self.audits: list[int] = []
         self.events: list[dict] = []
         self.orphans_below = 0
         self.error: BaseException | None = None
@@ -135,8 +142,30 @@ class Injector(threading.Thread):
         return {"killed_during": during, "fitting_rows_orphaned": orphans}
 
     def restart_redis(self) -> dict:
+        queued = self._queue_audits() if self.auditors and not self.audits else {}
         self.stack.restart_redis(down_seconds=2.0)
-        return {"down_seconds": 2.0}
+        if queued:
+            self.stack.pause("audits", paused=False)
+        return {"down_seconds": 2.0, **queued}
+
+    def _queue_audits(self) -> dict:
+        """Audits posted while the audits' worker is paused: their messages wait in Redis."""
+        import redis
+
+        from common.queues import audit_queue_of
+
+        self.stack.pause("audits")
+        file = scores_csv(200, seed=3)
+        statuses = []
+        for n in range(AUDITS):
+            token = self.auditors[n % len(self.auditors)]
+            status, body, _ = post_audit(self.stack.base_url, token, self.study_id, file, k=5)
+            statuses.append(status)
+            if status == 201:
+                self.audits.append(body["id"])
+        queue = audit_queue_of(self.stack.env()["CELERY_TASK_DEFAULT_QUEUE"])
+        waiting = redis.Redis.from_url(self.stack.redis_url).llen(queue)
+        return {"audits_posted": statuses, "audit_messages_in_redis": waiting}
 
     def terminate_db(self) -> dict:
         terminated = self._scalar(
@@ -157,6 +186,19 @@ def attribute_failures(failures: list[tuple[float, str]], events: list[dict]) ->
         key = f"{owner}: {what}"
         out[key] = out.get(key, 0) + 1
     return dict(sorted(out.items()))
+
+
+def _audits_done(ids: list[int], timeout: float) -> dict:
+    """Wait until every audit of ``ids`` is done or failed (at most ``timeout`` s); by status."""
+    from learning.models import ModelAudit
+
+    deadline = time.perf_counter() + timeout
+    while True:
+        statuses = list(ModelAudit.objects.filter(pk__in=ids).values_list("status", flat=True))
+        finished = all(s in ("done", "failed") for s in statuses)
+        if finished or time.perf_counter() > deadline:
+            return {s: statuses.count(s) for s in sorted(set(statuses))}
+        time.sleep(0.5)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -213,6 +255,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         probe = (world.browser_users[0], LOAD_PASSWORD) if world.browser_users else None
         injector = Injector(stack, world.study_id, schedule)
+        injector.auditors = audit_setup(world.study_id, 2)
         injector.start()
         config = load_config(stack, args, world.study_id, give_up_after=120.0, login_probe=probe)
         record = asyncio.run(run_annotators(config, credentials))
@@ -225,6 +268,9 @@ def main(argv: list[str] | None = None) -> int:
         judgment_facts, judgment_problems = checks.judgment_checks(record, world.study_id)
         version_facts, version_problems = checks.version_checks(world.study_id)
         left = checks.fitting_left(world.study_id)
+        audits = _audits_done(injector.audits, args.recovery_timeout)
+        if audits.get("done", 0) != len(injector.audits) or not injector.audits:
+            problems.append(f"audits queued before a Redis restart, by status: {audits}")
         problems += client_problems(record, allow_5xx=True) + judgment_problems
         problems += version_problems
         if record.unacknowledged:
@@ -266,10 +312,12 @@ def main(argv: list[str] | None = None) -> int:
             "versions": version_facts,
             "final_version_after_s": recovery,
             "fitting_left": left,
+            "audits": audits,
             "problems": problems,
         }
         print("client-side failures (all retried):", json.dumps(failures, indent=2))
         print("judgments:", judgment_facts)
+        print("audits queued before the Redis restart, by status:", audits)
         print(
             "versions:",
             version_facts,

@@ -65,6 +65,7 @@ def prepare(stack: Stack, args: argparse.Namespace):
     seeded = time.perf_counter()
     stack.start_worker()
     stack.start_dashboards_worker()
+    stack.start_audits_worker()
     stack.start_web()
     print(
         f"set up in {time.perf_counter() - began:.1f} s (database, migrations and seed "

@@ -80,6 +80,7 @@ def make_stack(args: argparse.Namespace, *, lost_after_seconds: int = 30, **kwar
         "JUDGMENT_RATE": str(args.judgment_rate),
         "JUDGMENT_BURST": str(max(60, 2 * args.judgment_rate)),
         "LEARNING_LOST_AFTER_SECONDS": str(lost_after_seconds),
+        "AUDIT_LEASE_SECONDS": str(max(5, lost_after_seconds)),  # audits a broker restart lost
     }
     return Stack(
         web_workers=args.web_workers,

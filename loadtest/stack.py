@@ -3,8 +3,8 @@
 A scratch PostgreSQL database ``fm_load_<pid>`` on the local server (created here, dropped in
 :meth:`Stack.stop`), a private ``redis-server`` on a free port (never the shared one on 6379),
 gunicorn, one Celery worker (solo pool; it runs the refit sweep itself at start-up and
-periodically: no beat process, as in production) and one for the dashboard figures' own queue
-(``common/queues.py``: a refit never waits behind them). Every process runs in
+periodically: no beat process, as in production), one for the dashboard figures' own queue and
+one for the model audits' (``common/queues.py``: a refit never waits behind them). Every process runs in
 a session of its own, so stopping one stops its children too; the orchestrating process
 configures Django for the same database (to migrate, seed and verify).
 """
@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-from common.queues import dashboard_queue_of
+from common.queues import audit_queue_of, dashboard_queue_of
 from fairmetric_site.celery import worker_argv
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -154,6 +154,7 @@ class Stack:
         self.start_redis()
         self.start_worker()
         self.start_dashboards_worker()
+        self.start_audits_worker()
         self.start_web()
 
     def stop(self) -> None:
@@ -241,6 +242,15 @@ class Stack:
         """The worker of the dashboard figures' queue (never killed by the fault run)."""
         queue = dashboard_queue_of(self.env()["CELERY_TASK_DEFAULT_QUEUE"])
         return self._spawn("dashboards", worker_argv(queue, f"{queue}@%h", "--without-heartbeat"))
+
+    def start_audits_worker(self) -> subprocess.Popen:
+        """The worker of the model audits' queue (never killed by the fault run)."""
+        queue = audit_queue_of(self.env()["CELERY_TASK_DEFAULT_QUEUE"])
+        return self._spawn("audits", worker_argv(queue, f"{queue}@%h", "--without-heartbeat"))
+
+    def pause(self, name: str, paused: bool = True) -> None:
+        """SIGSTOP (``paused``) or SIGCONT a process group: a worker busy for as long as wanted."""
+        os.killpg(self.procs[name].pid, signal.SIGSTOP if paused else signal.SIGCONT)
 
     def kill_worker(self) -> None:
         """SIGKILL the worker (no chance to clean up), as a crash or the OOM killer would."""

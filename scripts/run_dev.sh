@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Start the development web server and two Celery workers, stop all on Ctrl-C: one for the default
-# queue (refits, imports, audits, ...) and one for the dashboard figures' own queue, so that a
-# refit never waits behind them (common/queues.py). The workers run the refit sweep themselves (at
+# Start the development web server and three Celery workers, stop all on Ctrl-C: one for the
+# default queue (refits, imports, ...), one for the dashboard figures' own queue and one for the
+# model audits', so that a refit never waits behind them (common/queues.py). The workers run the refit sweep themselves (at
 # start-up and every LEARNING_SWEEP_SECONDS): no beat process is needed.
 # Used by `make run`; expects the virtualenv in .venv and a migrated database.
 set -euo pipefail
@@ -23,11 +23,15 @@ trap cleanup INT TERM EXIT
 
 QUEUE=${CELERY_TASK_DEFAULT_QUEUE:-celery}
 DASHBOARD_QUEUE=${CELERY_DASHBOARD_QUEUE:-$QUEUE-dashboards}
+AUDIT_QUEUE=${CELERY_AUDIT_QUEUE:-$QUEUE-audits}
 .venv/bin/celery -A fairmetric_site worker --loglevel=INFO --concurrency=1 -Q "$QUEUE" \
   --hostname="dev@%h" &
 pids+=($!)
 WORKER_SWEEP=0 .venv/bin/celery -A fairmetric_site worker --loglevel=INFO --concurrency=1 \
   -Q "$DASHBOARD_QUEUE" --hostname="dev-dashboards@%h" &
+pids+=($!)
+WORKER_SWEEP=0 .venv/bin/celery -A fairmetric_site worker --loglevel=INFO --concurrency=1 \
+  -Q "$AUDIT_QUEUE" --hostname="dev-audits@%h" &
 pids+=($!)
 
 $PY manage.py runserver "$HOST:$PORT" --noreload &

@@ -93,8 +93,8 @@ def start_worker(tmp_path: Path) -> Iterator[Callable[..., tuple[subprocess.Pope
     Returns ``start(*extra_args, queue=None, consume=None, **env_overrides) -> (process,
     queue)``; pass ``queue`` to consume a given queue (e.g. to restart a worker on the same one)
     and extra worker arguments such as ``--beat``. The worker consumes ``queue`` and its
-    dashboards' queue (``common/queues.py``), or the ``-Q`` value ``consume`` when given (a
-    worker for one of them). Workers are stopped at teardown.
+    dashboards' and audits' queues (``common/queues.py``), or the ``-Q`` value ``consume`` when
+    given (a worker for one of them). Workers are stopped at teardown.
     """
     procs: list[subprocess.Popen] = []
 

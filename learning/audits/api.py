@@ -2,7 +2,9 @@
 
 * ``POST /api/studies/{id}/audits/`` — multipart: ``predictions`` (CSV or Parquet with ``key``,
   ``score``, optional ``decision``), optional ``version``, ``k``, ``epsilon``, ``lipschitz``,
-  ``name`` → 201 ``{"id", "status", …}``; the audit runs in the worker;
+  ``name`` → 201 ``{"id", "status", …}`` at once (the status as stored: ``queued``; the file's
+  head is checked here, every row by the worker), 400/413 for a bad or too big file, 429 with
+  ``Retry-After`` when the user or the study has too many audits in flight;
   ``GET`` lists the study's audits, newest first;
 * ``GET /api/studies/{id}/audits/{aid}/`` — status (queued, running, done, failed), progress,
   and when done the figures (``violation_rate``, … with their intervals; ``summary`` has all);

@@ -33,7 +33,7 @@ from django.utils import timezone
 
 from learning.audits import search
 from learning.audits.curves import further_figures
-from learning.audits.inputs import Predictions
+from learning.audits.inputs import Predictions, audit_input, new_record_fields
 from learning.core.audit import (
     comparable_radius,
     field_shares,
@@ -259,13 +259,16 @@ def _violation_rows(audit: ModelAudit, data: Predictions, result: Computed) -> l
     pairs = result.pairs
     involved = np.concatenate([pairs.first, pairs.second])
     keys = _keys(data.item_ids[involved[involved < n_items]])
+    records = new_record_fields(
+        data.new_records, np.unique(involved[involved >= n_items]) - n_items
+    )
     labels = data.decision_labels
 
     def side(index: int) -> tuple[int | None, str, dict | None]:
         if index < n_items:
             pk = int(data.item_ids[index])
             return pk, keys.get(pk, ""), None
-        return None, data.new_keys[index - n_items], data.new_records[index - n_items]
+        return None, data.new_keys[index - n_items], records[index - n_items]
 
     rows = []
     pairs_ij = zip(pairs.first.tolist(), pairs.second.tolist(), strict=True)
@@ -323,8 +326,7 @@ def audit_run(*, audit_id: int) -> str:
     started = time.perf_counter()
     progress = _Progress(audit)
     try:
-        with audit.predictions.open("rb") as handle:
-            data = Predictions.from_file(handle)
+        data = audit_input(audit, progress.part("reading the scores", 0.0, 0.05))
         version = audit.version
         result = audit_compute(
             vectors=_vectors(audit, data),

@@ -1,5 +1,8 @@
-"""Writes of the audit room: start an audit (checked input, queued after the commit) and send
-violations back to the annotators as candidate pairs.
+"""Writes of the audit room: start an audit (the file's head checked, the file stored as
+uploaded, the task queued on the audits' own queue after the commit; at most
+``AUDIT_MAX_IN_FLIGHT_USER`` and ``AUDIT_MAX_IN_FLIGHT_STUDY`` in flight), send again the audits
+a broker or a worker lost (the sweep), and send violations back to the annotators as candidate
+pairs.
 
 Reviewers and admins of a study (and staff) may audit; annotators may not. Asking the
 annotators changes the study's pairs, so it is for the study's admins, through the set-up's
@@ -8,16 +11,21 @@ own service (``annotation.setup.pairs.candidate_pairs_upload``: pool checked, au
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
+import tempfile
 import uuid
+from datetime import timedelta
 from pathlib import Path
 
 from celery import current_app
 from django.conf import settings
-from django.core.files.base import ContentFile
+from django.contrib.auth import get_user_model
+from django.core.files import File
 from django.core.files.storage import default_storage
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from annotation.access import Action, require
@@ -26,11 +34,14 @@ from annotation.setup.files import PairRow
 from annotation.setup.pairs import candidate_pairs_upload
 from audit.services import Action as AuditAction
 from audit.services import audit_record
-from common.errors import InvalidInput
+from common.errors import InvalidInput, PayloadTooLarge, TooBusy
+from common.queues import audit_queue
 from common.text import invisible, text_problem
-from learning.audits.inputs import predictions_read
+from learning.audits.inputs import FORMATS, predictions_check
 from learning.models import AuditStatus, AuditViolation, MetricVersion, ModelAudit
 from learning.versions.selectors import version_current
+from spaces.exceptions import InputFileError
+from spaces.tables import guess_format, max_table_bytes
 
 logger = logging.getLogger(__name__)
 
@@ -38,6 +49,7 @@ AUDIT_REFUSED = "Only reviewers and admins of this study can audit models."
 ASK_REFUSED = "Only an admin of the study can send pairs to its annotators."
 TASK = "learning.audit_model"
 MAX_ASK = 500
+RETRY_AFTER = 30  # seconds a refused audit (too many in flight) is told to wait
 
 
 def _number(value, name: str, *, integer: bool = False, low=None, high=None):
@@ -97,17 +109,86 @@ def audit_version(*, study: Study, version_id=None) -> MetricVersion:
     return version
 
 
-def audit_enqueue(audit_id: int) -> None:
-    """Queue the audit's task by name; a broker that is down marks the audit failed, saying so."""
+def audit_enqueue(audit_id: int) -> bool:
+    """Send the audit's task by name to the audits' own queue (``common.queues.audit_queue``),
+    and note when the sweep may send it again (``lease_until`` of a queued audit). A broker that
+    is down leaves the audit queued with no such time: the next sweep sends it
+    (:func:`audits_resend`). True when sent."""
     try:
-        current_app.send_task(TASK, args=[audit_id], queue=settings.CELERY_TASK_DEFAULT_QUEUE)
-    except Exception as exc:  # noqa: BLE001 - a down broker: say so on the page
-        logger.warning("could not queue audit %s: %s", audit_id, exc)
-        ModelAudit.objects.filter(pk=audit_id, status=AuditStatus.QUEUED).update(
-            status=AuditStatus.FAILED,
-            error="could not queue the audit (the task broker is unreachable); upload again",
-            finished_at=timezone.now(),
-        )
+        current_app.send_task(TASK, args=[audit_id], queue=audit_queue(), ignore_result=True)
+    except Exception as exc:  # noqa: BLE001 - a down broker: the sweep sends it later
+        logger.warning("could not queue audit %s (the sweep will): %s", audit_id, exc)
+        return False
+    resend = timezone.now() + timedelta(seconds=settings.AUDIT_LEASE_SECONDS)
+    ModelAudit.objects.filter(pk=audit_id, status=AuditStatus.QUEUED).update(lease_until=resend)
+    return True
+
+
+def audits_resend() -> list[int]:
+    """The sweep's part for audits: send again every queued audit whose message may be lost
+    (never sent, or sent ``AUDIT_LEASE_SECONDS`` ago and not started) and every running one
+    whose lease ran out (its worker died). Each run claims its audit, so a second message is
+    harmless. The ids sent."""
+    now = timezone.now()
+    lost = Q(status=AuditStatus.QUEUED) & (Q(lease_until__isnull=True) | Q(lease_until__lt=now))
+    dead = Q(status=AuditStatus.RUNNING, lease_until__lt=now)
+    ids = list(ModelAudit.objects.filter(lost | dead).order_by("pk").values_list("pk", flat=True))
+    sent = [audit_id for audit_id in ids if audit_enqueue(audit_id)]
+    if sent:
+        logger.info("sweep: audits sent again: %s", sent)
+    return sent
+
+
+def _in_flight(user, study: Study) -> None:
+    """Refuse a new audit (429) while the user or the study has as many queued or running as
+    allowed; called with both rows locked, so concurrent requests count each other."""
+    open_ = ModelAudit.objects.filter(status__in=(AuditStatus.QUEUED, AuditStatus.RUNNING))
+    for count, limit, whose in (
+        (open_.filter(created_by=user).count(), settings.AUDIT_MAX_IN_FLIGHT_USER, "You have"),
+        (open_.filter(study=study).count(), settings.AUDIT_MAX_IN_FLIGHT_STUDY, "This study has"),
+    ):
+        if count >= limit:
+            raise TooBusy(
+                f"{whose} {count} audit(s) queued or running, the most allowed at once "
+                f"({limit}); upload again when one is done.",
+                retry_after=RETRY_AFTER,
+            )
+
+
+def _lock(user, study: Study) -> None:
+    """Lock the user's row, then the study's (always in this order: no deadlock)."""
+    if user.pk is not None:
+        get_user_model().objects.select_for_update().filter(pk=user.pk).first()
+    Study.objects.select_for_update().filter(pk=study.pk).first()
+
+
+def _stored(upload, study: Study, k: int) -> tuple[str, tuple]:
+    """Check the head of ``upload`` (a copy in a temporary folder), then store it as uploaded:
+    its name in media storage, and the row count when known and whether it has decisions.
+    Nothing is stored on error."""
+    if upload.size is not None and upload.size > max_table_bytes():
+        raise PayloadTooLarge(f"The file is larger than {settings.MAX_TABLE_MB} MB.")
+    if not upload.size:
+        raise InvalidInput("The file is empty.")
+    try:
+        fmt = guess_format(upload.name or "", FORMATS)
+    except InputFileError as exc:
+        raise InvalidInput(f"The score file: {exc}.") from None
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / f"predictions.{fmt}"
+        with open(path, "wb") as out:
+            for chunk in upload.chunks():
+                out.write(chunk)
+        head = predictions_check(study=study, path=path, fmt=fmt, k=k)
+        with open(path, "rb") as handle:
+            name = f"audits/{uuid.uuid4().hex[:12]}/predictions.{fmt}"
+            return default_storage.save(name, File(handle)), head
+
+
+def _remove(name: str) -> None:
+    default_storage.delete(name)
+    with contextlib.suppress(OSError):
+        Path(default_storage.path(name)).parent.rmdir()
 
 
 def audit_create(
@@ -122,8 +203,10 @@ def audit_create(
     name="",
     delta=None,
 ) -> ModelAudit:
-    """Check everything, store the normalised scores, create the audit and queue it after the
-    commit. Any problem raises InvalidInput (or PayloadTooLarge) and writes nothing."""
+    """Check what the request can (the parameters, the audits in flight, the file's bounds and
+    head), store the file as uploaded, create the audit and queue it after the commit; the worker
+    reads and checks every row. Any problem raises InvalidInput (or PayloadTooLarge, or TooBusy:
+    429) and writes nothing. The audit is returned as stored once the commit's work is done."""
     require(user, study, Action.REVIEW, AUDIT_REFUSED)
     if upload is None:
         raise InvalidInput("Upload the model's scores as predictions (CSV or Parquet).")
@@ -134,21 +217,16 @@ def audit_create(
             f"Version {version.pk} is {version.dimension}-dimensional; the study's space has "
             f"{study.space.dimension} dimensions."
         )
-    predictions = predictions_read(study=study, upload=upload)
-    if predictions.count <= params["k"]:
-        raise InvalidInput(
-            f"The file scores {predictions.count} item(s); k = {params['k']} neighbours need at "
-            f"least {params['k'] + 1}."
-        )
+    _in_flight(user, study)  # before reading the file; again below, under the locks
+    stored, (rows, has_decision) = _stored(upload, study, params["k"])
     original = Path(upload.name or "predictions").name[:255]
     name = params["name"] or original[:200]
     if invisible(name):
         name = "audit"
-    stored = default_storage.save(
-        f"audits/{uuid.uuid4().hex[:12]}/predictions.npz", ContentFile(predictions.to_bytes())
-    )
     try:
         with transaction.atomic():
+            _lock(user, study)
+            _in_flight(user, study)
             audit = ModelAudit.objects.create(
                 study=study,
                 version=version,
@@ -160,21 +238,21 @@ def audit_create(
                 delta=params["delta"],
                 predictions=stored,
                 original_name=original,
-                item_count=predictions.count,
-                new_records=len(predictions.new_keys),
-                has_decision=predictions.decisions is not None,
+                item_count=rows or 0,
+                has_decision=has_decision,
             )
             audit_record(
                 action=AuditAction.MODEL_AUDIT,
                 target=audit,
                 actor=user,
                 study_id=study.pk,
-                detail={"name": name, "version": version.pk, "items": predictions.count},
+                detail={"name": name, "version": version.pk, "items": rows},
             )
             transaction.on_commit(lambda: audit_enqueue(audit.pk))
     except BaseException:
-        default_storage.delete(stored)
+        _remove(stored)
         raise
+    audit.refresh_from_db()
     return audit
 
 

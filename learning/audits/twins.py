@@ -9,7 +9,7 @@ team's model to score, and the audit's figures on them.
   ``of`` (the original's key), ``column``, ``value``, then every shown field of the record with
   that value changed — a file the model scores as it is.
 * An audit whose scores include such keys (their fields may be left out: the key says what they
-  are) keeps those rows apart from the neighbour search (:func:`twins_resolve`, called by
+  are) keeps those rows apart from the neighbour search (:class:`TwinCollector`, called by
   ``learning.audits.inputs.predictions_read``: the hook); the worker reports per column the
   share of pairs whose scores differ by more than δ, the mean and largest change, the decision
   flips, with intervals, and the worst twins (:func:`twin_summary`;
@@ -191,73 +191,91 @@ def counterfactual_rows(*, study: Study, plan: Plan):
                 yield row
 
 
-@dataclass(frozen=True)
-class TwinRows:
-    """Which rows of a score file are twins: ``mask`` over the file's rows, and for each twin
-    (file order) its row, its original's row, its column and value."""
+class TwinCollector:
+    """The twin rows of a score file, gathered a chunk at a time while the worker reads it
+    (``learning/audits/inputs.py``) and placed once every original's position is known: keys not
+    in the pool of the form ``{of}~{column}={value}`` for a field of the records and an ``of`` in
+    the pool. Each original must be scored in the same file (else InvalidInput naming the row)."""
 
-    mask: np.ndarray
-    rows: np.ndarray
-    of_rows: np.ndarray
-    columns: list[str]
-    values: list[str]
+    def __init__(self, study: Study):
+        self.study = study
+        self._fields: list[str] | None = None
+        self.keys: list[str] = []
+        self.of: list[str] = []
+        self.columns: list[str] = []
+        self.values: list[str] = []
+        self.rows: list[int] = []
+        self.scores: list[float] = []
+        self.codes: list[int] = []
 
-    def placed(self, order, keys, scores, decisions) -> TwinScores | None:
-        """The twins' scores, their originals as positions in ``order`` (the checked scores'
-        row order)."""
-        if not self.rows.size:
+    def fields(self) -> list[str]:
+        if self._fields is None:  # the declared sensitive columns tried first
+            self._fields = list(
+                dict.fromkeys([*sensitive_columns(self.study), *record_columns(self.study)])
+            )
+        return self._fields
+
+    def candidates(self, keys) -> set[str]:
+        """The originals ``keys`` could be twins of, to look up in the pool."""
+        found = set()
+        for key in keys:
+            for column in self.fields():
+                at = key.rfind(f"{SEP}{column}{EQ}")
+                if at > 0:
+                    found.add(key[:at])
+        return found
+
+    def take(self, keys, rows, scores, codes, pool: dict) -> np.ndarray:
+        """Keep the twins among ``keys`` (``pool``: the pool's keys among them and their
+        candidate originals); returns the mask of twin rows."""
+        mask = np.zeros(len(keys), dtype=bool)
+        for n, key in enumerate(keys):
+            if SEP not in key or key in pool:
+                continue
+            parsed = parse_twin_key(key, self.fields(), pool)
+            if parsed is None:
+                continue  # a new record, or an unknown key
+            mask[n] = True
+            of, column, value = parsed
+            self.keys.append(str(key))
+            self.of.append(of)
+            self.columns.append(column)
+            self.values.append(value)
+            self.rows.append(int(rows[n]))
+            self.scores.append(float(scores[n]))
+            self.codes.append(int(codes[n]))
+        return mask
+
+    def placed(self, position: dict, recode: np.ndarray, has_decision: bool):
+        """The twins' scores with their originals as positions among the checked scores
+        (``position``: a pool key's position); None without twins."""
+        if not self.keys:
             return None
-        position = np.full(self.mask.size, -1, dtype=np.int64)
-        position[order] = np.arange(len(order))
+        for n, of in enumerate(self.of):
+            if of not in position:
+                raise InvalidInput(
+                    f"Row {self.rows[n]}: twin {self.keys[n][:80]!r} needs its original's "
+                    f"score: add a row for {of[:80]!r}."
+                )
         names = sorted(set(self.columns))
         code = {c: i for i, c in enumerate(names)}
+        codes = np.array(self.codes, dtype=np.int64)
         return TwinScores(
-            keys=[str(keys[r]) for r in self.rows],
-            of=position[self.of_rows],
+            keys=list(self.keys),
+            of=np.array([position[of] for of in self.of], dtype=np.int64),
             column=np.array([code[c] for c in self.columns], dtype=np.int64),
             column_names=names,
             values=list(self.values),
-            scores=scores[self.rows],
-            decisions=None if decisions is None else decisions[self.rows].astype(np.int64),
+            scores=np.array(self.scores, dtype=np.float64),
+            decisions=recode[codes] if has_decision else None,
         )
-
-
-def twins_resolve(*, study: Study, keys: np.ndarray, pool: dict) -> TwinRows:
-    """The twin rows among ``keys`` (a score file's keys, in row order; ``pool``: the pool's
-    keys): keys not in the pool of the form ``{of}~{column}={value}`` whose ``of`` is in the
-    pool. Their original must be scored in the same file, their column a field of the records;
-    else InvalidInput naming the row."""
-    mask = np.zeros(len(keys), dtype=bool)
-    found = []
-    fields = row_of = None
-    for n, key in enumerate(keys):
-        if SEP not in key or key in pool:
-            continue
-        if fields is None:  # the declared sensitive columns tried first
-            fields = list(dict.fromkeys([*sensitive_columns(study), *record_columns(study)]))
-        parsed = parse_twin_key(key, fields, pool)
-        if parsed is None:
-            continue  # a new record, or an unknown key
-        if row_of is None:
-            row_of = {k: i for i, k in enumerate(keys)}
-        of, column, value = parsed
-        if of not in row_of:
-            raise InvalidInput(
-                f"Row {n + 1}: twin {key[:80]!r} needs its original's score: add a row for "
-                f"{of[:80]!r}."
-            )
-        mask[n] = True
-        found.append((n, row_of[of], column, value))
-    rows = np.array([f[0] for f in found], dtype=np.int64)
-    of_rows = np.array([f[1] for f in found], dtype=np.int64)
-    return TwinRows(mask, rows, of_rows, [f[2] for f in found], [f[3] for f in found])
 
 
 @dataclass(frozen=True)
 class TwinScores:
-    """The checked twins of an audit's input (kept in its ``.npz`` beside the scores): each
-    twin's key, its original (a position in the scores), column (code into ``column_names``),
-    value, score and decision code."""
+    """The checked twins of an audit's input (read with the scores in the worker): each twin's
+    key, its original (a position in the scores), column (code into ``column_names``), value,
+    score and decision code."""
 
     keys: list[str]
     of: np.ndarray
@@ -266,32 +284,6 @@ class TwinScores:
     values: list[str]
     scores: np.ndarray
     decisions: np.ndarray | None
-
-    def arrays(self) -> dict:
-        return {
-            "twin_keys": np.array(self.keys, dtype=str),
-            "twin_of": self.of,
-            "twin_column": self.column,
-            "twin_column_names": np.array(self.column_names, dtype=str),
-            "twin_values": np.array(self.values, dtype=str),
-            "twin_scores": self.scores,
-            "twin_decisions": self.decisions if self.decisions is not None else np.zeros(0),
-            "twin_has_decisions": np.array(self.decisions is not None),
-        }
-
-    @classmethod
-    def from_arrays(cls, data) -> TwinScores | None:
-        if "twin_keys" not in data:
-            return None
-        return cls(
-            keys=[str(k) for k in data["twin_keys"]],
-            of=data["twin_of"],
-            column=data["twin_column"],
-            column_names=[str(c) for c in data["twin_column_names"]],
-            values=[str(v) for v in data["twin_values"]],
-            scores=data["twin_scores"],
-            decisions=data["twin_decisions"] if bool(data["twin_has_decisions"]) else None,
-        )
 
 
 def twin_summary(predictions, *, delta: float | None, n_boot: int) -> dict:

@@ -16,7 +16,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from annotation.access import Action, may, study_get
-from common.errors import InvalidInput, PayloadTooLarge
+from common.errors import InvalidInput, PayloadTooLarge, TooBusy
 from learning.audits import report, selectors, services, twins
 from learning.models import MetricVersion, ModelAudit
 from learning.versions.validity import validity_of, verdict_line
@@ -62,6 +62,7 @@ def _nav(study, active: str = "audits") -> dict:
 def audit_list(request: HttpRequest, study_id: int) -> HttpResponse:
     study = _study(request, study_id)
     form = AuditForm(request.POST or None, request.FILES or None, study=study)
+    refused = None
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
@@ -76,13 +77,18 @@ def audit_list(request: HttpRequest, study_id: int) -> HttpResponse:
                 name=data["name"],
                 delta=data["delta"],
             )
-        except (InvalidInput, PayloadTooLarge) as exc:
+        except (InvalidInput, PayloadTooLarge, TooBusy) as exc:
             form.add_error(None, exc.message)
+            refused = exc
         else:
             messages.success(request, f"Audit {audit.name!r} queued: the worker runs it.")
             return redirect("learning:audit-detail", study.pk, audit.pk)
     status = 400 if request.method == "POST" else 200
-    return _list(request, study, form, status=status)
+    response = _list(request, study, form, status=status)
+    if isinstance(refused, TooBusy):
+        response.status_code = refused.status_code
+        response["Retry-After"] = str(refused.retry_after)
+    return response
 
 
 def _list(request, study, form, *, status: int = 200, columns_error: str = "") -> HttpResponse:

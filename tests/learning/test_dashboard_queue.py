@@ -34,7 +34,7 @@ def test_queue_names_follow_the_default_queue_unless_set(settings):
     settings.CELERY_TASK_DEFAULT_QUEUE = "q1"
     settings.CELERY_DASHBOARD_QUEUE = ""
     assert dashboard_queue() == "q1-dashboards" == dashboard_queue_of("q1")
-    assert every_queue("q1") == "q1,q1-dashboards"
+    assert every_queue("q1") == "q1,q1-dashboards,q1-audits"
     settings.CELERY_DASHBOARD_QUEUE = "figures"
     assert dashboard_queue() == "figures"
 

@@ -26,3 +26,8 @@ def test_the_quick_fault_run_loses_nothing_and_recovers(run_module):
     orphaned = result["faults"][0]["fitting_rows_orphaned"]
     assert result["versions"]["interrupted_retired"] >= orphaned  # each killed fit retired
     assert result["final_version_after_s"] is not None
+    # Audits queued (their messages in Redis) when Redis restarted: the sweep sent them again.
+    restart = next(f for f in result["faults"] if f["fault"] == "restart-redis")
+    assert restart["audits_posted"] == [201] * 4
+    assert restart["audit_messages_in_redis"] >= 1
+    assert result["audits"] == {"done": 4}

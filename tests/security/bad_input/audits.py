@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import io
+
+import pandas as pd
 from django.urls import reverse
 
 from ..matrix.audits import audit_of
@@ -10,6 +13,15 @@ from .cases import A, B, Bad, upload
 
 def scores(text: str, name: str = "scores.csv", **fields):
     return lambda w: {"predictions": upload(name, text.encode()), **fields}
+
+
+def parquet(table: pd.DataFrame, **fields):
+    def body(w):
+        buffer = io.BytesIO()
+        table.to_parquet(buffer, index=False)
+        return {"predictions": upload("scores.parquet", buffer.getvalue()), **fields}
+
+    return body
 
 
 GOOD = "key,score\n" + "".join(f"w{i:03d},{i / 20}\n" for i in range(20))
@@ -101,6 +113,28 @@ CASES: list[Bad] = [
         415,
         "Unsupported media type",
         {"k": 3},
+        role="rev_a",
+    ),
+    Bad(
+        "api-audits",
+        "a Parquet file too big to audit (its footer's rows x the space's dimension and k)",
+        "post",
+        lambda w: reverse("api-audits", args=[A(w)]),
+        413,
+        "(AUDIT_MAX_DECODED_MB = 768 MB of points and neighbour pairs in the worker)",
+        parquet(pd.DataFrame({"key": [f"n{i}" for i in range(200_000)], "score": 0.5}), k="50"),
+        "multipart",
+        role="rev_a",
+    ),
+    Bad(
+        "api-audits",
+        "one key repeated 100,000 times (refused from the head)",
+        "post",
+        lambda w: reverse("api-audits", args=[A(w)]),
+        400,
+        "A key appears more than once (rows 1, 2, 3, 4, 5 and 995 more): 'w000'",
+        parquet(pd.DataFrame({"key": ["w000"] * 100_000, "score": 0.5})),
+        "multipart",
         role="rev_a",
     ),
     Bad(
@@ -239,6 +273,21 @@ ELSEWHERE = [
         "api-audits",
         "files over MAX_TABLE_MB or AUDIT_MAX_ROWS, duplicate keys, empty keys and decisions",
         "tests.learning.audits.test_services::test_bad_files_get_a_clear_error_and_write_nothing",
+    ),
+    (
+        "api-audits",
+        "an audit more than the user's or the study's limit in flight (429, Retry-After)",
+        "tests.security.test_audit_limits::test_every_role_that_may_audit_gets_429_past_its_limit",
+    ),
+    (
+        "learning:audits",
+        "an audit more than the limit in flight (the form's error, 429, Retry-After)",
+        "tests.learning.audits.test_bounds::test_the_api_answers_429_with_retry_after_and_the_page_a_form_error",
+    ),
+    (
+        "api-audits",
+        "a row past the head the request reads (the worker fails the audit naming the row)",
+        "tests.learning.audits.test_bounds::test_the_request_reads_the_head_and_the_worker_every_row",
     ),
     (
         "learning:audits",
