@@ -28,6 +28,7 @@ class AuditEvent(models.Model):
         SPACE_DELETE = "space.delete", "space deleted"
         MODEL_AUDIT = "model.audit", "model audited"
         AUDIT_ASK = "audit.ask", "audit violations sent to annotators"
+        WEBHOOK_CHANGE = "webhook.change", "webhook created, paused, resumed or removed"
 
     actor = models.ForeignKey(
         settings.AUTH_USER_MODEL,

@@ -45,7 +45,7 @@ def _prepare_embedded_dirs(sender, **kwargs) -> None:
 
 logger = logging.getLogger(__name__)
 SWEEP_TASK = "learning.sweep"  # by name: the site's app module imports no app's tasks
-SWEEP_TASKS = (SWEEP_TASK, "spaces.sweep")  # refits; uploads (expired, lost, leftovers)
+SWEEP_TASKS = (SWEEP_TASK, "spaces.sweep", "annotation.webhook_sweep")  # refits; uploads; webhooks
 
 
 def sweep_send() -> None:

@@ -363,9 +363,9 @@ LEARNING_DEBOUNCE_SECONDS = env_int("LEARNING_DEBOUNCE_SECONDS", 3, minimum=0)
 # Every worker queues a sweep at start-up and every LEARNING_SWEEP_SECONDS (fairmetric_site.celery:
 # SweepStep), so no beat process is needed; WORKER_SWEEP=0 leaves sweeping to a beat process.
 WORKER_SWEEP = env_bool("WORKER_SWEEP", True)
-CELERY_BEAT_SCHEDULE = {
-    "learning-sweep": {"task": "learning.sweep", "schedule": float(LEARNING_SWEEP_SECONDS)},
-    "spaces-sweep": {"task": "spaces.sweep", "schedule": float(LEARNING_SWEEP_SECONDS)},
+CELERY_BEAT_SCHEDULE = {  # the sweeps of refits, uploads and webhook deliveries
+    task.replace(".", "-"): {"task": task, "schedule": float(LEARNING_SWEEP_SECONDS)}
+    for task in ("learning.sweep", "spaces.sweep", "annotation.webhook_sweep")
 }
 
 # --- Model audits (learning/audits, docs/audit.md) -------------------------------------------
@@ -397,3 +397,4 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO").upper()},
 }
+from fairmetric_site.settings_integrations import *  # noqa: E402, F403 - webhooks

@@ -11,8 +11,17 @@ from __future__ import annotations
 from django.db import transaction
 
 from annotation.access import Action, require
+from annotation.events import study_event
 from annotation.hooks import feedback_changed
-from annotation.models import Adjudication, GoldPair, Label, PairJudgment, Study, canonical_pair
+from annotation.models import (
+    Adjudication,
+    GoldPair,
+    Label,
+    PairJudgment,
+    Study,
+    WebhookEvent,
+    canonical_pair,
+)
 from common.errors import InvalidInput, NotFound
 
 DECISIONS = (Label.COMPARABLE, Label.INCOMPARABLE)
@@ -52,6 +61,17 @@ def adjudicate(
             study=study, item_a_id=a, item_b_id=b, defaults={"label": label}
         )
     feedback_changed(study_id=study.pk)
+    study_event(
+        study_id=study.pk,
+        event=WebhookEvent.DISAGREEMENT_RESOLVED,
+        data=lambda: {
+            "item_a": decision.item_a.key,
+            "item_b": decision.item_b.key,
+            "label": label,
+            "decided_by": user.get_username(),
+            "gold": bool(gold),
+        },
+    )
     return decision
 
 

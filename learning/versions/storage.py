@@ -32,7 +32,8 @@ from django.db import DatabaseError, IntegrityError, transaction
 from django.utils import timezone
 
 from annotation.access import Action, require
-from annotation.models import Study
+from annotation.events import study_event
+from annotation.models import Study, WebhookEvent
 from audit.services import Action as AuditAction
 from audit.services import audit_record
 from common.errors import Conflict
@@ -270,6 +271,18 @@ def version_publish(*, version_id: int, user=None) -> MetricVersion:
         actor=user,
         study_id=version.study_id,
         detail={"method": version.method, "replaced": replaced, "automatic": user is None},
+    )
+    study_event(
+        study_id=version.study_id,
+        event=WebhookEvent.VERSION_PUBLISHED,
+        data={
+            "version": version.pk,
+            "method": version.method,
+            "label": version.label,
+            "sigma_sha256": version.sigma_sha256,
+            "automatic": user is None,
+            "replaced": replaced,
+        },
     )
     return version
 
