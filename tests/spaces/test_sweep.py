@@ -117,9 +117,9 @@ def test_leftover_folders_and_matrices_are_deleted(media_root, settings, sent):
     assert kept.exists()  # a space's matrix
 
 
-def test_every_worker_queues_the_spaces_sweep_with_the_refit_sweep(monkeypatch):
+def test_every_worker_queues_the_spaces_and_webhook_sweeps_with_the_refit_sweep(monkeypatch):
     sent = []
     monkeypatch.setattr(site_celery.app, "send_task", lambda name, **kw: sent.append(name))
     site_celery.sweep_send()
-    assert sent == ["learning.sweep", "spaces.sweep"]
+    assert sent == ["learning.sweep", "spaces.sweep", "annotation.webhook_sweep"]
     assert space_tasks.sweep_uploads_task.name == "spaces.sweep"
