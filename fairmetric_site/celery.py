@@ -1,8 +1,8 @@
 """The Celery app: settings from Django's (namespace ``CELERY_``), tasks autodiscovered.
 
 Every worker also sweeps (:class:`SweepStep`): it queues ``learning.sweep``, ``spaces.sweep``
-and ``annotation.webhook_sweep`` (deliveries whose task was lost) when it starts and every ``LEARNING_SWEEP_SECONDS`` while it runs, so recovery needs no
-separately started beat process: a worker killed mid-fit leaves a ``fitting`` row and a cleared
+and ``annotation.webhook_sweep`` (deliveries whose task was lost) when it starts and every
+``LEARNING_SWEEP_SECONDS`` while it runs, so recovery needs no separately started beat process: a worker killed mid-fit leaves a ``fitting`` row and a cleared
 refit marker, and the next worker to start (or any running one, within a sweep period) re-queues
 that study; an upload left pending expires and a lost import is resumed (``spaces/sweep.py``).
 """
