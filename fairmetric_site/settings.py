@@ -192,7 +192,6 @@ JUDGMENT_BATCH_MAX = env_int("JUDGMENT_BATCH_MAX", 50, minimum=1)
 PAIR_QUEUE_SIZE = env_int("PAIR_QUEUE_SIZE", 16, minimum=1)
 
 # --- Auth -------------------------------------------------------------------------------------
-
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -201,6 +200,7 @@ AUTH_PASSWORD_VALIDATORS = [
 AUTHENTICATION_BACKENDS = [
     "accounts.login_throttle.LoginThrottleBackend",  # refuses locked-out username+IP first
     "django.contrib.auth.backends.ModelBackend",
+    "accounts.sso.TeamSignOnBackend",  # OpenID Connect; inert until OIDC_RP_CLIENT_ID is set
 ]
 LOGIN_URL = "accounts:login"
 LOGIN_REDIRECT_URL = "home"
@@ -397,4 +397,4 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO").upper()},
 }
-from fairmetric_site.settings_integrations import *  # noqa: E402, F403 - webhooks
+from fairmetric_site.settings_integrations import *  # noqa: E402, F403 - webhooks, SSO
