@@ -27,6 +27,8 @@ from django.dispatch import receiver
 from audit import limits
 from audit.context import client_ip
 
+from .sso import sso_enabled
+
 
 def _key(username: str, ip: str | None) -> str:
     digest = hashlib.sha256(f"{(username or '').strip().lower()}|{ip or ''}".encode()).hexdigest()
@@ -86,6 +88,13 @@ class LoginView(auth_views.LoginView):
     """Django's login page, answering 429 with a message while the username+IP is locked."""
 
     http_method_names = ["get", "post", "head", "options"]  # FormView would take PUT as POST
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        if sso_enabled():
+            context["sso_name"] = settings.OIDC_PROVIDER_NAME
+        context["sso_failed"] = self.request.GET.get("sso") == "failed"
+        return context
 
     def post(self, request, *args, **kwargs):
         username = request.POST.get("username", "")

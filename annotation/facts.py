@@ -5,6 +5,7 @@ one place for each key and its invalidation.
 |---|---|---|
 | ``fm:facts:study:{id}`` | the ``Study`` row (with its space and pool tags), its gold pairs, and a random **stamp** | the study, its space, pool tags or keys, its items' tags, gold or candidate pairs change (signals below; the bulk writes of ``annotation/setup/pairs.py`` call :func:`study_changed`) |
 | ``fm:facts:role:{study}:{user}`` | the user's role in the study (``""`` for none) | the membership is saved or deleted |
+| ``fm:facts:hooks:{study}`` | the events some active webhook of the study asked for | a webhook is saved, deleted, paused or resumed (signals; :func:`webhooks_changed`) |
 
 Every cached value is read-only: code that writes a study loads it from the database.
 Invalidation deletes the key at once and again after the commit (a reader between the two
@@ -30,7 +31,7 @@ from django.dispatch import receiver
 
 from spaces.models import EmbeddingSpace, Item
 
-from .models import CandidatePair, GoldPair, Membership, Study
+from .models import CandidatePair, GoldPair, Membership, Study, Webhook
 
 logger = logging.getLogger(__name__)
 
@@ -113,6 +114,28 @@ def member_role(study_id: int, user_id: int) -> str | None:
     return found or None
 
 
+def _hooks_key(study_id: int) -> str:
+    return f"fm:facts:hooks:{int(study_id)}"
+
+
+def study_webhook_events(study_id: int) -> frozenset[str]:
+    """The events some active webhook of the study asked for (empty for most studies: the
+    answer path then spends nothing on webhooks)."""
+    key = _hooks_key(study_id)
+    found = _get(key)
+    if found is None:
+        rows = Webhook.objects.filter(study_id=study_id, active=True).values_list("events")
+        found = frozenset(str(event) for (events,) in rows for event in events or [])
+        _set(key, found)
+    return found
+
+
+def webhooks_changed(study_id: int) -> None:
+    key = _hooks_key(study_id)
+    _delete(key)
+    transaction.on_commit(lambda: _delete(key))
+
+
 def study_changed(study_id: int) -> None:
     """Forget the study's facts (and so every pair queue built under them)."""
     key = _study_key(study_id)
@@ -132,6 +155,11 @@ def role_changed(study_id: int, user_id: int) -> None:
 @receiver([post_save, post_delete], sender=Study)
 def _study_saved(sender, instance: Study, raw: bool = False, **kwargs) -> None:
     study_changed(instance.pk)
+
+
+@receiver([post_save, post_delete], sender=Webhook)
+def _webhook_saved(sender, instance: Webhook, raw: bool = False, **kwargs) -> None:
+    webhooks_changed(instance.study_id)
 
 
 @receiver([post_save, post_delete], sender=GoldPair)

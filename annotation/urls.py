@@ -6,6 +6,7 @@ from . import views
 from .review import views as review_views
 from .setup import browse, import_views
 from .setup import views as setup_views
+from .webhooks import views as webhook_views
 
 app_name = "annotation"
 
@@ -35,6 +36,12 @@ urlpatterns = [
     path("<int:study_id>/gold/", setup_views.study_gold, name="study-gold"),
     path("<int:study_id>/members/", setup_views.study_members, name="study-members"),
     path("<int:study_id>/import/", import_views.study_import, name="study-import"),
+    path("<int:study_id>/webhooks/", webhook_views.study_webhooks, name="study-webhooks"),
+    path(
+        "<int:study_id>/webhooks/<int:hook_id>/",
+        webhook_views.webhook_action,
+        name="study-webhook",
+    ),
     path(
         "<int:study_id>/members/<int:membership_id>/",
         setup_views.study_member,

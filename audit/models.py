@@ -32,6 +32,7 @@ class AuditEvent(models.Model):
         ADJUDICATION_REMOVE = "adjudication.remove", "adjudication taken back"
         WEAT_TEST_SAVE = "weat.save", "WEAT test defined or changed"
         WEAT_TEST_DELETE = "weat.delete", "WEAT test deleted"
+        WEBHOOK_CHANGE = "webhook.change", "webhook created, paused, resumed or removed"
 
     actor = models.ForeignKey(
         settings.AUTH_USER_MODEL,

@@ -1,10 +1,11 @@
 """The Celery app: settings from Django's (namespace ``CELERY_``), tasks autodiscovered.
 
-Every worker also sweeps (:class:`SweepStep`): it queues ``learning.sweep`` and ``spaces.sweep``
-when it starts and every ``LEARNING_SWEEP_SECONDS`` while it runs, so recovery needs no
-separately started beat process: a worker killed mid-fit leaves a ``fitting`` row and a cleared
-refit marker, and the next worker to start (or any running one, within a sweep period) re-queues
-that study; an upload left pending expires and a lost import is resumed (``spaces/sweep.py``).
+Every worker also sweeps (:class:`SweepStep`): it queues ``learning.sweep``, ``spaces.sweep``
+and ``annotation.sweep`` (feedback imports, webhook deliveries whose task was lost) when it
+starts and every ``LEARNING_SWEEP_SECONDS`` while it runs, so recovery needs no separately
+started beat process: a worker killed mid-fit leaves a ``fitting`` row and a cleared refit
+marker, and the next worker to start (or any running one, within a sweep period) re-queues that
+study; an upload left pending expires and a lost import is resumed (``spaces/sweep.py``).
 """
 
 import logging
@@ -45,11 +46,11 @@ def _prepare_embedded_dirs(sender, **kwargs) -> None:
 
 logger = logging.getLogger(__name__)
 SWEEP_TASK = "learning.sweep"  # by name: the site's app module imports no app's tasks
-SWEEP_TASKS = (SWEEP_TASK, "spaces.sweep", "annotation.sweep")  # refits; uploads; feedback imports
+SWEEP_TASKS = (SWEEP_TASK, "spaces.sweep", "annotation.sweep")  # refits; uploads; imports, webhooks
 
 
 def sweep_send() -> None:
-    """Queue one refit sweep and one uploads sweep on the default queue; a broker error is
+    """Queue the refit, uploads and webhook sweeps on the default queue; a broker error is
     logged, not raised (the next period tries again)."""
     for task in SWEEP_TASKS:
         try:

@@ -192,7 +192,6 @@ JUDGMENT_BATCH_MAX = env_int("JUDGMENT_BATCH_MAX", 50, minimum=1)
 PAIR_QUEUE_SIZE = env_int("PAIR_QUEUE_SIZE", 16, minimum=1)
 
 # --- Auth -------------------------------------------------------------------------------------
-
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -201,6 +200,7 @@ AUTH_PASSWORD_VALIDATORS = [
 AUTHENTICATION_BACKENDS = [
     "accounts.login_throttle.LoginThrottleBackend",  # refuses locked-out username+IP first
     "django.contrib.auth.backends.ModelBackend",
+    "accounts.sso.TeamSignOnBackend",  # OpenID Connect; inert until OIDC_RP_CLIENT_ID is set
 ]
 LOGIN_URL = "accounts:login"
 LOGIN_REDIRECT_URL = "home"
@@ -363,9 +363,9 @@ LEARNING_DEBOUNCE_SECONDS = env_int("LEARNING_DEBOUNCE_SECONDS", 3, minimum=0)
 # Every worker queues a sweep at start-up and every LEARNING_SWEEP_SECONDS (fairmetric_site.celery:
 # SweepStep), so no beat process is needed; WORKER_SWEEP=0 leaves sweeping to a beat process.
 WORKER_SWEEP = env_bool("WORKER_SWEEP", True)
-CELERY_BEAT_SCHEDULE = {
-    "learning-sweep": {"task": "learning.sweep", "schedule": float(LEARNING_SWEEP_SECONDS)},
-    "spaces-sweep": {"task": "spaces.sweep", "schedule": float(LEARNING_SWEEP_SECONDS)},
+CELERY_BEAT_SCHEDULE = {  # the sweeps of refits, uploads, imports, webhooks
+    task.replace(".", "-"): {"task": task, "schedule": float(LEARNING_SWEEP_SECONDS)}
+    for task in ("learning.sweep", "spaces.sweep", "annotation.sweep")
 }
 
 # --- Model audits (learning/audits, docs/audit.md) -------------------------------------------
@@ -398,3 +398,4 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO").upper()},
 }
+from fairmetric_site.settings_integrations import *  # noqa: E402, F403 - webhooks, SSO

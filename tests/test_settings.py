@@ -49,6 +49,11 @@ def run_check(**env: str | None) -> subprocess.CompletedProcess:
         ({"MEDIA_ROOT": "relative/media"}, "MEDIA_ROOT must be an absolute path"),
         ({"ALLOWED_HOSTS": " , "}, "ALLOWED_HOSTS must name at least one host"),
         ({"MAX_UPLOAD_MB": "lots"}, "MAX_UPLOAD_MB must be an integer"),
+        ({"WEBHOOK_MAX_ATTEMPTS": "0"}, "WEBHOOK_MAX_ATTEMPTS must be at least 1"),
+        (
+            {"OIDC_RP_CLIENT_ID": "fairmetric", "OIDC_RP_CLIENT_SECRET": "s"},
+            "OIDC_RP_CLIENT_ID is set but OIDC_OP_AUTHORIZATION_ENDPOINT, OIDC_OP_TOKEN_ENDPOINT",
+        ),
     ],
 )
 def test_bad_value_gives_one_readable_line(env, message):

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from django.db import IntegrityError, transaction
 
 from annotation.access import Action, require
+from annotation.events import target_reached_report
 from annotation.facts import facts_for
 from annotation.hooks import feedback_changed
 from annotation.labelling.selectors import gold_pair_exists
@@ -174,6 +175,7 @@ def judgment_create(
                 reasons=reasons,
             )
             feedback_changed(study_id=study.pk)  # runs once the insert has committed
+            target_reached_report(study=study, annotator=annotator, added=1)
     except IntegrityError:
         existing = stored.filter(client_id=client_id).first()
         if existing is not None:  # a retry, or a concurrent retry that won the race
@@ -283,8 +285,10 @@ def judgments_create_batch(*, study: Study, annotator, answers: list[dict]) -> l
         with transaction.atomic():
             PairJudgment.objects.bulk_create(list(new.values()), ignore_conflicts=True)
             after.update({j.client_id: j for j in stored.filter(client_id__in=list(new))})
-            if any(cid not in before for cid in after):
+            added = sum(1 for cid in after if cid not in before)
+            if added:
                 feedback_changed(study_id=study.pk)
+                target_reached_report(study=study, annotator=annotator, added=added)
     for n, (client_id, pair) in parsed.items():
         if results[n] is not None:
             continue

@@ -2,7 +2,8 @@
 
 ``studies``: a study, its members and its item pool; ``judgments``: answers about pairs, skips
 and comments; ``pairs``: gold and candidate pairs; ``groups``: comparable groups; ``review``:
-adjudicated labels; ``imports``: the import page's feedback imports. Import them from here (``from annotation.models import Study``).
+adjudicated labels; ``imports``: the import page's feedback imports; ``webhooks``: URLs
+that receive a study's events and their deliveries. Import them from here (``from annotation.models import Study``).
 """
 
 from .groups import MAX_GROUP_NAME, MAX_GROUP_SIZE, ComparableGroup, GroupEdit, StudyCounter
@@ -20,6 +21,7 @@ from .judgments import (
 from .pairs import CandidatePair, GoldPair, PoolPair, pair_check, pool_check
 from .review import Adjudication
 from .studies import MAX_OVERLAP, MAX_TARGET, Membership, Study, pool_queryset
+from .webhooks import MAX_WEBHOOKS_PER_STUDY, SUBSCRIBABLE, Webhook, WebhookDelivery, WebhookEvent
 
 __all__ = [
     "MAX_OVERLAP",
@@ -28,6 +30,8 @@ __all__ = [
     "MAX_ELAPSED_MS",
     "MAX_GROUP_NAME",
     "MAX_GROUP_SIZE",
+    "MAX_WEBHOOKS_PER_STUDY",
+    "SUBSCRIBABLE",
     "CandidatePair",
     "FeedbackImport",
     "ComparableGroup",
@@ -43,6 +47,9 @@ __all__ = [
     "Source",
     "Study",
     "StudyCounter",
+    "Webhook",
+    "WebhookDelivery",
+    "WebhookEvent",
     "canonical_pair",
     "pair_check",
     "pool_check",

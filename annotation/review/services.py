@@ -12,8 +12,17 @@ from __future__ import annotations
 from django.db import transaction
 
 from annotation.access import Action, require
+from annotation.events import study_event
 from annotation.hooks import feedback_changed
-from annotation.models import Adjudication, GoldPair, Label, PairJudgment, Study, canonical_pair
+from annotation.models import (
+    Adjudication,
+    GoldPair,
+    Label,
+    PairJudgment,
+    Study,
+    WebhookEvent,
+    canonical_pair,
+)
 from audit.services import Action as AuditAction
 from audit.services import audit_record
 from common.errors import InvalidInput, NotFound
@@ -62,6 +71,17 @@ def adjudicate(
         detail={"item_a": a, "item_b": b, "label": label, "gold": gold},
     )
     feedback_changed(study_id=study.pk)
+    study_event(
+        study_id=study.pk,
+        event=WebhookEvent.DISAGREEMENT_RESOLVED,
+        data=lambda: {
+            "item_a": decision.item_a.key,
+            "item_b": decision.item_b.key,
+            "label": label,
+            "decided_by": user.get_username(),
+            "gold": bool(gold),
+        },
+    )
     return decision
 
 

@@ -31,6 +31,8 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from annotation.events import study_event
+from annotation.models import WebhookEvent
 from learning.audits import search
 from learning.audits.curves import further_figures
 from learning.audits.inputs import Predictions, audit_input, new_record_fields
@@ -363,6 +365,11 @@ def audit_run(*, audit_id: int) -> str:
                 seconds=seconds,
                 finished_at=timezone.now(),
                 lease_until=None,
+            )
+            study_event(
+                study_id=audit.study_id,
+                event=WebhookEvent.AUDIT_DONE,
+                data={"audit": audit.pk, "name": audit.name, "violations": result.total_pairs},
             )
         return "done"
     except (ValueError, OSError, RuntimeError, SoftTimeLimitExceeded) as exc:  # say why

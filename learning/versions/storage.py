@@ -32,7 +32,8 @@ from django.db import DatabaseError, IntegrityError, transaction
 from django.utils import timezone
 
 from annotation.access import Action, require
-from annotation.models import Study
+from annotation.events import study_event
+from annotation.models import Study, WebhookEvent
 from audit.services import Action as AuditAction
 from audit.services import audit_record
 from common.errors import Conflict, InvalidInput
@@ -329,6 +330,20 @@ def version_publish(*, version_id: int, user=None, reason: str = "", by: str = "
             "automatic": user is None,
             "verdict": validity["verdict"],
             "override": override,
+        },
+    )
+    study_event(
+        study_id=version.study_id,
+        event=WebhookEvent.VERSION_PUBLISHED,
+        data={
+            "version": version.pk,
+            "method": version.method,
+            "label": version.label,
+            "sigma_sha256": version.sigma_sha256,
+            "automatic": user is None,
+            "replaced": replaced,
+            "verdict": validity["verdict"],
+            "override_reason": override["reason"] if override else None,
         },
     )
     return version

@@ -24,7 +24,7 @@ from django.test import override_settings
 from rest_framework.test import APIClient
 
 from accounts.tokens import api_token_create
-from annotation.models import ComparableGroup, Membership, PairJudgment, Study
+from annotation.models import ComparableGroup, Membership, PairJudgment, Study, Webhook
 from annotation.selectors import pool_cache_clear
 from learning.models import MetricVersion, WeatSuite, WeatTest
 from spaces.models import EmbeddingImport, EmbeddingSpace, Item
@@ -212,6 +212,8 @@ def _build_world() -> World:
         client_id=uuid.uuid4(),
     )
     group = ComparableGroup.objects.create(study=study_a, name="g-a", created_by=users["ann_a"])
+    # A webhook of A for the rows of its actions (a test event is a row; nothing is sent here).
+    Webhook.objects.create(study=study_a, url="https://93.184.216.34/hook", events=["audit.done"])
     group.members.set(items[:3])
     dim = space.dimension
     version = make_metric_version(

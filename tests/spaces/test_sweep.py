@@ -117,7 +117,7 @@ def test_leftover_folders_and_matrices_are_deleted(media_root, settings, sent):
     assert kept.exists()  # a space's matrix
 
 
-def test_every_worker_queues_the_spaces_sweep_with_the_refit_sweep(monkeypatch):
+def test_every_worker_queues_the_spaces_and_annotation_sweeps_with_the_refit_sweep(monkeypatch):
     sent = []
     monkeypatch.setattr(site_celery.app, "send_task", lambda name, **kw: sent.append(name))
     site_celery.sweep_send()

@@ -151,6 +151,17 @@ ELSEWHERE = [
         "repeated failures (429)",
         "tests.security.test_rate_limits::test_failed_logins_lock_the_username_from_that_address",
     ),
+    (
+        "accounts:sso",
+        "single sign-on not set up (404); a stranger with account creation off",
+        "tests.browser.test_single_sign_on::test_people_sign_on_through_the_teams_provider",
+    ),
+    (
+        "accounts:sso-callback",
+        "a callback while single sign-on is off (404)",
+        "tests.browser.test_single_sign_on::"
+        "test_without_a_provider_the_login_page_offers_none_and_its_routes_are_404",
+    ),
 ]
 
 # Taking no input beyond authentication (covered by the authorization matrix).

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.urls import reverse
 
-from annotation.models import Membership
+from annotation.models import Membership, Webhook
 from spaces.models import Item
 
 from ..conftest import World
@@ -29,6 +29,13 @@ def extra_membership(world: World) -> int:
 
 def first_item(world: World) -> int:
     return Item.objects.filter(space_id=world.study_a.space_id).order_by("row")[0].pk
+
+
+def a_webhook(world: World) -> int:
+    hook, _ = Webhook.objects.get_or_create(
+        study=world.study_a, url="https://93.184.216.34/hook", defaults={"events": ["audit.done"]}
+    )
+    return hook.pk
 
 
 def ann_a_membership(world: World) -> int:
@@ -105,6 +112,13 @@ ROWS: dict[str, Row] = {
     "annotation:study-gold": setup_row("annotation:study-gold"),
     "annotation:study-members": setup_row("annotation:study-members"),
     "annotation:study-import": setup_row("annotation:study-import"),
+    "annotation:study-webhooks": setup_row("annotation:study-webhooks"),
+    "annotation:study-webhook": Row(
+        lambda w: reverse("annotation:study-webhook", args=[A(w), a_webhook(w)]),
+        {"post": SETUP_POST_DONE},
+        PAGE_GATE,
+        body=lambda w, r: {"action": "test"},
+    ),
     "annotation:study-duplicate": Row(
         lambda w: reverse("annotation:study-duplicate", args=[A(w)]),
         {"post": SETUP_POST_DONE},

@@ -19,6 +19,13 @@ ROWS: dict[str, Row] = {
     "accounts:logout": Row(
         lambda w: reverse("accounts:logout"), {"post": statuses(302, 302, 302, 302, 302, 302)}
     ),
+    # Single sign-on is off in the matrix's world: both routes are 404 to everyone
+    # (tests/browser/test_single_sign_on.py signs on through a real provider).
+    "accounts:sso": Row(lambda w: reverse("accounts:sso"), {"get": statuses(*[404] * 6)}),
+    "accounts:sso-callback": Row(
+        lambda w: reverse("accounts:sso-callback") + "?code=c&state=s",
+        {"get": statuses(*[404] * 6)},
+    ),
     "schema": Row(lambda w: reverse("schema"), {"get": PUBLIC}),
     "api-docs": Row(lambda w: reverse("api-docs"), {"get": PUBLIC}),
     "accounts:invitation": Row(  # an invalid link: the page that says so, to everyone
