@@ -368,28 +368,6 @@ CELERY_BEAT_SCHEDULE = {  # the sweeps of refits, uploads, imports, webhooks
     for task in ("learning.sweep", "spaces.sweep", "annotation.sweep")
 }
 
-# --- Model audits (learning/audits, docs/audit.md) -------------------------------------------
-# Score files: rows, rows x (3 dim + 24 k) x 8 B (inputs.py), k; audits in flight: user, study.
-AUDIT_MAX_ROWS = env_int("AUDIT_MAX_ROWS", 1_000_000, minimum=2)
-AUDIT_MAX_DECODED_MB = env_int("AUDIT_MAX_DECODED_MB", 768, minimum=1)
-AUDIT_MAX_K = env_int("AUDIT_MAX_K", 50, minimum=1)
-AUDIT_MAX_IN_FLIGHT_USER = env_int("AUDIT_MAX_IN_FLIGHT_USER", 2, minimum=1)
-AUDIT_MAX_IN_FLIGHT_STUDY = env_int("AUDIT_MAX_IN_FLIGHT_STUDY", 4, minimum=1)
-# The worst violations stored per audit (+ a quarter as many of the largest gaps); search
-# threads in the worker; bootstrap replicates per figure.
-AUDIT_MAX_STORED_VIOLATIONS = env_int("AUDIT_MAX_STORED_VIOLATIONS", 5_000, minimum=1)
-AUDIT_THREADS = env_int("AUDIT_THREADS", 2, minimum=1)
-AUDIT_BOOTSTRAP = env_int("AUDIT_BOOTSTRAP", 200, minimum=20)
-# A running audit renews this lease; past it (or queued this long) the sweep sends it again.
-AUDIT_LEASE_SECONDS = env_int("AUDIT_LEASE_SECONDS", 120, minimum=5)
-
-# --- Dashboards -------------------------------------------------------------------------------
-# Studies with fewer answers get their dashboard figures computed inline (well under a second);
-# bigger ones only ever from the worker's cache (docs/dashboards.md).
-DASHBOARD_INLINE_MAX_JUDGMENTS = env_int("DASHBOARD_INLINE_MAX_JUDGMENTS", 5_000, minimum=0)
-# At most one background recomputation of a study's figures per this many seconds.
-DASHBOARD_REFRESH_SECONDS = env_int("DASHBOARD_REFRESH_SECONDS", 30, minimum=1)
-
 # --- Logging ----------------------------------------------------------------------------------
 LOGGING = {
     "version": 1,
@@ -398,4 +376,8 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO").upper()},
 }
-from fairmetric_site.settings_integrations import *  # noqa: E402, F403 - webhooks, SSO
+
+# --- Model audits and dashboards: fairmetric_site/settings_audits.py; webhooks and single
+# sign-on: fairmetric_site/settings_integrations.py (each star-imported here) ------------------
+from fairmetric_site.settings_audits import *  # noqa: E402, F403
+from fairmetric_site.settings_integrations import *  # noqa: E402, F403

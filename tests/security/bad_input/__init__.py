@@ -7,6 +7,7 @@ inputs it can get, one module per area:
 * ``annotation_pages`` — a study's pages and the review filters;
 * ``review`` — the adjudication page and API;
 * ``setup_pages`` — the study set-up pages;
+* ``webhooks`` — a study's webhooks page;
 * ``spaces_uploads`` — embedding-space uploads and import pages;
 * ``learning_and_exports`` — the export API and the learning pages;
 * ``publishing`` — publishing a version (its page's form and the API), a reason when not informative;
@@ -42,6 +43,7 @@ from . import (
     setup_pages,
     site_and_accounts,
     spaces_uploads,
+    webhooks,
 )
 from .cases import Bad
 
@@ -52,6 +54,7 @@ AREAS = (
     annotation_pages,
     review,
     setup_pages,
+    webhooks,
     spaces_uploads,
     learning_and_exports,
     publishing,
