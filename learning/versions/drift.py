@@ -8,18 +8,28 @@ read it from there (:func:`drift_of`) and compute only pairs the worker did not 
 
 **The flag** (:func:`drift_check`) does not read ‖ΔΣ‖, whose scale the feature map sets: it asks
 whether the answers that came after the older version follow the rule it learned. Those answers
-(at most the newer version's watermark, the same annotators left out) are scored under the older
-EXPLORE Σ; their gain over guessing the comparable rate of the older version's own answers,
-paired answer by answer, is compared with the gain its held-out pairs promised over the same
-constant (:func:`learning.core.drift.answers_fit_change`, ``z_gain``); the version is flagged
-when it falls short beyond what chance explains at the study's ``drift_alarm_rate`` (one-sided:
-the share of comparisons flagged when the annotators' rule did not change is at most that rate).
-Versions stored before held-out gains keep the former rule (worse than the promised
-log-likelihood and than guessing their own rate, both). FACE has no model of the answers:
-its drift is shown, never flagged. Fewer than ``CHECK_MIN_ANSWERS`` later answers, an older
-version fitted on fewer than ``CHECK_MIN_VERSION_ANSWERS`` answers or without a held-out figure
-are not judged (and say so). A version weighted by reliability is scored as its fit modelled
-the answers: its Σ predicts the true label, flipped at the annotators' mean estimated flip rate.
+(at most the newer version's watermark, the same annotators left out, no gold, to pairs the
+older version never saw) are scored under the Σ the older version stores, as its fit modelled
+them; their gain over guessing the comparable rate of its own answers is compared with the gain
+its held-out answers promised (``diagnostics["drift_promise"]``,
+``learning/refits/drift_promise.py``), both with standard errors that treat a pair's answers as
+one cluster (``learning.core.drift.gain_shortfall``). **Like with like**: under the ``random``
+strategy every answer is a uniform draw of a pair and all are compared; under any other strategy
+only the answers to control pairs, which it offers only as uniform draws
+(``annotation/labelling/strategies.py``): a sampler that moves to uncertain pairs changes which
+pairs are asked, and answers to those would fall short of a promise made on other pairs.
+(A study whose strategy changed between two versions is judged by its strategy now.)
+
+**The rate.** ``drift_alarm_rate`` is a study's false-alarm budget over its whole life: each new
+version's checks share ``spent_alpha(n₁) − spent_alpha(n₀)`` (``drift_levels``; n: the answers
+at this version and the most at any earlier one), split evenly between its comparisons. The
+levels of all checks sum to less than the rate, so a study whose annotators never change their
+rule is flagged at all with probability at most the rate. Each version is compared with its
+previous version, the published one, and the newest version at least ``WINDOW`` answers older
+(:func:`window_reference`): the window check is the one with enough later answers to see a
+change. FACE has no model of the answers: its drift is shown, never flagged. Fewer than
+``CHECK_MIN_ANSWERS`` later answers, an older version fitted on fewer than
+``CHECK_MIN_VERSION_ANSWERS`` answers or without a promise are not judged (and say so).
 """
 
 from __future__ import annotations
@@ -28,11 +38,11 @@ from dataclasses import asdict, dataclass, fields
 from functools import lru_cache
 
 import numpy as np
-from django.db.models import Count
 from scipy.stats import norm
 
-from annotation.models import Label, PairJudgment
-from learning.core.drift import answers_fit_change
+from annotation.labelling.strategies import pair_control
+from annotation.models import Label, PairJudgment, Study
+from learning.core.drift import answer_gains, gain_shortfall, spent_alpha
 from learning.core.drift import drift as core_drift
 from learning.models import MetricVersion
 
@@ -47,9 +57,7 @@ CHECK_MIN_ANSWERS = 10  # later answers needed before a change is judged
 # a false alarm; the 40-answer one z = +0.36). Between 20 and 50 is not measured finely.
 CHECK_MIN_VERSION_ANSWERS = 50
 LABEL_Y = {Label.COMPARABLE: 1.0, Label.INCOMPARABLE: 0.0, Label.UNSURE: 0.5}
-# a version's counts of its answers by label (learning/refits/pairs.py: data_counts)
-LABEL_COUNTS = {"comparable": Label.COMPARABLE, "incomparable": Label.INCOMPARABLE}
-LABEL_COUNTS["unsure"] = Label.UNSURE
+WINDOW = 300  # answers between the two ends of the window check
 
 
 @dataclass(frozen=True)
@@ -104,90 +112,67 @@ class DriftCheck:
 
     flagged: bool
     note: str  # what was found, in words (shown on the pages)
-    answers: int = 0
-    loglik: float | None = None  # mean log-likelihood of the later answers, older Sigma
-    expected: float | None = None  # the older version's held-out log-likelihood
-    z: float | None = None
-    limit: float | None = None  # flagged when z < -limit and z_constant < -limit
-    constant: float | None = None  # the later answers under their own comparable rate
-    z_constant: float | None = None
-    gain: float | None = None  # their gain over guessing the older version's comparable rate
-    promised_gain: float | None = None  # the older version's held-out gain over that constant
-    z_gain: float | None = None  # flagged when z_gain < -limit (older records: z and z_constant)
+    answers: int = 0  # the later answers compared (to pairs the older version never saw)
+    pairs: int = 0  # ... and their distinct pairs (the clusters of the standard errors)
+    sample: str | None = None  # "all" answers (random strategy) or "control" pairs only
+    gain: float | None = None  # their mean gain over the older version's constant prediction
+    se: float | None = None  # its standard error, clustered by pair
+    promised_gain: float | None = None  # the same on the older version's held-out answers
+    promised_se: float | None = None
+    z: float | None = None  # (gain - promised_gain) / combined standard error
+    level: float | None = None  # this check's share of the study's false-alarm budget
+    limit: float | None = None  # flagged when z < -limit
 
 
-def drift_limit(alarm_rate: float) -> float:
-    """The one-sided normal quantile for the study's alarm rate."""
-    return float(norm.isf(min(max(alarm_rate, 1e-12), 0.5)))
+def drift_limit(level: float) -> float:
+    """The one-sided normal quantile for a check's level (infinite at level 0)."""
+    return float(norm.isf(level)) if level > 0 else float("inf")
 
 
-def _later_answers(before: MetricVersion, after: MetricVersion) -> tuple[np.ndarray, np.ndarray]:
-    """The answers after ``before``'s watermark up to ``after``'s, as the fit saw them: row
-    differences and labels in [0, 1] (one query and one read of the vectors)."""
+def _later_answers(before: MetricVersion, after: MetricVersion, sample: str):
+    """The answers after ``before``'s watermark up to ``after``'s, as the fit saw them, to pairs
+    ``before`` never saw (no gold; control pairs only when ``sample`` is "control"): row
+    differences, labels in [0, 1] and pair codes."""
     rows = list(
         PairJudgment.objects.filter(
             study_id=after.study_id,
             id__gt=before.judgment_watermark,
             id__lte=after.judgment_watermark,
+            is_gold=False,
         )
         .exclude(annotator_id__in=(after.parameters or {}).get("excluded_annotators") or [])
-        .values_list("item_a__row", "item_b__row", "label")
+        .values_list("item_a_id", "item_b_id", "item_a__row", "item_b__row", "label")
     )
-    if not rows:
-        return np.empty((0, 0)), np.empty(0)
-    row_a, row_b, labels = zip(*rows, strict=True)
-    space = after.study.space
-    return space.vectors(row_a) - space.vectors(row_b), np.array([LABEL_Y[v] for v in labels])
-
-
-def _promise(before: MetricVersion) -> tuple[float, tuple[float, float], float] | None:
-    """The older version's held-out gain over the constant, its interval, and the comparable
-    rate of the answers it was fitted on (what that constant predicts); None without them."""
-    const = ((before.diagnostics or {}).get("heldout_baselines") or {}).get("constant") or {}
-    low, high = const.get("gain_ci") or (None, None)
-    if const.get("gain") is None or low is None or high is None:
-        return None
-    stored = before.counts or {}
-    if "adjudications" not in (before.parameters or {}) and stored.keys() >= set(LABEL_COUNTS):
-        # the labels of the answers it read, counted by its refit (no adjudicated label among
-        # them): the same as the query below without a pass over every answer
-        counts = {label: int(stored[key]) for key, label in LABEL_COUNTS.items()}
-    else:
-        counts = dict(
-            PairJudgment.objects.filter(study_id=before.study_id, id__lte=before.judgment_watermark)
-            .exclude(annotator_id__in=(before.parameters or {}).get("excluded_annotators") or [])
-            .order_by()
-            .values_list("label")
-            .annotate(n=Count("id"))
+    if sample == "control" and rows:
+        keep = pair_control(*np.array([r[:2] for r in rows], dtype=np.int64).T)
+        rows = [r for r, k in zip(rows, keep, strict=True) if k]
+    if rows:
+        seen = set(
+            PairJudgment.objects.filter(
+                study_id=after.study_id,
+                id__lte=before.judgment_watermark,
+                item_a_id__in={r[0] for r in rows},
+                item_b_id__in={r[1] for r in rows},
+            ).values_list("item_a_id", "item_b_id")
         )
-    total = sum(counts.values())
-    if not total:
-        return None
-    rate = sum(LABEL_Y[label] * n for label, n in counts.items()) / total
-    return float(const["gain"]), (float(low), float(high)), rate
+        rows = [r for r in rows if r[:2] not in seen]
+    if not rows:
+        return np.empty((0, 0)), np.empty(0), np.empty(0, dtype=np.int64)
+    item_a, item_b, row_a, row_b, labels = zip(*rows, strict=True)
+    space = after.study.space
+    clusters = np.unique(np.stack([item_a, item_b], axis=1), axis=0, return_inverse=True)[1]
+    y = np.array([LABEL_Y[v] for v in labels])
+    return space.vectors(row_a) - space.vectors(row_b), y, clusters.ravel()
 
 
-def _flip_rate(version: MetricVersion) -> float:
-    """The answers' mean flip rate a reliability-weighted fit estimated (0 when not weighted)."""
-    rows = [
-        row
-        for row in (version.diagnostics or {}).get("reliability") or []
-        if row.get("flip_rate") is not None
-    ]
-    answers = sum(int(row["answers"]) for row in rows)
-    if not answers:
-        return 0.0
-    return min(0.49, sum(int(row["answers"]) * float(row["flip_rate"]) for row in rows) / answers)
-
-
-def drift_check(before: MetricVersion, after: MetricVersion, alarm_rate: float) -> DriftCheck:
-    """Whether ``after``'s data says the annotators' rule changed since ``before``."""
+def drift_check(before: MetricVersion, after: MetricVersion, level: float) -> DriftCheck:
+    """Whether ``after``'s data says the annotators' rule changed since ``before``, at the
+    false-alarm ``level`` this check may spend (``drift_levels``)."""
     if before.method != MetricVersion.Method.EXPLORE:
         return DriftCheck(False, "FACE has no model of the answers: its drift is not judged")
-    expected = (before.diagnostics or {}).get("heldout_loglik")
-    interval = (before.diagnostics or {}).get("heldout_loglik_ci") or [None, None]
-    if expected is None or None in interval:
-        return DriftCheck(False, f"#{before.pk} has no held-out figure to judge against")
+    promise = (before.diagnostics or {}).get("drift_promise")
+    if not promise:
+        return DriftCheck(False, f"#{before.pk} has no held-out promise to judge against")
     answered = int((before.counts or {}).get("judgments_total") or 0)
     if answered < CHECK_MIN_VERSION_ANSWERS:
         return DriftCheck(
@@ -195,57 +180,79 @@ def drift_check(before: MetricVersion, after: MetricVersion, alarm_rate: float) 
             f"#{before.pk} rests on {answered} answers; its held-out figure is judged from "
             f"{CHECK_MIN_VERSION_ANSWERS}",
         )
-    differences, y = _later_answers(before, after)
+    sample = "all" if after.study.strategy == Study.Strategy.RANDOM else "control"
+    figure = promise.get(sample)
+    if not figure:
+        return DriftCheck(False, f"#{before.pk} held out no {sample} answers to judge against")
+    differences, y, clusters = _later_answers(before, after, sample)
+    what = "answers" if sample == "all" else "answers to control pairs"
     if y.size < CHECK_MIN_ANSWERS:
         return DriftCheck(
-            False, f"{y.size} answers since #{before.pk}; {CHECK_MIN_ANSWERS} are needed to judge"
+            False,
+            f"{y.size} new {what} since #{before.pk}; {CHECK_MIN_ANSWERS} are needed to judge",
         )
-    found = answers_fit_change(
-        sigma_of(before),
-        differences,
-        y,
-        expected,
-        tuple(interval),
-        _flip_rate(before),
-        promised=_promise(before),
-    )
-    limit = drift_limit(alarm_rate)
+    sigma = sigma_of(before)
+    d = np.maximum(np.einsum("ij,ij->i", differences @ sigma, differences), 0.0)
+    gains = answer_gains(d, y, promise["rate"], promise.get("flip_rate") or 0.0)
+    gain, se, z = gain_shortfall(gains, clusters, figure["gain"], figure["se"])
+    limit = drift_limit(level)
+    flagged = bool(z < -limit)
     note = (
-        f"the {found.answers} answers since #{before.pk} score {found.loglik:.3f} under it, "
-        f"where its held-out pairs promised {found.expected:.3f} (z = {found.z:.2f}); "
-        f"guessing their comparable rate scores {found.constant:.3f} (z = "
-        f"{found.z_constant:.2f})"
+        f"the {y.size} new {what} since #{before.pk} ({np.unique(clusters).size} pairs) gain "
+        f"{gain:+.3f} per answer over its constant prediction, where its held-out answers "
+        f"promised {figure['gain']:+.3f} (z = {z:.2f}); flagged below {-limit:.2f}, this "
+        f"check's share {level:.2g} of the study's false-alarm rate"
     )
-    if found.z_gain is None:  # a version stored before its held-out gains: both must fall
-        flagged = bool(found.z < -limit and found.z_constant < -limit)
-        note += f"; flagged when both fall below {-limit:.2f}"
-    else:
-        flagged = bool(found.z_gain < -limit)
-        note += (
-            f"; they gain {found.gain:+.3f} per answer over its constant prediction, where it "
-            f"promised {found.promised_gain:+.3f} (z = {found.z_gain:.2f}); flagged below "
-            f"{-limit:.2f}"
-        )
-    gains = (found.gain, found.promised_gain, found.z_gain)
     return DriftCheck(
         flagged,
         note,
-        int(found.answers),
-        *(float(v) for v in (found.loglik, found.expected, found.z, limit)),
-        *(float(v) for v in (found.constant, found.z_constant)),
-        *(None if v is None else float(v) for v in gains),
+        int(y.size),
+        int(np.unique(clusters).size),
+        sample,
+        float(gain),
+        float(se),
+        float(figure["gain"]),
+        float(figure["se"]),
+        float(z),
+        float(level),
+        float(limit),
     )
 
 
-def drift_record(
-    before: MetricVersion | None, after: MetricVersion, alarm_rate: float
-) -> dict | None:
+def _total(version: MetricVersion) -> int:
+    return int((version.counts or {}).get("judgments_total") or 0)
+
+
+def drift_levels(after: MetricVersion, alarm_rate: float) -> float:
+    """The share of the study's false-alarm budget ``alarm_rate`` that ``after``'s checks may
+    spend together: ``spent_alpha`` at its answers minus at the most any earlier version of the
+    method had (``learning.core.drift.spent_alpha``; 0 for a version on no new answers)."""
+    earlier = MetricVersion.objects.filter(
+        study_id=after.study_id, method=after.method, id__lt=after.pk
+    ).values_list("counts", flat=True)
+    before = max((int((c or {}).get("judgments_total") or 0) for c in earlier), default=0)
+    return max(0.0, spent_alpha(alarm_rate, _total(after)) - spent_alpha(alarm_rate, before))
+
+
+def window_reference(after: MetricVersion) -> MetricVersion | None:
+    """The newest ready version of ``after``'s method on at least ``WINDOW`` answers fewer: the
+    older end of the window check, whose later answers are many enough to show a change."""
+    versions = MetricVersion.objects.filter(
+        study_id=after.study_id, method=after.method, status="ready", id__lt=after.pk
+    ).order_by("-id")
+    for version in versions.only("id", "counts"):
+        if _total(version) <= _total(after) - WINDOW:
+            return MetricVersion.objects.get(pk=version.pk)
+    return None
+
+
+def drift_record(before: MetricVersion | None, after: MetricVersion, level: float) -> dict | None:
     """What the worker stores in ``diagnostics["drift"]``: the drift, the other version, the
-    flag's test (``check``) and the flag."""
+    flag's test (``check``, at false-alarm ``level``) and the flag."""
     moved = drift_between(before, after)
     if moved is None:
         return None
-    check = drift_check(before, after, alarm_rate)
+    check = drift_check(before, after, level)
     return asdict(moved) | {"version": before.pk, "check": asdict(check), "flagged": check.flagged}
 
 
