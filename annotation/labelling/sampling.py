@@ -374,9 +374,7 @@ def _strategy_pair(study, user, excluded, pool, rng) -> NextPair | None:
         scores = {"p_comparable": float(metric.p_comparable(z[pick : pick + 1])[0])}
     elif strategy == Study.Strategy.UNCERTAINTY:
         probability = metric.p_comparable(z)
-        gap = np.abs(probability - 0.5)
-        best = np.flatnonzero(gap <= gap.min() + 1e-12)
-        pick = int(best[int(rng.integers(len(best)))])
+        pick = picks.uncertainty_pick(probability, rng)
         scores = {"p_comparable": float(probability[pick])}
     else:
         logd = np.log1p(squared)

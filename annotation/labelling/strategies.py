@@ -146,6 +146,13 @@ def information_pick(
     return pick, float(gain[pick])
 
 
+def uncertainty_pick(p: np.ndarray, rng: np.random.Generator) -> int:
+    """Index of the candidate whose P(comparable) ``p`` is nearest 1/2 (ties at random)."""
+    gap = np.abs(np.asarray(p, dtype=np.float64) - 0.5)
+    best = np.flatnonzero(gap <= gap.min() + 1e-12)
+    return int(best[int(rng.integers(len(best)))])
+
+
 def targeted_pick(
     q: np.ndarray,
     rng: np.random.Generator,

@@ -19,7 +19,7 @@ from django.db import DatabaseError
 from learning.evaluation.informative import version_judge
 from learning.evaluation.weat import weat_baseline, weat_evaluate_version
 from learning.models import MetricVersion, StudyLearningSettings
-from learning.versions.drift import drift_levels, drift_record, window_reference
+from learning.versions.drift import drift_records
 from learning.versions.selectors import version_published
 
 logger = logging.getLogger(__name__)
@@ -81,18 +81,7 @@ def version_evaluate(version: MetricVersion, *, learning: StudyLearningSettings)
     started = time.perf_counter()
     try:
         published = version_published(study_id=version.study_id, method=version.method)
-        others = {
-            "previous": version.parent,
-            "published": published,
-            "window": window_reference(version),
-        }
-        # the version's share of the study's false-alarm budget, split between its checks
-        distinct = {o.pk for o in others.values() if o is not None and o.pk != version.pk}
-        level = drift_levels(version, learning.drift_alarm_rate) / max(1, len(distinct))
-        update["drift"] = {name: drift_record(o, version, level) for name, o in others.items()}
-        update["drift"]["flagged"] = any(
-            part and part["flagged"] for part in update["drift"].values()
-        )
+        update["drift"] = drift_records(version, published, learning.drift_alarm_rate)
         update["weat"] = _weat(version)
     except DatabaseError:
         raise

@@ -66,17 +66,20 @@ def drift_promise(
     """The promise of a version fitted on ``pairs`` (differences ``z``; ``folds``: the
     validation folds its fit used, None when EXPLORE chose its own; ``plain``: the plain fit;
     ``reliable``: the EM when the version is weighted, with the ``params`` and ``fold_priors``
-    of its fits). None when no answer was held out, or a weighted version's folds are unknown."""
+    of its fits). None when no answer was held out, or a weighted version's folds are unknown
+    or too small to fit."""
     rows = getattr(z, "z", z)
     if reliable is None:
         distances, flip, fit = plain.heldout_distances_, 0.0, "unweighted"
     elif folds is None or pairs.pair is None:
         return None
     else:
-        params = dict(params or {})
-        distances = _weighted_fold_distances(
-            rows, pairs, folds, plain, reliable, params, fold_priors
-        )
+        try:
+            distances = _weighted_fold_distances(
+                rows, pairs, folds, plain, reliable, dict(params or {}), fold_priors
+            )
+        except ValueError:  # a fold's training pairs too few for EXPLORE: no promise yet
+            return None
         flip, fit = mean_flip_rate(reliable), "weighted"
     held = np.isfinite(distances)
     if pairs.gold is not None:

@@ -20,21 +20,24 @@ only the answers to control pairs, which it offers only as uniform draws
 pairs are asked, and answers to those would fall short of a promise made on other pairs.
 (A study whose strategy changed between two versions is judged by its strategy now.)
 
-**The rate.** ``drift_alarm_rate`` is a study's false-alarm budget over its whole life: each new
-version's checks share ``spent_alpha(n₁) − spent_alpha(n₀)`` (``drift_levels``; n: the answers
-at this version and the most at any earlier one), split evenly between its comparisons. The
-levels of all checks sum to less than the rate, so a study whose annotators never change their
-rule is flagged at all with probability at most the rate. Each version is compared with its
-previous version, the published one, and the newest version at least ``WINDOW`` answers older
-(:func:`window_reference`): the window check is the one with enough later answers to see a
-change. FACE has no model of the answers: its drift is shown, never flagged. Fewer than
+**The rate.** ``drift_alarm_rate`` is a study's false-alarm budget over its whole life. Two
+comparisons may flag a new version: with the published version, and — each time the study's
+answers pass a multiple of ``WINDOW_EVERY`` — with the newest version at least ``WINDOW``
+answers older (:func:`window_reference`), the one with later answers enough to show a change
+within ``WINDOW`` answers of it. The comparison with the previous version (20-odd later answers)
+is shown, never flagged. The checks a version makes share ``spent_alpha(n) − spent_alpha(n₀)``
+(:func:`drift_records`; n: its answers, n₀: the answers when the study last spent any, stored
+as ``spent_at``), so the levels of all checks sum to less than the rate: a study whose
+annotators never change their rule is flagged at all with probability at most the rate (the
+union bound; whether a check is made depends on counts, never on the answers' labels).
+FACE has no model of the answers: its drift is shown, never flagged. Fewer than
 ``CHECK_MIN_ANSWERS`` later answers, an older version fitted on fewer than
 ``CHECK_MIN_VERSION_ANSWERS`` answers or without a promise are not judged (and say so).
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from functools import lru_cache
 
 import numpy as np
@@ -58,6 +61,7 @@ CHECK_MIN_ANSWERS = 10  # later answers needed before a change is judged
 CHECK_MIN_VERSION_ANSWERS = 50
 LABEL_Y = {Label.COMPARABLE: 1.0, Label.INCOMPARABLE: 0.0, Label.UNSURE: 0.5}
 WINDOW = 300  # answers between the two ends of the window check
+WINDOW_EVERY = 100  # a window check each time a study's answers pass a multiple of this
 
 
 @dataclass(frozen=True)
@@ -165,9 +169,9 @@ def _later_answers(before: MetricVersion, after: MetricVersion, sample: str):
     return space.vectors(row_a) - space.vectors(row_b), y, clusters.ravel()
 
 
-def drift_check(before: MetricVersion, after: MetricVersion, level: float) -> DriftCheck:
-    """Whether ``after``'s data says the annotators' rule changed since ``before``, at the
-    false-alarm ``level`` this check may spend (``drift_levels``)."""
+def drift_check(before: MetricVersion, after: MetricVersion) -> DriftCheck:
+    """How far ``after``'s data fall short of what ``before`` promised (``z``; None when not
+    judged, with the reason in the note); not yet flagged: :func:`settle` gives it its level."""
     if before.method != MetricVersion.Method.EXPLORE:
         return DriftCheck(False, "FACE has no model of the answers: its drift is not judged")
     promise = (before.diagnostics or {}).get("drift_promise")
@@ -185,37 +189,50 @@ def drift_check(before: MetricVersion, after: MetricVersion, level: float) -> Dr
     if not figure:
         return DriftCheck(False, f"#{before.pk} held out no {sample} answers to judge against")
     differences, y, clusters = _later_answers(before, after, sample)
-    what = "answers" if sample == "all" else "answers to control pairs"
     if y.size < CHECK_MIN_ANSWERS:
+        what = "answers" if sample == "all" else "answers to control pairs"
         return DriftCheck(
             False,
             f"{y.size} new {what} since #{before.pk}; {CHECK_MIN_ANSWERS} are needed to judge",
         )
-    sigma = sigma_of(before)
+    return judge(sigma_of(before), promise, differences, y, clusters, sample, before.pk)
+
+
+def judge(sigma, promise, differences, y, clusters, sample, older) -> DriftCheck:
+    """The check's arithmetic, given what :func:`drift_check` read: the later answers (row
+    differences, labels, pair codes) scored under the older version's stored ``sigma`` against
+    its ``promise`` (``diagnostics["drift_promise"]``) on the ``sample`` ("all", "control");
+    ``older``: that version's id, for the note. Not yet flagged (:func:`settle`)."""
+    figure = promise[sample]
     d = np.maximum(np.einsum("ij,ij->i", differences @ sigma, differences), 0.0)
     gains = answer_gains(d, y, promise["rate"], promise.get("flip_rate") or 0.0)
     gain, se, z = gain_shortfall(gains, clusters, figure["gain"], figure["se"])
-    limit = drift_limit(level)
-    flagged = bool(z < -limit)
+    what = "answers" if sample == "all" else "answers to control pairs"
+    pairs = int(np.unique(clusters).size)
     note = (
-        f"the {y.size} new {what} since #{before.pk} ({np.unique(clusters).size} pairs) gain "
-        f"{gain:+.3f} per answer over its constant prediction, where its held-out answers "
-        f"promised {figure['gain']:+.3f} (z = {z:.2f}); flagged below {-limit:.2f}, this "
-        f"check's share {level:.2g} of the study's false-alarm rate"
+        f"the {y.size} new {what} since #{older} ({pairs} pairs) gain {gain:+.3f} per answer "
+        f"over its constant prediction, where its held-out answers promised "
+        f"{figure['gain']:+.3f} (z = {z:.2f})"
     )
-    return DriftCheck(
-        flagged,
-        note,
-        int(y.size),
-        int(np.unique(clusters).size),
-        sample,
-        float(gain),
-        float(se),
-        float(figure["gain"]),
-        float(figure["se"]),
-        float(z),
-        float(level),
-        float(limit),
+    numbers = (gain, se, figure["gain"], figure["se"], z)
+    return DriftCheck(False, note, int(y.size), pairs, sample, *(float(v) for v in numbers))
+
+
+def settle(check: DriftCheck, level: float | None) -> DriftCheck:
+    """``check`` flagged or not at false-alarm ``level`` (its share of the study's budget);
+    ``level`` None: a comparison shown, never flagged (the previous version's)."""
+    if check.z is None:
+        return check
+    if level is None:
+        return replace(check, note=check.note + "; shown, not flagged (see the window check)")
+    limit = drift_limit(level)
+    return replace(
+        check,
+        flagged=bool(check.z < -limit),
+        level=float(level),
+        limit=limit,
+        note=check.note + f"; flagged below {-limit:.2f}, this check's share {level:.2g} of the "
+        "study's false-alarm rate",
     )
 
 
@@ -223,15 +240,18 @@ def _total(version: MetricVersion) -> int:
     return int((version.counts or {}).get("judgments_total") or 0)
 
 
-def drift_levels(after: MetricVersion, alarm_rate: float) -> float:
-    """The share of the study's false-alarm budget ``alarm_rate`` that ``after``'s checks may
-    spend together: ``spent_alpha`` at its answers minus at the most any earlier version of the
-    method had (``learning.core.drift.spent_alpha``; 0 for a version on no new answers)."""
+def _spent_before(after: MetricVersion) -> int:
+    """The answers at which the study's budget was last spent: the most ``spent_at`` among the
+    method's earlier versions (0 when none judged anything)."""
     earlier = MetricVersion.objects.filter(
         study_id=after.study_id, method=after.method, id__lt=after.pk
-    ).values_list("counts", flat=True)
-    before = max((int((c or {}).get("judgments_total") or 0) for c in earlier), default=0)
-    return max(0.0, spent_alpha(alarm_rate, _total(after)) - spent_alpha(alarm_rate, before))
+    ).values_list("diagnostics__drift__spent_at", flat=True)
+    return max((int(n) for n in earlier if n is not None), default=0)
+
+
+def version_level(alarm_rate: float, answers: int, answers_before: int) -> float:
+    """``spent_alpha(answers) − spent_alpha(answers_before)``, never below 0."""
+    return max(0.0, spent_alpha(alarm_rate, answers) - spent_alpha(alarm_rate, answers_before))
 
 
 def window_reference(after: MetricVersion) -> MetricVersion | None:
@@ -246,14 +266,51 @@ def window_reference(after: MetricVersion) -> MetricVersion | None:
     return None
 
 
-def drift_record(before: MetricVersion | None, after: MetricVersion, level: float) -> dict | None:
-    """What the worker stores in ``diagnostics["drift"]``: the drift, the other version, the
-    flag's test (``check``, at false-alarm ``level``) and the flag."""
+def window_due(answers: int, parent_answers: int | None) -> bool:
+    """Whether a version on ``answers`` (its previous on ``parent_answers``) makes the window
+    check: when its answers pass a multiple of ``WINDOW_EVERY``."""
+    return parent_answers is None or answers // WINDOW_EVERY > parent_answers // WINDOW_EVERY
+
+
+def drift_record(before: MetricVersion | None, after: MetricVersion, level) -> dict | None:
+    """One comparison as the worker stores it: the drift, the other version, the flag's test
+    (``check``, settled at ``level``: :func:`settle`) and the flag; None without a drift."""
     moved = drift_between(before, after)
     if moved is None:
         return None
-    check = drift_check(before, after, level)
+    check = settle(drift_check(before, after), level)
     return asdict(moved) | {"version": before.pk, "check": asdict(check), "flagged": check.flagged}
+
+
+def drift_records(after: MetricVersion, published: MetricVersion | None, alarm_rate: float):
+    """What the worker stores in ``diagnostics["drift"]`` for a new version: its comparisons
+    with the previous, the published and (when due) the window version, ``flagged``, and
+    ``spent_at`` when some check spent the study's budget (module docstring, "The rate")."""
+    parent = after.parent
+    due = window_due(_total(after), None if parent is None else _total(parent))
+    others = {"previous": parent, "published": published}
+    others["window"] = window_reference(after) if due else None
+    checks = {
+        name: (other, drift_check(other, after))
+        for name, other in others.items()
+        if name != "previous" and drift_between(other, after) is not None
+    }
+    judged = {other.pk for other, check in checks.values() if check.z is not None}
+    budget = version_level(alarm_rate, _total(after), _spent_before(after))
+    level = budget / len(judged) if judged else 0.0
+    found: dict = {"previous": drift_record(parent, after, None)}
+    for name in ("published", "window"):
+        found[name] = None
+        if name in checks:
+            other, check = checks[name]
+            check = settle(check, level)
+            moved = asdict(drift_between(other, after))
+            found[name] = moved | {"version": other.pk, "check": asdict(check)}
+            found[name]["flagged"] = check.flagged
+    found["flagged"] = any(found[name] and found[name]["flagged"] for name in others)
+    if judged:
+        found["spent_at"] = _total(after)
+    return found
 
 
 def drift_alarm(version: MetricVersion, which: str, other_id: int | None) -> str:

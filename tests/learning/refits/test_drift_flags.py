@@ -42,9 +42,12 @@ def test_the_same_rule_raises_no_flag_and_a_changed_rule_does(world):
     _answer(world, 100, sigma=SIGMA1, seed=3, annotator=2)  # the annotators' rule changed
     service.refit_study(study_id=study.pk)
     changed = versions(study, method="explore")[-1].diagnostics["drift"]
-    assert changed["previous"]["flagged"], changed["previous"]["check"]["note"]
+    # the published version's comparison flags (the previous one's is shown, never flagged)
+    assert changed["published"]["flagged"], changed["published"]["check"]["note"]
     assert changed["flagged"] is True
-    note = changed["previous"]["check"]["note"]
+    assert changed["previous"]["flagged"] is False
+    assert changed["previous"]["check"]["z"] < -3, changed["previous"]["check"]["note"]
+    note = changed["published"]["check"]["note"]
     assert "new answers since" in note
     assert "promised" in note and "false-alarm rate" in note
     # FACE has no model of the answers: shown, never flagged.
