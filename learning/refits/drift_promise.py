@@ -10,17 +10,18 @@ pairs, which it only ever offers as uniform draws (``learning/versions/drift.py`
 **As stored.** The held-out distances of the plain fit's folds are the stored model's when the
 version is not weighted. A reliability-weighted version stores the EM's Σ, which predicts the
 true label, each answer flipped at its annotator's rate: each fold is fitted again the way the
-EM's last step fits (EXPLORE at the EM's penalty on the soft labels of that fold's training
-pairs, starting from the fold's plain fit) and its held-out answers are scored as the weighted
-model scores answers, flipped at the annotators' mean estimated rate (``flip_rate``, stored here
-and used for the later answers too). The soft labels come from the EM on all answers: the
-held-out pairs' own labels are not among them, though the Σ that weighed the training answers
-saw them (a small leak, in the promise's favour: a flag at most a little more eager).
+EM's last step fits — the E-step's soft labels of that fold's training pairs under the fold's
+own plain fit and the EM's flip rates, then EXPLORE at the EM's penalty, starting from the
+fold's plain fit — and its held-out answers are scored as the weighted model scores answers,
+flipped at the annotators' mean estimated rate (``flip_rate``, stored here and used for the
+later answers too). The flip rates and the penalty come from all answers (the held-out ones
+included): a small leak, measured in ``benchmarks/drift.py``'s table.
 """
 
 from __future__ import annotations
 
 import numpy as np
+from scipy.special import expit
 
 from annotation.labelling.strategies import CONTROL_SHARE, hash_control
 from learning.core.drift import answer_gains, heldout_promise
@@ -39,22 +40,43 @@ def mean_flip_rate(reliable) -> float:
     return min(FLIP_MAX, float(np.sum(rel.n_answers * rel.flip_rate)) / answers)
 
 
+def _fold_soft_labels(z, pairs, of_pair, m, sigma, reliable) -> np.ndarray:
+    """Per pair, P(true label comparable | its answers) under a fold's ``sigma`` and the EM's
+    flip rates (``learning/core/reliability.py``'s E-step; gold: the known truth)."""
+    p = np.clip(2.0 * expit(-np.maximum(np.einsum("ij,ij->i", z @ sigma, z), 0.0)), 1e-9, 1 - 1e-9)
+    rel = reliable.reliability_
+    where = np.searchsorted(rel.annotator, pairs.annotator).clip(0, rel.annotator.size - 1)
+    e = np.clip(np.asarray(rel.flip_rate)[where], 1e-9, 0.5)
+    known = (pairs.y == 0) | (pairs.y == 1)
+    evidence = np.where(known, 2.0 * pairs.y - 1.0, 0.0) * np.log((1.0 - e) / e)
+    logit = np.bincount(of_pair, evidence, minlength=m)
+    soft = np.empty(m)
+    first = np.unique(of_pair, return_index=True)[1]
+    soft[of_pair[first]] = expit(np.log(p[first]) - np.log1p(-p[first]) + logit[of_pair[first]])
+    if pairs.gold is not None:
+        gold = np.isfinite(pairs.gold)
+        soft[of_pair[gold]] = pairs.gold[gold]
+    return soft
+
+
 def _weighted_fold_distances(
     z: np.ndarray, pairs: PairData, folds: np.ndarray, plain, reliable, params, fold_priors
 ) -> np.ndarray:
     """Held-out squared distances under each fold's weighted fit (module docstring)."""
     _, first, inverse = np.unique(pairs.pair, return_index=True, return_inverse=True)
-    rank = np.empty(first.size, dtype=np.int64)
-    rank[np.argsort(first, kind="stable")] = np.arange(first.size)
-    soft = np.asarray(reliable.soft_labels_)[rank[inverse.ravel()]]  # per observation
+    of_pair = inverse.ravel()
     starts = plain.warm_state_.folds or ()
     distances = np.full(len(pairs), np.nan)
     for k, f in enumerate(np.unique(folds[folds >= 0])):
+        if k >= len(starts):
+            raise ValueError("the fold fits are unknown")
+        # the E-step under the fold's own plain fit, which never saw the held-out answers
+        soft = _fold_soft_labels(z, pairs, of_pair, first.size, starts[k], reliable)
         train = first[folds[first] != f]  # one row per training pair: its first answer
         prior = fold_priors[k] if fold_priors is not None else params.get("prior")
-        start = ExploreWarm(starts[k]) if k < len(starts) else None
         settings = params | {"prior": prior, "alpha": reliable.explore_.alpha_}
-        model = EXPLORE(**settings, warm_start=start).fit_differences(z[train], soft[train])
+        model = EXPLORE(**settings, warm_start=ExploreWarm(starts[k]))
+        model.fit_differences(z[train], soft[of_pair[train]])
         held = folds == f
         distances[held] = np.maximum(np.einsum("ij,ij->i", z[held] @ model.sigma_, z[held]), 0.0)
     return distances
