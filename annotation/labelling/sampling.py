@@ -330,12 +330,6 @@ def _strategy_pair(study, user, excluded, pool, rng) -> NextPair | None:
     if idx.size == 0:
         return None
     strategy = study.strategy
-    if strategy != Study.Strategy.RANDOM:  # control pairs: uniform draws only (strategies.py)
-        control, own = picks.control_pick(picks.pair_control(*pool.ids[idx].T), rng)
-        if control is not None:
-            pair = (int(pool.ids[idx[control, 0]]), int(pool.ids[idx[control, 1]]))
-            return _present(pair, "control", rng)
-        idx = idx[own]
     metric = None
     if strategy in (
         Study.Strategy.UNCERTAINTY,
@@ -352,6 +346,11 @@ def _strategy_pair(study, user, excluded, pool, rng) -> NextPair | None:
         pick = int(rng.integers(len(idx)))
         pair = (int(pool.ids[idx[pick, 0]]), int(pool.ids[idx[pick, 1]]))
         return _present(pair, "random", rng)
+    control, own = picks.control_pick(picks.pair_control(*pool.ids[idx].T), rng)
+    if control is not None:  # control pairs: uniform draws only (strategies.py)
+        pair = (int(pool.ids[idx[control, 0]]), int(pool.ids[idx[control, 1]]))
+        return _present(pair, "control", rng)
+    idx = idx[own]
 
     rows_a, rows_b = pool.rows[idx[:, 0]], pool.rows[idx[:, 1]]
     recent = _recent_rows(study, pool) if strategy == Study.Strategy.INFORMATION else None

@@ -58,9 +58,11 @@ def pair_hash_unit(item_a: np.ndarray, item_b: np.ndarray) -> np.ndarray:
     return (z >> np.uint64(11)).astype(np.float64) / float(1 << 53)
 
 
-def hash_control(unit: np.ndarray, share: float = CONTROL_SHARE) -> np.ndarray:
+def hash_control(unit: np.ndarray, share: float | None = None) -> np.ndarray:
     """Whether pairs of hash ``unit`` (``pair_hash_unit``) are control pairs: the hash's lower
-    bits below ``share``, so that control and the validation folds are independent."""
+    bits below ``share`` (default ``CONTROL_SHARE``), so that control and the validation folds
+    are independent."""
+    share = CONTROL_SHARE if share is None else share
     scaled = np.asarray(unit, dtype=np.float64) * float(1 << CONTROL_BITS)
     return scaled - np.floor(scaled) < share
 
@@ -71,13 +73,14 @@ def pair_control(item_a: np.ndarray, item_b: np.ndarray) -> np.ndarray:
 
 
 def control_pick(
-    control: np.ndarray, rng: np.random.Generator, share: float = CONTROL_SHARE
+    control: np.ndarray, rng: np.random.Generator, share: float | None = None
 ) -> tuple[int | None, np.ndarray]:
     """For a non-random strategy over candidates whose control flags are ``control``: with
-    probability ``share`` the index of a uniformly random control candidate (None when there is
-    none), and always the candidates the strategy itself may pick (the others; all of them when
+    probability ``share`` (default ``CONTROL_SHARE``) the index of a uniformly random control
+    candidate (None when there is none), and always the candidates the strategy itself may pick (the others; all of them when
     every candidate is a control pair)."""
     own = np.flatnonzero(~control)
+    share = CONTROL_SHARE if share is None else share
     if rng.random() < share and control.any():
         chosen = np.flatnonzero(control)
         return int(chosen[int(rng.integers(len(chosen)))]), own
