@@ -67,6 +67,7 @@ class Study:
         self.answered: set[tuple[int, int]] = set()
         self.versions: list[dict] = []  # sigma, promise, total
         self.spent_at = 0  # answers when the study's false-alarm budget was last spent
+        self.failed = 0  # fits that failed (no version, as a failed refit in the app)
 
     def sigma_now(self) -> np.ndarray:
         return SIGMA1 if self.changed and len(self.y) >= CHANGE_AT else SIGMA0
@@ -131,9 +132,13 @@ class Study:
             pair=pair,
             gold=np.full(a.size, np.nan),
         )
-        outcome = fit_explore(
-            data, lambda rows: self.x[rows], max_eigenvalue=None, weight_by_reliability=True
-        )
+        try:
+            outcome = fit_explore(
+                data, lambda rows: self.x[rows], max_eigenvalue=None, weight_by_reliability=True
+            )
+        except (ValueError, np.linalg.LinAlgError):  # the app stores a failed version
+            self.failed += 1
+            return []
         version = {
             "sigma": outcome.sigma,
             "promise": outcome.diagnostics.get("drift_promise"),
@@ -212,6 +217,7 @@ def run_study(args: tuple) -> dict:
         "detected": bool(after) and min(after) <= WITHIN,
         "delay": min(after) if after else None,
         "judged": judged,
+        "failed": study.failed,
         "z_sd": float(np.std(zs)) if len(zs) > 1 else float("nan"),
     }
 
@@ -236,11 +242,11 @@ def main(argv=None) -> None:
         for seed in range(count)
     ]
     started = time.perf_counter()
-    if args.processes > 1:
-        with get_context("spawn").Pool(args.processes) as pool:
-            results = pool.map(run_study, jobs, chunksize=1)
-    else:
-        results = [run_study(job) for job in jobs]
+    results = []
+    with get_context("spawn").Pool(max(1, args.processes)) as pool:
+        for result in pool.imap_unordered(run_study, jobs):
+            results.append(result)
+            print("study:", result, flush=True)  # kept if the run is cut short
     cells: dict = {}
     for result in results:
         cells.setdefault(result["cell"], []).append(result)
