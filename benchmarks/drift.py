@@ -1,6 +1,6 @@
 """Do drift flags keep their error rate under the app's own sampling? (issue 35)
 
-    python benchmarks/drift.py                 # the docs' table (~1 h on 2 busy cores)
+    python benchmarks/drift.py                 # 20 + 10 studies per cell (not run to the end yet)
     python benchmarks/drift.py --quick         # 1 stationary study per strategy, 20 versions
     python benchmarks/drift.py --studies 40 --processes 2
 
