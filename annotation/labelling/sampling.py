@@ -26,6 +26,8 @@ In order:
    * ``information`` — the pair with the largest expected information gain about Sigma under
      the latest ready EXPLORE version given the study's newest answers (batch D-optimal,
      ``strategies.py``; a share of uniform picks; random when there is no version).
+   Every strategy but ``random`` offers **control pairs** only as uniform draws: a share of its
+   picks (``strategies.py: control_pick``; reason ``control``), for the drift flag.
 
 Left and right are shuffled per presentation.
 
@@ -40,14 +42,14 @@ from __future__ import annotations
 
 from collections import Counter
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from django.db.models import Exists, OuterRef
 
 from annotation.hooks import current_metric
+from annotation.labelling import strategies as picks
 from annotation.labelling.selectors import answered_pairs, judged_pairs, skipped_pairs
-from annotation.labelling.strategies import information_pick, targeted_pick
 from annotation.models import CandidatePair, GoldPair, PairJudgment, Source, Study, canonical_pair
 from annotation.selectors import newest_first, study_pool
 from spaces.models import Item, attach_spaces
@@ -80,7 +82,7 @@ _refill: ContextVar[_Refill | None] = ContextVar("sampling_refill", default=None
 class NextPair:
     left: Item
     right: Item
-    reason: str  # overlap | gold | candidate | random | stratified | uncertainty | information | targeted
+    reason: str  # overlap | gold | candidate | control | random | stratified | uncertainty | information | targeted
     p_comparable: float | None = None
     distance: float | None = None
     metric_version_id: int | None = None
@@ -145,14 +147,7 @@ def next_pairs(
     items = Item.objects.in_bulk({i for p in chosen for i in (p.left.pk, p.right.pk)})
     attach_spaces(list(items.values()))  # records: their hidden columns, read once
     return [
-        NextPair(
-            left=items[p.left.pk],
-            right=items[p.right.pk],
-            reason=p.reason,
-            p_comparable=p.p_comparable,
-            distance=p.distance,
-            metric_version_id=p.metric_version_id,
-        )
+        replace(p, left=items[p.left.pk], right=items[p.right.pk])
         for p in chosen
         if p.left.pk in items and p.right.pk in items
     ]
@@ -352,6 +347,11 @@ def _strategy_pair(study, user, excluded, pool, rng) -> NextPair | None:
         pick = int(rng.integers(len(idx)))
         pair = (int(pool.ids[idx[pick, 0]]), int(pool.ids[idx[pick, 1]]))
         return _present(pair, "random", rng)
+    control, own = picks.control_pick(picks.pair_control(*pool.ids[idx].T), rng)
+    if control is not None:  # control pairs: uniform draws only (strategies.py)
+        pair = (int(pool.ids[idx[control, 0]]), int(pool.ids[idx[control, 1]]))
+        return _present(pair, "control", rng)
+    idx = idx[own]
 
     rows_a, rows_b = pool.rows[idx[:, 0]], pool.rows[idx[:, 1]]
     recent = _recent_rows(study, pool) if strategy == Study.Strategy.INFORMATION else None
@@ -364,19 +364,17 @@ def _strategy_pair(study, user, excluded, pool, rng) -> NextPair | None:
     squared = np.einsum("ij,ij->i", z, z) if metric is None else metric.squared_distances(z)
 
     if strategy == Study.Strategy.TARGETED:
-        pick, _ = targeted_pick(squared, rng)
+        pick, _ = picks.targeted_pick(squared, rng)
         scores = {"p_comparable": float(metric.p_comparable(z[pick : pick + 1])[0])}
     elif strategy == Study.Strategy.INFORMATION:
         recent_z = vectors[inverse[2 * m : 2 * m + n_recent]] - vectors[inverse[2 * m + n_recent :]]
-        pick, _ = information_pick(
+        pick, _ = picks.information_pick(
             z, squared, recent_z, metric.squared_distances(recent_z), metric.factor, rng
         )
         scores = {"p_comparable": float(metric.p_comparable(z[pick : pick + 1])[0])}
     elif strategy == Study.Strategy.UNCERTAINTY:
         probability = metric.p_comparable(z)
-        gap = np.abs(probability - 0.5)
-        best = np.flatnonzero(gap <= gap.min() + 1e-12)
-        pick = int(best[int(rng.integers(len(best)))])
+        pick = picks.uncertainty_pick(probability, rng)
         scores = {"p_comparable": float(probability[pick])}
     else:
         logd = np.log1p(squared)

@@ -21,6 +21,16 @@ answers (the sampler's newest-judgments window, answers by everyone) plus a ridg
 pairs informative under the fit and unlike what the crowd was just asked (batch mode through
 the shared window); a share ``EXPLORE_SHARE`` of picks is uniform. Measured: no better than
 random (the rank-8 span leaves out the directions still unknown).
+
+**control pairs** — a fixed share ``CONTROL_SHARE`` of all pairs, chosen by a hash of the two
+item ids (``pair_control``; independent of the validation folds, which read the same hash's
+leading bits). Every strategy but ``random`` offers them only as uniform draws: a share
+``CONTROL_SHARE`` of its picks is a uniformly random control pair among the candidates
+(reason ``control``), and its own picks skip control pairs. The answers to control pairs are
+then a uniform sample of pairs whatever the strategy, which is what the drift flag compares
+(``learning/versions/drift.py``): a strategy that moves to uncertain pairs changes which pairs
+are asked, not the rule, and on control pairs it cannot look like a change of rule. Under
+``random`` every pick is uniform already, and the flag uses every answer.
 """
 
 from __future__ import annotations
@@ -33,6 +43,48 @@ TARGETED_EXPLORE = 0.05
 RANK = 8
 EXPLORE_SHARE = 0.1
 RIDGE = 1.0  # in units of one average candidate's information
+CONTROL_SHARE = 0.25  # of all pairs (by hash), and of a non-random strategy's picks
+CONTROL_BITS = 20  # the hash's bits below the first 20 decide control (the folds read the top)
+
+
+def pair_hash_unit(item_a: np.ndarray, item_b: np.ndarray) -> np.ndarray:
+    """A fixed pseudo-random number in [0, 1) per pair (splitmix64 of the item ids)."""
+    with np.errstate(over="ignore"):
+        z = np.asarray(item_a).astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+        z = z + np.asarray(item_b).astype(np.uint64)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        z = z ^ (z >> np.uint64(31))
+    return (z >> np.uint64(11)).astype(np.float64) / float(1 << 53)
+
+
+def hash_control(unit: np.ndarray, share: float | None = None) -> np.ndarray:
+    """Whether pairs of hash ``unit`` (``pair_hash_unit``) are control pairs: the hash's lower
+    bits below ``share`` (default ``CONTROL_SHARE``), so that control and the validation folds
+    are independent."""
+    share = CONTROL_SHARE if share is None else share
+    scaled = np.asarray(unit, dtype=np.float64) * float(1 << CONTROL_BITS)
+    return scaled - np.floor(scaled) < share
+
+
+def pair_control(item_a: np.ndarray, item_b: np.ndarray) -> np.ndarray:
+    """Whether the pairs (item ids, canonical order) are control pairs (module docstring)."""
+    return hash_control(pair_hash_unit(item_a, item_b))
+
+
+def control_pick(
+    control: np.ndarray, rng: np.random.Generator, share: float | None = None
+) -> tuple[int | None, np.ndarray]:
+    """For a non-random strategy over candidates whose control flags are ``control``: with
+    probability ``share`` (default ``CONTROL_SHARE``) the index of a uniformly random control
+    candidate (None when there is none), and always the candidates the strategy itself may pick (the others; all of them when
+    every candidate is a control pair)."""
+    own = np.flatnonzero(~control)
+    share = CONTROL_SHARE if share is None else share
+    if rng.random() < share and control.any():
+        chosen = np.flatnonzero(control)
+        return int(chosen[int(rng.integers(len(chosen)))]), own
+    return None, own if own.size else np.arange(control.size)
 
 
 def pair_information(q: np.ndarray) -> np.ndarray:
@@ -95,6 +147,13 @@ def information_pick(
     best = np.flatnonzero(gain >= gain.max() - 1e-12)
     pick = int(best[int(rng.integers(len(best)))])
     return pick, float(gain[pick])
+
+
+def uncertainty_pick(p: np.ndarray, rng: np.random.Generator) -> int:
+    """Index of the candidate whose P(comparable) ``p`` is nearest 1/2 (ties at random)."""
+    gap = np.abs(np.asarray(p, dtype=np.float64) - 0.5)
+    best = np.flatnonzero(gap <= gap.min() + 1e-12)
+    return int(best[int(rng.integers(len(best)))])
 
 
 def targeted_pick(

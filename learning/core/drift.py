@@ -54,10 +54,15 @@ from .psd import symmetrize, validate_sigma
 __all__ = [
     "AnswersFit",
     "DriftResult",
+    "answer_gains",
     "answers_fit_change",
+    "cluster_mean_se",
     "drift",
+    "gain_shortfall",
+    "heldout_promise",
     "infer_sensitive_dim",
     "sensitive_subspace",
+    "spent_alpha",
 ]
 
 
@@ -223,3 +228,93 @@ def answers_fit_change(
     spread = float(np.hypot(gain.std(ddof=1) / np.sqrt(gain.size), se_old))
     z_gain = (float(gain.mean()) - promise) / spread if spread > 0 else 0.0
     return replace(found, gain=float(gain.mean()), promised_gain=promise, z_gain=float(z_gain))
+
+
+# ---- The drift flag's statistics (learning/versions/drift.py: drift_check) -------------------
+#
+# The flag compares the gain over a constant prediction of the answers that came after a version
+# with the gain its held-out answers promised, both on pairs drawn uniformly at random (the
+# sampler's control pairs), both scored by the Σ the version stores. A pair's repeated answers
+# share the pair (and its true label): they are one cluster for every standard error here.
+
+
+def cluster_mean_se(values: ArrayLike, clusters: ArrayLike) -> tuple[float, float]:
+    """The mean of ``values`` and its cluster-robust standard error, clusters by ``clusters``
+    (one code per value; a pair's answers are one cluster):
+    ``se² = G/(G−1) · Σ_c (Σ_{i∈c} (v_i − v̄))² / n²`` (G clusters, n values). With every value
+    its own cluster this is the usual ``s/√n``. Infinite with fewer than two clusters."""
+    v = np.asarray(values, dtype=np.float64)
+    codes = np.unique(np.asarray(clusters), return_inverse=True)[1].ravel()
+    if v.size == 0:
+        return float("nan"), float("inf")
+    mean = float(v.mean())
+    sums = np.bincount(codes, weights=v - mean)
+    g = int(np.count_nonzero(np.bincount(codes)))
+    if g < 2:
+        return mean, float("inf")
+    return mean, float(np.sqrt(g / (g - 1) * np.sum(sums * sums)) / v.size)
+
+
+def answer_gains(d: ArrayLike, y: ArrayLike, rate: float, flip_rate: float = 0.0) -> np.ndarray:
+    """Per answer: log-likelihood under the metric (squared distances ``d``) minus that of
+    guessing the comparable ``rate``. ``flip_rate`` e > 0: the metric predicts the true label
+    and the answer flips it with probability e, ``P(y = 1) = e + (1 − 2e)·2σ(−d)``, as a
+    reliability-weighted fit models its answers."""
+    d = np.asarray(d, dtype=np.float64)
+    labels = np.asarray(y, dtype=np.float64)
+    if flip_rate > 0:
+        p = flip_rate + (1 - 2 * flip_rate) * 2 * expit(-d)
+        values = labels * np.log(p) + (1 - labels) * np.log1p(-p)
+    else:
+        values = pair_loglik(d, labels)
+    rate = float(np.clip(rate, 1e-6, 1 - 1e-6))
+    return values - (labels * np.log(rate) + (1 - labels) * np.log1p(-rate))
+
+
+def heldout_promise(
+    gains: ArrayLike, clusters: ArrayLike, folds: ArrayLike | None = None
+) -> tuple[float, float]:
+    """The promise: the mean held-out gain and its standard error, clusters by pair, plus the
+    spread of the fold fits when ``folds`` (one fold id per gain) holds several: each fold's
+    fit is a random effect, ``τ² = max(0, var(m_k) − mean(se_k²))`` added as ``τ²/K`` (as
+    EXPLORE's own held-out interval, ``_pairloss.weighted_mean_ci``), because the flag scores
+    one fit, the stored one, whose gain varies with its training answers."""
+    g = np.asarray(gains, dtype=np.float64)
+    c = np.asarray(clusters)
+    mean, se = cluster_mean_se(g, c)
+    if folds is None or not np.isfinite(se):
+        return mean, se
+    f = np.asarray(folds)
+    parts = [cluster_mean_se(g[f == k], c[f == k]) for k in np.unique(f)]
+    parts = [(m, s) for m, s in parts if np.isfinite(s)]
+    if len(parts) > 1:
+        means, own = np.array([m for m, _ in parts]), np.array([s * s for _, s in parts])
+        tau2 = max(0.0, float(np.var(means, ddof=1) - own.mean()))
+        se = float(np.sqrt(se * se + tau2 / len(parts)))
+    return mean, se
+
+
+def gain_shortfall(
+    gains: ArrayLike, clusters: ArrayLike, promise: float, promise_se: float
+) -> tuple[float, float, float]:
+    """``(gain, se, z)``: the later answers' mean gain with its cluster-robust standard error,
+    and ``z = (gain − promise) / √(se² + promise_se²)`` (negative: short of the promise)."""
+    gain, se = cluster_mean_se(gains, clusters)
+    spread = float(np.hypot(se, promise_se))
+    z = (gain - float(promise)) / spread if np.isfinite(spread) and spread > 0 else 0.0
+    return gain, se, float(z)
+
+
+SPEND_HALF = 2000  # answers by which half of a study's false-alarm budget is spent
+
+
+def spent_alpha(rate: float, answers: float, half: float = SPEND_HALF) -> float:
+    """The share of a study's false-alarm budget ``rate`` spent by its first ``answers``
+    answers: ``rate · n / (n + half)``, which never reaches ``rate``. A check made when the study
+    had ``n₁`` answers, after the previous check at ``n₀``, may use
+    ``spent_alpha(n₁) − spent_alpha(n₀)``: the checks' levels sum to less than ``rate`` over the
+    study's whole life, so by the union bound the chance that a study whose annotators never
+    change their rule is ever flagged is at most ``rate`` (whatever the correlation between the
+    checks, which share answers)."""
+    n = max(float(answers), 0.0)
+    return float(rate) * n / (n + float(half))

@@ -94,8 +94,9 @@ def drift_alerts(study: Study, data: DriftSeries) -> list[str]:
                     {k: v for k, v in before.items() if v}, {k: v for k, v in after.items() if v}
                 )
             ]
-        others = (before_id, data.published.get(method))
-        for name, other in zip(("previous", "published"), others, strict=True):
+        window = ((latest.diagnostics or {}).get("drift") or {}).get("window") or {}
+        others = (before_id, data.published.get(method), window.get("version"))
+        for name, other in zip(("previous", "published", "window"), others, strict=True):
             alarm = drift_alarm(latest, name, other)
             if alarm and other != latest.pk:
                 alerts.append(

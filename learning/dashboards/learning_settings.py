@@ -53,12 +53,14 @@ class LearningSettingsForm(forms.ModelForm):
             "version, whichever comes first. Default 5.",
             "debounce_seconds": "A study is quiet when no answer came for this long; a burst "
             "is fitted once, this long after its last answer (plus the fit). 1–60; default 3.",
-            "drift_alarm_rate": "A new EXPLORE version is flagged when the answers since the "
-            "previous (or published) version gain less over guessing the comparable rate under "
-            "that version than its own held-out pairs promised, beyond chance. This is the "
-            "share of versions flagged by chance when the annotators' rule did not change: "
-            "larger is more sensitive, with more false alarms. Between 0.000001 and 0.2; "
-            "default 0.001.",
+            "drift_alarm_rate": "A new EXPLORE version is flagged when the answers since an "
+            "older version (the published one, and the one 300 answers back) gain less over "
+            "guessing the comparable rate under that version than its own held-out answers "
+            "promised, beyond chance; answers to pairs a strategy chose for being uncertain are "
+            "left out (only its uniformly drawn control pairs count). This rate is the chance "
+            "that a study whose annotators never change their rule is flagged at all, over all "
+            "its versions together: larger is more sensitive, with more false alarms. Between "
+            "0.000001 and 0.2; default 0.05.",
             "face_components": "How many sensitive directions FACE removes (the directions in "
             "which comparable items differ most). Empty: chosen from the data. Must be smaller "
             "than the space's dimension. Default 3.",

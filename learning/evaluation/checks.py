@@ -19,7 +19,7 @@ from django.db import DatabaseError
 from learning.evaluation.informative import version_judge
 from learning.evaluation.weat import weat_baseline, weat_evaluate_version
 from learning.models import MetricVersion, StudyLearningSettings
-from learning.versions.drift import drift_record
+from learning.versions.drift import drift_records
 from learning.versions.selectors import version_published
 from learning.versions.validity import INFORMATIVE, validity_of
 
@@ -85,13 +85,7 @@ def version_evaluate(version: MetricVersion, *, learning: StudyLearningSettings)
     started = time.perf_counter()
     try:
         published = version_published(study_id=version.study_id, method=version.method)
-        update["drift"] = {
-            "previous": drift_record(version.parent, version, learning.drift_alarm_rate),
-            "published": drift_record(published, version, learning.drift_alarm_rate),
-        }
-        update["drift"]["flagged"] = any(
-            part and part["flagged"] for part in update["drift"].values()
-        )
+        update["drift"] = drift_records(version, published, learning.drift_alarm_rate)
         update["weat"] = _weat(version)
     except DatabaseError:
         raise

@@ -267,13 +267,11 @@ class StudyLearningSettings(models.Model):
         help_text="… or this many minutes since its last version (then any new answer counts).",
     )
     drift_alarm_rate = models.FloatField(
-        default=0.001,
+        default=0.05,
         validators=[MinValueValidator(1e-6), MaxValueValidator(0.2)],
-        help_text="Drift sensitivity: a new EXPLORE version is flagged when the answers since "
-        "the previous (or published) version fit that version worse than its own held-out "
-        "pairs promised and worse than guessing, beyond chance; this is the share of versions "
-        "flagged by chance when the annotators' rule did not change. Larger: more sensitive, "
-        "more false alarms.",
+        help_text="Drift sensitivity: the chance that a study whose annotators never change "
+        "their rule gets a drift flag at all, over its whole life (all its versions' checks "
+        "together: learning/versions/drift.py). Larger: more sensitive, more false alarms.",
     )
     auto_publish = models.BooleanField(
         default=False, help_text="Publish each ready version that passes the checks below."

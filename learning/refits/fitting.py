@@ -40,6 +40,7 @@ from learning.core.psd import eigh_descending
 from learning.core.reliability import ReliableEXPLORE
 from learning.refits import cache
 from learning.refits.cache import WarmStart
+from learning.refits.drift_promise import drift_promise
 from learning.refits.pairs import PairData
 
 
@@ -205,6 +206,15 @@ def fit_explore(
                 for name, b in plain.heldout_baselines_.items()
             },
         }
+    diagnostics["drift_promise"] = drift_promise(
+        z,
+        pairs,
+        folds,
+        plain,
+        reliable if weighting == "reliability" else None,
+        params | {"prior": prior},
+        fold_priors,
+    )
     params["prior"] = prior_name
     return FitOutcome(model.sigma_, params, diagnostics, warm=kept)
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from annotation.labelling.strategies import pair_hash_unit
 from annotation.models import LabelCode
 from learning.refits.snapshots import JudgmentSnapshot
 
@@ -48,16 +49,6 @@ class PairData:
 
     def __len__(self) -> int:
         return int(self.y.size)
-
-
-def pair_hash_unit(item_a: np.ndarray, item_b: np.ndarray) -> np.ndarray:
-    """A fixed pseudo-random number in [0, 1) per pair (splitmix64 of the item ids)."""
-    with np.errstate(over="ignore"):
-        z = item_a.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15) + item_b.astype(np.uint64)
-        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-        z = z ^ (z >> np.uint64(31))
-    return (z >> np.uint64(11)).astype(np.float64) / float(1 << 53)
 
 
 def pair_keys(item_a: np.ndarray, item_b: np.ndarray) -> np.ndarray:

@@ -8,31 +8,44 @@ read it from there (:func:`drift_of`) and compute only pairs the worker did not 
 
 **The flag** (:func:`drift_check`) does not read ‖ΔΣ‖, whose scale the feature map sets: it asks
 whether the answers that came after the older version follow the rule it learned. Those answers
-(at most the newer version's watermark, the same annotators left out) are scored under the older
-EXPLORE Σ; their gain over guessing the comparable rate of the older version's own answers,
-paired answer by answer, is compared with the gain its held-out pairs promised over the same
-constant (:func:`learning.core.drift.answers_fit_change`, ``z_gain``); the version is flagged
-when it falls short beyond what chance explains at the study's ``drift_alarm_rate`` (one-sided:
-the share of comparisons flagged when the annotators' rule did not change is at most that rate).
-Versions stored before held-out gains keep the former rule (worse than the promised
-log-likelihood and than guessing their own rate, both). FACE has no model of the answers:
-its drift is shown, never flagged. Fewer than ``CHECK_MIN_ANSWERS`` later answers, an older
-version fitted on fewer than ``CHECK_MIN_VERSION_ANSWERS`` answers or without a held-out figure
-are not judged (and say so). A version weighted by reliability is scored as its fit modelled
-the answers: its Σ predicts the true label, flipped at the annotators' mean estimated flip rate.
+(at most the newer version's watermark, the same annotators left out, no gold, to pairs the
+older version never saw) are scored under the Σ the older version stores, as its fit modelled
+them; their gain over guessing the comparable rate of its own answers is compared with the gain
+its held-out answers promised (``diagnostics["drift_promise"]``,
+``learning/refits/drift_promise.py``), both with standard errors that treat a pair's answers as
+one cluster (``learning.core.drift.gain_shortfall``). **Like with like**: under the ``random``
+strategy every answer is a uniform draw of a pair and all are compared; under any other strategy
+only the answers to control pairs, which it offers only as uniform draws
+(``annotation/labelling/strategies.py``): a sampler that moves to uncertain pairs changes which
+pairs are asked, and answers to those would fall short of a promise made on other pairs.
+(A study whose strategy changed between two versions is judged by its strategy now.)
+
+**The rate.** ``drift_alarm_rate`` is a study's false-alarm budget over its whole life. Two
+comparisons may flag a new version: with the published version, and — each time the study's
+answers pass a multiple of ``WINDOW_EVERY`` — with the newest version at least ``WINDOW``
+answers older (:func:`window_reference`), the one with later answers enough to show a change
+within ``WINDOW`` answers of it. The comparison with the previous version (20-odd later answers)
+is shown, never flagged. The checks a version makes share ``spent_alpha(n) − spent_alpha(n₀)``
+(:func:`drift_records`; n: its answers, n₀: the answers when the study last spent any, stored
+as ``spent_at``), so the levels of all checks sum to less than the rate: a study whose
+annotators never change their rule is flagged at all with probability at most the rate (the
+union bound; whether a check is made depends on counts, never on the answers' labels).
+FACE has no model of the answers: its drift is shown, never flagged. Fewer than
+``CHECK_MIN_ANSWERS`` later answers, an older version fitted on fewer than
+``CHECK_MIN_VERSION_ANSWERS`` answers or without a promise are not judged (and say so).
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from functools import lru_cache
 
 import numpy as np
-from django.db.models import Count
 from scipy.stats import norm
 
-from annotation.models import Label, PairJudgment
-from learning.core.drift import answers_fit_change
+from annotation.labelling.strategies import pair_control
+from annotation.models import Label, PairJudgment, Study
+from learning.core.drift import answer_gains, gain_shortfall, spent_alpha
 from learning.core.drift import drift as core_drift
 from learning.models import MetricVersion
 
@@ -47,9 +60,8 @@ CHECK_MIN_ANSWERS = 10  # later answers needed before a change is judged
 # a false alarm; the 40-answer one z = +0.36). Between 20 and 50 is not measured finely.
 CHECK_MIN_VERSION_ANSWERS = 50
 LABEL_Y = {Label.COMPARABLE: 1.0, Label.INCOMPARABLE: 0.0, Label.UNSURE: 0.5}
-# a version's counts of its answers by label (learning/refits/pairs.py: data_counts)
-LABEL_COUNTS = {"comparable": Label.COMPARABLE, "incomparable": Label.INCOMPARABLE}
-LABEL_COUNTS["unsure"] = Label.UNSURE
+WINDOW = 300  # answers between the two ends of the window check
+WINDOW_EVERY = 100  # a window check each time a study's answers pass a multiple of this
 
 
 @dataclass(frozen=True)
@@ -104,90 +116,67 @@ class DriftCheck:
 
     flagged: bool
     note: str  # what was found, in words (shown on the pages)
-    answers: int = 0
-    loglik: float | None = None  # mean log-likelihood of the later answers, older Sigma
-    expected: float | None = None  # the older version's held-out log-likelihood
-    z: float | None = None
-    limit: float | None = None  # flagged when z < -limit and z_constant < -limit
-    constant: float | None = None  # the later answers under their own comparable rate
-    z_constant: float | None = None
-    gain: float | None = None  # their gain over guessing the older version's comparable rate
-    promised_gain: float | None = None  # the older version's held-out gain over that constant
-    z_gain: float | None = None  # flagged when z_gain < -limit (older records: z and z_constant)
+    answers: int = 0  # the later answers compared (to pairs the older version never saw)
+    pairs: int = 0  # ... and their distinct pairs (the clusters of the standard errors)
+    sample: str | None = None  # "all" answers (random strategy) or "control" pairs only
+    gain: float | None = None  # their mean gain over the older version's constant prediction
+    se: float | None = None  # its standard error, clustered by pair
+    promised_gain: float | None = None  # the same on the older version's held-out answers
+    promised_se: float | None = None
+    z: float | None = None  # (gain - promised_gain) / combined standard error
+    level: float | None = None  # this check's share of the study's false-alarm budget
+    limit: float | None = None  # flagged when z < -limit
 
 
-def drift_limit(alarm_rate: float) -> float:
-    """The one-sided normal quantile for the study's alarm rate."""
-    return float(norm.isf(min(max(alarm_rate, 1e-12), 0.5)))
+def drift_limit(level: float) -> float:
+    """The one-sided normal quantile for a check's level (infinite at level 0)."""
+    return float(norm.isf(level)) if level > 0 else float("inf")
 
 
-def _later_answers(before: MetricVersion, after: MetricVersion) -> tuple[np.ndarray, np.ndarray]:
-    """The answers after ``before``'s watermark up to ``after``'s, as the fit saw them: row
-    differences and labels in [0, 1] (one query and one read of the vectors)."""
+def _later_answers(before: MetricVersion, after: MetricVersion, sample: str):
+    """The answers after ``before``'s watermark up to ``after``'s, as the fit saw them, to pairs
+    ``before`` never saw (no gold; control pairs only when ``sample`` is "control"): row
+    differences, labels in [0, 1] and pair codes."""
     rows = list(
         PairJudgment.objects.filter(
             study_id=after.study_id,
             id__gt=before.judgment_watermark,
             id__lte=after.judgment_watermark,
+            is_gold=False,
         )
         .exclude(annotator_id__in=(after.parameters or {}).get("excluded_annotators") or [])
-        .values_list("item_a__row", "item_b__row", "label")
+        .values_list("item_a_id", "item_b_id", "item_a__row", "item_b__row", "label")
     )
-    if not rows:
-        return np.empty((0, 0)), np.empty(0)
-    row_a, row_b, labels = zip(*rows, strict=True)
-    space = after.study.space
-    return space.vectors(row_a) - space.vectors(row_b), np.array([LABEL_Y[v] for v in labels])
-
-
-def _promise(before: MetricVersion) -> tuple[float, tuple[float, float], float] | None:
-    """The older version's held-out gain over the constant, its interval, and the comparable
-    rate of the answers it was fitted on (what that constant predicts); None without them."""
-    const = ((before.diagnostics or {}).get("heldout_baselines") or {}).get("constant") or {}
-    low, high = const.get("gain_ci") or (None, None)
-    if const.get("gain") is None or low is None or high is None:
-        return None
-    stored = before.counts or {}
-    if "adjudications" not in (before.parameters or {}) and stored.keys() >= set(LABEL_COUNTS):
-        # the labels of the answers it read, counted by its refit (no adjudicated label among
-        # them): the same as the query below without a pass over every answer
-        counts = {label: int(stored[key]) for key, label in LABEL_COUNTS.items()}
-    else:
-        counts = dict(
-            PairJudgment.objects.filter(study_id=before.study_id, id__lte=before.judgment_watermark)
-            .exclude(annotator_id__in=(before.parameters or {}).get("excluded_annotators") or [])
-            .order_by()
-            .values_list("label")
-            .annotate(n=Count("id"))
+    if sample == "control" and rows:
+        keep = pair_control(*np.array([r[:2] for r in rows], dtype=np.int64).T)
+        rows = [r for r, k in zip(rows, keep, strict=True) if k]
+    if rows:
+        seen = set(
+            PairJudgment.objects.filter(
+                study_id=after.study_id,
+                id__lte=before.judgment_watermark,
+                item_a_id__in={r[0] for r in rows},
+                item_b_id__in={r[1] for r in rows},
+            ).values_list("item_a_id", "item_b_id")
         )
-    total = sum(counts.values())
-    if not total:
-        return None
-    rate = sum(LABEL_Y[label] * n for label, n in counts.items()) / total
-    return float(const["gain"]), (float(low), float(high)), rate
+        rows = [r for r in rows if r[:2] not in seen]
+    if not rows:
+        return np.empty((0, 0)), np.empty(0), np.empty(0, dtype=np.int64)
+    item_a, item_b, row_a, row_b, labels = zip(*rows, strict=True)
+    space = after.study.space
+    clusters = np.unique(np.stack([item_a, item_b], axis=1), axis=0, return_inverse=True)[1]
+    y = np.array([LABEL_Y[v] for v in labels])
+    return space.vectors(row_a) - space.vectors(row_b), y, clusters.ravel()
 
 
-def _flip_rate(version: MetricVersion) -> float:
-    """The answers' mean flip rate a reliability-weighted fit estimated (0 when not weighted)."""
-    rows = [
-        row
-        for row in (version.diagnostics or {}).get("reliability") or []
-        if row.get("flip_rate") is not None
-    ]
-    answers = sum(int(row["answers"]) for row in rows)
-    if not answers:
-        return 0.0
-    return min(0.49, sum(int(row["answers"]) * float(row["flip_rate"]) for row in rows) / answers)
-
-
-def drift_check(before: MetricVersion, after: MetricVersion, alarm_rate: float) -> DriftCheck:
-    """Whether ``after``'s data says the annotators' rule changed since ``before``."""
+def drift_check(before: MetricVersion, after: MetricVersion) -> DriftCheck:
+    """How far ``after``'s data fall short of what ``before`` promised (``z``; None when not
+    judged, with the reason in the note); not yet flagged: :func:`settle` gives it its level."""
     if before.method != MetricVersion.Method.EXPLORE:
         return DriftCheck(False, "FACE has no model of the answers: its drift is not judged")
-    expected = (before.diagnostics or {}).get("heldout_loglik")
-    interval = (before.diagnostics or {}).get("heldout_loglik_ci") or [None, None]
-    if expected is None or None in interval:
-        return DriftCheck(False, f"#{before.pk} has no held-out figure to judge against")
+    promise = (before.diagnostics or {}).get("drift_promise")
+    if not promise:
+        return DriftCheck(False, f"#{before.pk} has no held-out promise to judge against")
     answered = int((before.counts or {}).get("judgments_total") or 0)
     if answered < CHECK_MIN_VERSION_ANSWERS:
         return DriftCheck(
@@ -195,58 +184,133 @@ def drift_check(before: MetricVersion, after: MetricVersion, alarm_rate: float) 
             f"#{before.pk} rests on {answered} answers; its held-out figure is judged from "
             f"{CHECK_MIN_VERSION_ANSWERS}",
         )
-    differences, y = _later_answers(before, after)
+    sample = "all" if after.study.strategy == Study.Strategy.RANDOM else "control"
+    figure = promise.get(sample)
+    if not figure:
+        return DriftCheck(False, f"#{before.pk} held out no {sample} answers to judge against")
+    differences, y, clusters = _later_answers(before, after, sample)
     if y.size < CHECK_MIN_ANSWERS:
+        what = "answers" if sample == "all" else "answers to control pairs"
         return DriftCheck(
-            False, f"{y.size} answers since #{before.pk}; {CHECK_MIN_ANSWERS} are needed to judge"
+            False,
+            f"{y.size} new {what} since #{before.pk}; {CHECK_MIN_ANSWERS} are needed to judge",
         )
-    found = answers_fit_change(
-        sigma_of(before),
-        differences,
-        y,
-        expected,
-        tuple(interval),
-        _flip_rate(before),
-        promised=_promise(before),
-    )
-    limit = drift_limit(alarm_rate)
+    return judge(sigma_of(before), promise, differences, y, clusters, sample, before.pk)
+
+
+def judge(sigma, promise, differences, y, clusters, sample, older) -> DriftCheck:
+    """The check's arithmetic, given what :func:`drift_check` read: the later answers (row
+    differences, labels, pair codes) scored under the older version's stored ``sigma`` against
+    its ``promise`` (``diagnostics["drift_promise"]``) on the ``sample`` ("all", "control");
+    ``older``: that version's id, for the note. Not yet flagged (:func:`settle`)."""
+    figure = promise[sample]
+    d = np.maximum(np.einsum("ij,ij->i", differences @ sigma, differences), 0.0)
+    gains = answer_gains(d, y, promise["rate"], promise.get("flip_rate") or 0.0)
+    gain, se, z = gain_shortfall(gains, clusters, figure["gain"], figure["se"])
+    what = "answers" if sample == "all" else "answers to control pairs"
+    pairs = int(np.unique(clusters).size)
     note = (
-        f"the {found.answers} answers since #{before.pk} score {found.loglik:.3f} under it, "
-        f"where its held-out pairs promised {found.expected:.3f} (z = {found.z:.2f}); "
-        f"guessing their comparable rate scores {found.constant:.3f} (z = "
-        f"{found.z_constant:.2f})"
+        f"the {y.size} new {what} since #{older} ({pairs} pairs) gain {gain:+.3f} per answer "
+        f"over its constant prediction, where its held-out answers promised "
+        f"{figure['gain']:+.3f} (z = {z:.2f})"
     )
-    if found.z_gain is None:  # a version stored before its held-out gains: both must fall
-        flagged = bool(found.z < -limit and found.z_constant < -limit)
-        note += f"; flagged when both fall below {-limit:.2f}"
-    else:
-        flagged = bool(found.z_gain < -limit)
-        note += (
-            f"; they gain {found.gain:+.3f} per answer over its constant prediction, where it "
-            f"promised {found.promised_gain:+.3f} (z = {found.z_gain:.2f}); flagged below "
-            f"{-limit:.2f}"
-        )
-    gains = (found.gain, found.promised_gain, found.z_gain)
-    return DriftCheck(
-        flagged,
-        note,
-        int(found.answers),
-        *(float(v) for v in (found.loglik, found.expected, found.z, limit)),
-        *(float(v) for v in (found.constant, found.z_constant)),
-        *(None if v is None else float(v) for v in gains),
+    numbers = (gain, se, figure["gain"], figure["se"], z)
+    return DriftCheck(False, note, int(y.size), pairs, sample, *(float(v) for v in numbers))
+
+
+def settle(check: DriftCheck, level: float | None) -> DriftCheck:
+    """``check`` flagged or not at false-alarm ``level`` (its share of the study's budget);
+    ``level`` None: a comparison shown, never flagged (the previous version's)."""
+    if check.z is None:
+        return check
+    if level is None:
+        return replace(check, note=check.note + "; shown, not flagged (see the window check)")
+    limit = drift_limit(level)
+    return replace(
+        check,
+        flagged=bool(check.z < -limit),
+        level=float(level),
+        limit=limit,
+        note=check.note + f"; flagged below {-limit:.2f}, this check's share {level:.2g} of the "
+        "study's false-alarm rate",
     )
 
 
-def drift_record(
-    before: MetricVersion | None, after: MetricVersion, alarm_rate: float
-) -> dict | None:
-    """What the worker stores in ``diagnostics["drift"]``: the drift, the other version, the
-    flag's test (``check``) and the flag."""
+def _total(version: MetricVersion) -> int:
+    return int((version.counts or {}).get("judgments_total") or 0)
+
+
+def _spent_before(after: MetricVersion) -> int:
+    """The answers at which the study's budget was last spent: the most ``spent_at`` among the
+    method's earlier versions (0 when none judged anything)."""
+    earlier = MetricVersion.objects.filter(
+        study_id=after.study_id, method=after.method, id__lt=after.pk
+    ).values_list("diagnostics__drift__spent_at", flat=True)
+    return max((int(n) for n in earlier if n is not None), default=0)
+
+
+def version_level(alarm_rate: float, answers: int, answers_before: int) -> float:
+    """``spent_alpha(answers) − spent_alpha(answers_before)``, never below 0."""
+    return max(0.0, spent_alpha(alarm_rate, answers) - spent_alpha(alarm_rate, answers_before))
+
+
+def window_reference(after: MetricVersion) -> MetricVersion | None:
+    """The newest ready version of ``after``'s method on at least ``WINDOW`` answers fewer: the
+    older end of the window check, whose later answers are many enough to show a change."""
+    versions = MetricVersion.objects.filter(
+        study_id=after.study_id, method=after.method, status="ready", id__lt=after.pk
+    ).order_by("-id")
+    for version in versions.only("id", "counts"):
+        if _total(version) <= _total(after) - WINDOW:
+            return MetricVersion.objects.get(pk=version.pk)
+    return None
+
+
+def window_due(answers: int, parent_answers: int | None) -> bool:
+    """Whether a version on ``answers`` (its previous on ``parent_answers``) makes the window
+    check: when its answers pass a multiple of ``WINDOW_EVERY``."""
+    return parent_answers is None or answers // WINDOW_EVERY > parent_answers // WINDOW_EVERY
+
+
+def drift_record(before: MetricVersion | None, after: MetricVersion, level) -> dict | None:
+    """One comparison as the worker stores it: the drift, the other version, the flag's test
+    (``check``, settled at ``level``: :func:`settle`) and the flag; None without a drift."""
     moved = drift_between(before, after)
     if moved is None:
         return None
-    check = drift_check(before, after, alarm_rate)
+    check = settle(drift_check(before, after), level)
     return asdict(moved) | {"version": before.pk, "check": asdict(check), "flagged": check.flagged}
+
+
+def drift_records(after: MetricVersion, published: MetricVersion | None, alarm_rate: float):
+    """What the worker stores in ``diagnostics["drift"]`` for a new version: its comparisons
+    with the previous, the published and (when due) the window version, ``flagged``, and
+    ``spent_at`` when some check spent the study's budget (module docstring, "The rate")."""
+    parent = after.parent
+    due = window_due(_total(after), None if parent is None else _total(parent))
+    others = {"previous": parent, "published": published}
+    others["window"] = window_reference(after) if due else None
+    checks = {
+        name: (other, drift_check(other, after))
+        for name, other in others.items()
+        if name != "previous" and drift_between(other, after) is not None
+    }
+    judged = {other.pk for other, check in checks.values() if check.z is not None}
+    budget = version_level(alarm_rate, _total(after), _spent_before(after))
+    level = budget / len(judged) if judged else 0.0
+    found: dict = {"previous": drift_record(parent, after, None)}
+    for name in ("published", "window"):
+        found[name] = None
+        if name in checks:
+            other, check = checks[name]
+            check = settle(check, level)
+            moved = asdict(drift_between(other, after))
+            found[name] = moved | {"version": other.pk, "check": asdict(check)}
+            found[name]["flagged"] = check.flagged
+    found["flagged"] = any(found[name] and found[name]["flagged"] for name in others)
+    if judged:
+        found["spent_at"] = _total(after)
+    return found
 
 
 def drift_alarm(version: MetricVersion, which: str, other_id: int | None) -> str:

@@ -13,7 +13,7 @@ import pytest
 from django.core.cache import cache
 from django.urls import reverse
 
-from annotation.labelling import pair_queue
+from annotation.labelling import pair_queue, strategies
 from annotation.labelling.sampling import next_pairs
 from annotation.labelling.services import judgment_create
 from annotation.labelling.skips import pair_skip
@@ -200,7 +200,9 @@ def test_a_change_of_the_studys_settings_chooses_the_queue_again(study, annotato
     assert cache.get(pair_queue._key(study.pk, annotator.pk))["generation"] != before
 
 
-def test_a_new_metric_version_chooses_an_active_strategys_queue_again(study, annotator, items):
+def test_a_new_metric_version_chooses_an_active_strategys_queue_again(
+    study, annotator, items, monkeypatch
+):
     """Picks made for an old fit (or before any fit: random) are not served once a newer
     EXPLORE version is ready; a random study's queue stays (its picks read no metric)."""
     from learning.models import MetricVersion
@@ -221,6 +223,7 @@ def test_a_new_metric_version_chooses_an_active_strategys_queue_again(study, ann
 
     sigma = np.diag(np.linspace(0.05, 0.6, study.space.dimension))
     version = make_metric_version(study=study, method=MetricVersion.Method.EXPLORE, sigma=sigma)
+    monkeypatch.setattr(strategies, "CONTROL_SHARE", 0.0)  # the strategy's own picks only
     entry = pair_queue.pair_take(study=study, user=annotator)
     after = cache.get(pair_queue._key(study.pk, annotator.pk))
     assert after["generation"] != before["generation"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections import Counter
 
@@ -122,7 +123,7 @@ def all_pairs_p(study, items, sigma):
     return out
 
 
-def test_uncertainty_picks_the_pair_closest_to_one_half(study, annotator, items):
+def test_uncertainty_picks_the_pair_closest_to_one_half(study, annotator, items, no_control):
     study.strategy = Study.Strategy.UNCERTAINTY
     pool = items[:8]  # 28 pairs: 256 candidates cover them all
     restrict_pool(study, pool)
@@ -152,7 +153,7 @@ def test_uncertainty_falls_back_to_random_without_an_explore_version(study, anno
     assert next_pair(study=study, user=annotator).reason == "random"
 
 
-def test_stratified_over_samples_close_pairs(study, annotator, items):
+def test_stratified_over_samples_close_pairs(study, annotator, items, no_control):
     study.strategy = Study.Strategy.STRATIFIED
     pool = items  # 46 items, 1035 pairs
     matrix = study.space.load_matrix(mmap=False).astype(np.float64)
@@ -203,14 +204,15 @@ def test_the_next_pair_benchmark_runs_in_a_short_form():
     for line in [
         "overlap k=2 (overlap)",
         "strategy random (random)",
-        "strategy stratified (stratified)",
-        "strategy uncertainty (uncertainty)",
         "your last 10 answers",
         "review: 100 from the middle",
         "item prefix search",
     ]:
         assert line in out
     assert out.count("p95") == 12
+    # a quarter of a non-random strategy's picks are control pairs (strategies.py)
+    for strategy in ("stratified", "uncertainty"):
+        assert re.search(rf"strategy {strategy} \((control/)?{strategy}\)", out), out
 
 
 def test_older_open_pairs_are_found_beyond_the_newest_window(
@@ -252,7 +254,7 @@ def small_pool_with_explore(study, items, strategy) -> dict:
     return all_pairs_p(study, pool, sigma)
 
 
-def test_targeted_offers_pairs_near_the_target_probability(study, annotator, items):
+def test_targeted_offers_pairs_near_the_target_probability(study, annotator, items, no_control):
     from annotation.labelling.strategies import TARGET_P
 
     expected = small_pool_with_explore(study, items, Study.Strategy.TARGETED)
@@ -267,7 +269,7 @@ def test_targeted_offers_pairs_near_the_target_probability(study, annotator, ite
     assert sum(canonical(pick) == nearest for pick in picks) >= 17
 
 
-def test_information_offers_a_scored_unanswered_pair(study, annotator, items):
+def test_information_offers_a_scored_unanswered_pair(study, annotator, items, no_control):
     expected = small_pool_with_explore(study, items, Study.Strategy.INFORMATION)
     seen = set()
     for seed in range(5):
@@ -277,3 +279,32 @@ def test_information_offers_a_scored_unanswered_pair(study, annotator, items):
         assert canonical(pick) not in seen
         seen.add(canonical(pick))
         answer(study, annotator, *canonical(pick))
+
+
+@pytest.fixture
+def no_control(monkeypatch):
+    """The strategy's own picks alone: no control pairs (strategies.py: ``CONTROL_SHARE``)."""
+    from annotation.labelling import strategies
+
+    monkeypatch.setattr(strategies, "CONTROL_SHARE", 0.0)
+
+
+def test_a_quarter_of_a_targeted_studys_pairs_are_uniform_control_pairs(study, annotator, items):
+    from annotation.labelling.strategies import CONTROL_SHARE, pair_control
+
+    study.strategy = Study.Strategy.TARGETED
+    sigma = np.diag(np.linspace(0.05, 0.6, study.space.dimension))
+    make_metric_version(study=study, method=MetricVersion.Method.EXPLORE, sigma=sigma)
+    rng = np.random.default_rng(7)
+    picks = [next_pair(study=study, user=annotator, rng=rng) for _ in range(200)]
+    control = np.array([pair_control(*np.array([canonical(p)]).T)[0] for p in picks])
+    reasons = np.array([p.reason for p in picks])
+    assert set(reasons) <= {"control", "targeted"}
+    # control pairs are offered only as control draws, and every control draw is one
+    assert np.array_equal(control, reasons == "control")
+    assert abs(np.mean(reasons == "control") - CONTROL_SHARE) < 0.1
+    # a random study offers control pairs as it offers any: uniformly
+    study.strategy = Study.Strategy.RANDOM
+    picks = [next_pair(study=study, user=annotator, rng=rng) for _ in range(200)]
+    assert {p.reason for p in picks} == {"random"}
+    assert 0.15 < np.mean([pair_control(*np.array([canonical(p)]).T)[0] for p in picks]) < 0.35

@@ -36,7 +36,7 @@ def _run(credit: CreditStudy, rule_after_100) -> list[dict]:
 def _flags(drifts: list[dict]) -> list[str]:
     found = []
     for number, drift in enumerate(drifts):
-        for name in ("previous", "published"):
+        for name in ("previous", "published", "window"):
             part = drift.get(name)
             if part:
                 print(number, name, part["check"]["note"])

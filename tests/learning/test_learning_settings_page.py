@@ -18,9 +18,10 @@ def test_an_admin_reads_the_defaults_with_help_and_nothing_is_written(client, us
     page = client.get(url).content.decode()
     assert 'name="version_min_new_answers" value="10"' in page
     assert 'name="debounce_seconds" value="3"' in page
-    assert 'name="drift_alarm_rate" value="0.001"' in page
+    assert 'name="drift_alarm_rate" value="0.05"' in page
     assert "once the study is quiet, what has arrived gets a version" in page
-    assert "share of versions flagged by chance" in page
+    assert "is flagged at all, over all its versions together" in page.replace("\n", " ")
+    assert "share of versions flagged by chance" not in page
     assert not StudyLearningSettings.objects.filter(study=study).exists()
 
 
