@@ -108,7 +108,9 @@ def setup(scratch: Path, rows: int, worker_rows: int, k: int) -> dict:
     version = storage.metric_version_create(
         study=study, method="explore", sigma=np.eye(space.dimension), label="I", counts={}
     )
-    storage.version_publish(version_id=version.pk, user=None)
+    storage.version_publish(  # a hand-made metric, never judged: published with the reason
+        version_id=version.pk, user=None, reason="a benchmark's hand-made metric", by="benchmark"
+    )
     user = get_user_model().objects.create_user("reviewer")
     Membership.objects.create(user=user, study=study, role=Membership.Role.REVIEWER)
     rng = np.random.default_rng(1)

@@ -100,7 +100,9 @@ def _world(table: str, n: int | None):
     version = storage.metric_version_create(
         study=study, method="explore", sigma=sigma, label="bench", counts={}
     )
-    storage.version_publish(version_id=version.pk, user=None)
+    storage.version_publish(  # a hand-made metric, never judged: published with the reason
+        version_id=version.pk, user=None, reason="a benchmark's hand-made metric", by="benchmark"
+    )
     user = get_user_model().objects.create_user("bench", is_staff=True)
     return space, study, user
 
