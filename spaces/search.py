@@ -59,9 +59,7 @@ def items_matching(
     first = first_record(space_id)
     space = EmbeddingSpace.objects.filter(pk=space_id).first() if first else None
     fields = record_columns(space, first) if space is not None else []
-    numeric = {
-        name for name, v in first.items() if isinstance(v, int | float) and not isinstance(v, bool)
-    }
+    numeric = numeric_fields(space, first)
     hidden = set(hidden)
     terms = [
         _term(term, fields=fields, numeric=numeric, hidden=hidden, strict=strict)
@@ -73,6 +71,16 @@ def items_matching(
     for condition, _ in terms:
         qs = qs.filter(condition)
     return qs
+
+
+def numeric_fields(space: EmbeddingSpace | None, first: dict) -> set[str]:
+    """The record fields that hold numbers: a number in the first record, or a numeric
+    feature of φ (a first record may leave a cell empty)."""
+    found = {n for n, v in first.items() if isinstance(v, int | float) and not isinstance(v, bool)}
+    spec = (space.feature_map or {}) if space is not None else {}
+    return found | {
+        f["column"] for f in spec.get("features", []) if f.get("kind") == "numeric"
+    } & set(first)
 
 
 def _term(

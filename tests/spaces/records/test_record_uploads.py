@@ -78,9 +78,9 @@ def test_records_upload_guesses_roles_queues_and_the_worker_creates_the_space(
     item = Item.objects.get(space=space, key="p2")
     assert item.payload == {
         "id": "p2",
-        "age": "50",
+        "age": 50,
         "sex": "Female",
-        "hours": "13",
+        "hours": 13,
         "income": ">50K",
     }
     records = pd.DataFrame(list(space.items.order_by("row").values_list("payload", flat=True)))
@@ -109,7 +109,7 @@ def test_the_columns_page_stores_which_columns_annotators_see(
     job.refresh_from_db()
     assert job.options["hidden_columns"] == ["age"]
     item = Item.objects.get(space=space, key="p2")
-    assert item.shown_payload == {"id": "p2", "sex": "Female", "hours": "13", "income": ">50K"}
+    assert item.shown_payload == {"id": "p2", "sex": "Female", "hours": 13, "income": ">50K"}
 
 
 def test_parquet_records(staff_client, media_root, queued, django_capture_on_commit_callbacks):
