@@ -117,7 +117,7 @@ def test_parquet_records(staff_client, media_root, queued, django_capture_on_com
     pd.DataFrame({"age": [30, 40, 50], "job": ["a", "b", "a"]}).to_parquet(buffer)
     response = post_file(staff_client, buffer.getvalue(), "t.parquet")
     assert response.status_code == 302
-    answer = {"col_0": "numeric", "col_1": "categorical", "label_column": "", "key_column": ""}
+    answer = {"col_0": "numeric", "col_1": "categorical", "label_column": " none", "key_column": ""}
     done = choose(staff_client, response["Location"], answer, django_capture_on_commit_callbacks)
     assert done.status_code == 302
     assert importing.record_import_run(import_id=EmbeddingImport.objects.get().pk) == "done"
@@ -190,7 +190,7 @@ def test_the_columns_post_reads_only_the_head_of_the_table(
     rows = "\n".join(f"r{i},{i % 90},{'MF'[i % 2]}" for i in range(20_000))
     url = post_file(staff_client, f"key,age,sex\n{rows}\n".encode(), "t.csv")["Location"]
     answer = {"col_0": "excluded", "col_1": "numeric", "col_2": "categorical"}
-    answer |= {"label_column": "", "key_column": "key"}
+    answer |= {"label_column": " none", "key_column": "key"}
     with CaptureQueriesContext(connection) as queries:
         response = choose(staff_client, url, answer, django_capture_on_commit_callbacks)
     assert response.status_code == 302
