@@ -19,6 +19,7 @@ from annotation.access import Action, may, study_get
 from common.errors import InvalidInput, PayloadTooLarge
 from learning.audits import report, selectors, services
 from learning.models import MetricVersion, ModelAudit
+from learning.versions.selectors import versions_that_matter
 
 
 class AuditForm(forms.Form):
@@ -37,11 +38,18 @@ class AuditForm(forms.Form):
     epsilon = forms.FloatField(required=False, label="ε (empty: from the metric)")
     lipschitz = forms.FloatField(required=False, label="L (empty: 1)")
 
-    def __init__(self, *args, study, **kwargs):
+    def __init__(self, *args, study, every: bool = False, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["version"].queryset = MetricVersion.objects.ready().filter(study=study)
-        self.fields["version"].label_from_instance = lambda v: (
-            f"#{v.pk} {v.label or v.method}{' (published)' if v.is_published else ''}"
+        field = self.fields["version"]
+        field.queryset = MetricVersion.objects.ready().filter(study=study)  # what may be posted
+        tags = {}
+        if not self.is_bound:  # the menu: published, current, latest (or every version)
+            shown = versions_that_matter(study_id=study.pk, every=every)
+            tags = {v.pk: v.menu_tags for v in shown}
+            field.queryset = field.queryset.filter(pk__in=list(tags))
+        field.label_from_instance = lambda v: (
+            f"#{v.pk} {v.label or v.method}"
+            + "".join(f" · {t}" for t in tags.get(v.pk, ["published"] * v.is_published))
         )
 
 
@@ -57,7 +65,8 @@ def _nav(study, active: str = "audits") -> dict:
 @require_http_methods(["GET", "HEAD", "POST"])
 def audit_list(request: HttpRequest, study_id: int) -> HttpResponse:
     study = _study(request, study_id)
-    form = AuditForm(request.POST or None, request.FILES or None, study=study)
+    every = request.GET.get("versions") == "all"
+    form = AuditForm(request.POST or None, request.FILES or None, study=study, every=every)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
@@ -78,7 +87,7 @@ def audit_list(request: HttpRequest, study_id: int) -> HttpResponse:
             return redirect("learning:audit-detail", study.pk, audit.pk)
     audits = list(selectors.study_audits(study=study)[:100])
     status = 400 if request.method == "POST" else 200
-    context = _nav(study) | {"form": form, "audits": audits}
+    context = _nav(study) | {"form": form, "audits": audits, "every_version": every}
     return render(request, "learning/audits/list.html", context, status=status)
 
 

@@ -26,6 +26,7 @@ from learning.dashboards import (
 from learning.evaluation.weat_tests import require_weat
 from learning.models import MetricVersion, WeatTest
 from learning.versions import storage
+from learning.versions.selectors import versions_that_matter
 
 # --- Access -----------------------------------------------------------------------------------
 
@@ -197,6 +198,7 @@ def study_drift(request: HttpRequest, study_id: int) -> HttpResponse:
 @require_safe
 def version_detail(request: HttpRequest, version_id: int) -> HttpResponse:
     version = _reviewer_version(request, version_id)
+    every = request.GET.get("versions") == "all"
     report = version_report.version_report(version)
     context = _study_nav(version.study, "versions") | {
         "report": report,
@@ -205,12 +207,17 @@ def version_detail(request: HttpRequest, version_id: int) -> HttpResponse:
         "chart": {"spectrum": report.spectrum},
         "diagnostics": version_report.scalar_rows(version.diagnostics),
         "parameters": version_report.scalar_rows(version.parameters or {}),
-        # Ready versions to compare with, by method, the published one first, newest next.
-        "others": MetricVersion.objects.ready()
-        .filter(study_id=version.study_id)
-        .exclude(pk=version.pk)
-        .only("id", "label", "method", "is_published", "created_at")
-        .order_by("method", "-is_published", "-pk")[:300],
+        # Versions to compare with, by method: published, current, latest and the previous
+        # one (every ready version behind the "all versions" link).
+        "others": [
+            v
+            for v in versions_that_matter(
+                study_id=version.study_id, also=[version.parent_id], every=every
+            )
+            if v.pk != version.pk
+        ],
+        "every_version": every,
+        "ready_count": MetricVersion.objects.ready().filter(study_id=version.study_id).count(),
     }
     return render(request, "learning/version.html", context)
 
