@@ -295,7 +295,8 @@ def test_an_annotator_column_makes_the_answers_the_members_and_they_count_in_agr
         rows.append(f"{a},{b},{'comparable' if i < 4 else 'incomparable'},sam@example.org")
     rows.append("good,bad,unsure,")
     path = write(tmp_path / "answers.csv", "\n".join(rows) + "\n")
-    plan = feedback_read(study=study, raw_lines=open(path, "rb"), name=path.name)
+    with open(path, "rb") as lines:
+        plan = feedback_read(study=study, raw_lines=lines, name=path.name)
     assert plan.annotators == 2
     feedback_import(study=study, path=path)
     stored = PairJudgment.objects.filter(study=study)
