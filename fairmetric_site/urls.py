@@ -20,6 +20,7 @@ api_urlpatterns = [
 urlpatterns = [
     path("", views.home, name="home"),
     path("healthz", views.healthz, name="healthz"),
+    path("favicon.ico", views.favicon, name="favicon"),
     path("", include("accounts.urls")),
     path("admin/", admin.site.urls),
     path("api/", include(api_urlpatterns)),

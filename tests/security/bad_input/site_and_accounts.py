@@ -154,4 +154,4 @@ ELSEWHERE = [
 ]
 
 # Taking no input beyond authentication (covered by the authorization matrix).
-NO_INPUT = {"accounts:logout", "api-docs", "healthz", "home", "schema"}
+NO_INPUT = {"accounts:logout", "api-docs", "favicon", "healthz", "home", "schema"}

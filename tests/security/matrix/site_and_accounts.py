@@ -10,6 +10,7 @@ from .policies import LOGGED_IN, PAGE_GATE, PUBLIC, Row, statuses
 ROWS: dict[str, Row] = {
     "home": Row(lambda w: reverse("home"), {"get": LOGGED_IN}, PAGE_GATE),
     "healthz": Row(lambda w: reverse("healthz"), {"get": PUBLIC}),
+    "favicon": Row(lambda w: reverse("favicon"), {"get": PUBLIC}),
     "accounts:login": Row(
         lambda w: reverse("accounts:login"),
         {"get": PUBLIC, "post": PUBLIC},
