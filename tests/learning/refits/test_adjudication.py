@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import numpy as np
+from django.urls import reverse
 from django.utils import timezone
 
 from annotation.models import Adjudication, LabelCode, PairJudgment
@@ -149,3 +150,33 @@ def test_a_burst_of_decisions_waits_for_the_churn_rule_or_the_quiet_moment(world
     assert service.refit_study(study_id=study.pk).outcome == "fitted"
     assert len(versions(study)) > fitted
     assert service.refit_study(study_id=study.pk).outcome == "nothing new"
+
+
+def test_the_version_page_counts_people_and_decisions_apart_from_imports(world, client):
+    """A version page said "flip rates of 3 annotators" where its data had 2 (the answers
+    without an annotator — imports, adjudications — have a flip rate of their own), and it
+    counted the adjudicated labels as "imported"."""
+    _, items, study, users = world
+    learning = selectors.learning_settings_get(study_id=study.pk)
+    learning.weight_by_reliability = True
+    learning.save()
+    add_simulated(world, 150, annotator=users[0])
+    add_simulated(world, 150, seed=2, annotator=users[1])
+    add_simulated(world, 40, seed=3)  # imported: no annotator
+    first, second = sorted((items[0], items[1]), key=lambda item: item.pk)
+    for user, label in zip(users[:2], ["comparable", "incomparable"], strict=True):
+        PairJudgment.objects.create(
+            study=study, annotator=user, item_a=first, item_b=second, label=label
+        )
+    reviewer = admin_of(study)
+    review.adjudicate(
+        study=study, user=reviewer, item_a_id=first.pk, item_b_id=second.pk, label="comparable"
+    )
+    assert service.refit_study(study_id=study.pk).outcome == "fitted"
+    explore = versions(study, status="ready", method="explore")[-1]
+    assert explore.counts["annotators"] == 2
+    assert explore.counts["adjudicated"] == 1
+    assert explore.counts["imported"] == 40
+    client.force_login(reviewer)
+    page = client.get(reverse("learning:version-detail", args=[explore.pk])).content.decode()
+    assert "flip rates of 2 annotators (and one for the answers without an annotator" in page
