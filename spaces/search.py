@@ -8,7 +8,8 @@ A query is terms separated by spaces, all of which must match (quotes keep space
 * ``field:value`` — the record field contains the value, ignoring case (``sex:female``);
 * ``field:=value`` — equals it, ignoring case; ``field:>40``, ``>=``, ``<``, ``<=`` — compares
   numbers (``age:>=40``) in a field that holds numbers (in a text field such as Adult's income,
-  ``income:>50`` is looked for as text: ``>50K``);
+  ``income:>50`` is looked for as text: ``>50K``); ``field:30..50`` — a range, both ends
+  included (``age:30..``, ``age:..50``: one end);
 * ``tag:name`` — the item has that tag (unless the records have a field named ``tag``).
 
 ``hidden``: fields never searched (the space's hidden columns when annotators' eyes are the
@@ -37,6 +38,7 @@ from spaces.records.columns import record_columns
 MAX_TERMS = 10
 COMPARISONS = {">=": "gte", "<=": "lte", ">": "gt", "<": "lt"}
 TERM = re.compile(r"^(?P<field>[^:\s]+):(?P<op>>=|<=|>|<|=)?(?P<value>.*)$", re.S)
+RANGE = re.compile(r"^(?P<low>[^.]*(?:\.[0-9]+)?)\.\.(?P<high>.*)$")
 
 
 def query_terms(query: str, *, strict: bool = True) -> list[str]:
@@ -97,6 +99,9 @@ def _term(
                 return Q(pk__in=[]), False
             if op in COMPARISONS and field not in numeric:
                 op, value = "", op + value  # a text field: the operator is part of the text
+            span = RANGE.match(value) if not op and field in numeric else None
+            if span and (span["low"] or span["high"]):
+                return _range_condition(field, span["low"], span["high"], strict=strict), False
             return _field_condition(field, op, value, strict=strict), False
         known = ", ".join(f for f in fields if f not in hidden) or "none: not a record space"
         raise InvalidInput(f"No field named {field!r} (fields: {known}; tags: tag:name).")
@@ -115,6 +120,15 @@ def _field_condition(field: str, op: str, value: str, *, strict: bool) -> Q:
     if op == "=":
         return Q(**{f"payload__{field}__iexact": value})
     return Q(**{f"payload__{field}__icontains": value})
+
+
+def _range_condition(field: str, low: str, high: str, *, strict: bool) -> Q:
+    """``field:low..high``: both ends included, either may be left out."""
+    condition = Q()
+    for end, op in ((low, ">="), (high, "<=")):
+        if end.strip():
+            condition &= _field_condition(field, op, end.strip(), strict=strict)
+    return condition
 
 
 def _word(word: str, *, fields: list[str], hidden: set[str]) -> tuple[Q, bool]:
