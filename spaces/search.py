@@ -116,7 +116,10 @@ def _field_condition(field: str, op: str, value: str, *, strict: bool) -> Q:
             if strict:
                 raise InvalidInput(f"{field}:{op} needs a number, not {value!r}.") from None
             return Q(pk__in=[])
-        return Q(**{f"payload__{field}__{COMPARISONS[op]}": number})
+        # A missing value (JSON null) is no number: PostgreSQL orders null below every number.
+        return Q(**{f"payload__{field}__{COMPARISONS[op]}": number}) & ~Q(
+            **{f"payload__{field}": None}
+        )
     if op == "=":
         return Q(**{f"payload__{field}__iexact": value})
     return Q(**{f"payload__{field}__icontains": value})
