@@ -132,6 +132,7 @@ def page_urls(world) -> dict[str, tuple[str, str]]:
 # Routes that are not pages: the API, JSON endpoints, form targets (POST), the admin site.
 NOT_PAGES = {
     "healthz",
+    "favicon",  # an image
     "accounts:logout",
     "schema",
     "api-docs",  # Swagger UI: a third-party page
