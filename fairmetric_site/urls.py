@@ -21,6 +21,7 @@ urlpatterns = [
     path("", views.home, name="home"),
     path("healthz", views.healthz, name="healthz"),
     path("readyz", views.readyz, name="readyz"),
+    path("favicon.ico", views.favicon, name="favicon"),
     path("", include("accounts.urls")),
     path("admin/", admin.site.urls),
     path("api/", include(api_urlpatterns)),

@@ -7,8 +7,9 @@ A query is terms separated by spaces, all of which must match (quotes keep space
 * ``word`` — the key, the text or any searchable record field contains it, ignoring case;
 * ``field:value`` — the record field contains the value, ignoring case (``sex:female``);
 * ``field:=value`` — equals it, ignoring case; ``field:>40``, ``>=``, ``<``, ``<=`` — compares
-  finite numbers (``age:>=40``) in a field that holds numbers (in a text field such as Adult's income,
-  ``income:>50`` is looked for as text: ``>50K``);
+  finite numbers (``age:>=40``) in a field that holds numbers (in a text field such as Adult's
+  income, ``income:>50`` is looked for as text: ``>50K``); ``field:30..50`` — a range, both ends
+  included (``age:30..``, ``age:..50``: one end);
 * ``tag:name`` — the item has that tag (unless the records have a field named ``tag``).
 
 ``hidden``: fields never searched (the space's hidden columns when annotators' eyes are the
@@ -38,6 +39,7 @@ from spaces.records.columns import record_columns
 MAX_TERMS = 10
 COMPARISONS = {">=": "gte", "<=": "lte", ">": "gt", "<": "lt"}
 TERM = re.compile(r"^(?P<field>[^:\s]+):(?P<op>>=|<=|>|<|=)?(?P<value>.*)$", re.S)
+RANGE = re.compile(r"^(?P<low>[^.]*(?:\.[0-9]+)?)\.\.(?P<high>.*)$")
 
 
 def query_terms(query: str, *, strict: bool = True) -> list[str]:
@@ -60,9 +62,7 @@ def items_matching(
     first = first_record(space_id)
     space = EmbeddingSpace.objects.filter(pk=space_id).first() if first else None
     fields = record_columns(space, first) if space is not None else []
-    numeric = {
-        name for name, v in first.items() if isinstance(v, int | float) and not isinstance(v, bool)
-    }
+    numeric = numeric_fields(space, first)
     hidden = set(hidden)
     terms = [
         _term(term, fields=fields, numeric=numeric, hidden=hidden, strict=strict)
@@ -74,6 +74,16 @@ def items_matching(
     for condition, _ in terms:
         qs = qs.filter(condition)
     return qs
+
+
+def numeric_fields(space: EmbeddingSpace | None, first: dict) -> set[str]:
+    """The record fields that hold numbers: a number in the first record, or a numeric
+    feature of φ (a first record may leave a cell empty)."""
+    found = {n for n, v in first.items() if isinstance(v, int | float) and not isinstance(v, bool)}
+    spec = (space.feature_map or {}) if space is not None else {}
+    return found | {
+        f["column"] for f in spec.get("features", []) if f.get("kind") == "numeric"
+    } & set(first)
 
 
 def _term(
@@ -90,6 +100,9 @@ def _term(
                 return Q(pk__in=[]), False
             if op in COMPARISONS and field not in numeric:
                 op, value = "", op + value  # a text field: the operator is part of the text
+            span = RANGE.match(value) if not op and field in numeric else None
+            if span and (span["low"] or span["high"]):
+                return _range_condition(field, span["low"], span["high"], strict=strict), False
             return _field_condition(field, op, value, strict=strict), False
         known = ", ".join(f for f in fields if f not in hidden) or "none: not a record space"
         raise InvalidInput(f"No field named {field!r} (fields: {known}; tags: tag:name).")
@@ -108,10 +121,22 @@ def _field_condition(field: str, op: str, value: str, *, strict: bool) -> Q:
             if strict:
                 raise InvalidInput(f"{field}:{op} needs a finite number, not {value!r}.")
             return Q(pk__in=[])
-        return Q(**{f"payload__{field}__{COMPARISONS[op]}": number})
+        # A missing value (JSON null) is no number: PostgreSQL orders null below every number.
+        return Q(**{f"payload__{field}__{COMPARISONS[op]}": number}) & ~Q(
+            **{f"payload__{field}": None}
+        )
     if op == "=":
         return Q(**{f"payload__{field}__iexact": value})
     return Q(**{f"payload__{field}__icontains": value})
+
+
+def _range_condition(field: str, low: str, high: str, *, strict: bool) -> Q:
+    """``field:low..high``: both ends included, either may be left out."""
+    condition = Q()
+    for end, op in ((low, ">="), (high, "<=")):
+        if end.strip():
+            condition &= _field_condition(field, op, end.strip(), strict=strict)
+    return condition
 
 
 def _word(word: str, *, fields: list[str], hidden: set[str]) -> tuple[Q, bool]:

@@ -74,3 +74,11 @@ def test_healthz_reports_the_database(client):
     response = client.get(reverse("healthz"))
     assert response.status_code == 200
     assert response.json()["status"] == "ok"
+
+
+def test_the_favicon_is_served_not_a_404(client):
+    """Browsers ask for /favicon.ico whatever the page links: it was a 404 in every log."""
+    response = client.get("/favicon.ico")
+    assert response.status_code == 200
+    assert response["Content-Type"] == "image/svg+xml"
+    assert response.content.startswith(b"<svg")

@@ -10,7 +10,8 @@ In order:
    in one query; the fullest open pair goes first.
 2. **Gold** — with probability ``study.gold_rate``, a gold pair the annotator has not answered.
 3. **Candidate pairs** — an uploaded candidate pair (``CandidatePair``) the annotator has not
-   answered: those an audit asked about (higher ``priority``) first, at random within each.
+   answered: those an audit asked about (higher ``priority``) first, at random within each;
+   always while some are left, or with probability ``study.candidate_rate`` (< 1).
 4. **The study's strategy** over ``CANDIDATES`` random pairs of the item pool (ids cached per
    process), minus those already answered (one query):
    * ``random`` — any of them;
@@ -32,10 +33,8 @@ In order:
 Left and right are shuffled per presentation.
 
 :func:`next_pairs` gives ``k`` distinct pairs at once, as ``k`` successive calls of
-:func:`next_pair` would (each one excluding the pairs before it), sharing the reads of the
-refill: the overlap windows, the gold and candidate pairs and the annotator's answered pairs are
-read once, the items in one query. The per-annotator queue (``pair_queue.py``) refills itself
-with it.
+:func:`next_pair` would, sharing the reads of the refill (overlap windows, gold and candidate
+pairs, the annotator's answered pairs; the items in one query): the queue's (``pair_queue.py``).
 """
 
 from __future__ import annotations
@@ -114,10 +113,15 @@ def next_pair(
         pair = _gold_pair(study, user, excluded)
         if pair is not None:
             return _present(pair, "gold", rng)
-    pair = _listed_pair(CandidatePair, study, user, excluded)
+    first = study.candidate_rate >= 1 or rng.random() < study.candidate_rate
+    pair = _listed_pair(CandidatePair, study, user, excluded) if first else None
     if pair is not None:
         return _present(pair, "candidate", rng)
-    return _strategy_pair(study, user, excluded, pool, rng)
+    chosen = _strategy_pair(study, user, excluded, pool, rng)
+    if chosen is None and not first:  # the strategy has nothing: a candidate after all
+        pair = _listed_pair(CandidatePair, study, user, excluded)
+        chosen = _present(pair, "candidate", rng) if pair is not None else None
+    return chosen
 
 
 def next_pairs(

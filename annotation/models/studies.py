@@ -60,6 +60,11 @@ class Study(models.Model):
         default=2, help_text="How many annotators answer each pair."
     )
     gold_rate = models.FloatField(default=0.0, help_text="Share of gold pairs shown (0 to 1).")
+    candidate_rate = models.FloatField(
+        default=1.0,
+        help_text="Share of the pairs drawn from the uploaded candidate pairs while some are "
+        "left (0 to 1; 1: all of them first, then the strategy).",
+    )
     instructions = models.TextField(blank=True, help_text="Markdown.")
     target_per_annotator = models.PositiveIntegerField(default=200)
     stop_at_target = models.BooleanField(
@@ -78,6 +83,10 @@ class Study(models.Model):
         constraints = [
             models.CheckConstraint(
                 condition=Q(gold_rate__gte=0) & Q(gold_rate__lte=1), name="study_gold_rate_0_1"
+            ),
+            models.CheckConstraint(
+                condition=Q(candidate_rate__gte=0) & Q(candidate_rate__lte=1),
+                name="study_candidate_rate_0_1",
             ),
         ]
 

@@ -54,6 +54,7 @@ class SharedPair:
     p_comparable: float | None = None  # under the current metric
     key_a: str = ""  # the items' keys (``keys_attach``)
     key_b: str = ""
+    gold: str | None = None  # the gold label when it is a gold pair (``review_pairs``)
 
     @property
     def ref(self) -> str:
@@ -125,14 +126,15 @@ def _p_comparable(study: Study, counts: np.ndarray) -> tuple[np.ndarray | None, 
     """P(comparable) of each row under the current metric (one read of the rows involved) and
     the metric's name; (None, "") when the study has none."""
     metric = current_metric(study_id=study.pk)
-    if metric is None or not len(counts):
+    if metric is None:
         return None, ""
+    name = f"{metric.label} (version #{metric.version_id})"
+    if not len(counts):  # (every disagreement resolved: the metric is still there)
+        return None, name
     unique, inverse = np.unique(counts[:, [ROW_A, ROW_B]].T.ravel(), return_inverse=True)
     vectors = study.space.vectors(unique)
     z = vectors[inverse[: len(counts)]] - vectors[inverse[len(counts) :]]
-    return np.asarray(metric.p_comparable(z), dtype=np.float64), (
-        f"{metric.label} (version #{metric.version_id})"
-    )
+    return np.asarray(metric.p_comparable(z), dtype=np.float64), name
 
 
 def review_pairs(
@@ -184,6 +186,12 @@ def review_pairs(
         )
         for i in order
     ]
+    if pairs:  # gold pairs marked: one query over the pairs returned
+        ids = {i for p in pairs for i in (p.item_a, p.item_b)}
+        gold = GoldPair.objects.filter(study=study, item_a__in=ids, item_b__in=ids)
+        labels_of = {(a, b): g for a, b, g in gold.values_list("item_a_id", "item_b_id", "label")}
+        for pair in pairs:
+            pair.gold = labels_of.get((pair.item_a, pair.item_b))
     return Review(
         pairs=pairs,
         count=int(kept.size),

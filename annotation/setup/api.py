@@ -42,6 +42,7 @@ class StudyWrite(serializers.Serializer):
     strategy = serializers.ChoiceField(Study.Strategy.choices, required=False)
     overlap = serializers.IntegerField(required=False)  # bounds: StudyForm, one message
     gold_rate = serializers.FloatField(required=False)
+    candidate_rate = serializers.FloatField(required=False)
     target_per_annotator = serializers.IntegerField(required=False)
     stop_at_target = serializers.BooleanField(required=False)
     is_active = serializers.BooleanField(required=False)

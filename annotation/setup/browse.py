@@ -1,5 +1,7 @@
-"""The data browser of a study's space: search and filter its items (``spaces.search``), open
-one, and make the study's pool from a filter. Reviewers and admins browse (reviewers see the
+"""The data browser of a study's space: search and filter its items (``spaces.search``: words,
+fields, comparisons, ranges), sort them by a field, count the values of a field among them (the
+pool's balance of a categorical field, with "in the pool only"), open one, and make the study's
+pool from a filter. Reviewers and admins browse (reviewers see the
 fields annotators see; admins every field); admins make pools."""
 
 from __future__ import annotations
@@ -8,6 +10,8 @@ from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.db.models import Count, F
+from django.db.models.fields.json import KT
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -20,10 +24,11 @@ from annotation.setup import pool, selectors
 from common.errors import AppError, InvalidInput
 from spaces.models import EmbeddingSpace, Item, first_record
 from spaces.records.columns import record_columns
-from spaces.search import items_matching
+from spaces.search import items_matching, numeric_fields
 
 SETUP_REFUSED = "Only reviewers and admins of this study can see its set-up."
 SHOWN = 100  # rows a page of the browser shows
+COUNTS_SHOWN = 50  # values a field's counts list
 POOL_FROM_FILTER_MAX = 100_000
 
 
@@ -44,6 +49,36 @@ def _fields(space: EmbeddingSpace, every_field: bool, first: dict) -> list[str]:
     return names if every_field else [n for n in names if n not in set(space.hidden_columns)]
 
 
+def _field_choice(value: str, fields: list[str], what: str) -> str:
+    """A field named in the browser's sort or count parameter: one the user may see."""
+    if value and value not in fields:
+        known = ", ".join(fields) or "none: not a record space"
+        raise InvalidInput(f"No field named {value!r} to {what} (fields: {known}).")
+    return value
+
+
+def _ordered(found, sort: str):
+    """The items by a field (``age`` ascending, ``-age`` descending; missing values last),
+    then by row; by row alone without one. JSON numbers sort as numbers."""
+    if not sort:
+        return found.order_by("row")
+    key = F(f"payload__{sort.lstrip('-')}")
+    by = key.desc(nulls_last=True) if sort.startswith("-") else key.asc(nulls_last=True)
+    return found.order_by(by, "row")
+
+
+def value_counts(found, field: str) -> list[tuple[str, int]]:
+    """How many of ``found`` hold each value of ``field`` (the most frequent first, at most
+    ``COUNTS_SHOWN``; missing values as None): the pool's balance of a categorical field."""
+    rows = (
+        found.annotate(value=KT(f"payload__{field}"))
+        .values("value")
+        .annotate(n=Count("pk"))
+        .order_by("-n", "value")[:COUNTS_SHOWN]
+    )
+    return [(row["value"], row["n"]) for row in rows]
+
+
 @login_required
 @require_GET
 def study_browse(request: HttpRequest, study_id: int) -> HttpResponse:
@@ -51,6 +86,7 @@ def study_browse(request: HttpRequest, study_id: int) -> HttpResponse:
     query = request.GET.get("q", "").strip()[:500]
     first = first_record(study.space_id)  # read once: the columns and which hold numbers
     fields = _fields(study.space, can_manage, first)
+    pool_only = request.GET.get("pool") == "1"
     context = {
         "study": study,
         "can_manage": can_manage,
@@ -59,12 +95,24 @@ def study_browse(request: HttpRequest, study_id: int) -> HttpResponse:
         "q": query,
         "fields": fields,
         "hidden": set(study.space.hidden_columns),
-        "numeric": [n for n, v in first.items() if _is_number(v)],
+        "numeric": sorted(numeric_fields(study.space, first) & set(fields), key=fields.index),
+        "sort": request.GET.get("sort", "")[:210],
+        "count": request.GET.get("count", "")[:210],
+        "pool_only": pool_only,
     }
     try:
+        sort = _field_choice(context["sort"].removeprefix("-"), fields, "sort by")
+        count = _field_choice(context["count"], fields, "count")
         found = matching(study, query, every_field=can_manage)
+        if pool_only:
+            found = found.filter(pk__in=pool_items(study=study).values("pk"))
         total = found.count()
-        rows = list(found.order_by("row").prefetch_related("tags")[:SHOWN])
+        ordered = _ordered(found, context["sort"] if sort else "")
+        rows = list(ordered.prefetch_related("tags")[:SHOWN])
+        if count:
+            context["value_counts"] = [
+                (value, n, n / total if total else 0.0) for value, n in value_counts(found, count)
+            ]
     except InvalidInput as error:
         context["error"] = error.message
         return render(request, "annotation/setup/browse.html", context, status=400)
@@ -76,10 +124,6 @@ def study_browse(request: HttpRequest, study_id: int) -> HttpResponse:
         item.values = [(item.payload or {}).get(name) for name in fields]
     context |= {"rows": rows, "total": total, "shown": len(rows)}
     return render(request, "annotation/setup/browse.html", context)
-
-
-def _is_number(value) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 @login_required

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from annotation.models import ComparableGroup, Label, Study
+from annotation.models import ComparableGroup, Label, Membership, Study
 from common.iterables import batched
 from common.text import text_problem
 from spaces.exceptions import InputFileError
@@ -47,6 +47,7 @@ class PairRow:
     label: str
     item_a: int
     item_b: int
+    annotator: int | None = None  # the member who answered (the file's annotator column)
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,11 @@ class FeedbackPlan:
     @property
     def members(self) -> int:
         return sum(len(g.items) for g in self.groups)
+
+    @property
+    def annotators(self) -> int:
+        """How many members the pairs name as their annotators (0: no annotator column)."""
+        return len({p.annotator for p in self.pairs if p.annotator is not None})
 
 
 def clean_provenance(provenance: str) -> str:
@@ -194,7 +200,40 @@ class _KeyIndex:
             ) from None
 
 
-def _read_pairs(records: list[tuple[int, dict]]) -> list[tuple[int, str, str, str]]:
+class _Members:
+    """The study's members by username or e-mail address (any case): an imported answer's
+    ``annotator`` names the member who gave it, so that it counts in agreement as theirs."""
+
+    def __init__(self, study: Study):
+        self.ids: dict[str, int] = {}
+        rows = Membership.objects.filter(study=study).values_list(
+            "user_id", "user__username", "user__email"
+        )
+        for pk, username, email in rows:
+            self.ids[username.lower()] = pk
+            if email:
+                self.ids.setdefault(email.lower(), pk)
+
+    def get(self, name: str, line: int) -> int:
+        try:
+            return self.ids[name.lower()]
+        except KeyError:
+            raise FeedbackFormatError(
+                f"annotator {name[:80]!r} is no member of the study (add them on the members "
+                "page first, or leave the cell empty)",
+                line=line,
+            ) from None
+
+
+def _annotator(record: dict, line: int) -> str:
+    """The optional ``annotator`` cell: a member's username or e-mail ("" when absent)."""
+    value = record.get("annotator")
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return ""
+    return _text(record, "annotator", line)
+
+
+def _read_pairs(records: list[tuple[int, dict]]) -> list[tuple[int, str, str, str, str]]:
     pairs = []
     for line, record in records:
         key_a, key_b = _text(record, "key_a", line), _text(record, "key_b", line)
@@ -207,7 +246,7 @@ def _read_pairs(records: list[tuple[int, dict]]) -> list[tuple[int, str, str, st
             )
         if key_a == key_b:
             raise FeedbackFormatError(f"a pair of {key_a!r} with itself", line=line)
-        pairs.append((line, key_a, key_b, label))
+        pairs.append((line, key_a, key_b, label, _annotator(record, line)))
     return pairs
 
 
@@ -286,10 +325,19 @@ def feedback_read(
     plan = FeedbackPlan(kind=kind, fmt=fmt, provenance=provenance)
     if kind == "pairs":
         pairs = _read_pairs(records)
-        index = _KeyIndex(study, {k for _, a, b, _ in pairs for k in (a, b)})
+        index = _KeyIndex(study, {k for _, a, b, _, _ in pairs for k in (a, b)})
+        members = _Members(study) if any(who for *_, who in pairs) else None
         plan.pairs = [
-            PairRow(line, a, b, label, index.get(a, line), index.get(b, line))
-            for line, a, b, label in pairs
+            PairRow(
+                line,
+                a,
+                b,
+                label,
+                index.get(a, line),
+                index.get(b, line),
+                members.get(who, line) if who and members else None,
+            )
+            for line, a, b, label, who in pairs
         ]
         return plan
     groups = _read_groups(records, fmt)

@@ -5,7 +5,9 @@ File formats (UTF-8; ``fmt`` is ``csv``, ``jsonl`` or ``auto`` from the extensio
 pairs
     CSV with a header containing ``key_a,key_b,label``, or JSON lines
     ``{"key_a": ..., "key_b": ..., "label": ...}``. Labels: ``comparable`` / ``incomparable`` /
-    ``unsure`` (also ``1``/``0``, ``true``/``false``, ``yes``/``no``; any case).
+    ``unsure`` (also ``1``/``0``, ``true``/``false``, ``yes``/``no``; any case). An optional
+    ``annotator`` column names the member who answered (username or e-mail, any case; an empty
+    cell: nobody): the answer is then theirs and counts in agreement.
 groups
     CSV in long form with a header containing ``group,key`` (one row per member), or JSON lines
     ``{"name": ..., "keys": [...]}`` (``name`` optional: ``imported group <line>``).
@@ -16,8 +18,8 @@ study's import page) before anything is written — an unknown key, a pair of an
 a bad label, a group with fewer than two members or a key listed twice, a group name already
 used in the study, bad JSON, undecodable bytes, text with NUL or a lone surrogate (the guard of
 form input, :func:`common.text.text_problem`), an empty file — each a
-:class:`FeedbackFormatError` with the line number; then one transaction stores everything (``source=imported`` with the provenance string, no
-annotator) and queues a refit of the study after the commit.
+:class:`FeedbackFormatError` with the line number; then one transaction stores everything (``source=imported`` with the provenance string, the
+named annotator or none) and queues a refit of the study after the commit.
 
 Repeated pairs in a pairs file are kept: each row is one observation, as several annotators'
 answers to one pair would be.
@@ -72,12 +74,13 @@ class FeedbackImportSummary:
 # --- storing (by item id; also used by the demo) ----------------------------------------------
 
 
-def _judgment_rows(study: Study, pairs: Iterable[tuple[int, int, str]], provenance: str):
-    """Database-ready rows for ``PairJudgment`` (all concrete fields but the id), one per pair.
+def _judgment_rows(study: Study, pairs: Iterable[tuple], provenance: str):
+    """Database-ready rows for ``PairJudgment`` (all concrete fields but the id), one per pair
+    ``(item_a_id, item_b_id, label[, annotator_id])``.
 
     Fields are prepared once from a template judgment (defaults included, so a field added to
     the model later is filled as ``bulk_create`` would fill it); per row only the canonical
-    pair, the label and a fresh ``client_id`` change.
+    pair, the label, the annotator and a fresh ``client_id`` change.
     """
     fields = [f for f in PairJudgment._meta.concrete_fields if not f.primary_key]
     template = PairJudgment(
@@ -92,7 +95,8 @@ def _judgment_rows(study: Study, pairs: Iterable[tuple[int, int, str]], provenan
     position = {f.attname: i for i, f in enumerate(fields)}
     a_at, b_at, label_at = position["item_a_id"], position["item_b_id"], position["label"]
     client_at, client_field = position["client_id"], fields[position["client_id"]]
-    for a, b, label in pairs:
+    annotator_at = position["annotator_id"]
+    for a, b, label, *who in pairs:
         if a == b:
             raise ValueError(f"a pair of item {a} with itself")
         if label not in Label.values:
@@ -100,14 +104,14 @@ def _judgment_rows(study: Study, pairs: Iterable[tuple[int, int, str]], provenan
         row = list(base)
         row[a_at], row[b_at], row[label_at] = min(a, b), max(a, b), label
         row[client_at] = client_field.get_db_prep_save(uuid.uuid4(), connection)
+        row[annotator_at] = who[0] if who else None
         yield row
 
 
 @transaction.atomic
-def judgments_import(
-    *, study: Study, pairs: Iterable[tuple[int, int, str]], provenance: str
-) -> int:
-    """Store ``(item_a_id, item_b_id, label)`` triples as imported judgments; returns the count.
+def judgments_import(*, study: Study, pairs: Iterable[tuple], provenance: str) -> int:
+    """Store ``(item_a_id, item_b_id, label[, annotator_id])`` as imported judgments (the
+    annotator a member's user id, or None); returns the count.
 
     Pairs are stored canonically (smaller id first); each gets a fresh ``client_id``. Rows go
     in batches through one ``executemany`` INSERT each: ``bulk_create``'s per-object work made
@@ -178,7 +182,7 @@ def groups_import(
 def feedback_store(*, study: Study, plan: FeedbackPlan) -> FeedbackImportSummary:
     """Store a checked plan (``feedback_files.feedback_read``) in one transaction."""
     if plan.kind == "pairs":
-        rows = [(p.item_a, p.item_b, p.label) for p in plan.pairs]
+        rows = [(p.item_a, p.item_b, p.label, p.annotator) for p in plan.pairs]
         count = judgments_import(study=study, pairs=rows, provenance=plan.provenance)
         return FeedbackImportSummary(judgments=count, provenance=plan.provenance)
     created = groups_import(

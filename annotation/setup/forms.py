@@ -42,12 +42,15 @@ class StudyForm(forms.ModelForm):
             "stop_at_target": "Stop annotators at the target (completion screen)",
             "is_active": "Open (takes answers)",
             "pool": "Item pool",
+            "candidate_rate": "Share of uploaded candidate pairs",
         }
         widgets = {"instructions": forms.Textarea(attrs={"rows": 10, "data-preview": "1"})}
         help_texts = {
             "pool": "All items of the space, the items with given tags, or a list of keys you "
             "upload on the Items page.",
             "target_per_annotator": "Answers each annotator is asked for (their progress bar).",
+            "candidate_rate": "While uploaded candidate pairs are left, this share of the pairs "
+            "comes from them and the rest from the strategy (1: all candidates first).",
         }
 
     def __init__(self, *args, user, **kwargs):
@@ -61,6 +64,8 @@ class StudyForm(forms.ModelForm):
         self.fields["overlap"].widget.attrs.update(min=1, max=MAX_OVERLAP)
         self.fields["target_per_annotator"].widget.attrs.update(min=1, max=MAX_TARGET)
         self.fields["gold_rate"].widget.attrs.update(min=0, max=1, step="0.01")
+        self.fields["candidate_rate"].widget.attrs.update(min=0, max=1, step="0.01")
+        self.fields["candidate_rate"].required = False
         if self.instance.pk:
             self.initial.setdefault("tags", list(self.instance.pool_tags.all()))
         else:
@@ -73,6 +78,14 @@ class StudyForm(forms.ModelForm):
         value = self.cleaned_data["gold_rate"]
         if value is not None and not 0 <= value <= 1:
             raise forms.ValidationError("The gold rate is between 0 and 1.")
+        return value
+
+    def clean_candidate_rate(self):
+        value = self.cleaned_data["candidate_rate"]
+        if value is None:  # left out: as it is (new: all candidate pairs first)
+            return self.instance.candidate_rate
+        if not 0 <= value <= 1:
+            raise forms.ValidationError("The share of candidate pairs is between 0 and 1.")
         return value
 
     def clean_overlap(self):

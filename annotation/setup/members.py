@@ -81,23 +81,48 @@ def member_invite(
         study_id=study.pk,
         detail={"user_id": person.pk, "username": username, "role": role, "emailed": bool(email)},
     )
+    return _invitation_send(user, membership, link)
+
+
+def _invitation_send(user, membership: Membership, link: str) -> Invitation:
+    """E-mail the invitation link when the person has an address; the admin sees it anyway."""
+    person, study = membership.user, membership.study
     emailed, problem = False, ""
-    if email:
+    if person.email:
         try:
             send_mail(
                 subject=f"You are invited to the study {study.name!r} on fairmetric",
                 message=(
                     f"{user.get_username()} invited you to take part in {study.name!r} as "
-                    f"{role}.\n\nChoose your password here (the link works once, for "
-                    f"{settings.INVITATION_DAYS} days):\n{link}\n\nYour username: {username}\n"
+                    f"{membership.role}.\n\nChoose your password here (the link works once, for "
+                    f"{settings.INVITATION_DAYS} days):\n{link}\n\n"
+                    f"Your username: {person.get_username()}\n"
                 ),
                 from_email=settings.DEFAULT_FROM_EMAIL,
-                recipient_list=[email],
+                recipient_list=[person.email],
             )
             emailed = True
         except (OSError, ValueError) as error:  # SMTP down: the admin still has the link
             problem = str(error)[:200]
     return Invitation(membership, link, emailed, problem)
+
+
+def member_invite_resend(*, user, membership: Membership, link_for) -> Invitation:
+    """The invitation link of a member who has not chosen a password yet, shown and e-mailed
+    again (a lost e-mail, a link that expired); audited. Conflict once they have one."""
+    require(user, membership.study_id, Action.MANAGE, "Only an admin of the study can invite.")
+    person = membership.user
+    if person.has_usable_password():
+        raise Conflict(f"{person.get_username()} has chosen a password already: nothing to send.")
+    uid, token = invitation_path(person)
+    audit_record(
+        action=AuditAction.MEMBERSHIP_INVITE,
+        actor=user,
+        target=membership,
+        study_id=membership.study_id,
+        detail={"user_id": person.pk, "resent": True, "emailed": bool(person.email)},
+    )
+    return _invitation_send(user, membership, link_for(uid, token))
 
 
 def _other_admins(membership: Membership) -> bool:

@@ -28,6 +28,13 @@ class ResolvedPair:
     item_b: Item
     label: str
     state: str = "new"  # new | changed | same (gold pairs already there)
+    swapped: bool = False  # the file named item_b first (pairs are stored canonically)
+
+    @property
+    def keys(self) -> tuple[str, str]:
+        """The two keys in the file's order (a preview shows what the file said)."""
+        a, b = self.item_a.key, self.item_b.key
+        return (b, a) if self.swapped else (a, b)
 
 
 def pairs_resolve(*, study: Study, rows: list[PairRow]) -> list[ResolvedPair]:
@@ -43,9 +50,10 @@ def pairs_resolve(*, study: Study, rows: list[PairRow]) -> list[ResolvedPair]:
         a, b = found[row.key_a], found[row.key_b]
         if a.pk == b.pk:
             raise InvalidInput(f"Line {row.line}: a pair needs two different items.")
-        if a.pk > b.pk:
+        swapped = a.pk > b.pk
+        if swapped:
             a, b = b, a
-        pairs[(a.pk, b.pk)] = ResolvedPair(row.line, a, b, row.label)
+        pairs[(a.pk, b.pk)] = ResolvedPair(row.line, a, b, row.label, swapped=swapped)
     existing = {
         (a, b): label
         for a, b, label in GoldPair.objects.filter(study=study).values_list(
@@ -57,7 +65,12 @@ def pairs_resolve(*, study: Study, rows: list[PairRow]) -> list[ResolvedPair]:
         if pair in existing:
             state = "same" if existing[pair] == resolved.label else "changed"
             resolved = ResolvedPair(
-                resolved.line, resolved.item_a, resolved.item_b, resolved.label, state
+                resolved.line,
+                resolved.item_a,
+                resolved.item_b,
+                resolved.label,
+                state,
+                resolved.swapped,
             )
         out.append(resolved)
     return out

@@ -30,6 +30,7 @@ NEW_STUDY_DEFAULTS = {
     "strategy": Study.Strategy.RANDOM,
     "overlap": 2,
     "gold_rate": 0.0,
+    "candidate_rate": 1.0,
     "target_per_annotator": 100,
     "stop_at_target": False,
     "is_active": True,
@@ -46,10 +47,14 @@ STUDY_FIELDS = [
     "strategy",
     "overlap",
     "gold_rate",
+    "candidate_rate",
     "target_per_annotator",
     "stop_at_target",
     "is_active",
 ]
+
+
+LATER = {"candidate_rate"}  # settings that callers written before them need not send
 
 
 def _check_settings(data: dict) -> None:
@@ -57,6 +62,8 @@ def _check_settings(data: dict) -> None:
         raise InvalidInput("A study needs a name.")
     if not 0 <= float(data.get("gold_rate", 0)) <= 1:
         raise InvalidInput("The gold rate is between 0 and 1.")
+    if not 0 <= float(data.get("candidate_rate", 1)) <= 1:
+        raise InvalidInput("The share of candidate pairs is between 0 and 1.")
     if not 1 <= int(data.get("overlap", 1)) <= MAX_OVERLAP:
         raise InvalidInput(f"Overlap k is between 1 and {MAX_OVERLAP:,}.")
     if not 1 <= int(data.get("target_per_annotator", 1)) <= MAX_TARGET:
@@ -111,8 +118,9 @@ def study_save(*, user, data: dict, study: Study | None = None) -> Study:
             "The embedding space cannot change: the study already has items, pairs or answers "
             "on its space. Duplicate the study instead."
         )
-    for field in STUDY_FIELDS:
-        setattr(study, field, data[field])
+    for field in STUDY_FIELDS:  # (a setting added later may be left out: it stays as it is)
+        if field in data or field not in LATER:
+            setattr(study, field, data[field])
     if study.archived_at is not None and study.is_active:
         raise InvalidInput("An archived study stays closed; restore it first.")
     taken = f"A study named {study.name!r} already exists."

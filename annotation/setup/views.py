@@ -268,7 +268,23 @@ def study_members(request: HttpRequest, study_id: int) -> HttpResponse:
     status = 200
     if request.method == "POST":
         status = 400
-        if request.POST.get("action") == "invite":
+        link_for = lambda uid, token: request.build_absolute_uri(  # noqa: E731
+            reverse("accounts:invitation", args=[uid, token])
+        )
+        if request.POST.get("action") == "resend":
+            chosen = request.POST.get("membership", "")
+            membership = members.memberships_of(study, int(chosen)) if chosen.isdigit() else None
+            if membership is None:
+                raise Http404("No such member.")
+            try:
+                invitation = members.member_invite_resend(
+                    user=request.user, membership=membership, link_for=link_for
+                )
+            except AppError as error:
+                messages.error(request, error.message)
+                return redirect("annotation:study-members", study.pk)
+            status = 200
+        elif request.POST.get("action") == "invite":
             invite_form = InviteForm(request.POST, prefix="invite")
             if invite_form.is_valid():
                 data = invite_form.cleaned_data
@@ -280,9 +296,7 @@ def study_members(request: HttpRequest, study_id: int) -> HttpResponse:
                         email=data["email"],
                         role=data["role"],
                         target=data["target"],
-                        link_for=lambda uid, token: request.build_absolute_uri(
-                            reverse("accounts:invitation", args=[uid, token])
-                        ),
+                        link_for=link_for,
                     )
                     status = 200
                     invite_form = InviteForm(prefix="invite")

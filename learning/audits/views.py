@@ -19,6 +19,7 @@ from annotation.access import Action, may, study_get
 from common.errors import InvalidInput, PayloadTooLarge, TooBusy
 from learning.audits import report, selectors, services, twins
 from learning.models import MetricVersion, ModelAudit
+from learning.versions.selectors import versions_that_matter
 from learning.versions.validity import validity_of, verdict_line
 
 
@@ -41,11 +42,18 @@ class AuditForm(forms.Form):
         required=False, min_value=0, label="δ for counterfactual twins (empty: 0.01)"
     )
 
-    def __init__(self, *args, study, **kwargs):
+    def __init__(self, *args, study, every: bool = False, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["version"].queryset = MetricVersion.objects.ready().filter(study=study)
-        self.fields["version"].label_from_instance = lambda v: (
-            f"#{v.pk} {v.label or v.method}{' (published)' if v.is_published else ''}"
+        field = self.fields["version"]
+        field.queryset = MetricVersion.objects.ready().filter(study=study)  # what may be posted
+        tags = {}
+        if not self.is_bound:  # the menu: published, current, latest (or every version)
+            shown = versions_that_matter(study_id=study.pk, every=every)
+            tags = {v.pk: v.menu_tags for v in shown}
+            field.queryset = field.queryset.filter(pk__in=list(tags))
+        field.label_from_instance = lambda v: (
+            f"#{v.pk} {v.label or v.method}"
+            + "".join(f" · {t}" for t in tags.get(v.pk, ["published"] * v.is_published))
         )
 
 
@@ -61,7 +69,8 @@ def _nav(study, active: str = "audits") -> dict:
 @require_http_methods(["GET", "HEAD", "POST"])
 def audit_list(request: HttpRequest, study_id: int) -> HttpResponse:
     study = _study(request, study_id)
-    form = AuditForm(request.POST or None, request.FILES or None, study=study)
+    every = request.GET.get("versions") == "all"
+    form = AuditForm(request.POST or None, request.FILES or None, study=study, every=every)
     refused = None
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
@@ -99,6 +108,7 @@ def _list(request, study, form, *, status: int = 200, columns_error: str = "") -
         "sensitive": twins.sensitive_columns(study),
         "may_declare": may(request.user, study, Action.MANAGE),
         "columns_error": columns_error,
+        "every_version": request.GET.get("versions") == "all",
     }
     return render(request, "learning/audits/list.html", context, status=status)
 

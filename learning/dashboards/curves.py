@@ -50,12 +50,25 @@ class CurvePoint:
     low: float | None
     high: float | None
     published: bool
+    annotators: int | None = None  # the people whose answers the version was fitted on
 
 
 @dataclass(frozen=True)
 class StudyCurve:
     points: list[CurvePoint]  # by answers, then version
     without_figure: int  # ready EXPLORE versions with no held-out figure (e.g. no validation)
+
+    @property
+    def annotator_changes(self) -> list[tuple[CurvePoint, int]]:
+        """The points where more annotators' answers came in than at the point before, with the
+        count before: the held-out pairs then hold a new person's answers, and a fall of the
+        curve there (−0.03 to −0.65 when a second annotator arrived) says how differently they
+        answer, not that the metric got worse."""
+        changes = []
+        for before, point in zip(self.points, self.points[1:], strict=False):
+            if (before.annotators or 0) and (point.annotators or 0) > before.annotators:
+                changes.append((point, before.annotators))
+        return changes
 
 
 def study_curve(study: Study) -> StudyCurve:
@@ -80,8 +93,18 @@ def study_curve(study: Study) -> StudyCurve:
         if answers is None or loglik is None:
             missing += 1
             continue
+        people = counts.get("annotators") if isinstance(counts, dict) else None
         points.append(
-            CurvePoint(pk, label, answers, loglik, _number(low), _number(high), published)
+            CurvePoint(
+                pk,
+                label,
+                answers,
+                loglik,
+                _number(low),
+                _number(high),
+                published,
+                people if isinstance(people, int) else None,
+            )
         )
     points.sort(key=lambda p: (p.answers, p.version_id))
     return StudyCurve(points=points, without_figure=missing)
@@ -268,6 +291,10 @@ def chart_data(curve: StudyCurve, measurement: Measurement | None, strategy: str
             "low": [p.low for p in curve.points],
             "high": [p.high for p in curve.points],
             "names": [f"#{p.version_id} {p.label}".strip() for p in curve.points],
+            "annotator_changes": [
+                {"answers": p.answers, "before": n, "after": p.annotators}
+                for p, n in curve.annotator_changes
+            ],
         },
         "efficiency": None,
     }

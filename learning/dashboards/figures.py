@@ -231,7 +231,7 @@ def _per_day(table: np.ndarray) -> tuple[list[str], dict]:
 def _annotators(study: Study, found: tallies.FigureTallies) -> dict[int, AnnotatorQuality]:
     """Label counts, medians and gold accuracy per annotator: their answers by people, the
     gold answers matched against the study's gold pairs now."""
-    table = found.table[(found.table[:, 2] == tallies.ANNOTATED) & (found.table[:, 1] >= 0)]
+    table = found.table[found.table[:, 1] >= 0]  # imported answers named to a member count
     annotators: dict[int, AnnotatorQuality] = {}
     for user_id, label, n in table[:, [1, 3, 4]].tolist():
         quality = annotators.setdefault(user_id, AnnotatorQuality(user_id=user_id, username=""))

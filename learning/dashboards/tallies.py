@@ -85,7 +85,7 @@ def extended(tallies: FigureTallies, rows: np.ndarray) -> FigureTallies:
     table = np.concatenate(
         [rows[:, [DAY, ANNOTATOR, SOURCE, LABEL]], np.ones((rows.shape[0], 1), np.int64)], axis=1
     )
-    people = rows[(rows[:, SOURCE] == ANNOTATED) & (rows[:, ANNOTATOR] >= 0)]
+    people = rows[rows[:, ANNOTATOR] >= 0]  # a person's answers, imported ones named to them too
     new_durations = agreement.duration_keys(people[:, ANNOTATOR], people[:, ELAPSED])
     durations = np.insert(
         tallies.durations, np.searchsorted(tallies.durations, new_durations), new_durations

@@ -27,6 +27,7 @@ from learning.evaluation import reasons
 from learning.evaluation.weat_tests import require_weat
 from learning.models import MetricVersion, WeatTest
 from learning.versions import storage
+from learning.versions.selectors import versions_that_matter
 from learning.versions.validity import INFORMATIVE, NotInformative, validity_of, verdict_line
 
 # --- Access -----------------------------------------------------------------------------------
@@ -199,6 +200,7 @@ def study_drift(request: HttpRequest, study_id: int) -> HttpResponse:
 def _version_page(
     request: HttpRequest, version: MetricVersion, *, status: int = 200, publish_error: str = ""
 ) -> HttpResponse:
+    every = request.GET.get("versions") == "all"
     report = version_report.version_report(version)
     validity = validity_of(version)
     context = _study_nav(version.study, "versions") | {
@@ -213,12 +215,17 @@ def _version_page(
         "chart": {"spectrum": report.spectrum},
         "diagnostics": version_report.scalar_rows(version.diagnostics),
         "parameters": version_report.scalar_rows(version.parameters or {}),
-        # Ready versions to compare with, by method, the published one first, newest next.
-        "others": MetricVersion.objects.ready()
-        .filter(study_id=version.study_id)
-        .exclude(pk=version.pk)
-        .only("id", "label", "method", "is_published", "created_at")
-        .order_by("method", "-is_published", "-pk")[:300],
+        # Versions to compare with, by method: published, current, latest and the previous
+        # one (every ready version behind the "all versions" link).
+        "others": [
+            v
+            for v in versions_that_matter(
+                study_id=version.study_id, also=[version.parent_id], every=every
+            )
+            if v.pk != version.pk
+        ],
+        "every_version": every,
+        "ready_count": MetricVersion.objects.ready().filter(study_id=version.study_id).count(),
     }
     return render(request, "learning/version.html", context, status=status)
 

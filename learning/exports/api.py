@@ -10,6 +10,7 @@ browser session. Sigma downloads carry ``ETag: "<sha256 of the .npy file>"`` and
 from __future__ import annotations
 
 import hashlib
+import itertools
 
 from django.http import HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404
@@ -245,10 +246,13 @@ def _audited_export(request, study, rows, fields, fmt: str, name: str, action: s
 
 class JudgmentExport(ExportView):
     @extend_schema(
-        summary="All judgments of a study (csv, jsonl or parquet, streamed)", responses=bytes
+        summary="All judgments of a study, then its adjudications (csv, jsonl or parquet, streamed)",
+        responses=bytes,
     )
     def get(self, request, study_id: int, fmt: str):
-        rows = formats.judgment_rows(study=self.study)
+        rows = itertools.chain(
+            formats.judgment_rows(study=self.study), formats.adjudication_rows(study=self.study)
+        )
         return _audited_export(
             request,
             self.study,

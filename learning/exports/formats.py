@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from annotation.models import ComparableGroup, PairJudgment, Study
+from annotation.models import Adjudication, ComparableGroup, PairJudgment, Study
 from learning.models import MetricVersion
 
 CHUNK_SIZE = 5000
@@ -128,6 +128,48 @@ def judgment_rows(*, study: Study) -> Iterator[dict]:
         record["created_at"] = _iso(record["created_at"])
         record["reasons"] = list(record["reasons"] or [])
         yield record
+
+
+ADJUDICATION_SOURCE = "adjudication"  # the source of an adjudication's row in the export
+
+
+def adjudication_rows(*, study: Study) -> Iterator[dict]:
+    """The study's adjudications in the judgments export's columns, after the answers: the
+    decided label, the reviewer who decided as the annotator, source ``adjudication``, no id
+    (an adjudication is no answer; ``provenance`` names it: ``adjudication #7``)."""
+    queryset = (
+        Adjudication.objects.filter(study=study)
+        .order_by("id")
+        .values_list(
+            "id",
+            "item_a_id",
+            "item_a__key",
+            "item_b_id",
+            "item_b__key",
+            "label",
+            "decided_by_id",
+            "decided_by__username",
+            "created_at",
+        )
+    )
+    for pk, a, a_key, b, b_key, label, who, name, at in queryset.iterator(chunk_size=CHUNK_SIZE):
+        row = dict.fromkeys(JUDGMENT_FIELDS)
+        row |= {
+            "study_id": study.pk,
+            "item_a_id": a,
+            "item_a_key": a_key,
+            "item_b_id": b,
+            "item_b_key": b_key,
+            "label": label,
+            "annotator_id": who,
+            "annotator": name,
+            "source": ADJUDICATION_SOURCE,
+            "provenance": f"adjudication #{pk}",
+            "client_id": "",
+            "is_gold": False,
+            "created_at": _iso(at),
+        }
+        yield row
 
 
 def group_rows(*, study: Study) -> Iterator[dict]:

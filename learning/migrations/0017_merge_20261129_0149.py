@@ -4,12 +4,10 @@ from django.db import migrations
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('learning', '0016_drift_drift_study_alarm_rate'),
-        ('learning', '0016_publish_version_override'),
-        ('learning', '0016_twins_counterfactuals'),
+        ("learning", "0016_drift_drift_study_alarm_rate"),
+        ("learning", "0016_publish_version_override"),
+        ("learning", "0016_twins_counterfactuals"),
     ]
 
-    operations = [
-    ]
+    operations = []

@@ -129,5 +129,8 @@ def data_counts(snapshot: JudgmentSnapshot, pairs: PairData) -> dict:
         "observations": len(pairs),
         "held_out": int(pairs.held_out.sum()),
         "annotators": int(annotators.size),
-        "imported": int((snapshot.annotator < 0).sum()),
+        # Answers with no annotator (imports) apart from the adjudicated labels (negative ids,
+        # no annotator either: annotation/review/fit.py), which are no imports.
+        "imported": int(((snapshot.annotator < 0) & (snapshot.ids > 0)).sum()),
+        "adjudicated": int((snapshot.ids < 0).sum()),
     }

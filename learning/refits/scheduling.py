@@ -5,7 +5,7 @@ sets the study's "refit due" marker with a conditional UPDATE; only the request 
 sends the task, with a countdown of the study's debounce window, so a burst of answers becomes
 one message and one fit at the end of the window. A refit that finds a burst still going on
 (an answer newer than the window) and too few new answers for the churn rule re-queues itself
-for the moment the study goes quiet (:func:`study_quiet_in`): the churn rule limits versions
+for the moment the study goes quiet (:func:`study_quiet_in`; adjudications are a burst too): the churn rule limits versions
 during a burst only, and what has arrived when the study is quiet always gets a version, at
 most one window plus the fit time after the last answer. The task clears the marker when it starts
 (before it snapshots the data), so an answer committed while the marker is set is always
@@ -34,7 +34,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from annotation.models import PairJudgment
+from annotation.models import Adjudication, PairJudgment
 from learning.models import RefitState, StudyLearningSettings
 
 logger = logging.getLogger(__name__)
@@ -79,17 +79,21 @@ def study_debounce_seconds(study_id: int) -> int:
 
 
 def study_quiet_in(*, study_id: int, debounce: float, now: datetime) -> float:
-    """Seconds until the study has had no new answer for ``debounce`` seconds (0 when it has:
-    the study is quiet). One indexed read: the newest answer's time."""
-    last = (
-        PairJudgment.objects.filter(study_id=study_id)
+    """Seconds until the study has had no new answer and no new adjudication for ``debounce``
+    seconds (0 when it has: the study is quiet) — a reviewer deciding disagreements one after
+    the other is a burst like annotators answering. Two indexed reads: the newest answer's and
+    the newest decision's time."""
+    times = [
+        model.objects.filter(study_id=study_id)
         .order_by("-id")
         .values_list("created_at", flat=True)
         .first()
-    )
-    if last is None:
+        for model in (PairJudgment, Adjudication)
+    ]
+    times = [t for t in times if t is not None]
+    if not times:
         return 0.0
-    return max(0.0, debounce - (now - last).total_seconds())
+    return max(0.0, debounce - (now - max(times)).total_seconds())
 
 
 def refit_mark_due(*, study_id: int, debounce: float | None = None) -> bool:

@@ -22,7 +22,7 @@ from django.db import DatabaseError, InterfaceError, OperationalError, connectio
 from django.utils import timezone
 from threadpoolctl import threadpool_limits
 
-from annotation.models import Study
+from annotation.models import Adjudication, Study
 from learning.evaluation.checks import version_evaluate
 from learning.models import MetricVersion, StudyLearningSettings
 from learning.refits import cache, face_fits, fitting, increments, scheduling, snapshots
@@ -192,12 +192,19 @@ def _waits(method: str, plan: MethodPlan, marks, learning, now, quiet_in: float)
     if plan.group_watermark is not None and plan.group_watermark != latest.group_watermark:
         return ""
     counted = int(latest.counts.get("judgments_total") or 0)
+    # The same settings, the decisions aside: adjudications made since are new data, counted
+    # like answers (each decision starting a version was how versions piled up).
+    then = (latest.parameters or {}).get("adjudications", "")
+    parameters = {k: v for k, v in plan.parameters.items() if k != "adjudications"}
     same_settings = latest.fingerprint == storage.version_fingerprint(
-        method=method, label=plan.label, parameters=plan.parameters, judgment_count=counted
+        method=method,
+        label=plan.label,
+        parameters=parameters | ({"adjudications": then} if then else {}),
+        judgment_count=counted,
     )
     if not same_settings:
         return ""
-    new = abs(marks.judgment_count - counted)
+    new = abs(marks.judgment_count - counted) + decisions_since(learning.study_id, then)
     due = latest.created_at + timedelta(minutes=learning.version_min_minutes)
     if new >= learning.version_min_new_answers or now >= due:
         return ""
@@ -208,6 +215,15 @@ def _waits(method: str, plan: MethodPlan, marks, learning, now, quiet_in: float)
         f"due {quiet_at:%H:%M:%S} UTC (quiet for {learning.debounce_seconds} s), or after "
         f"{more} more answer{'s' * (more != 1)}, by {due:%H:%M} UTC at the latest"
     )
+
+
+def decisions_since(study_id: int, mark: str) -> int:
+    """Adjudications made, changed or taken back since a version whose adjudication mark was
+    ``mark`` ("<count>:<highest id>", "" for none): the newer rows, and the rows gone."""
+    count, _, top = mark.partition(":")
+    newer = Adjudication.objects.filter(study_id=study_id, id__gt=int(top or 0)).count()
+    now = Adjudication.objects.filter(study_id=study_id).count()
+    return newer + max(0, int(count or 0) + newer - now)
 
 
 def _refit_claimed(study_id: int, report: RefitReport) -> None:
@@ -228,8 +244,10 @@ def _refit_claimed(study_id: int, report: RefitReport) -> None:
         )
     }
     now = timezone.now()
-    quiet_in = scheduling.study_quiet_in(
-        study_id=study_id, debounce=learning.debounce_seconds, now=now
+    quiet_in = (
+        scheduling.study_quiet_in(study_id=study_id, debounce=learning.debounce_seconds, now=now)
+        if plans
+        else 0.0
     )
     for method in list(plans) if quiet_in > 0 else []:  # quiet: every method gets a version
         reason = _waits(method, plans[method], marks, learning, now, quiet_in)

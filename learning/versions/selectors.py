@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from django.db.models import QuerySet
 
 from learning.models import MetricVersion, StudyLearningSettings
@@ -71,3 +73,35 @@ def version_current(*, study_id: int, method: str | None = None) -> MetricVersio
     if method is not None:
         return ready.filter(method=method).order_by("-id").first()
     return ready.order_by("-is_published", "-id").first()
+
+
+def versions_that_matter(
+    *, study_id: int, also: Iterable[int | None] = (), every: bool = False
+) -> list[MetricVersion]:
+    """The ready versions a menu lists, by method: the published one, the current one (the
+    newest informative: ``version_current``), the latest, and the ready versions among ``also``
+    (e.g. the page's version's parent) — or, with ``every``, all of them (at most 300). Each
+    carries ``menu_tags``: which of published, current, latest it is. A study that fitted 44
+    versions in ten minutes listed them all; the rest is now behind an "all versions" link. At
+    most three indexed reads a method, whatever the number of versions."""
+    ready = MetricVersion.objects.ready().filter(study_id=study_id)
+    tags: dict[int, list[str]] = {}
+    for method in MetricVersion.Method.values:
+        of = ready.filter(method=method)
+        for tag, qs in (
+            ("published", of.filter(is_published=True)),
+            ("current", of.filter(informative=True)),
+            ("latest", of),
+        ):
+            found = qs.order_by("-id").values_list("id", flat=True).first()
+            if found is not None:
+                tags.setdefault(found, []).append(tag)
+    chosen = ready if every else ready.filter(pk__in=set(tags) | {p for p in also if p})
+    found = list(
+        chosen.only("id", "label", "method", "is_published", "informative", "created_at").order_by(
+            "method", "-is_published", "-pk"
+        )[:300]
+    )
+    for version in found:
+        version.menu_tags = tags.get(version.pk, [])
+    return found

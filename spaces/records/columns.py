@@ -67,18 +67,48 @@ def guess_key(frame: pd.DataFrame, label: str) -> str:
     return ""
 
 
+NEAR_UNIQUE = 0.95  # a share of distinct values above which a column looks like an id
+
+
+def column_flags(frame: pd.DataFrame, numeric: set[str]) -> dict[str, str]:
+    """Columns worth a second look, with the reason: one value in every row read (it adds
+    nothing to φ), or nearly every row a value of its own (an id or free text, not a trait;
+    for numbers: whole numbers all distinct). Needs 10 rows at least."""
+    flags: dict[str, str] = {}
+    if len(frame) < 10:
+        return flags
+    for name in frame.columns:
+        text = frame[name].astype(str).str.strip()
+        distinct = text.nunique()
+        if distinct == 1:
+            flags[name] = f"constant: {text.iloc[0]!r} in every row read; it adds nothing to φ"
+        elif name in numeric:
+            whole = text.str.fullmatch(r"-?[0-9]+").all()
+            if whole and distinct == len(frame):
+                flags[name] = "a whole number of its own in every row read: an id, or an amount?"
+        elif distinct >= NEAR_UNIQUE * len(frame):
+            flags[name] = (
+                f"near-unique: {distinct:,} distinct values in {len(frame):,} rows "
+                "(an id or free text?)"
+            )
+    return flags
+
+
 def guess_roles(frame: pd.DataFrame) -> dict:
     """A default choice of columns: numbers → numeric, few distinct values → categorical, the
     label (``guess_label``) and the key (``guess_key``) → excluded, anything else (free text,
-    ids) → excluded. ``frame``: the table's first rows (the upload's head), never more than the
-    web request reads."""
+    ids) → excluded, and so is a text column flagged by ``column_flags`` (constant, near-unique;
+    a flagged column of numbers keeps its role: amounts are often all distinct).
+    ``frame``: the table's first rows (the upload's head), never more than the web request
+    reads. ``flags``: the reason per flagged column."""
     numeric = set(numeric_columns(frame))
     label = guess_label(frame)
     key = guess_key(frame, label)
+    flags = column_flags(frame, numeric)
     roles = {}
     limit = max(20, min(100, len(frame) // 2))
     for name in frame.columns:
-        if name in (label, key):
+        if name in (label, key) or name in flags and name not in numeric:
             roles[name] = "excluded"
         elif name in numeric:
             roles[name] = "numeric"
@@ -86,7 +116,7 @@ def guess_roles(frame: pd.DataFrame) -> dict:
             roles[name] = "categorical"
         else:
             roles[name] = "excluded"
-    return {"roles": roles, "label_column": label, "key_column": key}
+    return {"roles": roles, "label_column": label, "key_column": key, "flags": flags}
 
 
 def hidden_columns_check(

@@ -44,19 +44,40 @@ COLUMN_CHOICES = [
 ]
 
 
+NO_LABEL = " none"  # the label choice "the table has no outcome" (column names are stripped)
+LABEL_REQUIRED = (
+    "No column looks like the outcome: choose the label column, or “none” if the table has "
+    "no outcome (a column left numeric or categorical enters φ and is shown to annotators)."
+)
+
+
 class ColumnsForm(forms.Form):
     """Per column of the uploaded table one choice — its role in φ (numeric, categorical,
     excluded) and whether annotators see it ("shown" or "hidden") — then the label column and
-    the key column. Every column is shown by default except the guessed label column."""
+    the key column. Every column is shown by default except the guessed label column. When no
+    column was recognised as the label (``label_guessed`` false) the admin must choose one, or
+    say that there is none (``NO_LABEL``): an outcome such as a wage would otherwise enter φ."""
 
     def __init__(
-        self, *args, columns: list[str], initial_roles: dict, hidden: Sequence[str] = (), **kwargs
+        self,
+        *args,
+        columns: list[str],
+        initial_roles: dict,
+        hidden: Sequence[str] = (),
+        label_guessed: bool = True,
+        **kwargs,
     ):
         super().__init__(*args, **kwargs)
         self.columns = columns
         either = [("", "— none —")] + [(c, c) for c in columns]
+        labels = [(NO_LABEL, "none: the table has no outcome")] + [(c, c) for c in columns]
+        if not label_guessed:
+            labels = [("", "— choose —")] + labels
         self.fields["label_column"] = forms.ChoiceField(
-            choices=either, required=False, help_text="Never part of φ (e.g. the outcome)."
+            choices=labels,
+            required=not label_guessed,
+            error_messages={"required": LABEL_REQUIRED},
+            help_text="Never part of φ (e.g. the outcome).",
         )
         self.fields["key_column"] = forms.ChoiceField(
             choices=either,
@@ -71,6 +92,11 @@ class ColumnsForm(forms.Form):
                 initial=role + HIDDEN if column in hidden else role,
                 widget=forms.Select(attrs={"data-column": column}),
             )
+
+    def label(self) -> str:
+        """The chosen label column, "" for none."""
+        chosen = self.cleaned_data["label_column"]
+        return "" if chosen == NO_LABEL else chosen
 
     def column_fields(self):
         return [self[f"col_{i}"] for i in range(len(self.columns))]

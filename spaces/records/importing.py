@@ -41,6 +41,7 @@ from spaces.records.errors import ColumnChoiceError
 from spaces.records.featuremap import FeatureMapFit, apply_feature_map
 from spaces.records.keys import KeyCheck
 from spaces.records.uploads import COLUMNS, QUEUED, RECORDS_PREFIX, features
+from spaces.records.values import NumberColumns
 from spaces.services import (
     BATCH_SIZE,
     NPY_HEADER_BYTES,
@@ -177,7 +178,8 @@ def _import(job: EmbeddingImport) -> EmbeddingSpace:
     spool = _Spool(job, job.format.removeprefix(RECORDS_PREFIX))
     chunks = spool.again
     progress = ProgressWriter(job.pk, renew=True)
-    fit = _fitted(spool, options, progress, job.total_rows)
+    numbers = NumberColumns()
+    fit = _fitted(spool, options, progress, job.total_rows, numbers)
     spec = fit.spec()
     rows = fit.rows
     who = job.created_by or "a deleted user"
@@ -199,6 +201,7 @@ def _import(job: EmbeddingImport) -> EmbeddingSpace:
             chunks=chunks,
             spec=spec,
             rows=rows,
+            numbers=numbers if spool.fmt == "csv" else None,
             fields={
                 "name": name,
                 "kind": EmbeddingSpace.Kind.RECORDS,
@@ -216,8 +219,9 @@ def _import(job: EmbeddingImport) -> EmbeddingSpace:
         )
 
 
-def _fitted(spool: _Spool, options, progress, total) -> FeatureMapFit:
-    """Pass 1: every chunk read and checked, φ fitted, the keys checked."""
+def _fitted(spool: _Spool, options, progress, total, numbers: NumberColumns) -> FeatureMapFit:
+    """Pass 1: every chunk read and checked, φ fitted, the keys checked, the columns of
+    numbers found (``spaces.records.values``)."""
     try:
         fit = FeatureMapFit(**features(options))
     except ValueError as exc:
@@ -231,6 +235,7 @@ def _fitted(spool: _Spool, options, progress, total) -> FeatureMapFit:
                 raise
             raise ColumnChoiceError(str(exc)) from None
         keys.update(chunk)
+        numbers.update(chunk)
         progress("checking", fit.rows, total)
     keys.finish(spool.again)
     if fit.rows == 0:
@@ -246,13 +251,15 @@ def _phi(spec: dict, chunk) -> np.ndarray:
 
 
 @transaction.atomic
-def _store(*, job, chunks, spec, rows, fields) -> EmbeddingSpace:
-    """Pass 3, in one transaction: the space's row, its items with their records."""
+def _store(*, job, chunks, spec, rows, numbers, fields) -> EmbeddingSpace:
+    """Pass 3, in one transaction: the space's row, its items with their records (a CSV's
+    columns of numbers stored as numbers: ``numbers``)."""
     space = space_row_create(**fields)
     keys = KeyCheck(job.options.get("key_column") or "")
     done = 0
     for chunk in chunks():
-        _items_insert(space.pk, keys.keys(chunk), chunk)
+        typed = numbers.typed(chunk) if numbers is not None else chunk
+        _items_insert(space.pk, keys.keys(chunk), typed)
         done += len(chunk)
     if done != rows:
         raise InputFileError(f"the file changed while it was imported ({done} rows, not {rows})")

@@ -62,6 +62,7 @@ def records_columns(request: HttpRequest, import_id: int) -> HttpResponse:
         columns=columns,
         initial_roles=guess["roles"],
         hidden=[guess["label_column"]] if guess["label_column"] else [],
+        label_guessed=bool(guess["label_column"]),
         initial=initial,
     )
     if posted and form.is_valid():
@@ -70,7 +71,7 @@ def records_columns(request: HttpRequest, import_id: int) -> HttpResponse:
                 job=job,
                 head=head,
                 roles=form.roles(),
-                label_column=form.cleaned_data["label_column"],
+                label_column=form.label(),
                 key_column=form.cleaned_data["key_column"],
                 hidden_columns=form.hidden_columns(),
             )
@@ -80,7 +81,12 @@ def records_columns(request: HttpRequest, import_id: int) -> HttpResponse:
             return redirect("spaces:import", import_id=job.pk)
     preview = head.frame.head(PREVIEW_ROWS)
     rows = [
-        {"field": field, "column": c, "values": [str(v) for v in preview[c].tolist()]}
+        {
+            "field": field,
+            "column": c,
+            "values": [str(v) for v in preview[c].tolist()],
+            "flag": guess["flags"].get(c, ""),
+        }
         for field, c in zip(form.column_fields(), columns, strict=True)
     ]
     context = {

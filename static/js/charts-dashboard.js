@@ -61,6 +61,15 @@
       xaxis: { title: { text: "answers fitted on" } },
       yaxis: { title: { text: "held-out log-likelihood" } },
       showlegend: false,
+      // Where another annotator's answers came in: the held-out pairs change with them.
+      shapes: (curve.annotator_changes || []).map((c) => ({
+        type: "line", yref: "paper", y0: 0, y1: 1, x0: c.answers, x1: c.answers,
+        line: { dash: "dot", width: 1, color: "#9a6700" },
+      })),
+      annotations: (curve.annotator_changes || []).map((c) => ({
+        x: c.answers, yref: "paper", y: 1, yanchor: "bottom", showarrow: false,
+        text: c.before + " → " + c.after + " annotators", font: { size: 10, color: "#9a6700" },
+      })),
     }), config);
   }
 
@@ -96,7 +105,7 @@
     const [lo, hi] = [Math.min(...all), Math.max(...all)];
     const ticks = [10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000]
       .filter((t) => t >= lo && t <= hi);
-    Plotly.newPlot("chart-efficiency", traces, fmCharts.layout("Measured strategy efficiency", {}, {
+    Plotly.newPlot("chart-efficiency", traces, fmCharts.layout("Simulated studies, not this study's answers", {}, {
       xaxis: { type: "log", title: { text: "labels" }, tickvals: ticks, ticktext: ticks.map(String) },
       yaxis: { title: { text: "held-out log-likelihood" } },
       shapes: lines, annotations: notes, height: 340,

@@ -11,6 +11,7 @@ from django.urls import reverse
 
 from annotation.models import CandidatePair, Membership, Study
 from annotation.selectors import pool_items
+from annotation.setup.pool import pool_upload
 from audit.models import AuditEvent
 from common.errors import InvalidInput
 from spaces.models import Item, Tag
@@ -78,6 +79,10 @@ def keys(space, query, **kw) -> list[str]:
         ("a7", ["a7"]),
         ("credit:bad", ["a2", "a5", "a7"]),  # admins search the hidden outcome too
         ("sex:=fem", []),
+        ("age:30..45", ["a2", "a3", "a8"]),  # a range, both ends included
+        ("age:40..40", ["a8"]),
+        ("age:50..", ["a4", "a6"]),
+        ("age:..22 sex:female", ["a1"]),
     ],
 )
 def test_the_search_rule_term_by_term(credit, query, expected):
@@ -208,3 +213,35 @@ def test_one_item_opened(study, as_user):
         as_user("boss").get(reverse("annotation:study-item", args=[other.pk, item.pk])).status_code
         == 404
     )
+
+
+def test_the_browser_sorts_by_a_field_and_counts_a_fields_values(study, as_user):
+    """Ranges, sorting by a field and counts per value of a categorical field (the pool's
+    balance): the data browser for tables."""
+    client = as_user("boss")
+    url = reverse("annotation:study-browse", args=[study.pk])
+    page = client.get(url, {"q": "age:20..60", "sort": "-age"})
+    assert page.status_code == 200
+    assert [i.key for i in page.context["rows"]] == ["a6", "a3", "a8", "a2", "a5", "a1"]
+    page = client.get(url, {"sort": "age"})
+    assert [i.key for i in page.context["rows"]][:3] == ["a7", "a1", "a5"]
+    page = client.get(url, {"count": "purpose"})
+    assert page.context["value_counts"] == [
+        ("car", 4, 0.5),
+        ("radio/tv", 2, 0.25),
+        ("business", 1, 0.125),
+        ("education", 1, 0.125),
+    ]
+    assert 'id="value-counts"' in page.content.decode()
+    # In the pool only: the pool's balance.
+    pool_upload(
+        user=get_user_model().objects.get(username="boss"), study=study, keys=["a1", "a2", "a4"]
+    )
+    page = client.get(url, {"count": "sex", "pool": "1"})
+    assert page.context["total"] == 3
+    assert page.context["value_counts"] == [("female", 2, 2 / 3), ("male", 1, 1 / 3)]
+    # A reviewer may neither sort by nor count a hidden field; an unknown one is a 400.
+    refused = as_user("rev").get(url, {"count": "credit"})
+    assert refused.status_code == 400
+    assert "No field named &#x27;credit&#x27; to count" in refused.content.decode()
+    assert client.get(url, {"sort": "-colour"}).status_code == 400

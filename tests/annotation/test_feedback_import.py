@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connection
@@ -18,12 +19,15 @@ from annotation.models import (
     ComparableGroup,
     GroupEdit,
     Label,
+    Membership,
     PairJudgment,
     Source,
     Study,
     StudyCounter,
 )
+from annotation.setup.feedback_files import feedback_read
 from annotation.setup.feedback_import import BATCH_SIZE, FeedbackFormatError, feedback_import
+from learning.dashboards import figures
 from spaces.vectors.importing import space_import
 
 WORDS = ["ann", "bob", "cid", "dee", "eve", "good", "bad"]
@@ -270,3 +274,43 @@ def test_command_imports_and_reports(study, tmp_path, capsys):
         )
     with pytest.raises(CommandError, match="no study named 'Nope'"):
         call_command("import_feedback", str(path), "--study", "Nope")
+
+
+def test_an_annotator_column_makes_the_answers_the_members_and_they_count_in_agreement(
+    study, tmp_path
+):
+    """Imported judgments used to carry no annotator, so they never counted in agreement. The
+    optional annotator column names a member (username or e-mail, any case); a name that is
+    no member's is refused with its line, and an empty cell is nobody."""
+    people = {}
+    for name in ("rita", "sam"):
+        people[name] = get_user_model().objects.create_user(
+            name, email=f"{name}@example.org", password="pw-123456"
+        )
+        Membership.objects.create(user=people[name], study=study)
+    rows = ["key_a,key_b,label,annotator"]
+    pairs = [("ann", "bob"), ("bob", "cid"), ("cid", "dee"), ("dee", "eve"), ("eve", "good")]
+    for i, (a, b) in enumerate(pairs):
+        rows.append(f"{a},{b},comparable,RITA")
+        rows.append(f"{a},{b},{'comparable' if i < 4 else 'incomparable'},sam@example.org")
+    rows.append("good,bad,unsure,")
+    path = write(tmp_path / "answers.csv", "\n".join(rows) + "\n")
+    with open(path, "rb") as lines:
+        plan = feedback_read(study=study, raw_lines=lines, name=path.name)
+    assert plan.annotators == 2
+    feedback_import(study=study, path=path)
+    stored = PairJudgment.objects.filter(study=study)
+    assert stored.filter(annotator=people["rita"]).count() == 5
+    assert stored.filter(annotator=people["sam"]).count() == 5
+    assert stored.filter(annotator=None).count() == 1
+    assert set(stored.values_list("source", flat=True)) == {Source.IMPORTED}
+    board = figures.study_dashboard(study)
+    assert {q.username for q in board.annotators} == {"rita", "sam"}
+    assert len(board.kappas) == 1  # the two members' answers are compared
+    assert board.overlapping_pairs == 5
+
+    unknown = write(tmp_path / "unknown.csv", "key_a,key_b,label,annotator\nann,bob,1,zoe\n")
+    with pytest.raises(FeedbackFormatError) as refused:
+        feedback_import(study=study, path=unknown)
+    assert refused.value.line == 2
+    assert "annotator 'zoe' is no member of the study" in str(refused.value)

@@ -234,3 +234,32 @@ def test_the_api_lists_and_resolves(study, answered, reviewer, people, client_fo
     assert client_for(reviewer).get(url).json()["resolved"] == 1
     assert client_for(people[0]).get(url).status_code == 403
     assert client_for(reviewer).get(url, {"agreement": "maybe"}).status_code == 400
+
+
+def test_with_every_disagreement_resolved_the_page_still_names_the_metric_and_marks_gold(
+    study, items, answered, reviewer, space
+):
+    """Once all were resolved the page said "No metric fitted yet" while versions existed (no
+    open pair left to score), and it did not say which pairs were gold pairs."""
+    make_metric_version(
+        study=study, method="explore", sigma=np.eye(space.dimension) * 0.1, label="explore"
+    )
+    a, b = answered["lean"]
+    GoldPair.objects.create(study=study, item_a_id=a, item_b_id=b, label=C)
+    for name in ("even", "lean", "unsure"):
+        first, second = answered[name]
+        services.adjudicate(study=study, user=reviewer, item_a_id=first, item_b_id=second, label=N)
+    review = selectors.review_pairs(study=study)
+    assert (review.disagreements, review.resolved, review.pairs) == (3, 3, [])
+    assert "explore" in review.metric
+    resolved = selectors.review_pairs(study=study, agreement=Agreement.RESOLVED)
+    assert {(p.item_a, p.item_b): p.gold for p in resolved.pairs}[(a, b)] == C
+    client = Client()
+    client.force_login(reviewer)
+    page = client.get(reverse("annotation:adjudication", args=[study.pk])).content.decode()
+    assert "No metric fitted yet" not in page
+    assert "Every disagreement is resolved." in page
+    listed = client.get(
+        reverse("annotation:adjudication", args=[study.pk]), {"agreement": "resolved"}
+    ).content.decode()
+    assert 'data-gold="comparable"' in listed

@@ -3,6 +3,9 @@ model-level gold pair rule (service, form, admin)."""
 
 from __future__ import annotations
 
+from collections import Counter
+
+import numpy as np
 import pytest
 from django.core.exceptions import ValidationError
 from django.urls import reverse
@@ -180,6 +183,37 @@ def test_candidate_pairs_come_first_in_the_sampler(study, study_admin, annotator
     first = next_pair(study=study, user=annotator)
     assert first.reason == "candidate"
     assert tuple(sorted((first.left.key, first.right.key))) in keys
+
+
+def test_the_candidate_share_mixes_uploaded_pairs_with_the_strategy(study, study_admin, annotator):
+    """Uploaded candidate pairs always came first (189 of them, and switching the strategy to
+    "targeted" changed nothing). ``candidate_rate`` draws that share of the pairs from them,
+    the strategy the rest; 1 keeps them all first."""
+    rows = "\n".join(f"w{i:03d},w{i + 1:03d}" for i in range(1, 20, 2))
+    pairs.candidate_pairs_upload(
+        user=study_admin, study=study, rows=parse_pairs(rows, labelled=False)
+    )
+    rng = np.random.default_rng(7)
+
+    def reasons(n: int) -> Counter:
+        study.refresh_from_db()
+        return Counter(next_pair(study=study, user=annotator, rng=rng).reason for _ in range(n))
+
+    assert reasons(50) == {"candidate": 50}  # the default, 1: all of them first
+    studies.study_save(
+        user=study_admin, study=study, data=settings_data(study.space, candidate_rate=0.5)
+    )
+    drawn = reasons(300)
+    assert set(drawn) == {"candidate", "random"}
+    assert 0.4 < drawn["candidate"] / 300 < 0.6  # ±3.5 binomial standard deviations
+    studies.study_save(
+        user=study_admin, study=study, data=settings_data(study.space, candidate_rate=0.0)
+    )
+    assert reasons(50) == {"random": 50}
+    with pytest.raises(InvalidInput, match="share of candidate pairs is between 0 and 1"):
+        studies.study_save(
+            user=study_admin, study=study, data=settings_data(study.space, candidate_rate=1.5)
+        )
 
 
 def test_gold_upload_checks_every_key_against_the_pool(study, study_admin):

@@ -115,3 +115,37 @@ def test_invitation_rules(study, study_admin, annotator):
             link_for=lambda u, t: "x",
         )
     assert counts() == before
+
+
+def test_an_invited_member_can_be_sent_the_link_again(study, study_admin, client_for, client):
+    """An invitation e-mail lost or a link expired: the admin could not send it again."""
+    admin = client_for(study_admin)
+    url = reverse("annotation:study-members", args=[study.pk])
+    admin.post(
+        url,
+        {
+            "action": "invite",
+            "invite-username": "late",
+            "invite-email": "late@example.org",
+            "invite-role": "annotator",
+        },
+    )
+    membership = Membership.objects.get(study=study, user__username="late")
+    page = admin.get(url).content.decode()
+    assert 'data-resend="late"' in page
+    resent = admin.post(url, {"action": "resend", "membership": str(membership.pk)})
+    assert resent.status_code == 200
+    link = re.search(r'id="invitation-link" value="([^"]+)"', resent.content.decode()).group(1)
+    assert len(mail.outbox) == 2
+    assert link in mail.outbox[1].body
+    events = AuditEvent.objects.filter(action="membership.invite", study_id=study.pk)
+    assert [e.detail.get("resent", False) for e in events.order_by("id")] == [False, True]
+    assert client.get(link, follow=True).status_code == 200
+    # Once the person has a password there is nothing to resend; a bad id is a 404.
+    membership.user.set_password("a-long-enough-pass-42")
+    membership.user.save()
+    refused = admin.post(url, {"action": "resend", "membership": str(membership.pk)}, follow=True)
+    assert "has chosen a password already" in refused.content.decode()
+    assert len(mail.outbox) == 2
+    assert 'data-resend="late"' not in admin.get(url).content.decode()
+    assert admin.post(url, {"action": "resend", "membership": "x"}).status_code == 404

@@ -120,3 +120,17 @@ def test_archived_studies_are_listed_apart_for_their_admins(
     assert reverse("annotation:study-settings", args=[study.pk]) in admin_list
     annotator_list = client_for(annotator).get(reverse("annotation:study-list")).content.decode()
     assert study.name not in annotator_list
+
+
+def test_the_gold_preview_keeps_the_files_key_order(study, study_admin, client_for):
+    """Pairs are stored canonically (smaller item id first); the preview swapped the keys of
+    a row written the other way round. It shows what the file said."""
+    client = client_for(study_admin)
+    response = client.post(
+        reverse("annotation:study-gold", args=[study.pk]),
+        {"text": "w007,w002,comparable\nw003,w009,incomparable"},
+    )
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert "<td>2</td><td>w003</td><td>w009</td>" in page
+    assert "<td>1</td><td>w007</td><td>w002</td>" in page

@@ -133,6 +133,7 @@ def page_urls(world) -> dict[str, tuple[str, str]]:
 NOT_PAGES = {
     "healthz",
     "readyz",
+    "favicon",  # an image
     "accounts:logout",
     "schema",
     "api-docs",  # Swagger UI: a third-party page

@@ -223,7 +223,11 @@ def test_a_team_runs_a_whole_record_study_in_the_browser(
         rows = list(
             csv.DictReader(io.StringIO(download(page, "#exports >> text=CSV >> nth=0").decode()))
         )
-        assert len(rows) == 2 * ANSWERS
+        answers = [r for r in rows if r["source"] != "adjudication"]
+        assert len(answers) == 2 * ANSWERS
+        decided = [r for r in rows if r["source"] == "adjudication"]  # then the decisions
+        assert len(decided) == Adjudication.objects.filter(study=study).count()
+        assert rows[len(answers) :] == decided
         screenshot(page, "team-record-study")
         assert page.console_errors == []
     roles = sorted(Membership.objects.filter(study=study).values_list("role", flat=True))

@@ -262,3 +262,39 @@ def test_the_shipped_measurement_is_readable():
     )
     assert found.curves
     assert all(len(c.labels) == len(c.mean) == len(c.seeds) for c in found.curves)
+
+
+def test_the_curve_marks_where_a_second_annotator_arrived(client, study, users, make_version):
+    """The curve fell from −0.03 to −0.65 when a second annotator's answers came in, with no
+    word why: the point where the fit reads more people is marked (dotted line, a note), and
+    the simulated studies' chart sits apart under a heading of its own."""
+    counts = {"judgments": 60, "comparable": 30, "incomparable": 30, "unsure": 0}
+    diagnostics = {"heldout_loglik": -0.03, "heldout_loglik_ci": [-0.05, -0.01]}
+    one = make_version(
+        study,
+        np.eye(5),
+        method="explore",
+        watermark=10,
+        diagnostics=diagnostics,
+        counts=counts | {"annotators": 1},
+    )
+    two = make_version(
+        study,
+        np.eye(5),
+        method="explore",
+        watermark=20,
+        diagnostics=diagnostics | {"heldout_loglik": -0.65, "heldout_loglik_ci": [-0.7, -0.6]},
+        counts=counts | {"judgments": 110, "annotators": 2},
+    )
+    curve = curves.study_curve(study)
+    assert [(p.version_id, n) for p, n in curve.annotator_changes] == [(two.pk, 1)]
+    assert one.pk != two.pk
+    client.force_login(users["reviewer"])
+    response = client.get(reverse("learning:study-dashboard", args=[study.pk]))
+    assert response.context["charts"]["curve"]["annotator_changes"] == [
+        {"answers": 110, "before": 1, "after": 2}
+    ]
+    page = response.content.decode()
+    assert f'data-annotator-change="{two.pk}"' in page
+    assert "reads 2 annotators' answers instead of 1" in page
+    assert page.index('id="simulated-studies"') < page.index('data-testid="strategy-efficiency"')

@@ -16,6 +16,7 @@ from rest_framework.test import APIClient
 from accounts.models import ApiToken
 from accounts.tokens import api_token_create, api_token_revoke
 from annotation.models import ComparableGroup, Label, PairJudgment, Source
+from annotation.review import services as review
 from learning.versions.sigmas import sigma_of
 from spaces.models import Item
 
@@ -347,3 +348,37 @@ def test_judgment_exports_carry_the_reasons_in_every_format(client, study, users
     response = client.get(url("parquet"))
     table = pq.read_table(io.BytesIO(b"".join(response.streaming_content)))
     assert table.column("reasons").to_pylist()[:2] == [["age", "=cmd"], []]
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl", "parquet"])
+def test_the_judgments_export_holds_the_adjudications_with_their_reviewer(
+    client, study, users, judgments, fmt
+):
+    """A round trip used to lose the reviewers' decisions: they follow the answers, each with
+    the reviewer who decided as its annotator and source ``adjudication``."""
+    first = judgments[0]
+    decision = review.adjudicate(
+        study=study,
+        user=users["reviewer"],
+        item_a_id=first.item_a_id,
+        item_b_id=first.item_b_id,
+        label="comparable",
+    )
+    client.force_login(users["reviewer"])
+    response = client.get(reverse("api-export-judgments", args=[study.pk, fmt]))
+    body = b"".join(response.streaming_content)
+    if fmt == "csv":
+        rows = list(csv.DictReader(io.StringIO(body.decode())))
+    elif fmt == "jsonl":
+        rows = [json.loads(line) for line in body.decode().splitlines()]
+    else:
+        rows = pq.read_table(io.BytesIO(body)).to_pylist()
+    assert len(rows) == 10  # 9 answers, then the decision
+    last = rows[-1]
+    assert last["source"] == "adjudication"
+    assert last["label"] == "comparable"
+    assert last["annotator"] == users["reviewer"].username
+    assert str(last["annotator_id"]) == str(users["reviewer"].pk)
+    assert last["provenance"] == f"adjudication #{decision.pk}"
+    assert (last["item_a_key"], last["item_b_key"]) == ("w0", "w1")
+    assert last["id"] in (None, "")

@@ -165,4 +165,4 @@ ELSEWHERE = [
 ]
 
 # Taking no input beyond authentication (covered by the authorization matrix).
-NO_INPUT = {"accounts:logout", "api-docs", "healthz", "readyz", "home", "schema"}
+NO_INPUT = {"accounts:logout", "api-docs", "favicon", "healthz", "readyz", "home", "schema"}

@@ -11,6 +11,7 @@ ROWS: dict[str, Row] = {
     "home": Row(lambda w: reverse("home"), {"get": LOGGED_IN}, PAGE_GATE),
     "healthz": Row(lambda w: reverse("healthz"), {"get": PUBLIC}),
     "readyz": Row(lambda w: reverse("readyz"), {"get": PUBLIC}),
+    "favicon": Row(lambda w: reverse("favicon"), {"get": PUBLIC}),
     "accounts:login": Row(
         lambda w: reverse("accounts:login"),
         {"get": PUBLIC, "post": PUBLIC},

@@ -73,6 +73,34 @@ def test_no_guess_when_nothing_fits():
     assert (guess["key_column"], guess["label_column"]) == ("", "")
     assert guess["roles"] == {
         "work_class": "categorical",
-        "customer_id": "categorical",
+        "customer_id": "excluded",  # constant: flagged
         "score": "numeric",
     }
+    assert guess["flags"] == {
+        "customer_id": "constant: 'x' in every row read; it adds nothing to φ"
+    }
+
+
+def test_a_wage_table_guesses_no_label_and_flags_its_constant_and_id_columns():
+    """ISLR's Wage as a team uploads it: row ids, a constant region, the outcome (wage and its
+    log) with no label-like name. No label is guessed (the page then makes the admin choose);
+    the constant column is flagged and excluded, the ids flagged."""
+    rows = 30
+    frame = pd.DataFrame(
+        {
+            "X": [str(231655 + 7919 * i) for i in range(rows)],
+            "age": [str(18 + i % 20) for i in range(rows)],
+            "region": ["2. Middle Atlantic"] * rows,
+            "education": [("1. < HS Grad", "3. Some College")[i % 2] for i in range(rows)],
+            "name": [f"Worker {i}" for i in range(rows)],
+            "wage": [f"{75 + i * 1.37:.3f}" for i in range(rows)],
+            "logwage": [f"{4.3 + i * 0.01:.3f}" for i in range(rows)],
+        }
+    )
+    guess = guess_roles(frame)
+    assert guess["label_column"] == ""
+    assert guess["roles"]["region"] == "excluded"
+    assert guess["roles"]["name"] == "excluded"
+    assert set(guess["flags"]) == {"X", "region", "name"}
+    assert guess["flags"]["name"].startswith("near-unique: 30 distinct values in 30 rows")
+    assert guess["roles"]["wage"] == "numeric"  # the admin chooses the label on the page

@@ -31,7 +31,7 @@ def test_a_value_beyond_the_first_rows_brings_the_upload_back_to_its_columns(
     content = ("key,age,group\n" + "\n".join(rows) + "\n").encode()
     url = post_file(staff_client, content, "t.csv")["Location"]
     answer = {"col_0": "excluded", "col_1": "numeric", "col_2": "categorical"}
-    answer |= {"label_column": "", "key_column": "key"}
+    answer |= {"label_column": " none", "key_column": "key"}
     assert choose(staff_client, url, answer, django_capture_on_commit_callbacks).status_code == 302
     job = EmbeddingImport.objects.get()
     assert importing.record_import_run(import_id=job.pk) == "columns"
@@ -58,7 +58,7 @@ def test_a_repeated_key_beyond_the_first_rows_names_both_rows(
     rows = [f"r{i},{i}" for i in range(1, 2001)]
     rows[1499] = "r7,1500"
     url = post_file(staff_client, ("key,age\n" + "\n".join(rows)).encode(), "t.csv")["Location"]
-    answer = {"col_0": "excluded", "col_1": "numeric", "label_column": "", "key_column": "key"}
+    answer = {"col_0": "excluded", "col_1": "numeric", "label_column": " none", "key_column": "key"}
     choose(staff_client, url, answer, django_capture_on_commit_callbacks)
     job = EmbeddingImport.objects.get()
     assert importing.record_import_run(import_id=job.pk) == "columns"
@@ -78,7 +78,7 @@ def test_a_bad_file_further_down_fails_the_import_and_removes_it(
     content = ("key,age,note\n" + "\n".join(rows) + "\n").encode()
     url = post_file(staff_client, content, "t.csv")["Location"]
     answer = {"col_0": "excluded", "col_1": "numeric", "col_2": "excluded"}
-    answer |= {"label_column": "", "key_column": "key"}
+    answer |= {"label_column": " none", "key_column": "key"}
     choose(staff_client, url, answer, django_capture_on_commit_callbacks)
     job = EmbeddingImport.objects.get()
     assert importing.record_import_run(import_id=job.pk) == "failed"
@@ -153,7 +153,7 @@ def test_a_table_read_in_many_chunks_gives_the_space_one_chunk_gives(
     rows = [f"r{i},{20 + i % 50},{'ABC'[i % 3]},{i % 7}" for i in range(2500)]
     content = ("key,age,group,score\n" + "\n".join(rows) + "\n").encode()
     answer = {"col_0": "excluded", "col_1": "numeric", "col_2": "categorical"}
-    answer |= {"col_3": "numeric", "label_column": "", "key_column": "key"}
+    answer |= {"col_3": "numeric", "label_column": " none", "key_column": "key"}
     spaces = []
     for name, per_chunk in (("one", None), ("many", 100)):
         monkeypatch.setattr(importing, "table_chunks", _chunked(per_chunk))

@@ -52,7 +52,12 @@ def test_a_parquet_binary_column_is_decoded_as_utf8_or_refused_at_upload(
     pq.write_table(table, buffer)
     url = post_file(staff_client, buffer.getvalue(), "bin.parquet")["Location"]
     assert staff_client.get(url).status_code == 200
-    answer = {"col_0": "numeric", "col_1": "categorical", "label_column": "", "key_column": "b"}
+    answer = {
+        "col_0": "numeric",
+        "col_1": "categorical",
+        "label_column": " none",
+        "key_column": "b",
+    }
     answer["col_1"] = "excluded"
     choose(staff_client, url, answer, django_capture_on_commit_callbacks)
     assert importing.record_import_run(import_id=EmbeddingImport.objects.get().pk) == "done"
@@ -109,6 +114,7 @@ def test_a_table_at_the_column_limit_has_a_form_that_can_be_sent(
     answer = {name: field.initial or "" for name, field in form.fields.items()}
     answer |= {f"col_{i}": "numeric" for i in range(width)}
     answer[f"col_{width - 1}"] = "numeric:hidden"
+    answer["label_column"] = "+none"  # no outcome among the columns (encoded: " none")
     assert len(answer) + 1 <= settings.DATA_UPLOAD_MAX_NUMBER_FIELDS  # + the CSRF token
     body = "&".join(f"{k}={v}" for k, v in answer.items())
     with django_capture_on_commit_callbacks(execute=True):

@@ -78,9 +78,9 @@ def test_records_upload_guesses_roles_queues_and_the_worker_creates_the_space(
     item = Item.objects.get(space=space, key="p2")
     assert item.payload == {
         "id": "p2",
-        "age": "50",
+        "age": 50,
         "sex": "Female",
-        "hours": "13",
+        "hours": 13,
         "income": ">50K",
     }
     records = pd.DataFrame(list(space.items.order_by("row").values_list("payload", flat=True)))
@@ -109,7 +109,7 @@ def test_the_columns_page_stores_which_columns_annotators_see(
     job.refresh_from_db()
     assert job.options["hidden_columns"] == ["age"]
     item = Item.objects.get(space=space, key="p2")
-    assert item.shown_payload == {"id": "p2", "sex": "Female", "hours": "13", "income": ">50K"}
+    assert item.shown_payload == {"id": "p2", "sex": "Female", "hours": 13, "income": ">50K"}
 
 
 def test_parquet_records(staff_client, media_root, queued, django_capture_on_commit_callbacks):
@@ -117,7 +117,7 @@ def test_parquet_records(staff_client, media_root, queued, django_capture_on_com
     pd.DataFrame({"age": [30, 40, 50], "job": ["a", "b", "a"]}).to_parquet(buffer)
     response = post_file(staff_client, buffer.getvalue(), "t.parquet")
     assert response.status_code == 302
-    answer = {"col_0": "numeric", "col_1": "categorical", "label_column": "", "key_column": ""}
+    answer = {"col_0": "numeric", "col_1": "categorical", "label_column": " none", "key_column": ""}
     done = choose(staff_client, response["Location"], answer, django_capture_on_commit_callbacks)
     assert done.status_code == 302
     assert importing.record_import_run(import_id=EmbeddingImport.objects.get().pk) == "done"
@@ -190,7 +190,7 @@ def test_the_columns_post_reads_only_the_head_of_the_table(
     rows = "\n".join(f"r{i},{i % 90},{'MF'[i % 2]}" for i in range(20_000))
     url = post_file(staff_client, f"key,age,sex\n{rows}\n".encode(), "t.csv")["Location"]
     answer = {"col_0": "excluded", "col_1": "numeric", "col_2": "categorical"}
-    answer |= {"label_column": "", "key_column": "key"}
+    answer |= {"label_column": " none", "key_column": "key"}
     with CaptureQueriesContext(connection) as queries:
         response = choose(staff_client, url, answer, django_capture_on_commit_callbacks)
     assert response.status_code == 302
