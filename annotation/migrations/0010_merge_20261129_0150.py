@@ -4,14 +4,12 @@ from django.db import migrations
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('annotation', '0009_hardening_feedback_import'),
-        ('annotation', '0009_teamgaps_candidate_rate'),
-        ('annotation', '0009_teamwords_judgment_reasons'),
-        ('annotation', '0009_twins_candidate_priority'),
-        ('annotation', '0009_webhooks'),
+        ("annotation", "0009_hardening_feedback_import"),
+        ("annotation", "0009_teamgaps_candidate_rate"),
+        ("annotation", "0009_teamwords_judgment_reasons"),
+        ("annotation", "0009_twins_candidate_priority"),
+        ("annotation", "0009_webhooks"),
     ]
 
-    operations = [
-    ]
+    operations = []
