@@ -36,6 +36,7 @@ from annotation.models import Study
 from audit.services import Action as AuditAction
 from audit.services import audit_record
 from common.errors import Conflict
+from learning.core.heldout_items import CANNOT_TELL, new_item_figures, new_items_verdict
 from learning.core.psd import validate_sigma
 from learning.models import MetricVersion
 
@@ -94,6 +95,87 @@ def file_write_atomic(path: Path, data: bytes) -> None:
 
 def _sigma_path(version: MetricVersion) -> Path:
     return Path(default_storage.path(sigma_name(version)))
+
+
+def _folds_path(version: MetricVersion) -> Path:
+    return _sigma_path(version).with_suffix(".folds.npz")
+
+
+def fold_fits_save(version: MetricVersion, *, fits: list, held: dict) -> None:
+    """Keep a version's new-items fold fits (None: a fold not fitted) and their held-out pairs
+    beside its Sigma (``learning/refits/newitems.py``), for Sigmas derived from it later."""
+    fitted = np.array([f is not None for f in fits])
+    d = version.dimension or version.study.space.dimension
+    stack = np.stack([np.zeros((d, d)) if f is None else np.asarray(f, float) for f in fits])
+    buffer = io.BytesIO()
+    np.savez(buffer, fits=stack, fitted=fitted, **held)
+    file_write_atomic(_folds_path(version), buffer.getvalue())
+
+
+def fold_fits_load(version: MetricVersion) -> tuple[list, dict] | None:
+    """``fold_fits_save``'s fits and held-out pairs, or None when the version has none."""
+    path = _folds_path(version)
+    if not path.exists():
+        return None
+    with np.load(path, allow_pickle=False) as data:
+        fits = [f if ok else None for f, ok in zip(data["fits"], data["fitted"], strict=True)]
+        held = {key: data[key] for key in ("row_a", "row_b", "y", "fold", "rates")}
+    return fits, held
+
+
+def validity_store(version: MetricVersion, validity: dict) -> None:
+    """Store a verdict (``learning/core/heldout_items.py: new_items_verdict``, with its
+    watermark) on the version: ``diagnostics["validity"]``, ``verdict`` and ``informative``
+    kept equal, and the pages' ``diagnostics["informative"]`` line; one UPDATE."""
+    verdict = validity["verdict"]
+    version.verdict, version.informative = verdict, verdict == "informative"
+    version.diagnostics = (version.diagnostics or {}) | {
+        "validity": validity,
+        "informative": {
+            "informative": version.informative,
+            "summary": validity["summary"],
+            "missing": validity["needs"],
+        },
+    }
+    MetricVersion.objects.filter(pk=version.pk).update(
+        verdict=version.verdict, informative=version.informative, diagnostics=version.diagnostics
+    )
+
+
+def _derived_validity(study: Study, sigma, parent, derive, watermark: int) -> dict:
+    """The verdict of a Sigma derived from ``parent``: ``derive`` applied to each of the
+    parent's new-items fold fits, scored on the same held-out items; "cannot tell yet" when the
+    derivation or the parent's fold fits are not known (nothing says how its Sigma would fare)."""
+    kept = None if parent is None or derive is None else fold_fits_load(parent)
+    if kept is None:
+        why = (
+            "derived from another version without its derivation"
+            if parent is not None
+            else "made outside the app's refits: no fit of its recipe on held-out items"
+        )
+        return {
+            "verdict": CANNOT_TELL,
+            "basis": "new items",
+            "gain": None,
+            "gain_interval": None,
+            "auc": None,
+            "items": 0,
+            "pairs": 0,
+            "needs": "the derivation applied to the source version's fold fits "
+            "(metric_version_create(..., derive=...))",
+            "summary": f"not judged on new items: {why}",
+            "judged_at_watermark": watermark,
+        }
+    fits, held = kept
+    fits = [None if f is None else validate_sigma(derive(f), sigma.shape[0]) for f in fits]
+    rows = np.unique(np.concatenate([held["row_a"], held["row_b"]]))
+    x = np.asarray(study.space.vectors(rows), dtype=np.float64)
+    za = x[np.searchsorted(rows, held["row_a"])] - x[np.searchsorted(rows, held["row_b"])]
+    fig = new_item_figures(
+        za, held["y"], held["fold"], held["rates"], fits, held["row_a"], held["row_b"]
+    )
+    answers = int((parent.counts or {}).get("observations") or 0)
+    return new_items_verdict(fig, answers=answers) | {"judged_at_watermark": watermark}
 
 
 def version_start(
@@ -198,8 +280,14 @@ def metric_version_create(
     group_watermark: int = 0,
     parent: MetricVersion | None = None,
     fit_seconds: float | None = None,
+    derive=None,
 ) -> MetricVersion:
-    """Save ``sigma`` as a new ready :class:`MetricVersion` of ``study``; returns it.
+    """Save ``sigma`` as a new ready :class:`MetricVersion` of ``study``, judged; returns it.
+
+    ``derive`` (Sigma → Sigma): how ``sigma`` was made from ``parent``'s; the version gets the
+    verdict of that derivation applied to each of the parent's new-items fold fits, on the same
+    held-out items (``_derived_validity``). Without it (or a parent) the version is "cannot
+    tell yet": never informative by default.
 
     Raises ``ValueError`` for an unknown method or a Sigma that is not a finite symmetric PSD
     matrix of the space's dimension, and :class:`~common.errors.Conflict` when the same input
@@ -223,9 +311,11 @@ def metric_version_create(
     if version is None:
         raise Conflict(f"study {study.pk} has a live {label or method} version for this input")
     try:
-        return version_store(
+        version = version_store(
             version, sigma=sigma, diagnostics=diagnostics or {}, fit_seconds=fit_seconds
         )
+        validity_store(version, _derived_validity(study, sigma, parent, derive, judgment_watermark))
+        return version
     except BaseException:
         _sigma_path(version).unlink(missing_ok=True)
         MetricVersion.objects.filter(pk=version.pk).delete()
@@ -234,11 +324,12 @@ def metric_version_create(
 
 def metric_version_delete(*, version: MetricVersion) -> None:
     """Delete a version (its WEAT results cascade) and, once committed, its Sigma file."""
-    name = version.sigma.name
+    name, folds = version.sigma.name, _folds_path(version)
     with transaction.atomic():
         version.delete()
         if name:
             transaction.on_commit(lambda: default_storage.delete(name))
+        transaction.on_commit(lambda: folds.unlink(missing_ok=True))
 
 
 @transaction.atomic
