@@ -46,13 +46,17 @@ CONTRACT = {
 def test_the_three_verdicts_on_hand_made_figures():
     enough = {"items": MIN_ITEMS, "pairs": MIN_PAIRS}
     good = new_items_verdict(Figures(0.05, [0.01, 0.09], 0.7, **enough), answers=500)
-    assert good["verdict"] == INFORMATIVE and good["needs"] == ""
-    assert good["basis"] == "new items" and "+0.050" in good["summary"]
+    assert good["verdict"] == INFORMATIVE
+    assert good["needs"] == ""
+    assert good["basis"] == "new items"
+    assert "+0.050" in good["summary"]
     bad = new_items_verdict(Figures(-0.02, [-0.06, 0.02], 0.5, **enough), answers=500)
-    assert bad["verdict"] == NOT_INFORMATIVE and bad["needs"]
+    assert bad["verdict"] == NOT_INFORMATIVE
+    assert bad["needs"]
     # gain 0.01 ± 0.02 on 100 pairs: 4× the scored pairs, one answer in 5 scored: 1,500 more
     unsure = new_items_verdict(Figures(0.01, [-0.01, 0.03], 0.6, **enough), answers=500)
-    assert unsure["verdict"] == CANNOT_TELL and "about 1500 more answers" in unsure["needs"]
+    assert unsure["verdict"] == CANNOT_TELL
+    assert "about 1500 more answers" in unsure["needs"]
     # too few items or answers: cannot tell, whatever the figures say
     small = new_items_verdict(Figures(0.3, [0.2, 0.4], 0.9, items=25, pairs=30), answers=150)
     assert small["verdict"] == CANNOT_TELL
@@ -71,7 +75,8 @@ def test_item_folds_hold_out_items_and_drop_pairs_across_the_split():
         train = split.train(k)
         assert not held_items & (set(a[train]) | set(b[train]))  # no answer about them
         across = (split.fold_a == k) != (split.fold_b == k)
-        assert not np.any(train & across) and not np.any((split.held == k) & across)
+        assert not np.any(train & across)
+        assert not np.any((split.held == k) & across)
     assert 0.15 < np.mean(split.held >= 0) < 0.25  # about 1/5 of the pairs scored
 
 
@@ -106,8 +111,10 @@ def test_a_rule_on_the_features_is_informative_for_new_people(db, media_root):
     (version,) = MetricVersion.objects.filter(study=study, method="explore")
     validity = version.diagnostics["validity"]
     assert set(validity) >= CONTRACT
-    assert validity["verdict"] == INFORMATIVE == version.verdict and version.informative
-    assert validity["gain_interval"][0] > 0 and validity["items"] >= MIN_ITEMS
+    assert validity["verdict"] == INFORMATIVE == version.verdict
+    assert version.informative
+    assert validity["gain_interval"][0] > 0
+    assert validity["items"] >= MIN_ITEMS
     assert validity["judged_at_watermark"] == version.judgment_watermark
     assert "heldout_loglik" in version.diagnostics  # the pair-level figures beside
     assert selectors.version_current(study_id=study.pk) == version
@@ -122,7 +129,8 @@ def test_coin_flips_are_never_current_nor_published(db, media_root, client):
     service.refit_study(study_id=study.pk)
     (version,) = MetricVersion.objects.filter(study=study, method="explore")
     assert version.status == "ready", version.error
-    assert version.verdict in (NOT_INFORMATIVE, CANNOT_TELL) and not version.informative
+    assert version.verdict in (NOT_INFORMATIVE, CANNOT_TELL)
+    assert not version.informative
     assert version.diagnostics["validity"]["needs"]
     assert not version.is_published
     assert any("not yet informative" in f for f in version.diagnostics["auto_publish"]["failed"])
@@ -130,7 +138,8 @@ def test_coin_flips_are_never_current_nor_published(db, media_root, client):
     assert study_metric(study_id=study.pk) is None
     client.force_login(get_user_model().objects.create_user("staff-inf", is_staff=True))
     page = client.get(reverse("learning:study-dashboard", args=[study.pk])).content.decode()
-    assert 'data-testid="not-informative"' in page and "new items" in page
+    assert 'data-testid="not-informative"' in page
+    assert "new items" in page
 
 
 def test_a_derived_sigma_is_judged_by_its_derivation_and_never_informative_by_default(
@@ -143,7 +152,8 @@ def test_a_derived_sigma_is_judged_by_its_derivation_and_never_informative_by_de
     plain = storage.metric_version_create(
         study=study, method="explore", sigma=sigma_of(fitted), label="copy", parent=fitted
     )
-    assert plain.verdict == CANNOT_TELL and not plain.informative  # nothing says how it fares
+    assert plain.verdict == CANNOT_TELL
+    assert not plain.informative
     same = storage.metric_version_create(
         study=study,
         method="explore",
@@ -164,7 +174,8 @@ def test_a_derived_sigma_is_judged_by_its_derivation_and_never_informative_by_de
         parent=fitted,
         derive=lambda s: keep @ s @ keep,
     )
-    assert out.verdict != INFORMATIVE and not out.informative
+    assert out.verdict != INFORMATIVE
+    assert not out.informative
     assert out.diagnostics["validity"]["gain"] < fitted.diagnostics["validity"]["gain"]
     assert MetricVersion(study=study).informative is False  # the field's default
 
@@ -182,8 +193,10 @@ def test_the_current_version_loses_its_place_when_later_answers_contradict_it(db
     service.refit_study(study_id=study.pk)
     first.refresh_from_db()
     recheck = first.diagnostics["validity"]["recheck"]
-    assert recheck["pairs"] == 300 and recheck["gain"] < 0
-    assert first.verdict == NOT_INFORMATIVE and not first.informative
+    assert recheck["pairs"] == 300
+    assert recheck["gain"] < 0
+    assert first.verdict == NOT_INFORMATIVE
+    assert not first.informative
     assert "lost its place" in first.diagnostics["validity"]["summary"]
     current = selectors.version_current(study_id=study.pk)
     assert current is None or current.pk != first.pk
