@@ -21,7 +21,7 @@ was chosen without them, its standard error the pairs' plus, over five folds, th
 spread as a random effect). The truth is the expected log-likelihood of a fresh pair under the
 fitted Σ (400,000 fresh pairs).
 
-New-items interval (``learning/core/heldout_items.py``, issue 35): a pool of items drawn from a
+New-items interval (``learning/versions/new_items.py``, issue 35): a pool of items drawn from a
 population, answers on random pairs of the pool, the app's new-items check
 (``learning/refits/newitems.py``: EXPLORE refitted on each item fold's training part, the
 held-out items' pairs scored against the training rate, the delete-one-item jackknife). The truth
@@ -52,8 +52,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from learning.core.explore import EXPLORE, pair_loglik  # noqa: E402
-from learning.core.heldout_items import item_split  # noqa: E402
 from learning.core.weat import association_scores, bootstrap_effect_size_ci, effect_size_ci  # noqa: E402
+from learning.versions.new_items import item_split  # noqa: E402
 
 HEADER = "| interval | case | truth | replicates | nominal | measured ± MC s.e. | below | above |"
 DIM = 10

@@ -145,9 +145,9 @@ def _fresh_gain(matrix, sigma, y, case: Case, credit, rng) -> float:
 
 
 def _fit(matrix, a, b, y, ids, repeat) -> tuple | None:
-    from learning.core.heldout_items import Figures, new_items_verdict
     from learning.refits import fitting, newitems
     from learning.refits import pairs as pair_obs
+    from learning.versions.new_items import Figures, new_items_verdict
 
     unit = pair_obs.pair_hash_unit(ids[a], ids[b])
     pair = np.repeat(np.arange(y.size // repeat), repeat)

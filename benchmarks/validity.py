@@ -10,7 +10,7 @@ Every version goes through the refit's own functions with the app's default sett
 database): ``learning/refits/fitting.py: fit_explore`` (EXPLORE, its penalty chosen by held-out
 likelihood, reliability weighting with two annotators), ``learning/refits/newitems.py``
 (the recipe refitted on each item fold's training part, scored on the held-out items' pairs),
-``learning/core/heldout_items.py: new_items_verdict`` and, for the current version,
+``learning/versions/new_items.py: new_items_verdict`` and, for the current version,
 ``learning/evaluation/informative.py``'s re-check rule (``RECHECK_MIN``, gain ≤ 0 on the answers
 after it). Two annotators answer random distinct pairs of the study's pool in turns.
 
@@ -83,8 +83,8 @@ def _pairs(a, b, y):
 
 def version(matrix: np.ndarray, a, b, y) -> tuple[np.ndarray, dict]:
     """The app's version on these answers: its Sigma and its verdict on new items."""
-    from learning.core.heldout_items import Figures, new_items_verdict
     from learning.refits import fitting, newitems
+    from learning.versions.new_items import Figures, new_items_verdict
 
     pairs = _pairs(a, b, y)
 

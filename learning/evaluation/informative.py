@@ -1,6 +1,6 @@
 """When a metric version is informative — for new people — and when it stops being so.
 
-A version is judged on *new items* (``learning/core/heldout_items.py``, whose module docstring
+A version is judged on *new items* (``learning/versions/new_items.py``, whose module docstring
 holds the rule and its thresholds): its own recipe refitted on each item fold's training part
 (``learning/refits/newitems.py``: the penalty choice, the prior and the reliability weights
 included; a derived Sigma by its derivation applied to each fold fit), scored on the pairs of
@@ -22,12 +22,12 @@ of the answers it was fitted on; once at least ``RECHECK_MIN`` such answers give
 
 from __future__ import annotations
 
-from learning.core.heldout_items import (
+from learning.models import MetricVersion
+from learning.versions.new_items import (
     NOT_INFORMATIVE,
     Figures,
     new_items_verdict,
 )
-from learning.models import MetricVersion
 from learning.versions.storage import validity_store
 
 RECHECK_MIN = 50  # answers after a version before it can lose its place

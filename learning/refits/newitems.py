@@ -1,5 +1,5 @@
 """A version's check on new people: its own recipe refitted on each item fold's training part,
-scored on the pairs of that fold's held-out items (``learning/core/heldout_items.py``).
+scored on the pairs of that fold's held-out items (``learning/versions/new_items.py``).
 
 The recipe is what made the stored Sigma, all of it: EXPLORE with its own penalty choice, its
 prior (FACE on the comparable pairs refitted on the training part alone when it learns from
@@ -22,13 +22,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from learning.core.heldout_items import Figures, ItemSplit, item_split, new_item_figures
 from learning.evaluation.informative import version_recheck
 from learning.models import MetricVersion
 from learning.refits import face_fits, fitting
 from learning.refits.cache import _rows_differences
 from learning.refits.pairs import PairData
 from learning.versions import selectors, sigmas, storage
+from learning.versions.new_items import Figures, ItemSplit, item_split, new_item_figures
 
 Method = MetricVersion.Method
 

@@ -36,9 +36,9 @@ from annotation.models import Study
 from audit.services import Action as AuditAction
 from audit.services import audit_record
 from common.errors import Conflict
-from learning.core.heldout_items import CANNOT_TELL, new_item_figures, new_items_verdict
 from learning.core.psd import validate_sigma
 from learning.models import MetricVersion
+from learning.versions.new_items import CANNOT_TELL, new_item_figures, new_items_verdict
 
 logger = logging.getLogger(__name__)
 
@@ -124,7 +124,7 @@ def fold_fits_load(version: MetricVersion) -> tuple[list, dict] | None:
 
 
 def validity_store(version: MetricVersion, validity: dict) -> None:
-    """Store a verdict (``learning/core/heldout_items.py: new_items_verdict``, with its
+    """Store a verdict (``learning/versions/new_items.py: new_items_verdict``, with its
     watermark) on the version: ``diagnostics["validity"]``, ``verdict`` and ``informative``
     kept equal, and the pages' ``diagnostics["informative"]`` line; one UPDATE."""
     verdict = validity["verdict"]

@@ -1,4 +1,4 @@
-"""Validity for new people (learning/core/heldout_items.py, learning/evaluation/informative.py,
+"""Validity for new people (learning/versions/new_items.py, learning/evaluation/informative.py,
 learning/refits/newitems.py): the three verdicts on hand-made figures; end to end, a study whose
 answers follow a rule on the features is judged informative and current while coin flips are
 not; a derived Sigma is judged by its derivation on the same held-out items, and never
@@ -11,7 +11,10 @@ import numpy as np
 from django.contrib.auth import get_user_model
 from django.urls import reverse
 
-from learning.core.heldout_items import (
+from learning.models import MetricVersion
+from learning.refits import service
+from learning.versions import selectors, storage
+from learning.versions.new_items import (
     CANNOT_TELL,
     INFORMATIVE,
     MIN_ITEMS,
@@ -22,9 +25,6 @@ from learning.core.heldout_items import (
     jackknife_items,
     new_items_verdict,
 )
-from learning.models import MetricVersion
-from learning.refits import service
-from learning.versions import selectors, storage
 from learning.versions.sigmas import sigma_of, study_metric
 
 from .synthetic import SIGMA0, judgments_create, simulate, space_create, study_create

@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from scipy.stats import rankdata
 
-from ._pairloss import pair_loglik, quad_forms
+from learning.core._pairloss import pair_loglik, quad_forms
 
 N_ITEM_FOLDS = 5
 MIN_ITEMS = 40  # held-out items in scored pairs before a first verdict
