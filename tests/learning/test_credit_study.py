@@ -102,8 +102,8 @@ def test_every_current_version_is_never_worse_than_the_constant(credit_study, de
         constant = _constant_loglik(float(np.clip(train_y.mean(), 1e-6, 1 - 1e-6)), fresh_y)
         latest = selectors.version_latest_ready(study_id=study.pk, method="explore")
         line = (20 * (step + 1), constant, latest and latest.informative, current)
+        train_z = matrix[seen_a] - matrix[seen_b]
         if current is not None:
-            train_z = matrix[seen_a] - matrix[seen_b]
             score = _version_loglik(current, fresh_z, fresh_y, train_z, train_y)
             report.append((*line, score))
             assert score >= constant - TOLERANCE, report
