@@ -22,6 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from learning.core._explore_start import best_scale
+from learning.core._pairloss import quad_forms
 from learning.evaluation.informative import version_recheck
 from learning.models import MetricVersion
 from learning.refits import face_fits, fitting
@@ -151,12 +153,20 @@ def explore_recipe(
 
 
 def face_recipe(pairs: PairData, groups, read_vectors, *, k, use_pairs: bool) -> Recipe:
-    """FACE on the groups and, when it learns from them, the training part's comparable pairs."""
+    """FACE on the groups and, when it learns from them, the training part's comparable pairs.
+    FACE's Sigma has no scale of its own (its distances rank pairs): the fold fit is scaled by
+    the factor its training part's answers prefer (``best_scale``, as EXPLORE scales a prior),
+    so that a FACE version is judged as the metric it is, up to that scale."""
 
     def fit(sub: PairData, keep: np.ndarray) -> np.ndarray:
-        if not use_pairs:
-            keep = np.zeros_like(keep)
-        return face_fits.face_prior(pairs, groups, read_vectors, k=k, keep=keep)
+        sigma = face_fits.face_prior(
+            pairs, groups, read_vectors, k=k, keep=keep if use_pairs else np.zeros_like(keep)
+        )
+        q = np.maximum(quad_forms(_rows_differences(read_vectors, sub.row_a, sub.row_b), sigma), 0)
+        if not np.any(q > 0):
+            return sigma
+        scale, _ = best_scale(q, sub.y, 1e6 / float(np.mean(q)), np.ones(q.size))
+        return scale * sigma
 
     return fit
 

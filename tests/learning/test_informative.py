@@ -200,3 +200,19 @@ def test_the_current_version_loses_its_place_when_later_answers_contradict_it(db
     assert "lost its place" in first.diagnostics["validity"]["summary"]
     current = selectors.version_current(study_id=study.pk)
     assert current is None or current.pk != first.pk
+
+
+def test_face_versions_are_judged_too(db, media_root):
+    study, *_ = _study(media_root, name="face", n_items=200, answers=900, seed=5)
+    learning = selectors.learning_settings_get(study_id=study.pk)
+    learning.fit_face = True
+    learning.face_pairs_as_groups = True
+    learning.face_components = 2
+    learning.save()
+    service.refit_study(study_id=study.pk)
+    face = MetricVersion.objects.get(study=study, method="face")
+    validity = face.diagnostics["validity"]
+    assert set(validity) >= CONTRACT
+    assert validity["pairs"] > 0
+    assert face.verdict == validity["verdict"]
+    assert face.informative == (face.verdict == INFORMATIVE)
