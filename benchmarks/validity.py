@@ -302,6 +302,7 @@ def main() -> None:
     parser.add_argument("--part", choices=["all", "trait", "rule", "tables"], default="all")
     parser.add_argument("--draws", type=int, default=100, help="draws per trait/rule case")
     parser.add_argument("--seeds", type=int, default=3, help="seeds per table")
+    parser.add_argument("--pool", type=int, action="append", help="only these trait pools")
     args = parser.parse_args()
     import django
 
@@ -311,7 +312,7 @@ def main() -> None:
     if args.part in ("all", "trait", "rule"):
         print(TRAIT_HEADER)
         print("|---|---:|---:|---:|---:|---:|---:|")
-    for pool in TRAIT_POOLS[:1] if args.quick else TRAIT_POOLS:
+    for pool in TRAIT_POOLS[:1] if args.quick else (args.pool or TRAIT_POOLS):
         if args.part in ("all", "trait"):
             print(trait_case(pool, draws), flush=True)
     if args.part in ("all", "rule"):
