@@ -127,7 +127,7 @@ def heldout_coverage(cases: dict[int, int], truth_pairs: int, seed: int = 1) -> 
     return rows
 
 
-NEW_ITEM_CASES = {"word": (300, 1500), "record": (300, 1500), "text": (300, 1500)}  # items, answers
+NEW_ITEM_CASES = {"word": (200, 800), "record": (200, 800), "text": (200, 800)}  # items, answers
 
 
 def _word_population(rng):
