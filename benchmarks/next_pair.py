@@ -94,8 +94,9 @@ def build(args, rng):
         Membership.objects.bulk_create(Membership(user=u, study=study) for u in users)
         studies[(overlap, strategy)] = study
     # Every study gets its own EXPLORE version, marked informative (the current metric the
-    # strategies read: issue 35 makes no version informative by default); the judgments go into the overlap-2 study and,
-    # for the strategy studies, the prolific annotator's share (what the sampler must skip).
+    # strategies read: issue 35 makes no version informative by default); the judgments go
+    # into the overlap-2 study and, for the strategy studies, the prolific annotator's share
+    # (what the sampler must skip).
     q, _ = np.linalg.qr(rng.normal(size=(dim, dim)))
     sigma = (q * rng.uniform(0.001, 0.05, size=dim)) @ q.T
     buf = io.BytesIO()
