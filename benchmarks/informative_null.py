@@ -1,7 +1,8 @@
 """How often the app calls noise "informative": EXPLORE versions fitted on coin-flip answers
 (labels independent of the items), through the app's own fit (``fitting.fit_explore``: folds by
 the pair's hash, the held-out gain over the constant prediction with its 95 % interval) and the
-app's rule (``learning/evaluation/informative.py``). Printed as markdown.
+app's rule (``learning/evaluation/informative.py``: the verdict on new items, issue 35; the gain
+columns are the pair-level figures, kept beside it). Printed as markdown.
 
     python benchmarks/informative_null.py           # 200 draws per case (minutes)
     python benchmarks/informative_null.py --quick   # a few draws (smoke test, seconds)
@@ -144,9 +145,9 @@ def _fresh_gain(matrix, sigma, y, case: Case, credit, rng) -> float:
 
 
 def _fit(matrix, a, b, y, ids, repeat) -> tuple | None:
-    from learning.evaluation.informative import informative_verdict
-    from learning.refits import fitting
+    from learning.refits import fitting, newitems
     from learning.refits import pairs as pair_obs
+    from learning.versions.new_items import Figures, new_items_verdict
 
     unit = pair_obs.pair_hash_unit(ids[a], ids[b])
     pair = np.repeat(np.arange(y.size // repeat), repeat)
@@ -167,8 +168,14 @@ def _fit(matrix, a, b, y, ids, repeat) -> tuple | None:
     const = out.diagnostics.get("heldout_baselines", {}).get("constant")
     if not const or None in const["gain_ci"]:
         return None
-    verdict = informative_verdict("explore", out.diagnostics)
-    return const["gain"], tuple(const["gain_ci"]), verdict.informative, out.sigma
+    read = matrix.__getitem__
+    recipe = newitems.explore_recipe(
+        read, max_eigenvalue=None, prior=None, prior_name="identity", weight_by_reliability=False
+    )
+    found, _ = newitems.new_items_check(pairs, read, recipe)
+    fig = Figures(*(found[k] for k in ("gain", "gain_interval", "auc", "items", "pairs")))
+    verdict = new_items_verdict(fig, answers=len(pairs))["verdict"]
+    return const["gain"], tuple(const["gain_ci"]), verdict == "informative", out.sigma
 
 
 def _row(case: Case, d: int, got: list) -> str:

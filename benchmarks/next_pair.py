@@ -93,14 +93,23 @@ def build(args, rng):
         )
         Membership.objects.bulk_create(Membership(user=u, study=study) for u in users)
         studies[(overlap, strategy)] = study
-    # Every study gets its own EXPLORE version; the judgments go into the overlap-2 study and,
-    # for the strategy studies, the prolific annotator's share (what the sampler must skip).
+    # Every study gets its own EXPLORE version, marked informative (the current metric the
+    # strategies read: issue 35 makes no version informative by default); the judgments go
+    # into the overlap-2 study and, for the strategy studies, the prolific annotator's share
+    # (what the sampler must skip).
     q, _ = np.linalg.qr(rng.normal(size=(dim, dim)))
     sigma = (q * rng.uniform(0.001, 0.05, size=dim)) @ q.T
     buf = io.BytesIO()
     np.save(buf, sigma)
     for study in studies.values():
-        version = MetricVersion(study=study, method="explore", status="ready", dimension=dim)
+        version = MetricVersion(
+            study=study,
+            method="explore",
+            status="ready",
+            dimension=dim,
+            verdict="informative",
+            informative=True,
+        )
         version.sigma.save(f"sigma-{study.pk}.npy", ContentFile(buf.getvalue()), save=False)
         version.save()
 

@@ -24,13 +24,13 @@ class MetricVersionAdmin(admin.ModelAdmin):
         "label",
         "status",
         "is_published",
-        "informative",
+        "verdict",
         "judgment_watermark",
         "group_watermark",
         "fit_seconds",
         "created_at",
     ]
-    list_filter = ["study", "method", "status", "is_published", "informative"]
+    list_filter = ["study", "method", "status", "is_published", "verdict"]
     search_fields = ["label", "sigma_sha256"]
     raw_id_fields = ["parent"]
     # Publishing goes through the "Publish" action (learning.refits.service), never a form field.

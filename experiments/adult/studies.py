@@ -179,6 +179,8 @@ def projected_version(
         judgment_watermark=fitted.judgment_watermark,
         group_watermark=fitted.group_watermark,
         parent=fitted,
+        # judged by the same projection of each of the fit's new-items fold fits
+        derive=lambda sigma: project_out(sigma, directions),
     )
     created.append(f"EXPLORE version #{version.pk} ({label}, from #{fitted.pk})")
     return version

@@ -65,9 +65,17 @@ class MetricVersion(models.Model):
     )
     fit_seconds = models.FloatField(null=True, blank=True)
     informative = models.BooleanField(
-        default=True,
-        help_text="Predicts held-out answers better than the constant rate and its prior "
-        "(learning/evaluation/informative.py); else never the study's current metric.",
+        default=False,
+        help_text="verdict == informative: predicts the answers of new people better than the "
+        "constant rate (learning/evaluation/informative.py); else never the study's current "
+        "metric.",
+    )
+    verdict = models.CharField(
+        max_length=20,
+        blank=True,
+        default="",
+        help_text="informative, not informative or cannot tell yet, on new items "
+        '(diagnostics["validity"]); blank: never judged.',
     )
     parent = models.ForeignKey(
         "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="children"

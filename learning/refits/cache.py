@@ -188,6 +188,11 @@ def differences_for(read_vectors, row_a: np.ndarray, row_b: np.ndarray) -> tuple
     return data, how
 
 
+def differences_once(read_vectors, row_a: np.ndarray, row_b: np.ndarray) -> Differences:
+    """The pairs' differences for one fit, not kept (the kept ones are left as they are)."""
+    return Differences(_rows_differences(read_vectors, row_a, row_b), keep_work=False)
+
+
 def differences_forget() -> None:
     """Drop the kept differences (tests; a worker that must free the memory)."""
     _KEPT.clear()

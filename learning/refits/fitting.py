@@ -110,6 +110,7 @@ def fit_explore(
     weight_by_reliability: bool = False,
     warm: WarmStart | None = None,
     fold_prior=None,
+    keep_differences: bool = True,
 ) -> FitOutcome:
     """EXPLORE on all observations, with held-out diagnostics from the fits it makes anyway to
     choose its penalty (folds by pair hash, ``explore_folds``): log-likelihood with its 95 %
@@ -127,12 +128,18 @@ def fit_explore(
     which weighting was used (``weighting``) and list each annotator's flip rate.
 
     ``warm``: the previous refit's ``FitOutcome.warm``: each fit starts from it when its
-    objective is better (the same stopping rule; ``diagnostics["warm_start"]`` says so)."""
+    objective is better (the same stopping rule; ``diagnostics["warm_start"]`` says so).
+    ``keep_differences``: False for a fit on part of the pairs (the new-items check's fold fits,
+    ``learning/refits/newitems.py``): the worker's kept differences stay the study's."""
     shortfall = explore_shortfall_of(pairs.y)
     if not shortfall.ok:
         raise FitError(shortfall.message)
     # once for both fits, and extended from the last refit's when its pairs are a prefix
-    z, built = cache.differences_for(read_vectors, pairs.row_a, pairs.row_b)
+    if keep_differences:
+        z, built = cache.differences_for(read_vectors, pairs.row_a, pairs.row_b)
+    else:
+        z, built = cache.differences_once(read_vectors, pairs.row_a, pairs.row_b), "built"
+
     params = {
         "max_eigenvalue": None if max_eigenvalue is None else float(max_eigenvalue),
         "random_state": 0,

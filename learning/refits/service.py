@@ -26,6 +26,7 @@ from annotation.models import Adjudication, Study
 from learning.evaluation.checks import version_evaluate
 from learning.models import MetricVersion, StudyLearningSettings
 from learning.refits import cache, face_fits, fitting, increments, scheduling, snapshots
+from learning.refits import newitems as newitems
 from learning.versions import selectors, sigmas, storage
 
 logger = logging.getLogger(__name__)
@@ -301,6 +302,14 @@ def _refit_claimed(study_id: int, report: RefitReport) -> None:
         if version_evaluate(version, learning=learning).publish:
             storage.version_publish(version_id=version.pk, user=None)
             report.published.append(version.pk)
+    newitems.recheck_current(
+        study_id,
+        inputs.pairs,
+        study.space.vectors,
+        policy=learning.repeat_policy,
+        fresh=set(report.ready),
+        watermark=marks.judgment_watermark,
+    )
 
 
 def _version_fit(version, study, learning, inputs, groups, snapshot) -> bool:
@@ -313,17 +322,16 @@ def _version_fit(version, study, learning, inputs, groups, snapshot) -> bool:
             prior, prior_name, fold_prior = _explore_prior(
                 study, learning, pairs, groups, read, inputs.scatter
             )
+            fit_args = {
+                "max_eigenvalue": learning.explore_max_eigenvalue,
+                "prior": prior,
+                "prior_name": prior_name,
+                "weight_by_reliability": learning.weight_by_reliability,
+                "fold_prior": fold_prior,
+            }
             warm = cache.warm_load(study=study, dimension=study.space.dimension)
-            outcome = fitting.fit_explore(
-                pairs,
-                read,
-                max_eigenvalue=learning.explore_max_eigenvalue,
-                prior=prior,
-                prior_name=prior_name,
-                weight_by_reliability=learning.weight_by_reliability,
-                warm=warm,
-                fold_prior=fold_prior,
-            )
+            outcome = fitting.fit_explore(pairs, read, warm=warm, **fit_args)
+            recipe = newitems.explore_recipe(read, **fit_args)
         else:
             outcome = face_fits.fit_face(
                 pairs,
@@ -333,6 +341,11 @@ def _version_fit(version, study, learning, inputs, groups, snapshot) -> bool:
                 use_pairs=learning.face_pairs_as_groups,
                 scatter=inputs.scatter,
             )
+            k, use = learning.face_components, learning.face_pairs_as_groups
+            recipe = newitems.face_recipe(pairs, groups, read, k=k, use_pairs=use)
+        fitted = time.perf_counter()
+        new_items, folds = newitems.new_items_check(pairs, read, recipe)
+        new_items["seconds"] = round(time.perf_counter() - fitted, 4)
         storage.version_store(
             version,
             sigma=outcome.sigma,
@@ -342,9 +355,11 @@ def _version_fit(version, study, learning, inputs, groups, snapshot) -> bool:
                 "snapshot_seconds": round(snapshot[0], 4),
                 "snapshot_read": snapshot[1],
                 "snapshot_arrays": "extended" if snapshot[2] else "built",
+                "new_items": new_items,  # judged by learning/evaluation/informative.py
             },
             fit_seconds=time.perf_counter() - started,
         )
+        newitems.store_folds(version, folds, pairs)
         if outcome.warm is not None:
             cache.warm_save(study=study, warm=outcome.warm)
     except TRANSIENT_DB_ERRORS as error:

@@ -67,7 +67,8 @@ def version_published(*, study_id: int, method: str) -> MetricVersion | None:
 
 def version_current(*, study_id: int, method: str | None = None) -> MetricVersion | None:
     """The study's current metric, for sampling, suggestions and audits: among its ready
-    versions that are informative (``learning/evaluation/informative.py``), the published one
+    versions judged informative for new people (``verdict``; ``learning/evaluation/
+    informative.py``: never by default, and lost when the answers after it disagree), the published one
     of any method, else the newest; with ``method``, the newest informative one of it."""
     ready = MetricVersion.objects.ready().filter(study_id=study_id, informative=True)
     if method is not None:

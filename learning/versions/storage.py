@@ -12,9 +12,9 @@ watermarks and fingerprint, so a redelivered refit cannot add a second version f
 input, and FACE-3 and FACE-10 fitted on the same data are two versions.
 
 :func:`metric_version_create` is the one-call way to record a Sigma fitted outside the refit
-pipeline (the ``reproduce_weat_table`` command, notebooks, imports). :func:`version_publish` is
-the publish swap without an access check: :func:`metric_version_publish` checks
-the user first; auto-publishing after an evaluation calls it directly.
+pipeline (the ``reproduce_weat_table`` command, notebooks, imports). Publishing
+(``version_publish``, ``metric_version_publish``) is in ``learning/versions/publishing.py``,
+re-exported here.
 """
 
 from __future__ import annotations
@@ -29,24 +29,12 @@ from pathlib import Path
 import numpy as np
 from django.core.files.storage import default_storage
 from django.db import DatabaseError, IntegrityError, transaction
-from django.utils import timezone
 
-from annotation.access import Action, require
-from annotation.events import study_event
-from annotation.models import Study, WebhookEvent
-from audit.services import Action as AuditAction
-from audit.services import audit_record
-from common.errors import Conflict, InvalidInput
-from common.text import text_problem
+from annotation.models import Study
+from common.errors import Conflict
 from learning.core.psd import validate_sigma
 from learning.models import MetricVersion
-from learning.versions.validity import (
-    INFORMATIVE,
-    REASON_MAX_CHARS,
-    NotInformative,
-    validity_of,
-    verdict_line,
-)
+from learning.versions.new_items import CANNOT_TELL, new_item_figures, new_items_verdict
 
 logger = logging.getLogger(__name__)
 
@@ -103,6 +91,87 @@ def file_write_atomic(path: Path, data: bytes) -> None:
 
 def _sigma_path(version: MetricVersion) -> Path:
     return Path(default_storage.path(sigma_name(version)))
+
+
+def _folds_path(version: MetricVersion) -> Path:
+    return _sigma_path(version).with_suffix(".folds.npz")
+
+
+def fold_fits_save(version: MetricVersion, *, fits: list, held: dict) -> None:
+    """Keep a version's new-items fold fits (None: a fold not fitted) and their held-out pairs
+    beside its Sigma (``learning/refits/newitems.py``), for Sigmas derived from it later."""
+    fitted = np.array([f is not None for f in fits])
+    d = version.dimension or version.study.space.dimension
+    stack = np.stack([np.zeros((d, d)) if f is None else np.asarray(f, float) for f in fits])
+    buffer = io.BytesIO()
+    np.savez(buffer, fits=stack, fitted=fitted, **held)
+    file_write_atomic(_folds_path(version), buffer.getvalue())
+
+
+def fold_fits_load(version: MetricVersion) -> tuple[list, dict] | None:
+    """``fold_fits_save``'s fits and held-out pairs, or None when the version has none."""
+    path = _folds_path(version)
+    if not path.exists():
+        return None
+    with np.load(path, allow_pickle=False) as data:
+        fits = [f if ok else None for f, ok in zip(data["fits"], data["fitted"], strict=True)]
+        held = {key: data[key] for key in ("row_a", "row_b", "y", "fold", "rates")}
+    return fits, held
+
+
+def validity_store(version: MetricVersion, validity: dict) -> None:
+    """Store a verdict (``learning/versions/new_items.py: new_items_verdict``, with its
+    watermark) on the version: ``diagnostics["validity"]``, ``verdict`` and ``informative``
+    kept equal, and the pages' ``diagnostics["informative"]`` line; one UPDATE."""
+    verdict = validity["verdict"]
+    version.verdict, version.informative = verdict, verdict == "informative"
+    version.diagnostics = (version.diagnostics or {}) | {
+        "validity": validity,
+        "informative": {
+            "informative": version.informative,
+            "summary": validity["summary"],
+            "missing": validity["needs"],
+        },
+    }
+    MetricVersion.objects.filter(pk=version.pk).update(
+        verdict=version.verdict, informative=version.informative, diagnostics=version.diagnostics
+    )
+
+
+def _derived_validity(study: Study, sigma, parent, derive, watermark: int) -> dict:
+    """The verdict of a Sigma derived from ``parent``: ``derive`` applied to each of the
+    parent's new-items fold fits, scored on the same held-out items; "cannot tell yet" when the
+    derivation or the parent's fold fits are not known (nothing says how its Sigma would fare)."""
+    kept = None if parent is None or derive is None else fold_fits_load(parent)
+    if kept is None:
+        why = (
+            "derived from another version without its derivation"
+            if parent is not None
+            else "made outside the app's refits: no fit of its recipe on held-out items"
+        )
+        return {
+            "verdict": CANNOT_TELL,
+            "basis": "new items",
+            "gain": None,
+            "gain_interval": None,
+            "auc": None,
+            "items": 0,
+            "pairs": 0,
+            "needs": "the derivation applied to the source version's fold fits "
+            "(metric_version_create(..., derive=...))",
+            "summary": f"not judged on new items: {why}",
+            "judged_at_watermark": watermark,
+        }
+    fits, held = kept
+    fits = [None if f is None else validate_sigma(derive(f), sigma.shape[0]) for f in fits]
+    rows = np.unique(np.concatenate([held["row_a"], held["row_b"]]))
+    x = np.asarray(study.space.vectors(rows), dtype=np.float64)
+    za = x[np.searchsorted(rows, held["row_a"])] - x[np.searchsorted(rows, held["row_b"])]
+    fig = new_item_figures(
+        za, held["y"], held["fold"], held["rates"], fits, held["row_a"], held["row_b"]
+    )
+    answers = int((parent.counts or {}).get("observations") or 0)
+    return new_items_verdict(fig, answers=answers) | {"judged_at_watermark": watermark}
 
 
 def version_start(
@@ -207,8 +276,14 @@ def metric_version_create(
     group_watermark: int = 0,
     parent: MetricVersion | None = None,
     fit_seconds: float | None = None,
+    derive=None,
 ) -> MetricVersion:
-    """Save ``sigma`` as a new ready :class:`MetricVersion` of ``study``; returns it.
+    """Save ``sigma`` as a new ready :class:`MetricVersion` of ``study``, judged; returns it.
+
+    ``derive`` (Sigma → Sigma): how ``sigma`` was made from ``parent``'s; the version gets the
+    verdict of that derivation applied to each of the parent's new-items fold fits, on the same
+    held-out items (``_derived_validity``). Without it (or a parent) the version is "cannot
+    tell yet": never informative by default.
 
     Raises ``ValueError`` for an unknown method or a Sigma that is not a finite symmetric PSD
     matrix of the space's dimension, and :class:`~common.errors.Conflict` when the same input
@@ -232,9 +307,11 @@ def metric_version_create(
     if version is None:
         raise Conflict(f"study {study.pk} has a live {label or method} version for this input")
     try:
-        return version_store(
+        version = version_store(
             version, sigma=sigma, diagnostics=diagnostics or {}, fit_seconds=fit_seconds
         )
+        validity_store(version, _derived_validity(study, sigma, parent, derive, judgment_watermark))
+        return version
     except BaseException:
         _sigma_path(version).unlink(missing_ok=True)
         MetricVersion.objects.filter(pk=version.pk).delete()
@@ -243,114 +320,23 @@ def metric_version_create(
 
 def metric_version_delete(*, version: MetricVersion) -> None:
     """Delete a version (its WEAT results cascade) and, once committed, its Sigma file."""
-    name = version.sigma.name
+    name, folds = version.sigma.name, _folds_path(version)
     with transaction.atomic():
         version.delete()
         if name:
             transaction.on_commit(lambda: default_storage.delete(name))
+        transaction.on_commit(lambda: folds.unlink(missing_ok=True))
 
 
-def publish_reason_clean(reason) -> str:
-    """A publish reason as stored: text, stripped, at most ``REASON_MAX_CHARS`` characters and
-    storable (``common.text``); :class:`~common.errors.InvalidInput` otherwise."""
-    if reason is None:
-        return ""
-    if not isinstance(reason, str):
-        raise InvalidInput("The reason must be text.")
-    reason = reason.strip()
-    problem = text_problem(reason)
-    if problem:
-        raise InvalidInput(f"The reason {problem}.")
-    if len(reason) > REASON_MAX_CHARS:
-        raise InvalidInput(f"The reason is longer than {REASON_MAX_CHARS} characters.")
-    return reason
+# Publishing lives in learning/versions/publishing.py; its names stay importable from here.
+from learning.versions.publishing import (  # noqa: E402
+    metric_version_publish,
+    publish_reason_clean,
+    version_publish,
+)
 
-
-def _refusal(version: MetricVersion, validity: dict) -> NotInformative:
-    return NotInformative(
-        f"Version #{version.pk}'s verdict: {verdict_line(validity)}. Publishing it needs a reason from "
-        "an admin of the study, recorded with the version and in the audit log.",
-        validity,
-    )
-
-
-@transaction.atomic
-def version_publish(*, version_id: int, user=None, reason: str = "", by: str = "") -> MetricVersion:
-    """Make a ready version the published one of its study and method (the previous one is
-    unpublished in the same transaction); ``user=None`` is automatic publishing (``by`` names
-    the command, if any). No access check: :func:`metric_version_publish` is the checked entry
-    point.
-
-    A version whose verdict (:func:`learning.versions.validity.validity_of`) is not
-    ``informative`` is published only with a ``reason``, recorded as its ``publish_override``
-    (reason, by, at) and in the audit event; without one, :class:`NotInformative` (409) — so
-    auto-publishing never publishes it. Publishing again what is published already changes
-    nothing, unless it is not informative and has no recorded override (published before the
-    rule): then it is refused likewise until a reason is given."""
-    reason = publish_reason_clean(reason)
-    version = MetricVersion.objects.select_related("study").get(pk=version_id)
-    Study.objects.select_for_update().filter(pk=version.study_id).first()  # serialise per study
-    version.refresh_from_db()
-    if version.status != Status.READY:
-        raise Conflict(
-            f"Version #{version.pk} is {version.status}; only a ready version can be published."
-        )
-    validity = validity_of(version)
-    informative = validity["verdict"] == INFORMATIVE
-    standing = version.is_published and validity["override"] is not None
-    if not informative and not reason and not standing:
-        raise _refusal(version, validity)
-    override = None
-    if not informative and reason:
-        who = user.get_username() if user is not None else (by or None)
-        override = {"reason": reason, "by": who, "at": timezone.now().isoformat()}
-    if version.is_published and override is None:
-        return version
-    replaced = []
-    if not version.is_published:
-        previous = MetricVersion.objects.filter(
-            study_id=version.study_id, method=version.method, is_published=True
-        )
-        replaced = list(previous.values_list("pk", flat=True))
-        previous.update(is_published=False)
-        version.is_published = True
-        version.published_at = timezone.now()
-        version.published_by = user
-    if informative or override is not None:
-        version.publish_override = override
-    version.save(update_fields=["is_published", "published_at", "published_by", "publish_override"])
-    audit_record(
-        action=AuditAction.PUBLISH,
-        target=version,
-        actor=user,
-        study_id=version.study_id,
-        detail={
-            "method": version.method,
-            "replaced": replaced,
-            "automatic": user is None,
-            "verdict": validity["verdict"],
-            "override": override,
-        },
-    )
-    study_event(
-        study_id=version.study_id,
-        event=WebhookEvent.VERSION_PUBLISHED,
-        data={
-            "version": version.pk,
-            "method": version.method,
-            "label": version.label,
-            "sigma_sha256": version.sigma_sha256,
-            "automatic": user is None,
-            "replaced": replaced,
-            "verdict": validity["verdict"],
-            "override_reason": override["reason"] if override else None,
-        },
-    )
-    return version
-
-
-def metric_version_publish(*, version: MetricVersion, user, reason: str = "") -> MetricVersion:
-    """Publish a ready version, if ``user`` may manage its study (``annotation.access``); a
-    version that is not informative needs ``reason`` (:func:`version_publish`)."""
-    require(user, version.study_id, Action.MANAGE, "Only an admin of the study can publish.")
-    return version_publish(version_id=version.pk, user=user, reason=reason)
+__all__ = [
+    "metric_version_publish",
+    "publish_reason_clean",
+    "version_publish",
+]

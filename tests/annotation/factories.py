@@ -73,6 +73,9 @@ def make_user(username: str, *, study: Study | None = None, role: str | None = N
 
 
 def make_metric_version(*, study: Study, method: str, sigma: np.ndarray, **fields):
+    """A ready version, judged informative unless ``fields`` say otherwise (a version's verdict
+    is never a default: issue 35)."""
+    fields = {"verdict": "informative", "informative": True} | fields
     data = npy_bytes(np.asarray(sigma, dtype=np.float64))
     version = MetricVersion(
         study=study,

@@ -37,6 +37,7 @@ def test_quick_coverage_benchmark_prints_nominal_against_measured():
     assert "| interval | case | truth | replicates | nominal | measured ± MC s.e." in out.stdout
     assert out.stdout.count("| WEAT d, studentized bootstrap |") == 7
     assert out.stdout.count("| held-out loglik |") == 2
+    assert out.stdout.count("| new-items gain | ") == 2  # word and record spaces
 
 
 def test_quick_growth_benchmark_prints_both_tables():
@@ -75,6 +76,22 @@ def test_quick_informative_null_benchmark_prints_its_table():
     assert "| case | answers | d | draws | gain ± MC s.e. |" in out.stdout
     assert out.stdout.count("| coin flips, records") == 4  # and p = 0.75 on records
     assert "| coin flips, test's Gaussian space | 60 | 30 | 3 |" in out.stdout
+
+
+def test_quick_validity_benchmark_prints_its_tables():
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "validity.py"), "--quick"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "| case | answers | draws | judged informative (95 % CI) |" in out.stdout
+    assert out.stdout.count("| trait not in φ, ") == 1
+    assert out.stdout.count("| rule on φ, 400 items |") == 1
+    assert "| table | d | seeds | answers |" in out.stdout
 
 
 def test_quick_explore_refit_benchmark_prints_kept_rebuilt_and_cold():

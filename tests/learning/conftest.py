@@ -97,6 +97,7 @@ def make_version() -> Callable:
         counts=None,
         watermark=0,
         parent=None,
+        verdict="informative",  # judged (a verdict is never a default: issue 35)
     ) -> MetricVersion:
         content = npy_bytes(np.asarray(sigma, dtype=np.float64))
         version = MetricVersion(
@@ -113,6 +114,8 @@ def make_version() -> Callable:
             is_published=published,
             parent=parent,
             fingerprint=f"fp{watermark}",
+            verdict=verdict,
+            informative=verdict == "informative",
         )
         version.sigma.save(
             f"sigma-{study.pk}-{method}-{watermark}.npy", ContentFile(content), save=False

@@ -102,15 +102,20 @@ def test_every_current_version_is_never_worse_than_the_constant(credit_study, de
         constant = _constant_loglik(float(np.clip(train_y.mean(), 1e-6, 1 - 1e-6)), fresh_y)
         latest = selectors.version_latest_ready(study_id=study.pk, method="explore")
         line = (20 * (step + 1), constant, latest and latest.informative, current)
+        train_z = matrix[seen_a] - matrix[seen_b]
         if current is not None:
-            train_z = matrix[seen_a] - matrix[seen_b]
             score = _version_loglik(current, fresh_z, fresh_y, train_z, train_y)
             report.append((*line, score))
             assert score >= constant - TOLERANCE, report
         else:
             report.append((*line, None))
-    # the current version at 200 answers clearly beats the constant
-    assert report[-1][-1] > report[-1][1] + 0.02, report
+    # the current version at 200 answers, if any, clearly beats the constant; 200 answers on
+    # 1,000 people are too few for a first verdict on new people (issue 35): "cannot tell yet"
+    if report[-1][-1] is not None:
+        assert report[-1][-1] > report[-1][1] + 0.02, report
+    else:
+        assert latest.verdict == "cannot tell yet", latest.diagnostics["validity"]
+        assert "more answers" in latest.diagnostics["validity"]["needs"]
     # the latest EXPLORE version's held-out gain over the constant is honest: its interval
     # holds what 20,000 fresh pairs find (before issue 25's fold priors, a FACE prior fitted on
     # the held-out pairs themselves made it promise several times more); current when it is
@@ -124,4 +129,4 @@ def test_every_current_version_is_never_worse_than_the_constant(credit_study, de
     # a version that is not informative says why, with its figures
     for version in MetricVersion.objects.filter(study=study, method="explore", informative=False):
         assert version.diagnostics["informative"]["missing"]
-        assert "constant prediction" in version.diagnostics["informative"]["summary"]
+        assert "new items" in version.diagnostics["informative"]["summary"]

@@ -1,7 +1,9 @@
-"""The "not yet informative" rule (learning/evaluation/informative.py): on hand-made held-out
-figures, and end to end on a study whose answers carry no signal (coin flips): its EXPLORE
-version is stored with its figures, is not the study's current metric, is not auto-published,
-and the dashboard and the version page say what is missing."""
+"""Validity for new people (learning/versions/new_items.py, learning/evaluation/informative.py,
+learning/refits/newitems.py): the three verdicts on hand-made figures; end to end, a study whose
+answers follow a rule on the features is judged informative and current while coin flips are
+not; a derived Sigma is judged by its derivation on the same held-out items, and never
+informative by default; the current version loses its place when the answers after it say it
+predicts worse than the constant."""
 
 from __future__ import annotations
 
@@ -9,81 +11,208 @@ import numpy as np
 from django.contrib.auth import get_user_model
 from django.urls import reverse
 
-from learning.evaluation.informative import informative_verdict
 from learning.models import MetricVersion
 from learning.refits import service
-from learning.versions import selectors
-from learning.versions.sigmas import study_metric
+from learning.versions import selectors, storage
+from learning.versions.new_items import (
+    CANNOT_TELL,
+    INFORMATIVE,
+    MIN_ITEMS,
+    MIN_PAIRS,
+    NOT_INFORMATIVE,
+    Figures,
+    item_split,
+    jackknife_items,
+    new_items_verdict,
+)
+from learning.versions.sigmas import sigma_of, study_metric
 
-from .synthetic import judgments_create, space_create, study_create
+from .synthetic import SIGMA0, judgments_create, simulate, space_create, study_create
 
-
-def _diagnostics(constant_ci, prior_ci, pairs=100):
-    def part(ci):
-        return {"loglik": -0.69, "gain": (ci[0] + ci[1]) / 2, "gain_ci": list(ci)}
-
-    return {
-        "heldout_loglik": -0.65,
-        "heldout_pairs": pairs,
-        "heldout_baselines": {"constant": part(constant_ci), "prior": part(prior_ci)},
-    }
-
-
-def test_the_rule_on_held_out_figures():
-    beats = informative_verdict("explore", _diagnostics((0.01, 0.05), (-0.01, 0.02)))
-    assert beats.informative
-    assert not beats.missing
-    assert "constant prediction -0.690 (gain +0.030" in beats.summary
-    # gain 0.01 ± 0.02 on 100 pairs: the half-width must shrink 2×, 4× the pairs: 300 more
-    unsure = informative_verdict("explore", _diagnostics((-0.01, 0.03), (0.0, 0.01)))
-    assert not unsure.informative
-    assert "about 300 more answers" in unsure.missing
-    worse = informative_verdict("explore", _diagnostics((-0.05, -0.01), (0.0, 0.01)))
-    assert not worse.informative
-    assert "more answers" in worse.missing
-    prior_better = informative_verdict("explore", _diagnostics((0.01, 0.05), (-0.04, -0.01)))
-    assert not prior_better.informative
-    assert "prior predicts" in prior_better.missing
-    none = informative_verdict("explore", {"heldout_loglik": -0.6})
-    assert not none.informative
-    assert "held-out pairs" in none.missing
-    assert informative_verdict("face", {}).informative  # no likelihood: the rule does not apply
+CONTRACT = {
+    "verdict",
+    "basis",
+    "gain",
+    "gain_interval",
+    "auc",
+    "items",
+    "pairs",
+    "needs",
+    "summary",
+    "judged_at_watermark",
+}
 
 
-def test_a_version_from_coin_flips_is_stored_but_never_current(db, media_root, client):
-    space, items = space_create(media_root, n_items=120, d=30, seed=3, name="coins")
-    # The folds hash the items' database ids, which depend on the tests run before (xdist). On
-    # these answers (labels correlated -0.20 with ‖z‖² by chance) the interval's lower end lay
-    # above 0 for 5 of 100 random fold assignments while each fold's prior was scaled on all
-    # pairs, held-out labels included; scaled on its training pairs it lies at -0.067 to -0.022
-    # (the same 100; docs/core.md, "informative"), so the folds need no pinning.
-    study, users = study_create(space, annotators=2)
+def test_the_three_verdicts_on_hand_made_figures():
+    enough = {"items": MIN_ITEMS, "pairs": MIN_PAIRS}
+    good = new_items_verdict(Figures(0.05, [0.01, 0.09], 0.7, **enough), answers=500)
+    assert good["verdict"] == INFORMATIVE
+    assert good["needs"] == ""
+    assert good["basis"] == "new items"
+    assert "+0.050" in good["summary"]
+    bad = new_items_verdict(Figures(-0.02, [-0.06, 0.02], 0.5, **enough), answers=500)
+    assert bad["verdict"] == NOT_INFORMATIVE
+    assert bad["needs"]
+    # gain 0.01 ± 0.02 on 100 pairs: 4× the scored pairs, one answer in 5 scored: 1,500 more
+    unsure = new_items_verdict(Figures(0.01, [-0.01, 0.03], 0.6, **enough), answers=500)
+    assert unsure["verdict"] == CANNOT_TELL
+    assert "about 1500 more answers" in unsure["needs"]
+    # too few items or answers: cannot tell, whatever the figures say
+    small = new_items_verdict(Figures(0.3, [0.2, 0.4], 0.9, items=25, pairs=30), answers=150)
+    assert small["verdict"] == CANNOT_TELL
+    assert f"{MIN_ITEMS - 25} more items" in small["needs"]
+    assert f"about {(MIN_PAIRS - 30) * 5} more answers" in small["needs"]
+    nothing = new_items_verdict(Figures(None, None, None, 0, 0), answers=0)
+    assert nothing["verdict"] == CANNOT_TELL
+
+
+def test_item_folds_hold_out_items_and_drop_pairs_across_the_split():
+    rng = np.random.default_rng(0)
+    a, b = rng.integers(0, 200, 5000), rng.integers(0, 200, 5000)
+    split = item_split(a, b)
+    for k in range(split.k):
+        held_items = set(a[split.held == k]) | set(b[split.held == k])
+        train = split.train(k)
+        assert not held_items & (set(a[train]) | set(b[train]))  # no answer about them
+        across = (split.fold_a == k) != (split.fold_b == k)
+        assert not np.any(train & across)
+        assert not np.any((split.held == k) & across)
+    assert 0.15 < np.mean(split.held >= 0) < 0.25  # about 1/5 of the pairs scored
+
+
+def test_item_jackknife_matches_a_hand_computed_case():
+    gain = np.array([1.0, 2.0, 3.0, 4.0])
+    ia, ib = np.array([0, 0, 1, 2]), np.array([1, 2, 2, 3])
+    # deleting items 0..3 leaves the pairs {3,4}, {2,4}, {1}, {1,2,3}: means 3.5, 3, 1, 2
+    theta = np.array([3.5, 3.0, 1.0, 2.0])
+    expected = np.sqrt(3 / 4 * np.sum((theta - theta.mean()) ** 2))
+    assert np.isclose(jackknife_items(gain, ia, ib), expected)
+
+
+def _study(media_root, *, name, n_items, answers, seed, labels=None):
+    space, items = space_create(media_root, n_items=n_items, seed=seed, name=name)
+    study, users = study_create(space, name=name, annotators=2)
     learning = selectors.learning_settings_get(study_id=study.pk)
     learning.fit_face = False
     learning.auto_publish = True
     learning.auto_publish_min_auc = None
     learning.save()
-    rng = np.random.default_rng(4)
-    a = rng.choice(60, size=60, replace=False)
-    b = 60 + rng.choice(60, size=60, replace=False)
-    judgments_create(study, items, a, b, rng.integers(0, 2, size=60), annotator=users[0])
+    matrix = np.load(media_root / "spaces" / f"{name}.npy")
+    a, b, y = simulate(matrix, answers, seed=seed + 1)
+    if labels is not None:
+        y = labels(np.random.default_rng(seed + 2), y.size)
+    judgments_create(study, items, a, b, y, annotator=users[0])
+    return study, items, users, matrix
+
+
+def test_a_rule_on_the_features_is_informative_for_new_people(db, media_root):
+    study, *_ = _study(media_root, name="rule", n_items=200, answers=900, seed=5)
+    service.refit_study(study_id=study.pk)
+    (version,) = MetricVersion.objects.filter(study=study, method="explore")
+    validity = version.diagnostics["validity"]
+    assert set(validity) >= CONTRACT
+    assert validity["verdict"] == INFORMATIVE == version.verdict
+    assert version.informative
+    assert validity["gain_interval"][0] > 0
+    assert validity["items"] >= MIN_ITEMS
+    assert validity["judged_at_watermark"] == version.judgment_watermark
+    assert "heldout_loglik" in version.diagnostics  # the pair-level figures beside
+    assert selectors.version_current(study_id=study.pk) == version
+    assert version.is_published or MetricVersion.objects.get(pk=version.pk).is_published
+
+
+def test_coin_flips_are_never_current_nor_published(db, media_root, client):
+    def coins(rng, n):
+        return rng.integers(0, 2, size=n)
+
+    study, *_ = _study(media_root, name="coins", n_items=120, answers=400, seed=3, labels=coins)
     service.refit_study(study_id=study.pk)
     (version,) = MetricVersion.objects.filter(study=study, method="explore")
     assert version.status == "ready", version.error
+    assert version.verdict in (NOT_INFORMATIVE, CANNOT_TELL)
     assert not version.informative
-    stored = version.diagnostics["informative"]
-    assert stored["informative"] is False
-    assert stored["missing"]
-    assert version.diagnostics["heldout_baselines"]["constant"]["gain_ci"][0] <= 0
+    assert version.diagnostics["validity"]["needs"]
     assert not version.is_published
     assert any("not yet informative" in f for f in version.diagnostics["auto_publish"]["failed"])
     assert selectors.version_current(study_id=study.pk) is None
     assert study_metric(study_id=study.pk) is None
-    assert study_metric(study_id=study.pk, method="explore") is None
     client.force_login(get_user_model().objects.create_user("staff-inf", is_staff=True))
     page = client.get(reverse("learning:study-dashboard", args=[study.pk])).content.decode()
     assert 'data-testid="not-informative"' in page
-    assert "Not yet informative" in page
-    assert "constant prediction" in page
-    page = client.get(reverse("learning:version-detail", args=[version.pk])).content.decode()
-    assert "Not yet informative" in page
+    assert "new items" in page
+
+
+def test_a_derived_sigma_is_judged_by_its_derivation_and_never_informative_by_default(
+    db, media_root
+):
+    study, *_ = _study(media_root, name="derive", n_items=200, answers=900, seed=5)
+    service.refit_study(study_id=study.pk)
+    fitted = MetricVersion.objects.get(study=study, method="explore")
+    assert fitted.verdict == INFORMATIVE
+    plain = storage.metric_version_create(
+        study=study, method="explore", sigma=sigma_of(fitted), label="copy", parent=fitted
+    )
+    assert plain.verdict == CANNOT_TELL
+    assert not plain.informative
+    same = storage.metric_version_create(
+        study=study,
+        method="explore",
+        sigma=sigma_of(fitted),
+        label="same",
+        parent=fitted,
+        derive=lambda s: s,
+    )
+    assert same.verdict == INFORMATIVE
+    assert np.isclose(same.diagnostics["validity"]["gain"], fitted.diagnostics["validity"]["gain"])
+    # the two relevant directions projected out: what is left predicts nothing on new people
+    keep = np.diag([0.0, 0.0, 1.0, 1.0, 1.0, 1.0])
+    out = storage.metric_version_create(
+        study=study,
+        method="explore",
+        sigma=keep @ sigma_of(fitted) @ keep,
+        label="out",
+        parent=fitted,
+        derive=lambda s: keep @ s @ keep,
+    )
+    assert out.verdict != INFORMATIVE
+    assert not out.informative
+    assert out.diagnostics["validity"]["gain"] < fitted.diagnostics["validity"]["gain"]
+    assert MetricVersion(study=study).informative is False  # the field's default
+
+
+def test_the_current_version_loses_its_place_when_later_answers_contradict_it(db, media_root):
+    study, items, users, matrix = _study(
+        media_root, name="recheck", n_items=200, answers=900, seed=5
+    )
+    service.refit_study(study_id=study.pk)
+    first = MetricVersion.objects.get(study=study, method="explore")
+    assert selectors.version_current(study_id=study.pk) == first
+    # the annotators turn the rule around: distant pairs comparable, close ones not
+    a, b, y = simulate(matrix, 300, sigma0=SIGMA0, seed=77)
+    judgments_create(study, items, a, b, 1 - y, annotator=users[1])
+    service.refit_study(study_id=study.pk)
+    first.refresh_from_db()
+    recheck = first.diagnostics["validity"]["recheck"]
+    assert recheck["pairs"] == 300
+    assert recheck["gain"] < 0
+    assert first.verdict == NOT_INFORMATIVE
+    assert not first.informative
+    assert "lost its place" in first.diagnostics["validity"]["summary"]
+    current = selectors.version_current(study_id=study.pk)
+    assert current is None or current.pk != first.pk
+
+
+def test_face_versions_are_judged_too(db, media_root):
+    study, *_ = _study(media_root, name="face", n_items=200, answers=900, seed=5)
+    learning = selectors.learning_settings_get(study_id=study.pk)
+    learning.fit_face = True
+    learning.face_pairs_as_groups = True
+    learning.face_components = 2
+    learning.save()
+    service.refit_study(study_id=study.pk)
+    face = MetricVersion.objects.get(study=study, method="face")
+    validity = face.diagnostics["validity"]
+    assert set(validity) >= CONTRACT
+    assert validity["pairs"] > 0
+    assert face.verdict == validity["verdict"]
+    assert face.informative == (face.verdict == INFORMATIVE)

@@ -1,0 +1,222 @@
+"""A version's check on new people: its own recipe refitted on each item fold's training part,
+scored on the pairs of that fold's held-out items (``learning/versions/new_items.py``).
+
+The recipe is what made the stored Sigma, all of it: EXPLORE with its own penalty choice, its
+prior (FACE on the comparable pairs refitted on the training part alone when it learns from
+them), reliability weights when the version is weighted (the verdict is the stored, weighted
+fit's); FACE on the groups and the training part's comparable pairs. A fold whose training part
+cannot be fitted (one label, too few answers) scores nothing. The fold fits and their held-out
+pairs are kept beside the Sigma (``learning/versions/storage.py: fold_fits_save``): a Sigma
+derived from this version later (a projection) is judged by the same derivation applied to each
+fold fit, on the same held-out items (``storage.metric_version_create``'s ``derive``).
+
+Cost: one fit of the recipe per item fold (``N_ITEM_FOLDS``) on about two thirds of the
+answers, after the version's own fit.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from learning.core._explore_start import best_scale
+from learning.core._pairloss import quad_forms
+from learning.evaluation.informative import version_recheck
+from learning.models import MetricVersion
+from learning.refits import face_fits, fitting
+from learning.refits.cache import _rows_differences
+from learning.refits.pairs import PairData
+from learning.versions import selectors, sigmas, storage
+from learning.versions.new_items import Figures, ItemSplit, item_split, new_item_figures
+
+Method = MetricVersion.Method
+
+Recipe = Callable[[PairData, np.ndarray], np.ndarray]
+
+
+def pairs_subset(pairs: PairData, keep: np.ndarray) -> PairData:
+    """The observations ``keep`` (a mask) as PairData of their own (pairs re-indexed 0..m-1)."""
+
+    def take(a):
+        return None if a is None else a[keep]
+
+    pair = None
+    if pairs.pair is not None:
+        pair = np.unique(pairs.pair[keep], return_inverse=True)[1].ravel()
+    return PairData(
+        row_a=pairs.row_a[keep],
+        row_b=pairs.row_b[keep],
+        y=pairs.y[keep],
+        held_out=pairs.held_out[keep],
+        hash=pairs.hash[keep],
+        annotator=take(pairs.annotator),
+        pair=pair,
+        gold=take(pairs.gold),
+    )
+
+
+@dataclass(frozen=True)
+class FoldFits:
+    """Each item fold's fit of the recipe (None: not fitted), its training rate, the split."""
+
+    fits: list
+    rates: np.ndarray
+    split: ItemSplit
+
+    def held(self, pairs: PairData) -> dict:
+        """The held-out pairs as arrays (what ``storage.fold_fits_save`` keeps)."""
+        mine = self.split.held >= 0
+        return {
+            "row_a": pairs.row_a[mine],
+            "row_b": pairs.row_b[mine],
+            "y": pairs.y[mine],
+            "fold": self.split.held[mine],
+            "rates": self.rates,
+        }
+
+
+def fold_fits(pairs: PairData, recipe: Recipe) -> FoldFits:
+    """The recipe on each item fold's training part (module docstring)."""
+    split = item_split(pairs.row_a, pairs.row_b)
+    fits, rates = [], np.full(split.k, 0.5)
+    for k in range(split.k):
+        keep = split.train(k)
+        if not np.any(split.held == k) or not keep.any():
+            fits.append(None)
+            continue
+        rates[k] = float(pairs.y[keep].mean())
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                fits.append(np.asarray(recipe(pairs_subset(pairs, keep), keep)))
+        except (fitting.FitError, ValueError, np.linalg.LinAlgError):
+            fits.append(None)
+    return FoldFits(fits, rates, split)
+
+
+def score(held: dict, fits: list, read_vectors) -> Figures:
+    """The new-items figures of ``fits`` on the held-out pairs ``held`` (``FoldFits.held``)."""
+    if held["y"].size == 0:
+        return new_item_figures(
+            np.zeros((0, 1)),
+            held["y"],
+            held["fold"],
+            held["rates"],
+            fits,
+            held["row_a"],
+            held["row_b"],
+        )
+    z = _rows_differences(read_vectors, held["row_a"], held["row_b"])
+    return new_item_figures(
+        z, held["y"], held["fold"], held["rates"], fits, held["row_a"], held["row_b"]
+    )
+
+
+def explore_recipe(
+    read_vectors,
+    *,
+    max_eigenvalue,
+    prior,
+    prior_name: str,
+    weight_by_reliability: bool,
+    fold_prior=None,
+) -> Recipe:
+    """EXPLORE as the refit fits it (``fitting.fit_explore``), on a training part. ``fold_prior``
+    (a mask over all the refit's observations → the prior from those): refitted on the part."""
+
+    def fit(sub: PairData, keep: np.ndarray) -> np.ndarray:
+        inner, part_prior = None, prior
+        if fold_prior is not None:
+            part_prior = fold_prior(keep)
+            where = np.flatnonzero(keep)
+
+            def inner(mask: np.ndarray) -> np.ndarray:
+                full = np.zeros(keep.size, dtype=bool)
+                full[where[mask]] = True
+                return fold_prior(full)
+
+        return fitting.fit_explore(
+            sub,
+            read_vectors,
+            max_eigenvalue=max_eigenvalue,
+            prior=part_prior,
+            prior_name=prior_name,
+            weight_by_reliability=weight_by_reliability,
+            fold_prior=inner,
+            keep_differences=False,
+        ).sigma
+
+    return fit
+
+
+def face_recipe(pairs: PairData, groups, read_vectors, *, k, use_pairs: bool) -> Recipe:
+    """FACE on the groups and, when it learns from them, the training part's comparable pairs.
+    FACE's Sigma has no scale of its own (its distances rank pairs): the fold fit is scaled by
+    the factor its training part's answers prefer (``best_scale``, as EXPLORE scales a prior),
+    so that a FACE version is judged as the metric it is, up to that scale."""
+
+    def fit(sub: PairData, keep: np.ndarray) -> np.ndarray:
+        sigma = face_fits.face_prior(
+            pairs, groups, read_vectors, k=k, keep=keep if use_pairs else np.zeros_like(keep)
+        )
+        q = np.maximum(quad_forms(_rows_differences(read_vectors, sub.row_a, sub.row_b), sigma), 0)
+        if not np.any(q > 0):
+            return sigma
+        scale, _ = best_scale(q, sub.y, 1e6 / float(np.mean(q)), np.ones(q.size))
+        return scale * sigma
+
+    return fit
+
+
+def new_items_check(pairs: PairData, read_vectors, recipe: Recipe) -> tuple[dict, FoldFits]:
+    """The version's ``diagnostics["new_items"]`` (its figures and the answers they came from)
+    and the fold fits (kept by ``store_folds`` once the version is stored)."""
+    folds = fold_fits(pairs, recipe)
+    fig = score(folds.held(pairs), folds.fits, read_vectors)
+    fitted = sum(f is not None for f in folds.fits)
+    return fig.as_dict() | {"answers": len(pairs), "folds_fitted": fitted}, folds
+
+
+def store_folds(version, folds: FoldFits, pairs: PairData) -> None:
+    storage.fold_fits_save(version, fits=folds.fits, held=folds.held(pairs))
+
+
+RECHECK_ROUNDS = 5  # a refit re-judges at most this many successive current versions
+
+
+def recheck_current(
+    study_id: int, pairs: PairData, read_vectors, *, policy: str, fresh, watermark: int
+) -> list:
+    """Re-judge the study's current version of each method on the answers after it (module
+    docstring of ``learning/evaluation/informative.py``) until one keeps its place; ``fresh``:
+    versions stored by this refit (judged already). Returns the ids that lost their place.
+    Observations are in answer order (the snapshot's), so the answers after a version are the
+    observations past its count; not under the "majority" policy (one per pair)."""
+    if policy == "majority" or pairs.pair is None:
+        return []
+    lost = []
+    for method in (Method.EXPLORE, Method.FACE):
+        for _ in range(RECHECK_ROUNDS):
+            version = selectors.version_current(study_id=study_id, method=method)
+            if version is None or version.pk in fresh:
+                break
+            seen = int((version.counts or {}).get("observations") or 0)
+            if version.parameters.get("repeat_policy") != policy or not 0 < seen < len(pairs):
+                break
+            after = np.arange(len(pairs)) >= seen
+            rate = np.full(1, float(pairs.y[:seen].mean()))
+            held = {
+                "row_a": pairs.row_a[after],
+                "row_b": pairs.row_b[after],
+                "y": pairs.y[after],
+                "fold": np.zeros(int(after.sum()), dtype=np.int64),
+                "rates": rate,
+            }
+            fig = score(held, [np.asarray(sigmas.sigma_of(version))], read_vectors)
+            if not version_recheck(version, fig, watermark=watermark):
+                break
+            lost.append(version.pk)
+    return lost
