@@ -5,6 +5,7 @@ from .models import (
     Adjudication,
     CandidatePair,
     ComparableGroup,
+    FeedbackImport,
     GoldPair,
     GroupEdit,
     Membership,
@@ -13,6 +14,8 @@ from .models import (
     PairSkip,
     Study,
     StudyCounter,
+    Webhook,
+    WebhookDelivery,
 )
 
 
@@ -140,3 +143,45 @@ class AdjudicationAdmin(admin.ModelAdmin):
     list_select_related = ["study", "item_a", "item_b", "decided_by"]
     search_fields = ["study__name", "item_a__key", "item_b__key", "decided_by__username"]
     raw_id_fields = ["study", "item_a", "item_b", "decided_by"]
+
+
+@admin.register(FeedbackImport)
+class FeedbackImportAdmin(admin.ModelAdmin):
+    """The import page's feedback imports (read-only: the worker stores them)."""
+
+    list_display = [
+        "id",
+        "study",
+        "name",
+        "status",
+        "judgments",
+        "groups",
+        "created_by",
+        "created_at",
+    ]
+    list_filter = ["status"]
+    search_fields = ["name", "study__name", "token"]
+    list_select_related = ["study", "created_by"]
+    readonly_fields = [f.name for f in FeedbackImport._meta.fields]
+
+
+@admin.register(Webhook)
+class WebhookAdmin(admin.ModelAdmin):
+    """A study's webhooks (the secret is shown on the study's webhooks page to its admins)."""
+
+    list_display = ["id", "study", "url", "active", "created_by", "created_at"]
+    list_filter = ["active"]
+    search_fields = ["url", "study__name"]
+    list_select_related = ["study", "created_by"]
+    exclude = ["secret"]
+
+
+@admin.register(WebhookDelivery)
+class WebhookDeliveryAdmin(admin.ModelAdmin):
+    """Each event sent to a webhook: read-only, the log of its attempts."""
+
+    list_display = ["id", "event", "webhook", "status", "attempts", "response_status", "created_at"]
+    list_filter = ["status", "event"]
+    search_fields = ["webhook__url", "delivery_id"]
+    list_select_related = ["webhook"]
+    readonly_fields = [f.name for f in WebhookDelivery._meta.fields]

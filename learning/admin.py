@@ -2,6 +2,7 @@ from django.contrib import admin, messages
 
 from common.errors import AppError
 from learning.models import (
+    AuditSettings,
     AuditViolation,
     MetricVersion,
     ModelAudit,
@@ -174,3 +175,12 @@ class AuditViolationAdmin(admin.ModelAdmin):
     list_select_related = ["audit"]
     search_fields = ["key_a", "key_b", "audit__name"]
     raw_id_fields = ["audit", "item_a", "item_b"]
+
+
+@admin.register(AuditSettings)
+class AuditSettingsAdmin(admin.ModelAdmin):
+    """A record study's sensitive columns, declared by its admins on the audits page."""
+
+    list_display = ["study", "sensitive_columns"]
+    search_fields = ["study__name"]
+    list_select_related = ["study"]

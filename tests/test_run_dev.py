@@ -1,7 +1,7 @@
 """``make run`` (scripts/run_dev.sh): the URL and the logins come after the workers' banners, and
 Ctrl-C (SIGTERM to the process group, as a terminal sends SIGINT to it) leaves no process behind
 within 10 s — an idle Celery worker used to stay in "Warm shutdown" for over 90 s. The script
-runs as it does for a developer (the web server, two workers), on a SQLite file, the filesystem
+runs as it does for a developer (the web server, three workers), on a SQLite file, the filesystem
 broker and media of its own under ``tmp_path``."""
 
 from __future__ import annotations
@@ -72,11 +72,11 @@ def test_make_run_prints_its_url_last_and_stops_every_process_within_10_s(tmp_pa
             assert time.monotonic() < deadline, out.read_text(errors="replace")
             time.sleep(0.5)
         text = out.read_text(errors="replace")
-        assert text.count(" ready.") == 2  # both workers' banners, then the message
+        assert text.count(" ready.") == 3  # the three workers' banners, then the message
         last = text.rstrip().splitlines()[-1]
         assert last.strip() == READY, text[-2000:]
         assert f"http://127.0.0.1:{env['PORT']}/" in text
-        assert len(_group(run.pid)) >= 4  # the script, the server, two workers (+ pools, tees)
+        assert len(_group(run.pid)) >= 5  # the script, the server, three workers (+ pools, tees)
         os.killpg(run.pid, signal.SIGTERM)
         stopped = time.monotonic()
         while _group(run.pid) and time.monotonic() - stopped < 10:

@@ -121,6 +121,7 @@ def page_urls(world) -> dict[str, tuple[str, str]]:
         "annotation:study-gold": ("adm", reverse("annotation:study-gold", args=[s])),
         "annotation:study-members": ("adm", reverse("annotation:study-members", args=[s])),
         "annotation:study-import": ("adm", reverse("annotation:study-import", args=[s])),
+        "annotation:study-webhooks": ("adm", reverse("annotation:study-webhooks", args=[s])),
         "annotation:study-done": ("ann1", reverse("annotation:study-done", args=[s])),
         "accounts:invitation": (
             "anon",
@@ -150,6 +151,9 @@ NOT_PAGES = {
     "annotation:study-pool-filter",
     "annotation:study-member",
     "annotation:study-member-remove",
+    "annotation:study-webhook",  # POST: test, pause, resume, remove a webhook
+    "accounts:sso",  # a redirect to the team's provider (404 while single sign-on is off)
+    "accounts:sso-callback",  # the provider's way back (tests/browser/test_single_sign_on.py)
 }
 
 

@@ -3,7 +3,8 @@ table: two people, each in every race and marital status) uploaded, the outcome 
 as the label, a study, two invited annotators answering with reasons, the FACE version the
 real worker fitted naming the fields it ignores (race and marital: every pair judged
 comparable differs only there), the disagreements showing the reasons, the dashboard counting
-them per annotator, and the judgments export holding the answers and the reasons.
+them per annotator, and the judgments export holding the answers, the reasons and the
+adjudication.
 
 The rules the annotators follow: the same person (whatever the race or marital status) is
 comparable to themselves — anna always, citing race (else marital) as what they are comparable
@@ -278,12 +279,19 @@ def test_a_team_reads_its_metric_in_its_own_words_and_its_annotators_reasons(
         )
         assert marital[header.index("bert")] == str(bert_marital)
 
-        # 7. The judgments export holds every answer with its reasons.
+        # 7. The judgments export holds every answer with its reasons, then the adjudication
+        # with the reviewer who decided it.
         page.goto(f"{live_server.url}/studies/{study.pk}/")
-        exported = list(
+        rows = list(
             csv.DictReader(io.StringIO(download(page, "#exports >> text=CSV >> nth=0").decode()))
         )
+        exported = [row for row in rows if row["source"] != "adjudication"]
+        decided = [row for row in rows if row["source"] == "adjudication"]
         assert len(exported) == 2 * ANSWERS
+        assert len(decided) == 1
+        decision = Adjudication.objects.get(study=study)
+        assert decided[0]["annotator"] == decision.decided_by.username
+        assert decided[0]["label"] == decision.label
         stored = {str(j.client_id): "; ".join(j.reasons) for j in answers}
         assert {row["client_id"]: row["reasons"] for row in exported} == stored
         assert all(row["reasons"] for row in exported)
