@@ -53,7 +53,8 @@ def audit_setup(study_id: int, reviewers: int) -> list[str]:
     from learning.models import MetricVersion
 
     study = Study.objects.select_related("space").get(pk=study_id)
-    if not MetricVersion.objects.ready().filter(study=study).exists():
+    # audits run under the published metric (learning/audits/services.py: audit_version)
+    if not MetricVersion.objects.ready().filter(study=study, is_published=True).exists():
         buffer = io.BytesIO()
         np.save(buffer, np.eye(study.space.dimension))
         data = buffer.getvalue()

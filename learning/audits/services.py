@@ -96,9 +96,11 @@ def audit_parameters(*, k=None, epsilon=None, lipschitz=None, name="", delta=Non
 
 def audit_version(*, study: Study, version_id=None) -> MetricVersion:
     """The metric version to audit under: the given one (a ready version of this study), else the
-    study's current one (the published version, else the newest ready)."""
+    study's published one (what downstream code downloads, whatever its verdict: the audit page
+    shows it), else its current one (the newest judged informative)."""
     if version_id in (None, ""):
-        version = version_current(study_id=study.pk)
+        published = MetricVersion.objects.ready().filter(study=study, is_published=True)
+        version = published.order_by("-id").first() or version_current(study_id=study.pk)
         if version is None:
             raise InvalidInput("The study has no ready metric version to audit under yet.")
         return version

@@ -25,12 +25,13 @@ neither the task module nor the project's Celery module.
 from __future__ import annotations
 
 import logging
+import threading
 import uuid
 from datetime import datetime, timedelta
 
 from celery import current_app
 from django.conf import settings
-from django.db import transaction
+from django.db import DatabaseError, connection, connections, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -199,3 +200,41 @@ def lease_remaining(*, study_id: int) -> float:
     if until is None:
         return 0.0
     return max(0.0, (until - timezone.now()).total_seconds())
+
+
+class LeaseKeeper:
+    """Renews the study's lease in a background thread while a refit runs."""
+
+    def __init__(self, study_id: int, token: str) -> None:
+        self.study_id, self.token = study_id, token
+        self.lost = False
+        self._stop = threading.Event()
+        # Only a committed claim can be renewed from another connection.
+        self._thread = (
+            None
+            if connection.in_atomic_block
+            else threading.Thread(target=self._run, name=f"refit-lease-{study_id}", daemon=True)
+        )
+
+    def _run(self) -> None:
+        interval = max(0.5, settings.LEARNING_LEASE_SECONDS / 3)
+        try:
+            while not self._stop.wait(interval):
+                if not lease_renew(study_id=self.study_id, token=self.token):
+                    self.lost = True
+                    logger.warning("refit lease of study %s was lost", self.study_id)
+                    return
+        except DatabaseError:
+            logger.warning("could not renew the refit lease of study %s", self.study_id)
+        finally:
+            connections.close_all()  # this thread's own connections
+
+    def __enter__(self) -> LeaseKeeper:
+        if self._thread is not None:
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)

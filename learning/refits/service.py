@@ -10,7 +10,6 @@ returns whether the study's auto-publish checks passed) and publishes it when th
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -18,7 +17,7 @@ from enum import StrEnum
 
 import numpy as np
 from django.conf import settings
-from django.db import DatabaseError, InterfaceError, OperationalError, connection, connections
+from django.db import DatabaseError, InterfaceError, OperationalError
 from django.utils import timezone
 from threadpoolctl import threadpool_limits
 
@@ -58,44 +57,6 @@ class RefitReport:
     waiting: list[str] = field(default_factory=list)  # why a method waits for more data
 
 
-class _LeaseKeeper:
-    """Renews the study's lease in a background thread while a refit runs."""
-
-    def __init__(self, study_id: int, token: str) -> None:
-        self.study_id, self.token = study_id, token
-        self.lost = False
-        self._stop = threading.Event()
-        # Only a committed claim can be renewed from another connection.
-        self._thread = (
-            None
-            if connection.in_atomic_block
-            else threading.Thread(target=self._run, name=f"refit-lease-{study_id}", daemon=True)
-        )
-
-    def _run(self) -> None:
-        interval = max(0.5, settings.LEARNING_LEASE_SECONDS / 3)
-        try:
-            while not self._stop.wait(interval):
-                if not scheduling.lease_renew(study_id=self.study_id, token=self.token):
-                    self.lost = True
-                    logger.warning("refit lease of study %s was lost", self.study_id)
-                    return
-        except DatabaseError:
-            logger.warning("could not renew the refit lease of study %s", self.study_id)
-        finally:
-            connections.close_all()  # this thread's own connections
-
-    def __enter__(self) -> _LeaseKeeper:
-        if self._thread is not None:
-            self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-
-
 def refit_study(*, study_id: int) -> RefitReport:
     """Refit ``study_id`` if its data or learning settings changed since its live versions.
 
@@ -115,7 +76,10 @@ def refit_study(*, study_id: int) -> RefitReport:
         )
     report = RefitReport(study_id=study_id, outcome=Outcome.NOTHING_NEW)
     try:
-        with _LeaseKeeper(study_id, token), threadpool_limits(settings.LEARNING_BLAS_THREADS):
+        with (
+            scheduling.LeaseKeeper(study_id, token),
+            threadpool_limits(settings.LEARNING_BLAS_THREADS),
+        ):
             _refit_claimed(study_id, report)
     finally:
         summary = f"{report.outcome}: ready {report.ready} failed {report.failed}"

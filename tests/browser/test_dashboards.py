@@ -109,6 +109,9 @@ def metric_study(media_root, tmp_path, monkeypatch):
             dimension=DIM,
             sigma_sha256=hashlib.sha256(content).hexdigest(),
             judgment_watermark=10 * (i + 1),
+            # judged informative (a verdict is never a default, issue 35): the current metric
+            verdict="informative",
+            informative=True,
             diagnostics={
                 "spectrum": sorted(np.linalg.eigvalsh(sigma).tolist(), reverse=True),
                 # Only EXPLORE records a held-out log-likelihood (a validation split).

@@ -64,7 +64,9 @@ def _grow(credit: CreditStudy, rule_after) -> list[dict]:
     learned = credit.explore_versions()[-1]
     # it learned the rule: it gains on new people (600 answers: not yet beyond noise, issue 35)
     assert learned.diagnostics["validity"]["gain"] > 0, learned.diagnostics["validity"]
-    storage.version_publish(version_id=learned.pk, user=None)
+    storage.version_publish(
+        version_id=learned.pk, user=None, reason="a test: published whatever its verdict"
+    )
     rule = rule_after(credit.frame)
     for _ in range(3):
         credit.answer(rule, 100)

@@ -235,7 +235,9 @@ def test_a_one_class_fit_fails_readably_in_the_worker_and_the_published_version_
     from django.contrib.auth import get_user_model
 
     root = get_user_model().objects.create_superuser("root", password="x-pass-123")
-    metric_version_publish(version=first, user=root)
+    metric_version_publish(
+        version=first, user=root, reason="a test: published whatever its verdict"
+    )
 
     with transaction.atomic():
         study.learning_settings.excluded_annotators.add(users[1])  # only "comparable" left

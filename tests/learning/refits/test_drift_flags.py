@@ -28,7 +28,9 @@ def test_the_same_rule_raises_no_flag_and_a_changed_rule_does(world):
     _answer(world, 300, sigma=SIGMA0, seed=1, annotator=0)
     service.refit_study(study_id=study.pk)
     first = versions(study, method="explore")[-1]
-    storage.version_publish(version_id=first.pk, user=None)
+    storage.version_publish(
+        version_id=first.pk, user=None, reason="a test: published whatever its verdict"
+    )
 
     _answer(world, 100, sigma=SIGMA0, seed=2, annotator=1)  # the same rule
     service.refit_study(study_id=study.pk)

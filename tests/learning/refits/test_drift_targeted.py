@@ -62,7 +62,11 @@ def test_targeted_sampling_of_a_steady_rule_raises_no_flag(world):
     learning.save()
     add_simulated(world, 300, seed=4)
     service.refit_study(study_id=study.pk)
-    storage.version_publish(version_id=versions(study, method="explore")[-1].pk, user=None)
+    storage.version_publish(
+        version_id=versions(study, method="explore")[-1].pk,
+        user=None,
+        reason="a test: published whatever its verdict",
+    )
 
     rng = np.random.default_rng(35)
     reasons = []

@@ -54,7 +54,9 @@ def test_ready_versions_are_evaluated_with_weat_and_drift(world):
     )
     assert len(baseline) == 1
     assert first.diagnostics["drift"]["previous"] is None  # nothing to compare with yet
-    storage.metric_version_publish(version=first, user=admin_of(study))
+    storage.metric_version_publish(
+        version=first, user=admin_of(study), reason="a test: published whatever its verdict"
+    )
 
     add_simulated(world, 100, seed=4, annotator=users[0])
     service.refit_study(study_id=study.pk)

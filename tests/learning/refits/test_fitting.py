@@ -173,7 +173,9 @@ def test_one_class_only_fails_readably_and_the_published_version_stays(world):
     judgments_create(study, world[1], a[y == 0], b[y == 0], y[y == 0], annotator=users[1])
     service.refit_study(study_id=study.pk)
     published = MetricVersion.objects.get(study=study, method="explore", status="ready")
-    storage.metric_version_publish(version=published, user=admin_of(study))
+    storage.metric_version_publish(
+        version=published, user=admin_of(study), reason="a test: published whatever its verdict"
+    )
 
     learning = selectors.learning_settings_get(study_id=study.pk)
     learning.excluded_annotators.add(users[1])  # only comparable answers remain

@@ -22,8 +22,12 @@ def test_publishing_swaps_the_published_version_atomically(world):
     service.refit_study(study_id=study.pk)
     old, new = versions(study, method="explore", status="ready")
     admin = admin_of(study)
-    storage.metric_version_publish(version=old, user=admin)
-    storage.metric_version_publish(version=new, user=admin)
+    storage.metric_version_publish(
+        version=old, user=admin, reason="a test: published whatever its verdict"
+    )
+    storage.metric_version_publish(
+        version=new, user=admin, reason="a test: published whatever its verdict"
+    )
     old.refresh_from_db()
     new.refresh_from_db()
     assert (old.is_published, new.is_published) == (False, True)
@@ -50,9 +54,10 @@ def test_only_admins_publish_and_only_ready_versions(world):
 
 def test_the_admin_action_publishes_through_the_service(world, client):
     _, _, study, _ = world
-    add_simulated(world, 300)
+    add_simulated(world, 1500)  # enough for a verdict: the admin publishes informative versions
     service.refit_study(study_id=study.pk)
     version = versions(study, method="explore")[0]
+    assert version.verdict == "informative"
     superuser = get_user_model().objects.create_superuser("root", password="x-pass-123")
     client.force_login(superuser)
     response = client.post(
