@@ -15,7 +15,7 @@ def _to_study_rate(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("learning", "0015_version_informative"),
+        ("learning", "0016_publish_version_override"),
     ]
 
     operations = [

@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
     dependencies = [
         ("annotation", "0009_twins_candidate_priority"),
-        ("learning", "0015_version_informative"),
+        ("learning", "0016_drift_drift_study_alarm_rate"),
     ]
 
     operations = [

@@ -12,7 +12,7 @@ def never_judged(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("learning", "0015_version_informative"),
+        ("learning", "0016_twins_counterfactuals"),
     ]
 
     operations = [
