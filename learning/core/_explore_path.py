@@ -1,10 +1,9 @@
 """How EXPLORE chooses its penalty ``β`` and measures held-out fit: the folds, the path of
 penalties over them, the large-n floor, the one-split search along a ray. ``choose_alpha`` (called
 by ``EXPLORE.fit_differences``) returns an ``AlphaChoice``; its steps share one ``_Search``:
-``_fit_folds`` fits all folds at one penalty, ``_walk`` the k-fold path, ``_at_floor`` the large-n
-case, ``_ray_search`` the one split (``_explore_ray``). Rules and measurements: ``explore.py``'s
-module docstring ("regularisation", "held-out likelihood") and docs/core.md.
-"""
+``_fit_folds`` fits all folds at one penalty, ``_walk`` the path (k folds, or one split when the
+PSD cone blocks the ray), ``_at_floor`` the large-n case, ``_ray_search`` the one split
+(``_explore_ray``). Rules: ``explore.py``'s module docstring and docs/core.md."""
 
 from __future__ import annotations
 
@@ -257,7 +256,7 @@ def _ray_search(
         )
         path[beta] = ray.at_fit
         ratio = ray.beta / beta
-        if 1.0 / RAY_RATIO <= ratio <= RAY_RATIO:
+        if ray.blocked or 1.0 / RAY_RATIO <= ratio <= RAY_RATIO:
             break
         beta = ray.beta
         _, (sol,) = _fit_folds(search, beta, [(clip_spectrum(ray.sigma, search.cap), fold.prior)])
@@ -276,8 +275,7 @@ def _baselines(parts: list[_Fold], lab: np.ndarray, wts: np.ndarray, folds: list
 
 
 def _growth(search: _Search, best: float, floor: float) -> float:
-    """Relative growth of the whitened top eigenvalue between the two smallest penalties tried,
-    when the chosen penalty is the floor (else 0)."""
+    """Growth of the whitened top eigenvalue from the 2nd smallest penalty to the floor, or 0."""
     betas = sorted(search.scores)
     if best > floor * (1 + 1e-9) or len(betas) < 2:
         return 0.0
@@ -324,11 +322,10 @@ def choose_alpha(
     floor = 1.0 / n
     large_n = n_tr >= LARGE_N_RATIO * r * (r + 1) / 2.0
     one_split = fixed is None and not large_n and len(parts) == 1  # the rays
-    if one_split:  # the ray's fold fit only places the ray (module docstring of explore.py)
-        path_iter = min(path_iter, RAY_MAX_ITER)
     if large_n:  # no path: the floor's fold fits are the held-out figures, converged (core.md)
         path_tol, path_iter = min(float(tol), FLOOR_TOL), int(max_iter)
-    search = _Search(parts, cap, path_tol, path_iter, last_step=[None] * len(parts))
+    ray_iter = min(path_iter, RAY_MAX_ITER) if one_split else path_iter  # it places the ray
+    search = _Search(parts, cap, path_tol, ray_iter, last_step=[None] * len(parts))
     baselines = _baselines(parts, lab, wts, folds)
     val_w = np.concatenate([f.wv for f in parts])
     ray, ray_path, best_b = None, {}, fixed
@@ -349,7 +346,10 @@ def choose_alpha(
             best_v, sols0 = _fit_folds(search, b0, starts)
             if one_split:
                 ray, ray_path = _ray_search(search, b0, sols0[0], floor)
-            else:
+            if one_split and ray.blocked:  # the PSD cone cut the ray short: walk the path
+                best_v = search.scores[b0].mean  # down from the fit at b0 (its first step)
+                ray, search = None, _Search(parts, cap, path_tol, path_iter, [None])
+            if ray is None:
                 prior_v = weighted_mean(np.concatenate(baselines["prior"]), val_w)
                 _walk(search, b0, sols0, best_v, floor, prior_v)
         best_b = ray.beta if ray is not None else _one_se(search)

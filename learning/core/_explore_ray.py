@@ -27,8 +27,11 @@ class RayReading:
     """What one ray says: the penalty ``beta`` (``β̂``), the point ``s`` (``s_v``) and ``limit``
     (the furthest PSD point) on the ray, the ray's point ``sigma`` on the span, the validation
     pairs' ``distances`` and log-likelihoods (``per_pair``) there, the training pairs' distances
-    ``d_train`` (in the problem's row order), and ``at_fit``: the validation pairs' weighted
-    mean log-likelihood at the fit itself (``s = 1``)."""
+    ``d_train`` (in the problem's row order), ``at_fit``: the validation pairs' weighted
+    mean log-likelihood at the fit itself (``s = 1``), and ``blocked``: the validation
+    likelihood still rises where the ray leaves the PSD cone (``s = limit < RAY_S_MAX``), so
+    the first-order condition was read at a constraint, not at the validation optimum, and
+    ``beta`` says nothing (the search walks the path instead)."""
 
     beta: float
     s: float
@@ -38,6 +41,7 @@ class RayReading:
     per_pair: np.ndarray
     d_train: np.ndarray
     at_fit: float
+    blocked: bool = False
 
 
 def ray_best(dp: np.ndarray, dd: np.ndarray, y: np.ndarray, w: np.ndarray, hi: float) -> float:
@@ -124,4 +128,5 @@ def ray_choice(
         per_pair=pair_loglik(d_v, yv),
         d_train=np.maximum(dp_t + s_v * dd_t, 0.0),
         at_fit=weighted_mean(pair_loglik(np.maximum(dp_v + dd_v, 0.0), yv), wv),
+        blocked=bool(hi < RAY_S_MAX * (1 - 1e-6) and s_v >= hi * (1 - 1e-9)),
     )

@@ -33,12 +33,12 @@ embedding coordinates. It shrinks toward the prior, keeps every answer finite (s
 objective, so separable data no longer need a cap) and is the solver's own geometry (fast).
 ``alpha="auto"`` (default) chooses ``β`` by held-out log-likelihood on stratified, deterministic
 validation folds (5 below 2,000 pairs or while pairs × d ≤ 500,000, else one 80/20 split:
-``kfold_validation``; or the caller's ``validation``),
-starting from a James–Stein-type estimate ``β₀ = 10 · 2·noise / (signal - noise)``
-(``signal``: the Newton decrement of the likelihood at the prior; ``noise = p/(2·n_train)``,
-``p = r(r+1)/2``; see ``_explore_start.start_strength``), never below the floor ``β = 1/n``; path fits use
-tol 1e-3 and at most 60 iterations (a fold fit of the one-split ray at most ``RAY_MAX_ITER``:
-it only places the ray, and the ray's first-order condition holds for any base point).
+``kfold_validation``; or the caller's ``validation``), starting from a James–Stein-type
+estimate ``β₀ = 10 · 2·noise / (signal - noise)`` (``signal``: the Newton decrement of the
+likelihood at the prior; ``noise = p/(2·n_train)``, ``p = r(r+1)/2``; see
+``_explore_start.start_strength``), never below the floor ``β = 1/n``; path fits use tol 1e-3
+and at most 60 iterations (a fold fit of the one-split ray at most ``RAY_MAX_ITER``: it only
+places the ray; the ray's first-order condition holds for any base point inside the cone).
 
 * Several folds (small data, fits are cheap): a path ``β₀·10^{±k}``, each fit warm-started from
   the previous one (or the prior when the penalty grows, whichever is better), walking in the
@@ -49,23 +49,23 @@ it only places the ray, and the ray's first-order condition holds for any base p
   ``β̂`` is the penalty whose training optimum restricted to the ray lies at ``s_v`` (the ray's
   first-order condition ``ℓ_T'(s_v) = β̂·s_v·tr(WΔ₀WΔ₀)``, ``Δ₀ = S₀ - Π``: closed form). For a
   quadratic likelihood with the whitened Hessian the penalised path *is* this ray (shrinkage
-  toward Π by ``(2+β₀)/(2+β)``), so one fit replaces a decade path. When ``β̂`` lands more than
-  3× from the fitted penalty the training part is refitted at ``β̂`` (from the ray's point) and
-  the ray read again (at most 4 fits). The held-out figures are those of the ray's point
-  ``Π + s_v·Δ₀`` (fitted on the training part; one scalar tuned on the validation pairs).
+  toward Π by ``(2+β₀)/(2+β)``). When ``β̂`` lands > 3× from the fitted penalty the training
+  part is refitted at ``β̂`` (from the ray's point) and the ray read again (at most 4 fits);
+  held-out figures: the ray's point ``Π + s_v·Δ₀``. When the ray leaves the PSD cone with the
+  validation likelihood still rising (a fit on the cone's boundary: a low-rank truth, issue
+  35's Adult pairs), ``β̂`` is read at a constraint and means nothing: the decade path is
+  walked on the split instead (one-standard-error choice).
 
 When ``n_train ≥ 50 · r(r+1)/2`` (n ≫ d²) the search is skipped and ``β = 1/n`` (≈ the MLE).
-The final fit uses all pairs at the chosen ``β`` (``alpha_``; ``alpha_path_`` lists (β,
-held-out loglik) tried), started from the validation fit or the prior, whichever has the better
-objective (``refit=False``: no final fit, ``sigma_`` is the validation fit, as when only the
-penalty and the held-out figures are wanted). A float ``alpha`` fixes ``β`` (0: plain MLE).
+The final fit uses all pairs at the chosen ``β`` (``alpha_``; ``alpha_path_``: (β, held-out
+loglik) tried), started from the validation fit or the prior, whichever is better (``refit=
+False``: none, ``sigma_`` is the validation fit). A float ``alpha`` fixes ``β`` (0: the MLE).
 
 Held-out likelihood. ``heldout_loglik_``: the mean per-pair log-likelihood of the validation
 pairs under the fits that did not see them, at the chosen ``β``; ``heldout_loglik_ci_``: 95 %
 (± 1.96 standard errors: the pairs', and over several folds the fold fits' own spread as a random
 effect, ``_pairloss.weighted_mean_ci``); ``heldout_n_``; ``heldout_distances_`` per validation
 pair (NaN if never held out). It estimates how a fit on ~80 % of the data generalises.
-Two versions differ beyond noise when their intervals do not overlap (conservative).
 
 Safeguards. ``max_eigenvalue`` (default None) is an optional hard bound on the fitted part's
 spectrum (``"auto"`` = the former ``100·d / mean‖z‖²``). ``bound_active_`` is True, with a
