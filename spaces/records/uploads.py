@@ -24,6 +24,7 @@ from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 
+from common import storage
 from spaces.exceptions import EmbeddingFormatError
 from spaces.models import EmbeddingImport
 from spaces.records.columns import hidden_columns_check
@@ -65,7 +66,8 @@ def record_upload_create(*, user, upload: UploadedFile, name: str) -> EmbeddingI
 
 def record_upload_head(job: EmbeddingImport) -> TableHead:
     """The upload's columns and first rows (what the columns page shows and guesses from)."""
-    return _head(job.file.path, job.format.removeprefix(RECORDS_PREFIX))
+    with storage.readable_path(job.file.name) as path:
+        return _head(path, job.format.removeprefix(RECORDS_PREFIX))
 
 
 def waiting_for_columns(job: EmbeddingImport) -> bool:
