@@ -41,28 +41,43 @@ if AWS_S3_ADDRESSING_STYLE not in {"path", "virtual", "auto"}:
 # A prefix inside the bucket for every media file (e.g. "fairmetric/"); empty: the bucket's root.
 AWS_LOCATION = env_str("AWS_LOCATION", "")
 
-if FAIRMETRIC_STORAGE == "s3":
-    if not AWS_STORAGE_BUCKET_NAME:
-        raise ImproperlyConfigured("FAIRMETRIC_STORAGE=s3 needs AWS_STORAGE_BUCKET_NAME")
-    if bool(AWS_ACCESS_KEY_ID) != bool(AWS_SECRET_ACCESS_KEY):
-        raise ImproperlyConfigured("AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY go together")
-    MEDIA_STORAGE = {
+
+def s3_media_storage(
+    *, bucket, endpoint=None, access_key=None, secret_key=None, region, addressing, location=""
+) -> dict:
+    """``STORAGES["default"]`` for django-storages' ``S3Storage`` on ``bucket`` (also what the
+    tests configure against their own SeaweedFS, tests/s3_store.py)."""
+    return {
         "BACKEND": "storages.backends.s3.S3Storage",
         "OPTIONS": {
-            "bucket_name": AWS_STORAGE_BUCKET_NAME,
-            "endpoint_url": AWS_S3_ENDPOINT_URL or None,
-            "access_key": AWS_ACCESS_KEY_ID or None,
-            "secret_key": AWS_SECRET_ACCESS_KEY or None,
-            "region_name": AWS_S3_REGION_NAME,
-            "addressing_style": AWS_S3_ADDRESSING_STYLE,
+            "bucket_name": bucket,
+            "endpoint_url": endpoint or None,
+            "access_key": access_key or None,
+            "secret_key": secret_key or None,
+            "region_name": region,
+            "addressing_style": addressing,
             "signature_version": "s3v4",
-            "location": AWS_LOCATION,
+            "location": location,
             # Like the local folder: a name taken gets a suffix, never overwritten.
             "file_overwrite": False,
-            # Media are never served from the bucket's URLs; the app streams them.
-            "querystring_auth": True,
             # A stored file opened through the storage API spools to disk beyond 16 MiB
             # (django-storages' default, 0, would keep a whole file in memory).
             "max_memory_size": 16 * 1024 * 1024,
         },
     }
+
+
+if FAIRMETRIC_STORAGE == "s3":
+    if not AWS_STORAGE_BUCKET_NAME:
+        raise ImproperlyConfigured("FAIRMETRIC_STORAGE=s3 needs AWS_STORAGE_BUCKET_NAME")
+    if bool(AWS_ACCESS_KEY_ID) != bool(AWS_SECRET_ACCESS_KEY):
+        raise ImproperlyConfigured("AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY go together")
+    MEDIA_STORAGE = s3_media_storage(
+        bucket=AWS_STORAGE_BUCKET_NAME,
+        endpoint=AWS_S3_ENDPOINT_URL,
+        access_key=AWS_ACCESS_KEY_ID,
+        secret_key=AWS_SECRET_ACCESS_KEY,
+        region=AWS_S3_REGION_NAME,
+        addressing=AWS_S3_ADDRESSING_STYLE,
+        location=AWS_LOCATION,
+    )
