@@ -100,6 +100,8 @@ def readable_path(name: str) -> Iterator[Path]:
     copy removed after the block."""
     local = media_folder()
     if local is not None:
+        if not (local / name).is_file():
+            raise FileNotFoundError(f"no stored file {name}")
         yield local / name
         return
     with work_folder("read-") as folder:

@@ -147,9 +147,9 @@ class SeaweedS3:
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
+            self.process.terminate()  # a throwaway store: no need for its slow, clean stop
             try:
-                self.process.wait(timeout=20)
+                self.process.wait(timeout=3)
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait(timeout=10)

@@ -169,7 +169,9 @@ def test_old_previews_and_stray_files_are_removed(admin_study, settings):
     assert not FeedbackImport.objects.filter(token=old_token).exists()
     assert not default_storage.exists(jobs.preview_name(old_token))
     assert not stray.exists()
-    assert default_storage.exists(jobs.preview_name(fresh_token))  # a preview of today waits for its click
+    assert default_storage.exists(
+        jobs.preview_name(fresh_token)
+    )  # a preview of today waits for its click
 
 
 GOLD = "".join(
