@@ -10,8 +10,8 @@ previews — is named relative to the media root and read or written here or thr
   (pyarrow, gzip, the bounded readers): the file itself when media are local, else a copy
   streamed to a temporary file under ``STORAGE_WORK_DIR`` (never the whole file in memory),
   removed after the block;
-* :func:`read_range` — bytes ``[start, stop)`` of a stored file: one ranged GET on S3 (the
-  matrices' few-row reads, ``spaces/matrices.py``);
+* :func:`read_range`, :func:`range_reader` — bytes ``[start, stop)`` of a stored file: one
+  ranged GET on S3 (the matrices' few-row reads, ``spaces/matrices.py``);
 * :func:`cached_copy` — a stored file kept on local disk by its sha256 under
   ``STORAGE_CACHE_DIR`` (a purely local cache, pruned to ``STORAGE_CACHE_MB``): what a worker
   memory-maps to read a whole matrix many times;
@@ -112,21 +112,39 @@ def readable_path(name: str) -> Iterator[Path]:
 
 def read_range(name: str, start: int, stop: int) -> bytes:
     """Bytes ``[start, stop)`` of a stored file (fewer at its end)."""
-    if stop <= start:
-        return b""
+    return range_reader(name)(start, stop)
+
+
+def range_reader(name: str):
+    """``read(start, stop) -> bytes`` for one stored file, safe to call from several threads at
+    once (S3: one client, made here in the caller's thread, shared: clients are thread-safe)."""
     local = media_folder()
     if local is not None:
-        with open(local / name, "rb") as f:
-            f.seek(start)
-            return f.read(stop - start)
-    try:
-        body = _s3_object(name).get(Range=f"bytes={start}-{stop - 1}")["Body"]
-    except Exception as exc:
-        if _missing(exc):
-            raise FileNotFoundError(f"no stored file {name}") from None
-        raise
-    with contextlib.closing(body):
-        return body.read()
+
+        def read_local(start: int, stop: int) -> bytes:
+            if stop <= start:
+                return b""
+            with open(local / name, "rb") as f:
+                f.seek(start)
+                return f.read(stop - start)
+
+        return read_local
+    client = default_storage.connection.meta.client
+    bucket, key = default_storage.bucket_name, default_storage._normalize_name(clean_name(name))
+
+    def read_s3(start: int, stop: int) -> bytes:
+        if stop <= start:
+            return b""
+        try:
+            body = client.get_object(Bucket=bucket, Key=key, Range=f"bytes={start}-{stop - 1}")
+        except Exception as exc:
+            if _missing(exc):
+                raise FileNotFoundError(f"no stored file {name}") from None
+            raise
+        with contextlib.closing(body["Body"]) as stream:
+            return stream.read()
+
+    return read_s3
 
 
 def read_bytes(name: str) -> bytes:

@@ -3,7 +3,8 @@
 Local media: the file is memory-mapped, as it always was. Object storage (S3):
 
 * :func:`matrix_rows` — the rows asked for only: the header once (one ranged read, kept per
-  file), then the rows grouped into runs of neighbouring rows, one ranged GET per run; when
+  file), then the rows grouped into runs of neighbouring rows, one ranged GET per run (eight
+  in flight at once); when
   the rows are many (more runs than :data:`MAX_RUNS`) or a local copy is there already, the
   local copy below instead;
 * :func:`matrix_load` — the whole matrix memory-mapped from a local copy kept by sha256
@@ -19,6 +20,7 @@ from __future__ import annotations
 import ast
 import functools
 import io
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +31,7 @@ from common import storage
 HEADER_PROBE = 4096  # bytes read for the header (ours take 128)
 MAX_RUNS = 256  # more runs of rows than this: read from the local copy
 GAP_ROWS = 8  # rows closer than this are read in one run (the rows between discarded)
+THREADS = 8  # ranged GETs in flight at once
 
 
 @functools.lru_cache(maxsize=256)
@@ -91,8 +94,15 @@ def matrix_rows(name: str, sha256: str, rows) -> np.ndarray:
     row_bytes = dtype.itemsize * shape[1]
     found = np.empty((unique.size, shape[1]), dtype=np.float64)
     done = 0
-    for first, stop in runs:
-        data = storage.read_range(name, offset + first * row_bytes, offset + stop * row_bytes)
+
+    reader = storage.range_reader(name)
+
+    def read(run: tuple[int, int]) -> bytes:
+        return reader(offset + run[0] * row_bytes, offset + run[1] * row_bytes)
+
+    with ThreadPoolExecutor(max_workers=min(THREADS, len(runs))) as pool:
+        blocks = list(pool.map(read, runs))  # at most the rows asked for (and short gaps)
+    for (first, stop), data in zip(runs, blocks, strict=True):
         block = np.frombuffer(data, dtype=dtype).reshape(stop - first, shape[1])
         wanted = unique[done:][: np.searchsorted(unique[done:], stop)]
         found[done : done + wanted.size] = block[wanted - first]
