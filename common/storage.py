@@ -11,7 +11,7 @@ previews — is named relative to the media root and read or written here or thr
   streamed to a temporary file under ``STORAGE_WORK_DIR`` (never the whole file in memory),
   removed after the block;
 * :func:`read_range`, :func:`range_reader` — bytes ``[start, stop)`` of a stored file: one
-  ranged GET on S3 (the matrices' few-row reads, ``spaces/matrices.py``);
+  ranged GET on S3 (the matrices' few-row reads, ``common/matrices.py``);
 * :func:`cached_copy` — a stored file kept on local disk by its sha256 under
   ``STORAGE_CACHE_DIR`` (a purely local cache, pruned to ``STORAGE_CACHE_MB``): what a worker
   memory-maps to read a whole matrix many times;

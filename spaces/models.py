@@ -10,7 +10,7 @@ import numpy as np
 from django.conf import settings
 from django.db import models
 
-from spaces.matrices import matrix_load, matrix_rows
+from common.matrices import matrix_load, matrix_rows
 
 
 class EmbeddingSpace(models.Model):
@@ -93,7 +93,7 @@ class EmbeddingSpace(models.Model):
 
     def load_matrix(self, *, mmap: bool = True) -> np.ndarray:
         """The whole matrix (n, d), memory-mapped read-only by default (on object storage: from a
-        local copy kept by sha256, ``spaces/matrices.py``)."""
+        local copy kept by sha256, ``common/matrices.py``)."""
         return matrix_load(self.matrix.name, self.sha256, mmap=mmap)
 
     def vectors(self, rows) -> np.ndarray:

@@ -17,11 +17,11 @@ from functools import lru_cache
 
 import numpy as np
 
+from common.matrices import matrix_load
 from learning.core.drift import sensitive_subspace
 from learning.core.psd import eigh_descending, symmetrize
 from learning.models import MetricVersion
 from learning.versions.sigmas import sigma_cached
-from spaces.matrices import matrix_load
 from spaces.models import Item
 
 MAX_SENSITIVE = 10  # directions listed on a page

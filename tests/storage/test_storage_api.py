@@ -1,4 +1,4 @@
-"""The storage helpers (common/storage.py, spaces/matrices.py) on the local folder and on a real
+"""The storage helpers (common/storage.py, common/matrices.py) on the local folder and on a real
 S3-compatible bucket: rows read by ranged GETs equal the matrix's rows, a whole matrix comes
 from a local copy kept by sha256 and pruned, files put and read back, the sweep and a space's
 deletion remove what is in the bucket."""
@@ -14,8 +14,7 @@ import pytest
 from django.core.files.storage import default_storage
 from django.utils import timezone
 
-from common import storage
-from spaces import matrices
+from common import matrices, storage
 from spaces.deletion import space_delete
 from spaces.sweep import _leftovers
 from tests.annotation.factories import make_space, make_user
