@@ -73,6 +73,25 @@ def work_folder(prefix: str = "work-") -> Iterator[Path]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+def work_prune(cutoff: float) -> int:
+    """Remove this machine's work files and folders last changed before ``cutoff`` (a Unix
+    time): what a killed worker left (the spaces sweep calls it); returns how many went."""
+    folder = Path(settings.STORAGE_WORK_DIR)
+    texts = folder / "texts"  # a folder of work files (spaces/texts/embedding.py: work_path)
+    entries = [p for p in folder.iterdir() if p != texts] if folder.is_dir() else []
+    entries += list(texts.iterdir()) if texts.is_dir() else []
+    removed = 0
+    for entry in entries:
+        with contextlib.suppress(OSError):
+            if entry.stat().st_mtime < cutoff:
+                if entry.is_dir():
+                    shutil.rmtree(entry)
+                else:
+                    entry.unlink()
+                removed += 1
+    return removed
+
+
 def download(name: str, target: Path) -> None:
     """Copy a stored file to the local ``target``, streamed (S3: s3transfer's ranged parts)."""
     local = media_folder()

@@ -134,6 +134,7 @@ def _leftovers() -> int:
         if _old(modified, cutoff):
             storage.folder_remove(f"uploads/{folder}")
             removed += 1
+    removed += storage.work_prune(cutoff.timestamp())  # this machine's, left by a killed worker
     used = {PurePosixPath(n).name for n in EmbeddingSpace.objects.values_list("matrix", flat=True)}
     for name, modified in storage.files_under("spaces"):
         if PurePosixPath(name).name not in used and _old(modified, cutoff):

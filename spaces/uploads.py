@@ -70,6 +70,17 @@ def uploads_kept(folder: str, *uploads: UploadedFile | None):
             raise
 
 
+@contextlib.contextmanager
+def upload_path(name: str):
+    """A local path of a stored upload (``common.storage.readable_path``: a streamed copy when
+    media are in a bucket); an upload that is gone is an ``InputFileError`` people can read."""
+    try:
+        with storage.readable_path(name) as path:
+            yield path
+    except FileNotFoundError:
+        raise InputFileError("the uploaded file is gone; upload it again") from None
+
+
 def upload_files_remove(job: EmbeddingImport) -> None:
     """Delete the uploaded files and their folder (``uploads/<random>/``, with anything else
     stored in it)."""

@@ -51,7 +51,7 @@ from spaces.services import (
     space_row_create,
 )
 from spaces.tables import table_chunks
-from spaces.uploads import ProgressWriter, public_error, upload_files_remove
+from spaces.uploads import ProgressWriter, public_error, upload_files_remove, upload_path
 
 # A running import renews its lease with each progress write; the storing transaction cannot
 # (its writes are invisible until it commits), so the lease outlasts a table's longest store.
@@ -173,7 +173,7 @@ class _Spool:
 
 def _import(job: EmbeddingImport) -> EmbeddingSpace:
     name = space_name_check(job.name)
-    with storage.readable_path(job.file.name) as table, storage.work_folder("spool-") as folder:
+    with upload_path(job.file.name) as table, storage.work_folder("spool-") as folder:
         return _import_from(
             job, name, _Spool(table, folder, job.format.removeprefix(RECORDS_PREFIX))
         )

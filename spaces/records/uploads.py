@@ -24,14 +24,13 @@ from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 
-from common import storage
 from spaces.exceptions import EmbeddingFormatError
 from spaces.models import EmbeddingImport
 from spaces.records.columns import hidden_columns_check
 from spaces.records.featuremap import FeatureMapFit
 from spaces.records.keys import KeyCheck
 from spaces.tables import TABLE_FORMATS, TableHead, table_head
-from spaces.uploads import import_enqueue, table_upload_store
+from spaces.uploads import import_enqueue, table_upload_store, upload_path
 
 Status = EmbeddingImport.Status
 RECORDS_PREFIX = "records-"
@@ -66,7 +65,7 @@ def record_upload_create(*, user, upload: UploadedFile, name: str) -> EmbeddingI
 
 def record_upload_head(job: EmbeddingImport) -> TableHead:
     """The upload's columns and first rows (what the columns page shows and guesses from)."""
-    with storage.readable_path(job.file.name) as path:
+    with upload_path(job.file.name) as path:
         return _head(path, job.format.removeprefix(RECORDS_PREFIX))
 
 

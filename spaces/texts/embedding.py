@@ -20,14 +20,13 @@ from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
 
-from common import storage
 from spaces.exceptions import InputFileError
 from spaces.models import EmbeddingImport, EmbeddingSpace, Item
 from spaces.services import space_from_matrix
 from spaces.tables import read_table
 from spaces.texts import sentence_model
 from spaces.texts.uploads import TEXTS_PREFIX, text_column_values
-from spaces.uploads import public_error, upload_files_remove
+from spaces.uploads import public_error, upload_files_remove, upload_path
 
 BATCH = 64  # texts per model call (and per progress write)
 SLICE_BATCHES = 20  # batches per task run; then the task queues the next slice
@@ -36,7 +35,7 @@ Status = EmbeddingImport.Status
 
 
 def _table(job: EmbeddingImport) -> tuple[list[str], list[str]]:
-    with storage.readable_path(job.file.name) as path:
+    with upload_path(job.file.name) as path:
         frame = read_table(path, job.format.removeprefix(TEXTS_PREFIX))
     return text_column_values(frame, **job.options)
 

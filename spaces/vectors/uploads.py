@@ -22,7 +22,6 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from common import storage
 from spaces.exceptions import EmbeddingFormatError, InputFileError
 from spaces.models import EmbeddingImport, EmbeddingSpace
 from spaces.uploads import (
@@ -32,6 +31,7 @@ from spaces.uploads import (
     public_error,
     upload_files_remove,
     upload_folder,
+    upload_path,
     uploads_kept,
 )
 from spaces.vectors.bounded import PreflightBudgetSpent, preflight_budget
@@ -79,10 +79,10 @@ def _preflight(job: EmbeddingImport, path: Path, extra: Path | None) -> None:
 def _local_files(job: EmbeddingImport):
     """Local paths of the upload and its second file (copies when media are in a bucket)."""
     with contextlib.ExitStack() as stack:
-        path = stack.enter_context(storage.readable_path(job.file.name))
+        path = stack.enter_context(upload_path(job.file.name))
         extra = None
         if job.extra_file:
-            extra = stack.enter_context(storage.readable_path(job.extra_file.name))
+            extra = stack.enter_context(upload_path(job.extra_file.name))
         yield path, extra
 
 

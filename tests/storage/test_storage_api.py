@@ -133,3 +133,16 @@ def test_the_environment_alone_points_a_process_at_the_bucket(seaweed, tmp_path)
     assert result.stdout.splitlines()[-1].split() == ["S3Storage", "False", "b'hello'"]
     assert seaweed.keys(bucket) == ["probe/one.txt"]
     assert not (tmp_path / "media").exists()
+
+
+def test_the_sweep_removes_old_work_files_of_this_machine(media, settings, monkeypatch):
+    work = settings.STORAGE_WORK_DIR
+    (work / "texts").mkdir(parents=True)
+    (work / "texts" / "abc-1.f32").write_bytes(b"1234")
+    (work / "upload-x").mkdir()
+    (work / "upload-x" / "t.csv").write_bytes(b"x")
+    assert _leftovers() == 0  # young: a worker may be using them
+    later = timezone.now() + timedelta(hours=settings.UPLOAD_PENDING_HOURS + 1)
+    monkeypatch.setattr("spaces.sweep.timezone.now", lambda: later)
+    assert _leftovers() == 2
+    assert sorted(p.name for p in work.rglob("*")) == ["texts"]
