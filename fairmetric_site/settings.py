@@ -356,6 +356,14 @@ LEARNING_SWEEP_SECONDS = env_int("LEARNING_SWEEP_SECONDS", 60, minimum=1)
 LEARNING_LOST_AFTER_SECONDS = env_int("LEARNING_LOST_AFTER_SECONDS", 30, minimum=5)
 # A worker's refit caches (learning/refits/cache.py): losing them costs time, never data.
 REFIT_CACHE_DIR = env_path("REFIT_CACHE_DIR", VAR_DIR / "refits")
+# Media live in MEDIA_ROOT or an S3 bucket (fairmetric_site/settings_storage.py); these stay local
+# whatever the choice: work files of uploads and imports (a table checked chunk by chunk, texts
+# embedded so far, a copy of a stored upload being read; removed when done) and, with S3, copies
+# of stored matrices by sha256 that workers memory-map (the least recently used pruned beyond
+# STORAGE_CACHE_MB). Losing either costs time, never data.
+STORAGE_WORK_DIR = env_path("STORAGE_WORK_DIR", VAR_DIR / "work")
+STORAGE_CACHE_DIR = env_path("STORAGE_CACHE_DIR", VAR_DIR / "storage-cache")
+STORAGE_CACHE_MB = env_int("STORAGE_CACHE_MB", 4096, minimum=1)
 # BLAS threads per fit: one is fastest when a worker shares the cores with others.
 LEARNING_BLAS_THREADS = env_int("LEARNING_BLAS_THREADS", 1, minimum=1)
 # Seconds a burst of answers is collected before one refit (a study's own setting overrides it).
@@ -378,6 +386,10 @@ LOGGING = {
 }
 
 # --- Model audits and dashboards: fairmetric_site/settings_audits.py; webhooks and single
-# sign-on: fairmetric_site/settings_integrations.py (each star-imported here) ------------------
+# sign-on: fairmetric_site/settings_integrations.py; media storage:
+# fairmetric_site/settings_storage.py (each star-imported here) --------------------------------
 from fairmetric_site.settings_audits import *  # noqa: E402, F403
 from fairmetric_site.settings_integrations import *  # noqa: E402, F403
+from fairmetric_site.settings_storage import *  # noqa: E402, F403
+
+STORAGES["default"] = MEDIA_STORAGE  # noqa: F405 (the local folder, or an S3 bucket)

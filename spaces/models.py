@@ -10,6 +10,8 @@ import numpy as np
 from django.conf import settings
 from django.db import models
 
+from common.matrices import matrix_load, matrix_rows
+
 
 class EmbeddingSpace(models.Model):
     """A matrix of item embeddings, kept as one ``.npy`` file in media storage.
@@ -90,20 +92,14 @@ class EmbeddingSpace(models.Model):
         return {k: v for k, v in payload.items() if k not in hidden}
 
     def load_matrix(self, *, mmap: bool = True) -> np.ndarray:
-        """The whole matrix (n, d), memory-mapped read-only by default."""
-        return np.load(self.matrix.path, mmap_mode="r" if mmap else None)
+        """The whole matrix (n, d), memory-mapped read-only by default (on object storage: from a
+        local copy kept by sha256, ``common/matrices.py``)."""
+        return matrix_load(self.matrix.name, self.sha256, mmap=mmap)
 
     def vectors(self, rows) -> np.ndarray:
-        """Vectors of the given row indices as a float64 array, in the given order."""
-        rows = np.asarray(rows, dtype=np.int64)
-        matrix = self.load_matrix()
-        if rows.size == 0:
-            return np.empty((0, matrix.shape[1]))
-        # Fancy indexing on a memmap reads only the pages the rows live on.
-        order = np.argsort(rows, kind="stable")
-        out = np.empty((rows.size, matrix.shape[1]), dtype=np.float64)
-        out[order] = matrix[rows[order]]
-        return out
+        """Vectors of the given row indices as a float64 array, in the given order: one indexed
+        read of the memory-mapped matrix (on object storage: ranged reads of those rows)."""
+        return matrix_rows(self.matrix.name, self.sha256, rows)
 
 
 class Tag(models.Model):

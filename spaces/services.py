@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import os
 import uuid
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -22,6 +21,7 @@ from django.core.files.storage import default_storage
 from django.db import IntegrityError, transaction
 from django.utils.text import slugify
 
+from common import storage
 from common.iterables import batched
 from spaces.exceptions import EmbeddingFormatError
 from spaces.models import EmbeddingSpace, Item, Tag
@@ -34,20 +34,33 @@ NPY_HEADER_BYTES = 128  # fixed, so the real shape can be written once all rows 
 Progress = Callable[[str, int, int | None], None]
 
 
+class MatrixFile:
+    """A new matrix: written to a local work file (``partial``), then put into media storage
+    under ``name`` by :meth:`store` (which returns its sha256)."""
+
+    def __init__(self, name: str, partial: Path):
+        self.name, self.partial, self.stored = name, partial, False
+
+    def store(self) -> str:
+        sha256 = sha256_file(self.partial)
+        storage.store_path(self.partial, self.name)
+        self.stored = True
+        return sha256
+
+
 @contextlib.contextmanager
 def matrix_file(name: str):
-    """(relative name, final path, ``.part`` path) of a new matrix in media storage; on any
-    error inside the block both files are removed."""
+    """A :class:`MatrixFile` for a new matrix in media storage (``spaces/<slug>-<random>.npy``);
+    on any error inside the block the work file and the stored file are removed."""
     relative = f"spaces/{slugify(name)[:60] or 'space'}-{uuid.uuid4().hex[:8]}.npy"
-    target = Path(default_storage.path(relative))
-    target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_name(target.name + ".part")
-    try:
-        yield relative, target, partial
-    except BaseException:
-        partial.unlink(missing_ok=True)
-        target.unlink(missing_ok=True)
-        raise
+    with storage.work_folder("matrix-") as folder:
+        matrix = MatrixFile(relative, folder / (Path(relative).name + ".part"))
+        try:
+            yield matrix
+        except BaseException:
+            if matrix.stored:
+                default_storage.delete(relative)
+            raise
 
 
 def npy_header(shape: tuple[int, int]) -> bytes:
@@ -173,7 +186,7 @@ def space_from_matrix(
     """A new space from an in-memory matrix (records, texts); atomic (nothing stored on error).
     ``owner``: who may use it besides staff (``spaces.sharing``; None: staff only).
 
-    The matrix is written to media storage first (a ``.part`` file renamed when whole), then
+    The matrix is written to media storage first (a local work file stored when whole), then
     the space and its items are created in one transaction; on any error the file is removed
     and no row is left. Raises :class:`EmbeddingFormatError` for a bad name or duplicate keys.
     """
@@ -188,15 +201,15 @@ def space_from_matrix(
         if key in seen:
             raise EmbeddingFormatError(f"row {i + 1}: the key {key!r} appears twice")
         seen.add(key)
-    with matrix_file(name) as (relative, target, partial):
-        with open(partial, "wb") as f:
+    with matrix_file(name) as stored:
+        with open(stored.partial, "wb") as f:
             f.write(npy_header(matrix.shape))
             f.write(matrix.tobytes())
-        os.replace(partial, target)
+        sha256 = stored.store()
         space = _matrix_space_store(
             name=name,
-            relative=relative,
-            sha256=sha256_file(target),
+            relative=stored.name,
+            sha256=sha256,
             shape=matrix.shape,
             keys=keys,
             texts=texts,

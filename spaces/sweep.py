@@ -22,18 +22,17 @@ this module knows none of them.
 from __future__ import annotations
 
 import logging
-import shutil
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import timedelta
-from pathlib import Path
+from datetime import datetime, timedelta
+from pathlib import PurePosixPath
 
 from django.conf import settings
 from django.core.files.storage import default_storage
 from django.db.models import Q
 from django.utils import timezone
 
+from common import storage
 from spaces.models import EmbeddingImport, EmbeddingSpace
 from spaces.uploads import import_enqueue, upload_files_remove
 
@@ -106,40 +105,41 @@ def _resume(kinds: Sequence[Resumable], now) -> tuple[int, int]:
     return resent, failed
 
 
-def _old(path: Path, cutoff: float) -> bool:
-    try:
-        return path.stat().st_mtime < cutoff
-    except OSError:
-        return False
+def _old(modified, cutoff) -> bool:
+    return modified is not None and modified < cutoff
 
 
 def _leftovers() -> int:
-    """Delete upload folders and matrix files nothing refers to, older than the expiry."""
-    cutoff = time.time() - settings.UPLOAD_PENDING_HOURS * 3600
+    """Delete upload folders and matrix files nothing refers to, older than the expiry (through
+    the storage API: the local folder or the bucket alike)."""
+    cutoff = timezone.now() - timedelta(hours=settings.UPLOAD_PENDING_HOURS)
     removed = 0
-    uploads = Path(default_storage.path("uploads"))
-    if uploads.is_dir():
-        live = set()
-        for name in EmbeddingImport.objects.filter(
-            status__in=[Status.PENDING, Status.RUNNING]
-        ).values_list("file", flat=True):
-            parts = Path(name).parts
-            if len(parts) > 1 and parts[0] == "uploads":
-                live.add(parts[1])
-        for entry in uploads.iterdir():
-            if entry.name not in live and _old(entry, cutoff):
-                if entry.is_dir():
-                    shutil.rmtree(entry, ignore_errors=True)
-                else:
-                    entry.unlink(missing_ok=True)
-                removed += 1
-    matrices = Path(default_storage.path("spaces"))
-    if matrices.is_dir():
-        used = {Path(n).name for n in EmbeddingSpace.objects.values_list("matrix", flat=True)}
-        for entry in matrices.iterdir():
-            if entry.is_file() and entry.name not in used and _old(entry, cutoff):
-                entry.unlink(missing_ok=True)
-                removed += 1
+    live = set()
+    for name in EmbeddingImport.objects.filter(
+        status__in=[Status.PENDING, Status.RUNNING]
+    ).values_list("file", flat=True):
+        parts = PurePosixPath(name).parts
+        if len(parts) > 1 and parts[0] == "uploads":
+            live.add(parts[1])
+    newest: dict[str, datetime | None] = {}
+    for name, modified in storage.files_under("uploads"):
+        parts = PurePosixPath(name).parts
+        if len(parts) > 2 and parts[1] not in live:  # uploads/<folder>/...: newest file counts
+            seen = newest.get(parts[1], modified)
+            newest[parts[1]] = max(seen, modified) if seen and modified else None
+        elif len(parts) == 2 and _old(modified, cutoff):  # a stray file in uploads/
+            default_storage.delete(name)
+            removed += 1
+    for folder, modified in newest.items():
+        if _old(modified, cutoff):
+            storage.folder_remove(f"uploads/{folder}")
+            removed += 1
+    removed += storage.work_prune(cutoff.timestamp())  # this machine's, left by a killed worker
+    used = {PurePosixPath(n).name for n in EmbeddingSpace.objects.values_list("matrix", flat=True)}
+    for name, modified in storage.files_under("spaces"):
+        if PurePosixPath(name).name not in used and _old(modified, cutoff):
+            default_storage.delete(name)
+            removed += 1
     return removed
 
 

@@ -1,8 +1,9 @@
 """The steps every browser upload shares, whatever its kind (vectors, records, texts).
 
 An upload's space name is checked first (:func:`import_name_check`); its file is stored under
-``uploads/<random>/`` in media storage (:func:`upload_store`; a table of records or texts is
-also read there within the web request's bounds, :func:`table_upload_store`); work for the
+``uploads/<random>/`` in media storage once the request has read its head from a local work
+file (:func:`uploads_kept`; a table of records or texts within the request's bounds,
+:func:`table_upload_store`); work for the
 worker is queued by task name after the commit (:func:`import_enqueue`), and reports its
 progress on the import's row (:class:`ProgressWriter`); the stored files and their folder are
 removed when the upload ends, refused, failed, expired or done (:func:`upload_files_remove`).
@@ -13,11 +14,10 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import shutil
 import time
 import uuid
 from collections.abc import Callable
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from celery import current_app
 from django.conf import settings
@@ -26,6 +26,7 @@ from django.core.files.uploadedfile import UploadedFile
 from django.utils import timezone
 from django.utils.text import get_valid_filename
 
+from common import storage
 from common.text import without_paths
 from spaces.exceptions import EmbeddingFormatError, InputFileError
 from spaces.models import EmbeddingImport, EmbeddingSpace
@@ -40,27 +41,57 @@ def upload_folder() -> str:
     return f"uploads/{uuid.uuid4().hex[:12]}"
 
 
-def upload_store(upload: UploadedFile, folder: str) -> str:
-    """Save ``upload`` in ``folder`` of media storage under a safe name; returns its name."""
-    name = get_valid_filename(Path(upload.name or "upload").name) or "upload"
-    return default_storage.save(f"{folder}/{name}", upload)
+@contextlib.contextmanager
+def uploads_kept(folder: str, *uploads: UploadedFile | None):
+    """The uploads written to local work files under safe names, yielded as ``(local path,
+    stored name)`` pairs (``None`` for a missing one) for the request to read their heads
+    locally; when the block ends without error each is put into media storage under
+    ``folder`` (local: a rename; S3: a streamed upload). On an error nothing is stored."""
+    with storage.work_folder("upload-") as work:
+        kept: list[tuple[Path, str] | None] = []
+        for upload in uploads:
+            if upload is None:
+                kept.append(None)
+                continue
+            name = get_valid_filename(Path(upload.name or "upload").name) or "upload"
+            while (work / name).exists():  # the vocabulary named like the matrix
+                name = f"extra-{name}"
+            with open(work / name, "wb") as f:
+                for chunk in upload.chunks():
+                    f.write(chunk)
+            kept.append((work / name, f"{folder}/{name}"))
+        yield kept
+        try:
+            for entry in kept:
+                if entry is not None:
+                    storage.store_path(*entry)
+        except BaseException:
+            storage.folder_remove(folder)
+            raise
+
+
+@contextlib.contextmanager
+def upload_path(name: str):
+    """A local path of a stored upload (``common.storage.readable_path``: a streamed copy when
+    media are in a bucket); an upload that is gone is an ``InputFileError`` people can read."""
+    try:
+        with storage.readable_path(name) as path:
+            yield path
+    except FileNotFoundError:
+        raise InputFileError("the uploaded file is gone; upload it again") from None
 
 
 def upload_files_remove(job: EmbeddingImport) -> None:
-    """Delete the uploaded files and their folder (``uploads/<random>/``, with the work files a
-    worker left beside them)."""
+    """Delete the uploaded files and their folder (``uploads/<random>/``, with anything else
+    stored in it)."""
     folders = set()
     for field in (job.file, job.extra_file):
         if field and field.name:
             default_storage.delete(field.name)
-            folders.add(Path(default_storage.path(field.name)).parent)
-    uploads = Path(default_storage.path("uploads"))
+            folders.add(PurePosixPath(field.name).parent)
     for folder in folders:
-        if folder.parent == uploads:  # an upload's own folder: remove what is left in it
-            shutil.rmtree(folder, ignore_errors=True)
-        else:
-            with contextlib.suppress(OSError):  # not empty, or gone already
-                folder.rmdir()
+        if folder.parent == PurePosixPath("uploads"):  # an upload's own folder
+            storage.folder_remove(str(folder))
 
 
 def public_error(error: BaseException | str) -> str:
@@ -148,10 +179,7 @@ def table_upload_store(
         original_name=(upload.name or "")[:255],
         **fields,
     )
-    job.file.name = upload_store(upload, upload_folder())
-    try:
-        result = read(job.file.path, fmt)
-    except BaseException:
-        upload_files_remove(job)
-        raise
+    with uploads_kept(upload_folder(), upload) as [(path, stored)]:
+        job.file.name = stored
+        result = read(path, fmt)
     return job, result

@@ -37,10 +37,13 @@ def private_redis(tmp_path) -> Iterator[ThrowawayRedis]:
 
 @pytest.fixture
 def media_root(settings, tmp_path) -> Path:
-    """MEDIA_ROOT in this test's own folder (created)."""
+    """MEDIA_ROOT in this test's own folder (created), and the local work and cache folders of
+    media storage (common/storage.py) beside it."""
     media = tmp_path / "media"
     media.mkdir(exist_ok=True)
     settings.MEDIA_ROOT = media
+    settings.STORAGE_WORK_DIR = tmp_path / "work"
+    settings.STORAGE_CACHE_DIR = tmp_path / "storage-cache"
     return media
 
 

@@ -50,6 +50,13 @@ def run_check(**env: str | None) -> subprocess.CompletedProcess:
         ({"ALLOWED_HOSTS": " , "}, "ALLOWED_HOSTS must name at least one host"),
         ({"MAX_UPLOAD_MB": "lots"}, "MAX_UPLOAD_MB must be an integer"),
         ({"WEBHOOK_MAX_ATTEMPTS": "0"}, "WEBHOOK_MAX_ATTEMPTS must be at least 1"),
+        ({"FAIRMETRIC_STORAGE": "s4"}, "FAIRMETRIC_STORAGE must be local or s3"),
+        ({"FAIRMETRIC_STORAGE": "s3"}, "FAIRMETRIC_STORAGE=s3 needs AWS_STORAGE_BUCKET_NAME"),
+        (
+            {"FAIRMETRIC_STORAGE": "s3", "AWS_STORAGE_BUCKET_NAME": "m", "AWS_ACCESS_KEY_ID": "k"},
+            "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY go together",
+        ),
+        ({"AWS_S3_ENDPOINT_URL": "ftp://store"}, "AWS_S3_ENDPOINT_URL must be a URL with scheme"),
         (
             {"OIDC_RP_CLIENT_ID": "fairmetric", "OIDC_RP_CLIENT_SECRET": "s"},
             "OIDC_RP_CLIENT_ID is set but OIDC_OP_AUTHORIZATION_ENDPOINT, OIDC_OP_TOKEN_ENDPOINT",

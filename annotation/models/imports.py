@@ -1,6 +1,6 @@
 """A feedback import of the study's import page: the file previewed, then stored by the worker.
 
-The preview keeps the file under ``MEDIA_ROOT/feedback-previews/<token>.upload`` and makes this
+The preview keeps the file under ``feedback-previews/<token>.upload`` in media storage and makes this
 row (``preview``). Confirming claims the row with one conditional UPDATE (``preview`` →
 ``pending``): five simultaneous confirmations of one preview import it once. The worker claims
 ``pending`` → ``running`` (or a ``running`` row whose lease ran out: a dead worker), stores the

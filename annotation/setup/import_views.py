@@ -4,7 +4,7 @@ through the ``import_feedback`` command's parser (``feedback_files.py: feedback_
 storing (``feedback_import.py: feedback_store``, one transaction). Nothing is written before the
 confirmation, nor on any error.
 
-Between the preview and the confirmation the file waits under ``MEDIA_ROOT/feedback-previews/``
+Between the preview and the confirmation the file waits under ``feedback-previews/`` in media storage
 with its row (``annotation/setup/imports/jobs.py``, which also removes those older than
 ``PREVIEW_HOURS``). Confirming claims the preview atomically — one import per preview whatever
 the clicks — and answers at once; the page then shows the import's progress and result, read

@@ -28,9 +28,10 @@ kept apart from the items and the new records (:class:`learning.audits.twins.Twi
 
 from __future__ import annotations
 
+import contextlib
 import json
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import numpy as np
 import pandas as pd
@@ -39,6 +40,7 @@ from django.conf import settings
 from annotation.models import Study
 from annotation.selectors import pool_items
 from annotation.setup.pool import unknown_keys
+from common import storage
 from common.errors import AppError, InvalidInput, PayloadTooLarge
 from common.text import invisible, text_problem
 from learning.audits.twins import SEP, TwinCollector, TwinScores
@@ -354,13 +356,16 @@ def predictions_read(*, study: Study, path: str | Path, fmt: str, k: int, progre
     return reader.finish(str(path), fmt)
 
 
-def audit_input(audit, progress=None) -> Predictions:
+def audit_input(audit, files: contextlib.ExitStack, progress=None) -> Predictions:
     """The stored score file of ``audit``, read and checked in the worker; its counts written
-    on the audit. A problem raises ``ValueError`` with the reason (the audit fails, saying it)."""
-    path = Path(audit.predictions.path)
-    fmt = path.suffix.lstrip(".")
+    on the audit. A problem raises ``ValueError`` with the reason (the audit fails, saying it).
+    The file is read from a local path (a copy when media are in a bucket) that ``files``
+    keeps until it closes: new records' fields are read back from it later."""
+    fmt = PurePosixPath(audit.predictions.name).suffix.lstrip(".")
     if fmt not in FORMATS:
-        raise ValueError(f"the stored score file {path.name!r} is in no format an audit reads")
+        name = PurePosixPath(audit.predictions.name).name
+        raise ValueError(f"the stored score file {name!r} is in no format an audit reads")
+    path = files.enter_context(storage.readable_path(audit.predictions.name))
     try:
         data = predictions_read(study=audit.study, path=path, fmt=fmt, k=audit.k, progress=progress)
     except AppError as exc:

@@ -327,8 +327,9 @@ def audit_run(*, audit_id: int) -> str:
         return "skipped"
     started = time.perf_counter()
     progress = _Progress(audit)
+    files = contextlib.ExitStack()  # the score file's local copy (media in a bucket)
     try:
-        data = audit_input(audit, progress.part("reading the scores", 0.0, 0.05))
+        data = audit_input(audit, files, progress.part("reading the scores", 0.0, 0.05))
         version = audit.version
         result = audit_compute(
             vectors=_vectors(audit, data),
@@ -390,3 +391,5 @@ def audit_run(*, audit_id: int) -> str:
                 status=AuditStatus.QUEUED, lease_until=None
             )
         raise
+    finally:
+        files.close()

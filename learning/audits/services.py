@@ -11,19 +11,15 @@ own service (``annotation.setup.pairs.candidate_pairs_upload``: pool checked, au
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import math
-import tempfile
 import uuid
 from datetime import timedelta
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from celery import current_app
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.core.files import File
-from django.core.files.storage import default_storage
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -34,6 +30,7 @@ from annotation.setup.files import PairRow
 from annotation.setup.pairs import candidate_pairs_upload
 from audit.services import Action as AuditAction
 from audit.services import audit_record
+from common import storage
 from common.errors import InvalidInput, PayloadTooLarge, TooBusy
 from common.queues import audit_queue
 from common.text import invisible, text_problem
@@ -176,21 +173,18 @@ def _stored(upload, study: Study, k: int) -> tuple[str, tuple]:
         fmt = guess_format(upload.name or "", FORMATS)
     except InputFileError as exc:
         raise InvalidInput(f"The score file: {exc}.") from None
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / f"predictions.{fmt}"
+    with storage.work_folder("audit-") as folder:
+        path = folder / f"predictions.{fmt}"
         with open(path, "wb") as out:
             for chunk in upload.chunks():
                 out.write(chunk)
         head = predictions_check(study=study, path=path, fmt=fmt, k=k)
-        with open(path, "rb") as handle:
-            name = f"audits/{uuid.uuid4().hex[:12]}/predictions.{fmt}"
-            return default_storage.save(name, File(handle)), head
+        name = f"audits/{uuid.uuid4().hex[:12]}/predictions.{fmt}"
+        return storage.store_path(path, name), head
 
 
 def _remove(name: str) -> None:
-    default_storage.delete(name)
-    with contextlib.suppress(OSError):
-        Path(default_storage.path(name)).parent.rmdir()
+    storage.folder_remove(str(PurePosixPath(name).parent))
 
 
 def audit_create(

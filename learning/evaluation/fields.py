@@ -98,10 +98,10 @@ def _weights(sigma: np.ndarray, names: list[str], starts, levels) -> VersionFiel
 
 
 @lru_cache(maxsize=128)
-def _cached(sigma_path: str, sigma_sha: str, space_id: int, space_sha: str):
+def _cached(sigma_name: str, sigma_sha: str, space_id: int, space_sha: str):
     spec = EmbeddingSpace.objects.values_list("feature_map", flat=True).get(pk=space_id)
     names, starts = field_blocks(spec)
-    sigma = sigma_cached(sigma_path, sigma_sha)
+    sigma = sigma_cached(sigma_name, sigma_sha)
     if not names or sigma.shape[0] != len(spec.get("feature_names", [])):
         return None
     return _weights(sigma, names, starts, field_levels(spec))
@@ -113,7 +113,7 @@ def version_fields(version: MetricVersion) -> VersionFields | None:
     ready = version.status == MetricVersion.Status.READY and bool(version.sigma)
     if not ready or not space.feature_map:
         return None
-    return _cached(version.sigma.path, version.sigma_sha256, space.pk, space.sha256)
+    return _cached(version.sigma.name, version.sigma_sha256, space.pk, space.sha256)
 
 
 @dataclass(frozen=True)

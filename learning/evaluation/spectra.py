@@ -17,6 +17,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from common.matrices import matrix_load
 from learning.core.drift import sensitive_subspace
 from learning.core.psd import eigh_descending, symmetrize
 from learning.models import MetricVersion
@@ -100,11 +101,11 @@ def _shown(key: str, text: str, limit: int = 60) -> str:
 
 
 @lru_cache(maxsize=128)
-def _directions_cached(sigma_path, sigma_sha, space_id, matrix_path, space_sha):
-    spec = spectrum(sigma_cached(sigma_path, sigma_sha))
+def _directions_cached(sigma_name, sigma_sha, space_id, matrix_name, space_sha):
+    spec = spectrum(sigma_cached(sigma_name, sigma_sha))
     values, basis = sensitive_basis(spec)
     dimension = sensitive_basis(spec, limit=None)[0].size
-    matrix = np.load(matrix_path, mmap_mode="r")
+    matrix = matrix_load(matrix_name, space_sha)
     if matrix.shape[1] != basis.shape[0]:
         return dimension, ()
     aligned = aligned_rows(matrix, basis)
@@ -124,7 +125,7 @@ def _directions_cached(sigma_path, sigma_sha, space_id, matrix_path, space_sha):
 def _directions(version: MetricVersion) -> tuple[int, tuple[Direction, ...]]:
     space = version.study.space
     return _directions_cached(
-        version.sigma.path, version.sigma_sha256, space.pk, space.matrix.path, space.sha256
+        version.sigma.name, version.sigma_sha256, space.pk, space.matrix.name, space.sha256
     )
 
 

@@ -97,8 +97,8 @@ def drift(before: np.ndarray, after: np.ndarray) -> Drift | None:
 
 
 @lru_cache(maxsize=4096)
-def _drift_cached(path_a, sha_a, path_b, sha_b) -> Drift | None:
-    return drift(sigma_cached(path_a, sha_a), sigma_cached(path_b, sha_b))
+def _drift_cached(name_a, sha_a, name_b, sha_b) -> Drift | None:
+    return drift(sigma_cached(name_a, sha_a), sigma_cached(name_b, sha_b))
 
 
 def drift_between(before: MetricVersion | None, after: MetricVersion) -> Drift | None:
@@ -106,7 +106,7 @@ def drift_between(before: MetricVersion | None, after: MetricVersion) -> Drift |
     if before is None or before.pk == after.pk or not before.sigma or not after.sigma:
         return None
     return _drift_cached(
-        before.sigma.path, before.sigma_sha256, after.sigma.path, after.sigma_sha256
+        before.sigma.name, before.sigma_sha256, after.sigma.name, after.sigma_sha256
     )
 
 

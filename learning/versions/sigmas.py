@@ -3,16 +3,18 @@ through :func:`sigma_of`), its factor, and the study's current metric for the la
 sampler and the group suggestions, through ``annotation.hooks``).
 
 Sigma files never change once a version is ready (a new fit is a new file), so a Sigma is cached
-by (path, sha256); its factor ``W`` (``Sigma = W Wᵀ``) likewise.
+by (media name, sha256); its factor ``W`` (``Sigma = W Wᵀ``) likewise.
 """
 
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
 
+from common import storage
 from learning.core.explore import p_comparable
 from learning.core.psd import psd_factor
 from learning.models import MetricVersion
@@ -20,20 +22,21 @@ from learning.versions import selectors
 
 
 @lru_cache(maxsize=64)
-def sigma_cached(path: str, sha256: str) -> np.ndarray:
-    sigma = np.load(path, allow_pickle=False)
+def sigma_cached(name: str, sha256: str) -> np.ndarray:
+    """A stored Sigma by its media name (local folder or bucket) and sha256."""
+    sigma = np.load(io.BytesIO(storage.read_bytes(name)), allow_pickle=False)
     sigma.setflags(write=False)
     return sigma
 
 
 def sigma_of(version: MetricVersion) -> np.ndarray:
     """The version's Sigma (read-only array), read once per process."""
-    return sigma_cached(version.sigma.path, version.sigma_sha256)
+    return sigma_cached(version.sigma.name, version.sigma_sha256)
 
 
 @lru_cache(maxsize=64)
-def _factor_cached(path: str, sha256: str) -> np.ndarray:
-    factor = psd_factor(sigma_cached(path, sha256))
+def _factor_cached(name: str, sha256: str) -> np.ndarray:
+    factor = psd_factor(sigma_cached(name, sha256))
     factor.setflags(write=False)
     return factor
 
@@ -62,7 +65,7 @@ def fitted_metric(version: MetricVersion) -> FittedMetric:
         method=version.method,
         label=version.label or version.method,
         is_published=version.is_published,
-        factor=_factor_cached(version.sigma.path, version.sigma_sha256),
+        factor=_factor_cached(version.sigma.name, version.sigma_sha256),
     )
 
 

@@ -23,14 +23,13 @@ import hashlib
 import io
 import json
 import logging
-import os
-from pathlib import Path
 
 import numpy as np
 from django.core.files.storage import default_storage
 from django.db import DatabaseError, IntegrityError, transaction
 
 from annotation.models import Study
+from common import storage
 from common.errors import Conflict
 from learning.core.psd import validate_sigma
 from learning.models import MetricVersion
@@ -70,31 +69,8 @@ def sigma_bytes(sigma: np.ndarray) -> tuple[bytes, str]:
     return data, hashlib.sha256(data).hexdigest()
 
 
-def file_write_atomic(path: Path, data: bytes) -> None:
-    """Write to ``<path>.partial``, fsync, rename over ``path``, fsync the folder.
-
-    A process killed at any point leaves either no file at ``path`` or the complete one.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(path.name + ".partial")
-    with open(partial, "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(partial, path)
-    folder = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(folder)
-    finally:
-        os.close(folder)
-
-
-def _sigma_path(version: MetricVersion) -> Path:
-    return Path(default_storage.path(sigma_name(version)))
-
-
-def _folds_path(version: MetricVersion) -> Path:
-    return _sigma_path(version).with_suffix(".folds.npz")
+def _folds_name(version: MetricVersion) -> str:
+    return sigma_name(version).removesuffix(".npy") + ".folds.npz"
 
 
 def fold_fits_save(version: MetricVersion, *, fits: list, held: dict) -> None:
@@ -105,15 +81,16 @@ def fold_fits_save(version: MetricVersion, *, fits: list, held: dict) -> None:
     stack = np.stack([np.zeros((d, d)) if f is None else np.asarray(f, float) for f in fits])
     buffer = io.BytesIO()
     np.savez(buffer, fits=stack, fitted=fitted, **held)
-    file_write_atomic(_folds_path(version), buffer.getvalue())
+    storage.store_bytes(buffer.getvalue(), _folds_name(version))
 
 
 def fold_fits_load(version: MetricVersion) -> tuple[list, dict] | None:
     """``fold_fits_save``'s fits and held-out pairs, or None when the version has none."""
-    path = _folds_path(version)
-    if not path.exists():
+    try:
+        data = storage.read_bytes(_folds_name(version))
+    except FileNotFoundError:
         return None
-    with np.load(path, allow_pickle=False) as data:
+    with np.load(io.BytesIO(data), allow_pickle=False) as data:
         fits = [f if ok else None for f, ok in zip(data["fits"], data["fitted"], strict=True)]
         held = {key: data[key] for key in ("row_a", "row_b", "y", "fold", "rates")}
     return fits, held
@@ -218,9 +195,10 @@ def version_store(
     diagnostics: dict | None = None,
     fit_seconds: float | None = None,
 ) -> MetricVersion:
-    """Write Sigma atomically, then mark the version ready in one transaction (refreshed)."""
+    """Write Sigma atomically (media storage: a rename, or one upload visible only when whole),
+    then mark the version ready in one transaction (refreshed)."""
     data, sha = sigma_bytes(sigma)
-    file_write_atomic(_sigma_path(version), data)
+    storage.store_bytes(data, sigma_name(version))
     with transaction.atomic():
         MetricVersion.objects.filter(pk=version.pk).update(
             status=Status.READY,
@@ -253,9 +231,7 @@ def versions_interrupted_retire(*, study_id: int) -> None:
     nobody else is fitting): failed and transient, their partial files removed."""
     orphans = list(MetricVersion.objects.filter(study_id=study_id, status=Status.FITTING))
     for orphan in orphans:
-        path = _sigma_path(orphan)
-        for stale in (path, path.with_name(path.name + ".partial")):
-            stale.unlink(missing_ok=True)
+        default_storage.delete(sigma_name(orphan))
     MetricVersion.objects.filter(pk__in=[o.pk for o in orphans]).update(
         status=Status.FAILED,
         transient=True,
@@ -313,19 +289,19 @@ def metric_version_create(
         validity_store(version, _derived_validity(study, sigma, parent, derive, judgment_watermark))
         return version
     except BaseException:
-        _sigma_path(version).unlink(missing_ok=True)
+        default_storage.delete(sigma_name(version))
         MetricVersion.objects.filter(pk=version.pk).delete()
         raise
 
 
 def metric_version_delete(*, version: MetricVersion) -> None:
     """Delete a version (its WEAT results cascade) and, once committed, its Sigma file."""
-    name, folds = version.sigma.name, _folds_path(version)
+    name, folds = version.sigma.name, _folds_name(version)
     with transaction.atomic():
         version.delete()
         if name:
             transaction.on_commit(lambda: default_storage.delete(name))
-        transaction.on_commit(lambda: folds.unlink(missing_ok=True))
+        transaction.on_commit(lambda: default_storage.delete(folds))
 
 
 # Publishing lives in learning/versions/publishing.py; its names stay importable from here.

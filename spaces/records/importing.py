@@ -22,7 +22,6 @@ import fails, saying so.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -34,6 +33,7 @@ from django.db import connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from common import storage
 from common.iterables import batched
 from spaces.exceptions import InputFileError
 from spaces.models import EmbeddingImport, EmbeddingSpace, Item
@@ -47,12 +47,11 @@ from spaces.services import (
     NPY_HEADER_BYTES,
     matrix_file,
     npy_header,
-    sha256_file,
     space_name_check,
     space_row_create,
 )
 from spaces.tables import table_chunks
-from spaces.uploads import ProgressWriter, public_error, upload_files_remove
+from spaces.uploads import ProgressWriter, public_error, upload_files_remove, upload_path
 
 # A running import renews its lease with each progress write; the storing transaction cannot
 # (its writes are invisible until it commits), so the lease outlasts a table's longest store.
@@ -97,7 +96,6 @@ def record_import_run(*, import_id: int) -> str:
     try:
         space = space or _import(job)
     except ColumnChoiceError as exc:
-        Path(job.file.path).with_name("checked.arrows").unlink(missing_ok=True)
         EmbeddingImport.objects.filter(pk=job.pk).update(
             status=Status.PENDING,
             stage=COLUMNS,
@@ -133,13 +131,14 @@ def _fail(job: EmbeddingImport, error: str) -> None:
 
 
 class _Spool:
-    """A CSV's checked chunks, kept beside the upload in Arrow's IPC format (zstd) while pass 1
-    reads them, so that passes 2 and 3 read columns instead of parsing the CSV twice more (the
-    Parquet file itself is read again: it is columnar already). Removed with the upload."""
+    """A CSV's checked chunks, kept in a local work folder in Arrow's IPC format (zstd) while
+    pass 1 reads them, so that passes 2 and 3 read columns instead of parsing the CSV twice
+    more (the Parquet file itself is read again: it is columnar already). Removed after the
+    import, with the local copy of a table kept in object storage."""
 
-    def __init__(self, job: EmbeddingImport, fmt: str):
-        self.path = Path(job.file.path).with_name("checked.arrows")
-        self.file, self.fmt = job.file.path, fmt
+    def __init__(self, file: Path, folder: Path, fmt: str):
+        self.path = folder / "checked.arrows"
+        self.file, self.fmt = file, fmt
 
     def first(self) -> Iterator[pd.DataFrame]:
         """Pass 1: the file's chunks, checked by the readers, spooled as they go."""
@@ -174,8 +173,14 @@ class _Spool:
 
 def _import(job: EmbeddingImport) -> EmbeddingSpace:
     name = space_name_check(job.name)
+    with upload_path(job.file.name) as table, storage.work_folder("spool-") as folder:
+        return _import_from(
+            job, name, _Spool(table, folder, job.format.removeprefix(RECORDS_PREFIX))
+        )
+
+
+def _import_from(job: EmbeddingImport, name: str, spool: _Spool) -> EmbeddingSpace:
     options = job.options
-    spool = _Spool(job, job.format.removeprefix(RECORDS_PREFIX))
     chunks = spool.again
     progress = ProgressWriter(job.pk, renew=True)
     numbers = NumberColumns()
@@ -183,8 +188,8 @@ def _import(job: EmbeddingImport) -> EmbeddingSpace:
     spec = fit.spec()
     rows = fit.rows
     who = job.created_by or "a deleted user"
-    with matrix_file(name) as (relative, target, partial):
-        with open(partial, "wb") as f:
+    with matrix_file(name) as stored:
+        with open(stored.partial, "wb") as f:
             f.write(b"\0" * NPY_HEADER_BYTES)
             done = 0
             for chunk in chunks():
@@ -194,7 +199,7 @@ def _import(job: EmbeddingImport) -> EmbeddingSpace:
                 progress("embedding", done, rows)
             f.seek(0)
             f.write(npy_header((rows, len(spec["feature_names"]))))
-        os.replace(partial, target)
+        sha256 = stored.store()
         progress("storing", 0, rows)
         return _store(
             job=job,
@@ -208,8 +213,8 @@ def _import(job: EmbeddingImport) -> EmbeddingSpace:
                 "dimension": len(spec["feature_names"]),
                 "source": f"uploaded {job.original_name} by {who}; {rows} records; "
                 f"φ: {len(spec['feature_names'])} features",
-                "matrix": relative,
-                "sha256": sha256_file(target),
+                "matrix": stored.name,
+                "sha256": sha256,
                 "item_count": rows,
                 "feature_map": spec,
                 "label_column": options.get("label_column", ""),

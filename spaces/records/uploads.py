@@ -30,7 +30,7 @@ from spaces.records.columns import hidden_columns_check
 from spaces.records.featuremap import FeatureMapFit
 from spaces.records.keys import KeyCheck
 from spaces.tables import TABLE_FORMATS, TableHead, table_head
-from spaces.uploads import import_enqueue, table_upload_store
+from spaces.uploads import import_enqueue, table_upload_store, upload_path
 
 Status = EmbeddingImport.Status
 RECORDS_PREFIX = "records-"
@@ -65,7 +65,8 @@ def record_upload_create(*, user, upload: UploadedFile, name: str) -> EmbeddingI
 
 def record_upload_head(job: EmbeddingImport) -> TableHead:
     """The upload's columns and first rows (what the columns page shows and guesses from)."""
-    return _head(job.file.path, job.format.removeprefix(RECORDS_PREFIX))
+    with upload_path(job.file.name) as path:
+        return _head(path, job.format.removeprefix(RECORDS_PREFIX))
 
 
 def waiting_for_columns(job: EmbeddingImport) -> bool:

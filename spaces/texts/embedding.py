@@ -1,7 +1,7 @@
 """Embedding a text upload in the worker: batched by the sentence model, resumable slices.
 
 The worker embeds in slices (``text_embed_step``): it claims the row with a conditional UPDATE
-(a lease renewed per batch), appends each batch's vectors to a work file next to the upload and
+(a lease renewed per batch), appends each batch's vectors to a local work file (``work_path``) and
 stores ``progress_rows`` after it, so a restarted or redelivered task continues where the last
 one stopped (the work file is cut back to the stored progress first). The last slice creates
 the space, its items and the matrix in one step (:func:`spaces.services.space_from_matrix`,
@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import os
 from datetime import timedelta
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import numpy as np
+from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
 
@@ -25,7 +26,7 @@ from spaces.services import space_from_matrix
 from spaces.tables import read_table
 from spaces.texts import sentence_model
 from spaces.texts.uploads import TEXTS_PREFIX, text_column_values
-from spaces.uploads import public_error, upload_files_remove
+from spaces.uploads import public_error, upload_files_remove, upload_path
 
 BATCH = 64  # texts per model call (and per progress write)
 SLICE_BATCHES = 20  # batches per task run; then the task queues the next slice
@@ -34,7 +35,8 @@ Status = EmbeddingImport.Status
 
 
 def _table(job: EmbeddingImport) -> tuple[list[str], list[str]]:
-    frame = read_table(job.file.path, job.format.removeprefix(TEXTS_PREFIX))
+    with upload_path(job.file.name) as path:
+        frame = read_table(path, job.format.removeprefix(TEXTS_PREFIX))
     return text_column_values(frame, **job.options)
 
 
@@ -52,8 +54,11 @@ def _claim(import_id: int) -> bool:
 
 
 def work_path(job: EmbeddingImport) -> Path:
-    """The vectors embedded so far (float32, row after row), next to the upload."""
-    return Path(job.file.path).with_name("vectors.f32")
+    """The vectors embedded so far (float32, row after row): a local work file under
+    ``STORAGE_WORK_DIR`` (a worker that takes over without it starts again from row 0)."""
+    folder = Path(settings.STORAGE_WORK_DIR) / "texts"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / f"{PurePosixPath(job.file.name).parent.name}-{job.pk}.f32"  # its upload's
 
 
 def _resume(path: Path, done: int) -> int:

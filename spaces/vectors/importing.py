@@ -9,7 +9,6 @@ removed.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +26,6 @@ from spaces.services import (
     items_tag,
     matrix_file,
     npy_header,
-    sha256_file,
     space_name_check,
     space_row_create,
 )
@@ -101,15 +99,15 @@ def space_import(
         key_column=key_column,
         fields=list(fields or []),
     )
-    with matrix_file(name) as (relative, target, partial):
-        rows = _write_matrix(reader, partial, progress)
-        os.replace(partial, target)
+    with matrix_file(name) as stored:
+        rows = _write_matrix(reader, stored.partial, progress)
+        sha256 = stored.store()
         if progress:
             progress("storing", 0, len(rows.keys))
         space = _space_store(
             name=name,
-            relative=relative,
-            sha256=sha256_file(target),
+            relative=stored.name,
+            sha256=sha256,
             rows=rows,
             source=source or f"imported from {Path(path).name} ({reader.format})",
             kind=kind,

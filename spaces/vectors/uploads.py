@@ -12,10 +12,11 @@ the row, and removes the uploaded files when it ends.
 
 from __future__ import annotations
 
+import contextlib
 from datetime import timedelta
+from pathlib import Path
 
 from django.conf import settings
-from django.core.files.storage import default_storage
 from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 from django.db.models import Q
@@ -30,7 +31,8 @@ from spaces.uploads import (
     public_error,
     upload_files_remove,
     upload_folder,
-    upload_store,
+    upload_path,
+    uploads_kept,
 )
 from spaces.vectors.bounded import PreflightBudgetSpent, preflight_budget
 from spaces.vectors.importing import space_import
@@ -47,32 +49,41 @@ def max_upload_bytes() -> int:
     return settings.MAX_UPLOAD_MB * 1024 * 1024
 
 
-def _extra_paths(job: EmbeddingImport) -> dict:
+def _extra_paths(job: EmbeddingImport, extra: Path | None) -> dict:
     """The second file's role: the vocabulary of an .npy, or the vectors of a records CSV."""
-    if not job.extra_file:
+    if extra is None:
         return {"vocab": None, "vectors": None}
-    extra = default_storage.path(job.extra_file.name)
     is_npy = job.format == "npy" or (job.format == "auto" and job.file.name.endswith(".npy"))
     return {"vocab": extra, "vectors": None} if is_npy else {"vocab": None, "vectors": extra}
 
 
-def _reader(job: EmbeddingImport) -> EmbeddingReader:
-    return EmbeddingReader(job.file.path, fmt=job.format, limit=job.limit, **_extra_paths(job))
-
-
-def _preflight(job: EmbeddingImport) -> None:
+def _preflight(job: EmbeddingImport, path: Path, extra: Path | None) -> None:
     """Read the start of the file (the first block, at most ``PREFLIGHT_KB`` of decompressed
     data): structural problems become form errors before anything queues; a file whose first
     block is longer is checked by the worker (the request never reads a whole upload)."""
     with preflight_budget(settings.PREFLIGHT_KB * 1024):
         try:
-            blocks = iter(_reader(job))
+            reader = EmbeddingReader(
+                path, fmt=job.format, limit=job.limit, **_extra_paths(job, extra)
+            )
+            blocks = iter(reader)
             try:
                 next(blocks)
             finally:
                 blocks.close()  # closes the file
         except PreflightBudgetSpent:
             pass
+
+
+@contextlib.contextmanager
+def _local_files(job: EmbeddingImport):
+    """Local paths of the upload and its second file (copies when media are in a bucket)."""
+    with contextlib.ExitStack() as stack:
+        path = stack.enter_context(upload_path(job.file.name))
+        extra = None
+        if job.extra_file:
+            extra = stack.enter_context(upload_path(job.extra_file.name))
+        yield path, extra
 
 
 def embedding_import_create(
@@ -103,14 +114,11 @@ def embedding_import_create(
         created_by=user,
         original_name=(upload.name or "")[:255],
     )
-    job.file.name = upload_store(upload, folder)
-    if extra is not None:
-        job.extra_file.name = upload_store(extra, folder)
-    try:
-        _preflight(job)
-    except BaseException:
-        upload_files_remove(job)
-        raise
+    with uploads_kept(folder, upload, extra) as (main, second):
+        job.file.name = main[1]
+        if second is not None:
+            job.extra_file.name = second[1]
+        _preflight(job, main[0], second and second[0])
     with transaction.atomic():
         job.save()
         transaction.on_commit(lambda: import_enqueue(job.pk, IMPORT_TASK))
@@ -138,18 +146,7 @@ def embedding_import_run(*, import_id: int) -> str:
     # A previous attempt may have committed the space and died before saying so.
     done = EmbeddingSpace.objects.filter(name=job.name, created_at__gte=job.created_at).first()
     try:
-        space = done or space_import(
-            path=job.file.path,
-            name=job.name,
-            fmt=job.format,
-            limit=job.limit,
-            kind=job.kind or None,
-            tags=job.tags,
-            source=f"uploaded {job.original_name} by {job.created_by or 'a deleted user'}",
-            progress=ProgressWriter(import_id),
-            owner=job.created_by,
-            **_extra_paths(job),
-        )
+        space = done or _import(job)
     except InputFileError as exc:
         _finish(job, status=Status.FAILED, error=public_error(exc))
         return "failed"
@@ -158,6 +155,22 @@ def embedding_import_run(*, import_id: int) -> str:
         raise
     _finish(job, status=Status.DONE, space=space)
     return "done"
+
+
+def _import(job: EmbeddingImport) -> EmbeddingSpace:
+    with _local_files(job) as (path, extra):
+        return space_import(
+            path=path,
+            name=job.name,
+            fmt=job.format,
+            limit=job.limit,
+            kind=job.kind or None,
+            tags=job.tags,
+            source=f"uploaded {job.original_name} by {job.created_by or 'a deleted user'}",
+            progress=ProgressWriter(job.pk),
+            owner=job.created_by,
+            **_extra_paths(job, extra),
+        )
 
 
 def _finish(job: EmbeddingImport, *, status: str, error: str = "", space=None) -> None:

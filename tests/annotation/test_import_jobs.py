@@ -13,10 +13,12 @@ import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
+from pathlib import Path
 from threading import Barrier
 from urllib.parse import urlencode
 
 import pytest
+from django.core.files.storage import default_storage
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection
 from django.test import Client
@@ -133,7 +135,7 @@ def test_a_dead_workers_import_is_taken_over_after_its_lease_and_stored_once(adm
     assert PairJudgment.objects.filter(study=study).count() == 100
     job.refresh_from_db()
     assert (job.attempts, job.judgments) == (2, 100)
-    assert not jobs.preview_path(token).exists()
+    assert not default_storage.exists(jobs.preview_name(token))
 
 
 def test_an_import_that_kills_its_worker_fails_after_the_attempts(admin_study, settings):
@@ -159,15 +161,17 @@ def test_old_previews_and_stray_files_are_removed(admin_study, settings):
     FeedbackImport.objects.filter(token=old_token).update(
         created_at=timezone.now() - timedelta(hours=jobs.PREVIEW_HOURS, seconds=1)
     )
-    stray = jobs.preview_folder() / ("0" * 32 + ".upload")
+    stray = Path(settings.MEDIA_ROOT) / jobs.PREVIEW_DIR / ("0" * 32 + ".upload")
     stray.write_bytes(b"x")
     day_ago = time.time() - jobs.PREVIEW_HOURS * 3600 - 1
     os.utime(stray, (day_ago, day_ago))
     assert jobs.imports_sweep()["expired"] == 2
     assert not FeedbackImport.objects.filter(token=old_token).exists()
-    assert not jobs.preview_path(old_token).exists()
+    assert not default_storage.exists(jobs.preview_name(old_token))
     assert not stray.exists()
-    assert jobs.preview_path(fresh_token).exists()  # a preview of today waits for its click
+    assert default_storage.exists(
+        jobs.preview_name(fresh_token)
+    )  # a preview of today waits for its click
 
 
 GOLD = "".join(

@@ -1,6 +1,6 @@
 """Feedback imports of the import page, confirmed once and stored by the worker.
 
-* :func:`preview_keep` — the previewed file under ``MEDIA_ROOT/feedback-previews/`` and its
+* :func:`preview_keep` — the previewed file under ``feedback-previews/`` in media storage and its
   :class:`~annotation.models.FeedbackImport` row (``preview``);
 * :func:`import_confirm` — the atomic claim: one conditional UPDATE ``preview`` → ``pending``;
   of five simultaneous confirmations (or a double click) one wins, the others are told so, and
@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import io
 import logging
-import time
 import uuid
 from datetime import timedelta
-from pathlib import Path
+from pathlib import PurePosixPath
 
 from celery import current_app
 from django.conf import settings
+from django.core.files.storage import default_storage
 from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
@@ -33,6 +33,7 @@ from django.utils import timezone
 from annotation.models import FeedbackImport, Study
 from annotation.setup.feedback_files import FeedbackFormatError, FeedbackPlan, feedback_read
 from annotation.setup.feedback_import import feedback_store
+from common import storage
 
 logger = logging.getLogger(__name__)
 Status = FeedbackImport.Status
@@ -45,14 +46,9 @@ RESEND_AFTER = timedelta(minutes=5)
 MAX_ATTEMPTS = 3
 
 
-def preview_folder() -> Path:
-    folder = Path(settings.MEDIA_ROOT) / PREVIEW_DIR
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
-
-
-def preview_path(token: str) -> Path:
-    return preview_folder() / f"{token}.upload"
+def preview_name(token: str) -> str:
+    """The previewed file's name in media storage (the local folder or the bucket)."""
+    return f"{PREVIEW_DIR}/{token}.upload"
 
 
 def plan_read(study: Study, data: bytes, choice: dict) -> FeedbackPlan:
@@ -72,7 +68,7 @@ def preview_keep(*, study: Study, user, data: bytes, choice: dict) -> FeedbackIm
     """Keep a previewed file for its confirmation; removes previews older than PREVIEW_HOURS."""
     _previews_expire(timezone.now())
     token = uuid.uuid4().hex
-    preview_path(token).write_bytes(data)
+    storage.store_bytes(data, preview_name(token))
     return FeedbackImport.objects.create(
         study=study,
         created_by=user,
@@ -124,7 +120,7 @@ def _finish(job: FeedbackImport, *, status: str, error: str = "", **counts) -> N
     FeedbackImport.objects.filter(pk=job.pk).update(
         status=status, error=error[:2000], finished_at=timezone.now(), **counts
     )
-    preview_path(job.token).unlink(missing_ok=True)
+    default_storage.delete(preview_name(job.token))
 
 
 def import_run(*, import_id: int) -> str:
@@ -138,8 +134,10 @@ def import_run(*, import_id: int) -> str:
     if job.attempts > MAX_ATTEMPTS:
         _finish(job, status=Status.FAILED, error=f"the worker stopped {MAX_ATTEMPTS} times")
         return "failed"
-    path = preview_path(job.token)
-    if not path.is_file():
+    name = preview_name(job.token)
+    try:
+        data = storage.read_bytes(name)
+    except FileNotFoundError:
         _finish(job, status=Status.FAILED, error="the previewed file is gone; upload it again")
         return "failed"
     choice = {"name": job.name, "kind": job.kind, "fmt": job.fmt, "provenance": job.provenance}
@@ -151,7 +149,7 @@ def import_run(*, import_id: int) -> str:
             )
             if not list(mine.values_list("pk", flat=True)):  # (SELECT … FOR UPDATE)
                 return "not run: claimed by another worker"
-            plan = plan_read(job.study, path.read_bytes(), choice)
+            plan = plan_read(job.study, data, choice)
             summary = feedback_store(study=job.study, plan=plan)
             mine.update(
                 status=Status.DONE,
@@ -167,7 +165,7 @@ def import_run(*, import_id: int) -> str:
     except Exception as error:
         _finish(job, status=Status.FAILED, error=f"{type(error).__name__}; nothing was stored")
         raise
-    path.unlink(missing_ok=True)
+    default_storage.delete(name)
     return "done"
 
 
@@ -177,16 +175,17 @@ def _previews_expire(now) -> int:
     removed = 0
     for job in FeedbackImport.objects.filter(status=Status.PREVIEW, created_at__lt=cutoff):
         if FeedbackImport.objects.filter(pk=job.pk, status=Status.PREVIEW).delete()[0]:
-            preview_path(job.token).unlink(missing_ok=True)
+            default_storage.delete(preview_name(job.token))
             removed += 1
     live = set(
         FeedbackImport.objects.filter(
             status__in=[Status.PREVIEW, Status.PENDING, Status.RUNNING]
         ).values_list("token", flat=True)
     )
-    for old in preview_folder().glob("*.upload"):
-        if old.stem not in live and old.stat().st_mtime < time.time() - PREVIEW_HOURS * 3600:
-            old.unlink(missing_ok=True)
+    for old, modified in storage.files_under(PREVIEW_DIR):
+        token = PurePosixPath(old).stem
+        if old.endswith(".upload") and token not in live and modified and modified < cutoff:
+            default_storage.delete(old)
             removed += 1
     return removed
 
@@ -206,7 +205,7 @@ def imports_sweep(*, now=None) -> dict:
             if FeedbackImport.objects.filter(pk=job.pk, status=Status.RUNNING).update(
                 status=Status.FAILED, error=error, finished_at=now
             ):
-                preview_path(job.token).unlink(missing_ok=True)
+                default_storage.delete(preview_name(job.token))
                 failed += 1
             continue
         if job.status == Status.PENDING:  # once per RESEND_AFTER
