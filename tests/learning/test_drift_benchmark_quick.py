@@ -3,6 +3,7 @@ fit and drift check (one stationary study per strategy, one window check each), 
 
 from __future__ import annotations
 
+from annotation.labelling.strategies import CONTROL_SHARE
 from tests.conftest import run_benchmark
 
 
@@ -10,13 +11,13 @@ def test_the_drift_benchmark_runs_in_a_short_form():
     result = run_benchmark("drift.py", "--quick")
     assert result.returncode == 0, result.stderr[-3000:]
     rows = [line.split(" | ") for line in result.stdout.splitlines() if line.startswith("| ")]
-    rows = rows[2:]  # past the header and its rule
+    rows = rows[1:]  # past the header
     strategies = ["active", "information", "random", "stratified", "targeted"]
-    assert [row[:4] for row in rows] == [
-        ["| model", strategy, "1", test]
+    assert [row[:5] for row in rows] == [
+        ["| model", strategy, "1", "—" if strategy == "random" else str(CONTROL_SHARE), test]
         for strategy in strategies
         for test in ("flag", "all answers")
     ]
     for row in rows:
-        assert row[4].startswith(("0/1", "1/1"))  # the stationary study
-        assert row[5] != "—"  # its window check at 400 answers was made: a z
+        assert row[5].startswith(("0/1", "1/1"))  # the stationary study
+        assert row[6] != "—"  # its window check at 400 answers was made: a z
