@@ -1,26 +1,39 @@
 """Do drift flags keep their error rate under the app's own sampling? (issue 35)
 
-    python benchmarks/drift.py                 # 20 + 10 studies per cell (not run to the end yet)
+    python benchmarks/drift.py --processes 2 --save runs.jsonl   # 20 + 10 studies per cell
     python benchmarks/drift.py --quick         # 1 stationary study per strategy, 20 versions
-    python benchmarks/drift.py --studies 40 --processes 2
+    python benchmarks/drift.py --table a.jsonl b.jsonl           # the table of saved runs
 
-A study: a pool of ``ITEMS`` items in d = 6 (``0.5·N(0, 1)``), annotators who answer with
+A study: a pool of ``ITEMS`` items in d = 6; a metric version every 20 answers, 50 versions.
+Two worlds (``--worlds``): ``model`` — features ``0.5·N(0, 1)``, annotators who answer with
 EXPLORE's response model under Σ₀ = diag(3, 2, 0, 0, 0, 0), each answer flipped with
-probability 10 % (a pair's true label drawn once, every answer flipped on its own); a metric
-version every 20 answers, 50 versions. Pairs are chosen by the app's own pick functions
-(``annotation/labelling/strategies.py``: the control share, ``targeted_pick``,
-``uncertainty_pick``; 256 uniform candidates not yet answered, the latest version's Σ as the
-current metric, random until the first version); each chosen pair is answered by 1 or 2
-annotators. Each version is the app's EXPLORE fit (``learning/refits/fitting.py: fit_explore``,
-reliability weighting on, as by default; identity prior: no FACE here) with its drift promise,
-and is judged as the worker judges it (``learning/versions/drift.py``: ``window_due``, the same later
-answers, ``judge``, ``settle``, ``version_level``) against the version 300 answers back (no
-version is published here, and the comparison with the previous version never flags). The database reads of ``drift_check`` are replayed on arrays.
+probability 10 % (a pair's true label drawn once, every answer flipped on its own); ``rule`` —
+two ``0.5·N(0, 1)`` columns and a 4-category column one-hot, deterministic annotators
+(comparable exactly when zᵀΣz < ln 3, no flips), so EXPLORE's model is wrong about them. Pairs
+are chosen by the app's own pick functions (``annotation/labelling/strategies.py``: the control
+share, ``targeted_pick``, ``uncertainty_pick`` (``active``), ``information_pick``, and
+``sampling.py``'s strata for ``stratified``; 256 uniform candidates not yet answered, the latest
+version's Σ as the current metric, random until the first version); each chosen pair is
+answered by 1 or 2 annotators. Not modelled: the app's sampler uses the newest version judged
+informative for new people, and picks uniformly (reason ``random``) while there is none —
+here every version counts. Each version is the app's EXPLORE fit
+(``learning/refits/fitting.py: fit_explore``, reliability weighting on, as by default;
+identity prior: no FACE here) with its drift promise, and is judged as the worker judges it
+(``learning/versions/drift.py``: ``window_due``, the same later answers, ``judge``,
+``settle``, ``version_level``) against the version 300 answers back (no version is published
+here, and the comparison with the previous version never flags). The database reads of
+``drift_check`` are replayed on arrays.
 
-``stationary``: the rule never changes; a study counts once if any of its versions is flagged.
-``changed``: after answer 500 the annotators answer under Σ₁ = diag(0, 0, 0, 0, 2, 3); the
-table gives the share of studies flagged within 300 answers of it (and flags before it, which
-are false alarms).
+Two tests per check, at the same level: ``flag`` — the app's (the gain over the constant of
+the later answers to control pairs against the promise on held-out control answers; every
+answer under ``random``); ``all answers`` — every later answer's surprise
+(``learning.core.drift.answer_surprises``: the gain less what the metric expected of it)
+against the held-out answers' (not the app's: measured here, see docs/refits.md).
+
+``stationary``: the rule never changes; a study counts once if any of its checks is flagged.
+``changed``: after answer 500 the annotators answer under Σ₁ = diag(0, 0, 0, 0, 2, 3) (in
+``rule``: the category instead of the two normal columns); the table gives the studies flagged
+within 300 answers of it and not before it (a flag before it is a false alarm).
 """
 
 from __future__ import annotations
@@ -32,6 +45,7 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "fairmetric_site.settings")
 
 import argparse  # noqa: E402
+import json  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 from multiprocessing import get_context  # noqa: E402
@@ -39,6 +53,7 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 from scipy.special import expit  # noqa: E402
+from scipy.stats import beta  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -47,22 +62,36 @@ ITEMS, DIM, STEP, VERSIONS, CHANGE_AT, WITHIN = 400, 6, 20, 50, 500, 300
 SIGMA0 = np.diag([3.0, 2.0, 0.0, 0.0, 0.0, 0.0])
 SIGMA1 = np.diag([0.0, 0.0, 0.0, 0.0, 2.0, 3.0])
 FLIPS, ANNOTATORS, CANDIDATES, RATE = 0.10, 4, 256, 0.05
-STRATEGIES = ("random", "active", "targeted")  # active: the sampler's "uncertainty"
+STRATEGIES = ("random", "active", "targeted", "information", "stratified")
+WORLDS = ("model", "rule")  # model: EXPLORE's answers, 10 % flips, normal features;
+# rule: deterministic annotators (comparable iff zᵀΣz < ln 3, no flips), features 2 normal
+# columns and a 4-category column one-hot
+TESTS = (
+    ("flag", "gain", "strategy"),
+    ("all answers", "surprise", "all"),
+)  # active: the sampler's "uncertainty"
 
 
-def _setup() -> None:
+def _setup(control_share: float | None = None) -> None:
     import django
 
     django.setup()
+    if control_share is not None:  # the sampler's and the promise's share, for this process
+        from annotation.labelling import strategies
+
+        strategies.CONTROL_SHARE = control_share
 
 
 class Study:
     """One simulated study: its answers so far (arrays) and its versions."""
 
-    def __init__(self, strategy: str, per_pair: int, changed: bool, seed: int) -> None:
+    def __init__(self, strategy, per_pair, changed, seed, world="model") -> None:
         self.rng = np.random.default_rng(seed)
         self.strategy, self.per_pair, self.changed = strategy, per_pair, changed
+        self.world = world
         self.x = 0.5 * self.rng.standard_normal((ITEMS, DIM))
+        if world == "rule":  # two normal columns, one 4-category column one-hot
+            self.x[:, 2:] = np.eye(DIM - 2)[self.rng.integers(DIM - 2, size=ITEMS)]
         self.a, self.b, self.y, self.who = [], [], [], []
         self.answered: set[tuple[int, int]] = set()
         self.versions: list[dict] = []  # sigma, promise, total
@@ -91,10 +120,23 @@ class Study:
         if control is not None:
             return tuple(int(v) for v in cand[control])
         cand = cand[own]
+        sigma = self.versions[-1]["sigma"]
         z = self.x[cand[:, 0]] - self.x[cand[:, 1]]
-        q = np.einsum("ij,ij->i", z @ self.versions[-1]["sigma"], z)
+        q = np.einsum("ij,ij->i", z @ sigma, z)
         if self.strategy == "targeted":
             index, _ = picks.targeted_pick(q, self.rng)
+        elif self.strategy == "information":  # the newest SCAN_ROWS answers: the crowd's
+            recent = self.x[self.a[-300:]] - self.x[self.b[-300:]]
+            values, vectors = np.linalg.eigh(sigma)
+            factor = vectors * np.sqrt(np.maximum(values, 0.0))
+            recent_q = np.einsum("ij,ij->i", recent @ sigma, recent)
+            index, _ = picks.information_pick(z, q, recent, recent_q, factor, self.rng)
+        elif self.strategy == "stratified":  # sampling.py's strata of log(1 + d)
+            logd = np.log1p(q)
+            edges = np.linspace(logd.min(), logd.max(), 6)
+            stratum = np.clip(np.searchsorted(edges, logd, side="right") - 1, 0, 4)
+            chosen = self.rng.choice(np.unique(stratum))
+            index = int(self.rng.choice(np.flatnonzero(stratum == chosen)))
         else:
             index = picks.uncertainty_pick(2.0 * expit(-q), self.rng)
         return tuple(int(v) for v in cand[index])
@@ -105,10 +147,12 @@ class Study:
             a, b = self.pick()
             self.answered.add((a, b))
             z = self.x[a] - self.x[b]
-            truth = self.rng.random() < 2.0 * expit(-(z @ self.sigma_now() @ z))
+            q = z @ self.sigma_now() @ z
+            rule = self.world == "rule"  # deterministic: comparable when P(comparable) > 1/2
+            truth = q < np.log(3.0) if rule else self.rng.random() < 2.0 * expit(-q)
             first = int(self.rng.integers(ANNOTATORS))
             for k in range(self.per_pair):
-                flip = self.rng.random() < FLIPS
+                flip = self.world == "model" and self.rng.random() < FLIPS
                 self.a.append(a)
                 self.b.append(b)
                 self.y.append(float(truth != flip))
@@ -181,45 +225,83 @@ class Study:
         older = next(
             (v for v in reversed(self.versions) if v["total"] <= new["total"] - WINDOW), None
         )
-        sample = "all" if self.strategy == "random" else "control"
         promise = None if older is None else older["promise"]
         if older is None or older["total"] < CHECK_MIN_VERSION_ANSWERS or not promise:
             return []
-        if not promise[sample]:
-            return []
-        z, y, clusters = self._later(older, new["total"], sample)
-        if y.size < CHECK_MIN_ANSWERS:
-            return []
         level = version_level(RATE, new["total"], self.spent_at)
-        self.spent_at = new["total"]
-        check = settle(judge(older["sigma"], promise, z, y, clusters, sample, 0), level)
-        return [{"flagged": check.flagged, "z": check.z, "answers": new["total"]}]
+        out = {"answers": new["total"], "level": level}
+        for name, statistic, sample in TESTS:
+            if sample == "strategy":
+                sample = "all" if self.strategy == "random" else "control"
+            if not promise[sample]:
+                out[name] = None
+                continue
+            z, y, clusters = self._later(older, new["total"], sample)
+            if y.size < CHECK_MIN_ANSWERS:
+                out[name] = None
+                continue
+            check = settle(
+                judge(older["sigma"], promise, z, y, clusters, sample, 0, statistic), level
+            )
+            out[name] = (check.flagged, check.z)
+        if out["flag"] is not None:  # the study's budget is spent when the flag judged
+            self.spent_at = new["total"]
+        return [out]
 
 
 def run_study(args: tuple) -> dict:
-    """One study of a cell: whether and when it was flagged."""
-    strategy, per_pair, changed, seed, versions = args
-    _setup()
-    study = Study(strategy, per_pair, changed, seed)
-    flags, judged, zs = [], 0, []
+    """One study of a cell: its window checks (each test's flag and z) and, per test, whether
+    it was flagged before the change (false) and within ``WITHIN`` answers after it."""
+    strategy, per_pair, changed, seed, versions, world, share = args
+    _setup(share)
+    study = Study(strategy, per_pair, changed, seed, world)
+    checks = []
     for _ in range(versions):
         study.answer_batch()
-        for check in study.refit():
-            judged += 1
-            zs.append(check["z"])
-            if check["flagged"]:
-                flags.append(check["answers"])
-    before = [n for n in flags if not changed or n <= CHANGE_AT]
-    after = [n - CHANGE_AT for n in flags if changed and n > CHANGE_AT]
-    return {
-        "cell": (strategy, per_pair, "changed" if changed else "stationary"),
-        "false": bool(before),
-        "detected": bool(after) and min(after) <= WITHIN,
-        "delay": min(after) if after else None,
-        "judged": judged,
-        "failed": study.failed,
-        "z_sd": float(np.std(zs)) if len(zs) > 1 else float("nan"),
-    }
+        checks += study.refit()
+    world_name = "changed" if changed else "stationary"
+    out = {"cell": (world, strategy, per_pair, world_name), "checks": checks, "share": share}
+    for name, _, _ in TESTS:
+        flags = [c["answers"] for c in checks if c[name] and c[name][0]]
+        after = [n - CHANGE_AT for n in flags if changed and n > CHANGE_AT]
+        out[name] = {
+            "false": any(not changed or n <= CHANGE_AT for n in flags),
+            "detected": bool(after) and min(after) <= WITHIN,
+        }
+    return out
+
+
+def interval(k: int, n: int) -> str:
+    """k of n with its 95 % Clopper-Pearson interval, in per cent."""
+    if not n:
+        return "—"
+    lo = beta.ppf(0.025, k, n - k + 1) if k else 0.0
+    hi = beta.ppf(0.975, k + 1, n - k) if k < n else 1.0
+    return f"{k}/{n} ({100 * lo:.0f}–{100 * hi:.0f} %)"
+
+
+def table(results: list[dict]) -> None:
+    """The table: per cell and test, stationary studies flagged (false alarms) with their
+    interval and the z of their checks, changed studies flagged within ``WITHIN`` answers."""
+    from annotation.labelling.strategies import CONTROL_SHARE
+
+    cells: dict = {}
+    for result in results:  # the control share does not matter to random
+        share = "—" if result["cell"][1] == "random" else result.get("share") or CONTROL_SHARE
+        cells.setdefault((*result["cell"][:3], share), []).append(result)
+    print(f"| world | strategy | answers per pair | control share | test | stationary: flagged "
+          f"| z mean (sd) | changed: flagged ≤ {WITHIN} after |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|")
+    for key, rows in sorted(cells.items()):
+        still = [r for r in rows if r["cell"][3] == "stationary"]
+        moved = [r for r in rows if r["cell"][3] == "changed"]
+        for name, _, _ in TESTS:
+            zs = [c[name][1] for r in still for c in r["checks"] if c[name]]
+            false = sum(r[name]["false"] for r in still)
+            caught = sum(r[name]["detected"] and not r[name]["false"] for r in moved)
+            z = f"{np.mean(zs):+.2f} ({np.std(zs):.2f})" if zs else "—"
+            print(f"| {' | '.join(map(str, key))} | {name} | {interval(false, len(still))} | "
+                  f"{z} | {interval(caught, len(moved))} |")  # fmt: skip
 
 
 def main(argv=None) -> None:
@@ -231,42 +313,44 @@ def main(argv=None) -> None:
     parser.add_argument("--changed-studies", type=int, default=10, help="changed ones per cell")
     parser.add_argument("--processes", type=int, default=1)
     parser.add_argument("--strategies", default=",".join(STRATEGIES))
+    parser.add_argument("--worlds", default=",".join(WORLDS))
+    parser.add_argument("--seed", type=int, default=0, help="the first study's seed")
+    parser.add_argument("--control-share", type=float, help="the sampler's (default: the app's)")
+    parser.add_argument("--save", help="append each study's result to this JSON-lines file")
+    parser.add_argument("--table", nargs="*", help="only print the table of these saved files")
     args = parser.parse_args(argv)
+    if args.table:
+        table(
+            [
+                json.loads(line)
+                for path in args.table
+                for line in Path(path).read_text().splitlines()
+            ]
+        )
+        return
     versions = 20 if args.quick else VERSIONS  # 400 answers: one window check
     stationary, changed = (1, 0) if args.quick else (args.studies, args.changed_studies)
-    jobs = [
-        (s, per_pair, flag, 1000 * per_pair + seed + (500 if flag else 0), versions)
+    share = args.control_share
+    jobs = [  # study by study across the cells, so that a run cut short covers them all
+        (s, per_pair, flag, args.seed + 1000 * per_pair + k + 500 * flag, versions, w, share)
+        for k in range(max(stationary, changed))
+        for w in (("model",) if args.quick else args.worlds.split(","))
         for s in args.strategies.split(",")
         for per_pair in ((1,) if args.quick else (1, 2))
         for flag, count in ((False, stationary), (True, changed))
-        for seed in range(count)
+        if k < count
     ]
     started = time.perf_counter()
     results = []
     with get_context("spawn").Pool(max(1, args.processes)) as pool:
         for result in pool.imap_unordered(run_study, jobs):
             results.append(result)
-            print("study:", result, flush=True)  # kept if the run is cut short
-    cells: dict = {}
-    for result in results:
-        cells.setdefault(result["cell"], []).append(result)
+            if args.save:
+                with open(args.save, "a") as saved:
+                    saved.write(json.dumps(result) + "\n")
     print(f"{versions} versions of {STEP} answers; study-level rate {RATE}; change after "
-          f"answer {CHANGE_AT}; flagged within {WITHIN} answers of it")  # fmt: skip
-    print("| strategy | answers per pair | world | studies | flagged (false) | detected ≤ 300 "
-          "| median delay | judged checks per study | sd of z |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|---|")
-    for (strategy, per_pair, world), rows in sorted(cells.items()):
-        n = len(rows)
-        false = sum(r["false"] for r in rows)
-        detected = sum(r["detected"] for r in rows) if world == "changed" else None
-        delays = [r["delay"] for r in rows if r["delay"] is not None]
-        print(
-            f"| {strategy} | {per_pair} | {world} | {n} | {false}/{n} | "
-            f"{'—' if detected is None else f'{detected}/{n}'} | "
-            f"{np.median(delays) if delays else '—'} | "
-            f"{np.mean([r['judged'] for r in rows]):.0f} | "
-            f"{np.nanmean([r['z_sd'] for r in rows]):.2f} |"
-        )
+          f"answer {CHANGE_AT}")  # fmt: skip
+    table(results)
     print(f"({time.perf_counter() - started:.0f} s)")
 
 

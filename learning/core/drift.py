@@ -55,6 +55,8 @@ __all__ = [
     "AnswersFit",
     "DriftResult",
     "answer_gains",
+    "answer_probability",
+    "answer_surprises",
     "answers_fit_change",
     "cluster_mean_se",
     "drift",
@@ -269,6 +271,34 @@ def answer_gains(d: ArrayLike, y: ArrayLike, rate: float, flip_rate: float = 0.0
         values = pair_loglik(d, labels)
     rate = float(np.clip(rate, 1e-6, 1 - 1e-6))
     return values - (labels * np.log(rate) + (1 - labels) * np.log1p(-rate))
+
+
+def answer_probability(d: ArrayLike, flip_rate: float = 0.0) -> np.ndarray:
+    """The metric's ``P(y = 1)`` of answers at squared distances ``d``: ``2σ(−d)``, or with a
+    flip rate ``e`` (a reliability-weighted fit) ``e + (1 − 2e)·2σ(−d)``; within [1e-6, 1 − 1e-6]."""
+    p = 2 * expit(-np.asarray(d, dtype=np.float64))
+    if flip_rate > 0:
+        p = flip_rate + (1 - 2 * flip_rate) * p
+    return np.clip(p, 1e-6, 1 - 1e-6)
+
+
+def answer_surprises(
+    d: ArrayLike,
+    y: ArrayLike,
+    rate: float,
+    flip_rate: float = 0.0,
+) -> np.ndarray:
+    """Per answer: how much worse than expected the metric predicted it, ``(y − p)·(logit p −
+    logit rate)`` — its gain over guessing ``rate`` minus the gain it would have on average if
+    its answers followed the metric's probability ``p`` (:func:`answer_probability`). Given the
+    pair, its mean is 0 for answers that follow ``p``, whichever pairs were asked; but a sampler
+    that picks pairs by a metric's errors picks where ``p`` is off, and on such pairs its mean
+    is below 0 though the rule never changed (``benchmarks/drift.py``: the "all answers" test,
+    not the flag)."""
+    p = answer_probability(d, flip_rate)
+    rate = float(np.clip(rate, 1e-6, 1 - 1e-6))
+    spread = np.log(p) - np.log1p(-p) - np.log(rate) + np.log1p(-rate)
+    return (np.asarray(y, dtype=np.float64) - p) * spread
 
 
 def heldout_promise(

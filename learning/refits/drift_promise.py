@@ -2,10 +2,13 @@
 per answer over guessing its answers' comparable rate, on answers it did not see (its validation
 folds), for the Σ it stores, with a standard error that treats a pair's answers as one cluster.
 
-Two figures: ``all`` (every held-out answer but gold) and ``control`` (those to control pairs,
+Two samples: ``all`` (every held-out answer but gold) and ``control`` (those to control pairs,
 ``annotation/labelling/strategies.py: pair_control``), because the flag compares like with like:
 a study sampled by ``random`` is judged on every answer, any other strategy on its control
-pairs, which it only ever offers as uniform draws (``learning/versions/drift.py``).
+pairs, which it only ever offers as uniform draws (``learning/versions/drift.py``). Each has
+the mean gain (``gain``, ``se``: the flag's figure) and the mean surprise (``surprise``,
+``surprise_se``: ``learning.core.drift.answer_surprises``, the all-answers test
+``benchmarks/drift.py`` measures beside the flag; the app does not flag by it).
 
 **As stored.** The held-out distances of the plain fit's folds are the stored model's when the
 version is not weighted. A reliability-weighted version stores the EM's Σ, which predicts the
@@ -24,7 +27,11 @@ import numpy as np
 from scipy.special import expit
 
 from annotation.labelling.strategies import CONTROL_SHARE, hash_control
-from learning.core.drift import answer_gains, heldout_promise
+from learning.core.drift import (
+    answer_gains,
+    answer_surprises,
+    heldout_promise,
+)
 from learning.core.explore import EXPLORE, ExploreWarm
 from learning.refits.pairs import PairData
 
@@ -109,7 +116,9 @@ def drift_promise(
     if not held.any():
         return None
     rate = float(np.mean(pairs.y))
-    gains = answer_gains(np.where(held, distances, 0.0), pairs.y, rate, flip)
+    scored = np.where(held, distances, 0.0)
+    gains = answer_gains(scored, pairs.y, rate, flip)
+    surprises = answer_surprises(scored, pairs.y, rate, flip)
     clusters = pairs.pair if pairs.pair is not None else np.arange(len(pairs))
     out = {"rate": rate, "flip_rate": flip, "fit": fit, "control_share": CONTROL_SHARE}
     for name, keep in (("all", held), ("control", held & hash_control(pairs.hash))):
@@ -118,9 +127,12 @@ def drift_promise(
             continue
         fold = None if folds is None else np.asarray(folds)[keep]
         gain, se = heldout_promise(gains[keep], clusters[keep], fold)
+        surprise, surprise_se = heldout_promise(surprises[keep], clusters[keep], fold)
         out[name] = {
             "gain": float(gain),
             "se": float(se),
+            "surprise": float(surprise),
+            "surprise_se": float(surprise_se),
             "answers": int(keep.sum()),
             "pairs": int(np.unique(clusters[keep]).size),
         }

@@ -45,7 +45,7 @@ from scipy.stats import norm
 
 from annotation.labelling.strategies import pair_control
 from annotation.models import Label, PairJudgment, Study
-from learning.core.drift import answer_gains, gain_shortfall, spent_alpha
+from learning.core.drift import answer_gains, answer_surprises, gain_shortfall, spent_alpha
 from learning.core.drift import drift as core_drift
 from learning.models import MetricVersion
 
@@ -198,14 +198,21 @@ def drift_check(before: MetricVersion, after: MetricVersion) -> DriftCheck:
     return judge(sigma_of(before), promise, differences, y, clusters, sample, before.pk)
 
 
-def judge(sigma, promise, differences, y, clusters, sample, older) -> DriftCheck:
+def judge(sigma, promise, differences, y, clusters, sample, older, statistic="gain") -> DriftCheck:
     """The check's arithmetic, given what :func:`drift_check` read: the later answers (row
     differences, labels, pair codes) scored under the older version's stored ``sigma`` against
     its ``promise`` (``diagnostics["drift_promise"]``) on the ``sample`` ("all", "control");
-    ``older``: that version's id, for the note. Not yet flagged (:func:`settle`)."""
+    ``older``: that version's id, for the note. Not yet flagged (:func:`settle`).
+    ``statistic`` "gain" is the flag's; "surprise" (``answer_surprises`` against the promise's
+    ``surprise``) is the all-answers test ``benchmarks/drift.py`` measures beside it."""
     figure = promise[sample]
     d = np.maximum(np.einsum("ij,ij->i", differences @ sigma, differences), 0.0)
-    gains = answer_gains(d, y, promise["rate"], promise.get("flip_rate") or 0.0)
+    flip = promise.get("flip_rate") or 0.0
+    if statistic == "gain":
+        gains = answer_gains(d, y, promise["rate"], flip)
+    else:  # "surprise": the benchmark's all-answers test (not the flag)
+        gains = answer_surprises(d, y, promise["rate"], flip)
+        figure = {"gain": figure["surprise"], "se": figure["surprise_se"]}
     gain, se, z = gain_shortfall(gains, clusters, figure["gain"], figure["se"])
     what = "answers" if sample == "all" else "answers to control pairs"
     pairs = int(np.unique(clusters).size)

@@ -7,7 +7,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from learning.core.drift import cluster_mean_se, gain_shortfall, heldout_promise, spent_alpha
+from learning.core.drift import (
+    answer_gains,
+    answer_surprises,
+    cluster_mean_se,
+    gain_shortfall,
+    heldout_promise,
+    spent_alpha,
+)
 from learning.versions.drift import WINDOW, DriftCheck, settle, version_level, window_due
 
 
@@ -90,3 +97,23 @@ def test_the_sequential_rule_keeps_the_study_level_rate():
     # the same checks each at the full rate flag far more studies than the rate says
     former = sum(_study_flagged(rng, 0.05, spending=False) for _ in range(studies))
     assert former / studies > 0.15
+
+
+def test_a_surprise_is_the_gain_less_its_expectation_and_is_zero_on_the_models_own_answers():
+    rng = np.random.default_rng(3)
+    d = rng.exponential(1.0, size=200_000)
+    p = 0.1 + 0.8 * 2.0 * np.exp(-d) / (1.0 + np.exp(-d))  # the weighted model's, flips 0.1
+    own = (rng.random(d.size) < p).astype(float)
+    surprises = answer_surprises(d, own, 0.3, 0.1)
+    # by hand: the gain less the gain of a fractional answer p
+    expected = answer_gains(d, own, 0.3, 0.1) - answer_gains(d, p, 0.3, 0.1)
+    np.testing.assert_allclose(surprises, expected, atol=1e-9)
+    # answers that follow the model: mean 0 whatever pairs are kept (here the uncertain ones)
+    uncertain = np.abs(p - 0.5) < 0.1
+    for keep in (np.ones(d.size, bool), uncertain):
+        mean, se = cluster_mean_se(surprises[keep], np.arange(keep.sum()))
+        assert abs(mean) < 3 * se
+    # answers under another rule (unrelated to d): clearly below 0
+    other = (rng.random(d.size) < 0.3).astype(float)
+    mean, se = cluster_mean_se(answer_surprises(d, other, 0.3, 0.1), np.arange(d.size))
+    assert mean < -20 * se
