@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from annotation.labelling.strategies import hash_control
 from learning.core._explore_start import best_scale
 from learning.core._pairloss import quad_forms
 from learning.evaluation.informative import version_recheck
@@ -184,19 +185,34 @@ def store_folds(version, folds: FoldFits, pairs: PairData) -> None:
     storage.fold_fits_save(version, fits=folds.fits, held=folds.held(pairs))
 
 
+RATE_MIN = 20  # control answers before a version that fix the constant; fewer: all answers
 RECHECK_ROUNDS = 5  # a refit re-judges at most this many successive current versions
 
 
 def recheck_current(
-    study_id: int, pairs: PairData, read_vectors, *, policy: str, fresh, watermark: int
+    study_id: int,
+    pairs: PairData,
+    read_vectors,
+    *,
+    policy: str,
+    fresh,
+    watermark: int,
+    control_only: bool = False,
 ) -> list:
     """Re-judge the study's current version of each method on the answers after it (module
     docstring of ``learning/evaluation/informative.py``) until one keeps its place; ``fresh``:
     versions stored by this refit (judged already). Returns the ids that lost their place.
     Observations are in answer order (the snapshot's), so the answers after a version are the
-    observations past its count; not under the "majority" policy (one per pair)."""
+    observations past its count; not under the "majority" policy (one per pair).
+
+    ``control_only`` (every strategy but random): only the answers to control pairs count, and
+    the constant is their rate before the version (``annotation/labelling/strategies.py``). An
+    adaptive strategy picks its own pairs where the current metric is unsure: against the rate of
+    all earlier answers those picks gain about nothing whatever the metric's worth, and the
+    version would lose its place to a sampler's choice, not to the answers."""
     if policy == "majority" or pairs.pair is None:
         return []
+    control = hash_control(pairs.hash) if control_only else np.ones(len(pairs), dtype=bool)
     lost = []
     for method in (Method.EXPLORE, Method.FACE):
         for _ in range(RECHECK_ROUNDS):
@@ -207,7 +223,10 @@ def recheck_current(
             if version.parameters.get("repeat_policy") != policy or not 0 < seen < len(pairs):
                 break
             after = np.arange(len(pairs)) >= seen
-            rate = np.full(1, float(pairs.y[:seen].mean()))
+            before = ~after & control
+            before = before if before.sum() >= RATE_MIN else ~after
+            rate = np.full(1, float(pairs.y[before].mean()))
+            after &= control
             held = {
                 "row_a": pairs.row_a[after],
                 "row_b": pairs.row_b[after],

@@ -271,6 +271,7 @@ def _refit_claimed(study_id: int, report: RefitReport) -> None:
         inputs.pairs,
         study.space.vectors,
         policy=learning.repeat_policy,
+        control_only=study.strategy != Study.Strategy.RANDOM,
         fresh=set(report.ready),
         watermark=marks.judgment_watermark,
     )

@@ -11,6 +11,8 @@ import numpy as np
 from django.contrib.auth import get_user_model
 from django.urls import reverse
 
+from annotation.labelling.strategies import pair_control
+from annotation.models import Study
 from learning.models import MetricVersion
 from learning.refits import service
 from learning.versions import selectors, storage
@@ -216,3 +218,37 @@ def test_face_versions_are_judged_too(db, media_root):
     assert validity["pairs"] > 0
     assert face.verdict == validity["verdict"]
     assert face.informative == (face.verdict == INFORMATIVE)
+
+
+def test_under_an_adaptive_strategy_only_control_answers_can_cost_the_current_version_its_place(
+    db, media_root
+):
+    """The strategy's own picks are chosen where the metric is unsure: the re-check reads the
+    control pairs' answers only (uniform draws), so reversed answers on the strategy's pairs
+    leave the version in place and reversed answers on control pairs take it away."""
+    study, items, users, matrix = _study(
+        media_root, name="recheck-adaptive", n_items=200, answers=900, seed=5
+    )
+    study.strategy = Study.Strategy.TARGETED
+    study.save(update_fields=["strategy"])
+    service.refit_study(study_id=study.pk)
+    first = MetricVersion.objects.get(study=study, method="explore")
+    assert selectors.version_current(study_id=study.pk) == first
+    a, b, y = simulate(matrix, 1200, sigma0=SIGMA0, seed=77)
+    ids = np.array([item.pk for item in items])
+    low, high = np.minimum(ids[a], ids[b]), np.maximum(ids[a], ids[b])
+    control = pair_control(low, high)
+    own = np.flatnonzero(~control)[:300]
+    judgments_create(study, items, a[own], b[own], 1 - y[own], annotator=users[1])
+    service.refit_study(study_id=study.pk)
+    first.refresh_from_db()
+    assert first.diagnostics["validity"]["recheck"]["pairs"] == 0
+    assert first.verdict == INFORMATIVE
+    picked = np.flatnonzero(control)[:150]
+    judgments_create(study, items, a[picked], b[picked], 1 - y[picked], annotator=users[1])
+    service.refit_study(study_id=study.pk)
+    first.refresh_from_db()
+    recheck = first.diagnostics["validity"]["recheck"]
+    assert recheck["pairs"] == 150
+    assert recheck["gain"] < 0
+    assert first.verdict == NOT_INFORMATIVE
