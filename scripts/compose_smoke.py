@@ -8,7 +8,7 @@ stops and starts the stack again (the upgrade steps of docs/deploy.md: migrate, 
 everything still there, backs it up (pg_dump + the media volume), restores the backup into new
 volumes and finds it there too, and removes the stack. Prints each step's time and the total.
 
-    .venv/bin/python scripts/compose_smoke.py [--keep] [--answers N] [--no-backup]
+    .venv/bin/python scripts/compose_smoke.py [--keep] [--answers N] [--no-backup] [--s3]
 
 Needs a Docker engine (``docker info``) and Docker Compose (``docker-compose`` or ``docker
 compose``); exit 2 when there is none."""
@@ -30,13 +30,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", action="store_true", help="leave the stack running at the end")
     parser.add_argument("--answers", type=int, default=30, help="answers posted over the API")
     parser.add_argument("--no-backup", action="store_true", help="skip backup and restore")
+    parser.add_argument(
+        "--s3",
+        action="store_true",
+        help="media on the s3 profile's store (FAIRMETRIC_STORAGE=s3): checks every file is in "
+        "the bucket and none under MEDIA_ROOT; no backup step (the bucket is backed up by the "
+        "store's own tools)",
+    )
     parser.add_argument("--timeout", type=float, default=600, help="seconds for each wait")
     args = parser.parse_args(argv)
     if not stack.engine_ready():
         print("compose-smoke: no Docker engine answers (`docker info` failed)", file=sys.stderr)
         return 2
     started = time.monotonic()
-    smoke = stack.Stack(timeout=args.timeout)
+    smoke = stack.Stack(timeout=args.timeout, s3=args.s3)
     ok = False
     try:
         with smoke.step("build the images (base if missing, app, postgres, redis)"):
@@ -61,12 +68,15 @@ def main(argv: list[str] | None = None) -> int:
             f"{before['shape']} sha256 {before['sigma_sha256'][:12]}, {before['judgments']:,} "
             "judgments exported"
         )
+        if args.s3:
+            with smoke.step("every file in the bucket, none under MEDIA_ROOT"):
+                smoke.check_s3()
         with smoke.step("restart: down, migrate (upgrade step), up"):
             smoke.restart()
         with smoke.step("everything still there after the restart"):
             api.same(before, api.snapshot(client, people, answers))
             api.post_answers(client, people, 1)  # and the stack still takes answers
-        if not args.no_backup:
+        if not (args.no_backup or args.s3):
             with smoke.step("back up: pg_dump + the media volume"):
                 backup = smoke.backup()
             with smoke.step("restore the backup into new volumes, start"):

@@ -45,6 +45,22 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def free_block(size: int = 4) -> int:
+    """A port p with p..p+size-1 and their gRPC ports (+10000) free (the s3 profile's SeaweedFS)."""
+    for _ in range(200):
+        first = secrets.randbelow(20000) + 20000
+        ports = [first + i for i in range(size)] + [first + 10000 + i for i in range(size)]
+        try:
+            with contextlib.ExitStack() as stack:
+                for port in ports:
+                    sock = stack.enter_context(socket.socket())
+                    sock.bind(("127.0.0.1", port))
+            return first
+        except OSError:
+            continue
+    raise RuntimeError("no free block of ports for the S3 store")
+
+
 def run(*argv: str, quiet: bool = False, **kwargs) -> subprocess.CompletedProcess:
     """Run a command from the repository root; its output is shown unless ``quiet`` (then shown
     only when it fails). Raises on failure."""
@@ -62,13 +78,16 @@ def run(*argv: str, quiet: bool = False, **kwargs) -> subprocess.CompletedProces
 
 
 class Stack:
-    def __init__(self, *, timeout: float):
+    def __init__(self, *, timeout: float, s3: bool = False):
         self.timeout = timeout
+        self.s3 = s3  # the media on the s3 profile's store (FAIRMETRIC_STORAGE=s3)
         self.steps: list[tuple[str, float]] = []
         self.compose_argv = compose_command()
         WORK.mkdir(parents=True, exist_ok=True)
         self.env_file = WORK / "smoke.env"
         self.ports = {"web": free_port(), "postgres": free_port(), "redis": free_port()}
+        if s3:
+            self.ports["s3"] = free_block()
         self.base_url = f"http://127.0.0.1:{self.ports['web']}"
         self.write_env()
 
@@ -110,6 +129,16 @@ class Stack:
             "BASE_IMAGE": BASE_IMAGE,
             "FAIRMETRIC_ENV_FILE": str(self.env_file),
         }
+        if self.s3:
+            lines |= {
+                "FAIRMETRIC_STORAGE": "s3",
+                "AWS_STORAGE_BUCKET_NAME": "fmsmoke-media",
+                "AWS_S3_ENDPOINT_URL": f"http://127.0.0.1:{self.ports['s3']}",
+                "AWS_ACCESS_KEY_ID": "fmsmoke",
+                "AWS_SECRET_ACCESS_KEY": secrets.token_hex(20),
+                "S3_PORT": str(self.ports["s3"]),
+            }
+        self.lines = lines
         self.env_file.write_text("".join(f"{k}={v}\n" for k, v in lines.items()))
         self.env_file.chmod(0o600)
 
@@ -121,7 +150,7 @@ class Stack:
             shutil.copyfile(cert, ca_folder / cert.name)
         common = ("docker", "build", "--network", "host", "--build-arg", f"BASE={BASE_IMAGE}")
         run(*common, "-t", APP_IMAGE, ".", quiet=True)
-        for target in ("postgres", "redis"):
+        for target in ("postgres", "redis", *(("s3",) if self.s3 else ())):
             tag = f"fairmetric-{target}:local"
             run(*common, "-f", "docker/services.Dockerfile", "--target", target, "-t", tag,
                 "docker", quiet=True)  # fmt: skip
@@ -130,6 +159,7 @@ class Stack:
     # --- compose -----------------------------------------------------------------------------
     def compose(self, *args: str, quiet: bool = False, **kwargs) -> subprocess.CompletedProcess:
         argv = [*self.compose_argv, "-p", PROJECT, "-f", str(ROOT / "compose.yaml")]
+        argv += ["--profile", "s3"] if self.s3 else []
         argv += ["--env-file", str(self.env_file), *args]
         return run(*argv, quiet=quiet, **kwargs)
 
@@ -179,6 +209,29 @@ class Stack:
 
     def remove(self) -> None:
         self.compose("down", "-v", "--remove-orphans", quiet=True)
+
+    def check_s3(self) -> None:
+        """With the s3 profile: every media file in the bucket, none under MEDIA_ROOT."""
+        import boto3  # django-storages' dependency, in the virtualenv once storage is installed
+
+        local = self.compose("exec", "-T", "web", "find", "/app/media", "-type", "f", quiet=True)
+        files = local.stdout.split()
+        if files:
+            raise RuntimeError(f"{len(files)} files under MEDIA_ROOT, e.g. {files[:3]}")
+        client = boto3.client(
+            "s3",
+            endpoint_url=self.lines["AWS_S3_ENDPOINT_URL"],
+            aws_access_key_id=self.lines["AWS_ACCESS_KEY_ID"],
+            aws_secret_access_key=self.lines["AWS_SECRET_ACCESS_KEY"],
+            region_name="us-east-1",
+        )
+        pages = client.get_paginator("list_objects_v2").paginate(Bucket="fmsmoke-media")
+        keys = [entry["Key"] for page in pages for entry in page.get("Contents", [])]
+        if not any(key.startswith("sigmas/") for key in keys):
+            raise RuntimeError(f"no Sigma in the bucket: {keys[:10]}")
+        print(
+            f"   {len(keys)} files in the bucket (e.g. {sorted(keys)[:3]}), none under MEDIA_ROOT"
+        )
 
     # --- backup and restore (docs/deploy.md) ---------------------------------------------------
     def backup(self) -> Path:
