@@ -150,11 +150,13 @@ class Stack:
             shutil.copyfile(cert, ca_folder / cert.name)
         common = ("docker", "build", "--network", "host", "--build-arg", f"BASE={BASE_IMAGE}")
         run(*common, "-t", APP_IMAGE, ".", quiet=True)
+        tags = [APP_IMAGE]
         for target in ("postgres", "redis", *(("s3",) if self.s3 else ())):
             tag = f"fairmetric-{target}:local"
+            tags.append(tag)
             run(*common, "-f", "docker/services.Dockerfile", "--target", target, "-t", tag,
                 "docker", quiet=True)  # fmt: skip
-        print(f"   built {APP_IMAGE}, fairmetric-postgres:local, fairmetric-redis:local")
+        print(f"   built {', '.join(tags)}")
 
     # --- compose -----------------------------------------------------------------------------
     def compose(self, *args: str, quiet: bool = False, **kwargs) -> subprocess.CompletedProcess:
