@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-requirements
 
-.PHONY: run test install migrate demo lint pytest bench growth load faults audits fuzz limits attack clean help extras text-extra adult-install adult
+.PHONY: run test install migrate demo lint pytest bench growth load faults audits fuzz limits attack compose-smoke clean help extras text-extra adult-install adult
 
 help:
 	@echo "make run    set up .venv, migrate, load demo data, start web + workers on 127.0.0.1:8000"
@@ -17,6 +17,7 @@ help:
 	@echo "make fuzz   schemathesis against the OpenAPI schema"
 	@echo "make limits the rate limits under 30-150 simultaneous requests (gunicorn, PostgreSQL, Redis)"
 	@echo "make attack the reproductions of the last attack (races, non-finite search, overflows, parser bombs)"
+	@echo "make compose-smoke  the image and compose.yaml end to end: demo, answers, publish, Sigma, restart, backup (needs Docker)"
 	@echo "make extras the optional extras: PyTorch CPU, sentence model, POT (text spaces, make adult)"
 	@echo "make adult  the seed paper's Adult table as docs/adult.md measured it (ten runs, their schedule / 10; extras; 65 min on 2 cores at load 6-9)"
 
@@ -99,6 +100,13 @@ limits: install
 # bounded (30 threads per race, 60 s per request): each must hold (docs/security.md).
 attack: install
 	$(BIN)/python -m loadtest.attack $(LOAD_ARGS)
+
+# The container image and compose.yaml end to end (docs/deploy.md): builds the images (the base
+# from Debian's packages when no registry is reachable), starts the stack with the host's network,
+# loads the demo, answers over the API, publishes, downloads Sigma, restarts, backs up and
+# restores, and prints each step's time. Needs a Docker engine; .ci/run runs it when one answers.
+compose-smoke: install
+	$(BIN)/python scripts/compose_smoke.py $(SMOKE_ARGS)
 
 # The seed paper's Adult table, the authors' protocol, each run's Sigma learned through the app and
 # downloaded through the export API (docs/adult.md), at the settings of the table there (ten runs,
