@@ -338,7 +338,7 @@ def _adjudications_changed() -> set[int]:
         for row in Adjudication.objects.values("study_id").annotate(n=Count("id"), top=Max("id"))
     }
     newest = (
-        MetricVersion.objects.filter(transient=False)
+        MetricVersion.objects.filter(transient=False, cohort="")
         .exclude(status=MetricVersion.Status.FITTING)
         .values("study_id")
         .annotate(top=Max("id"))
