@@ -196,8 +196,8 @@ def main(argv=None) -> None:
     _setup()
     space, fields = space_make(np.random.default_rng(2026))
     print(
-        f"| case | draws | age first | p < 0.05 | equal − pooled on B (per answer) | "
-        f"equal > pooled | s pooled refit | s cohorts |"
+        "| case | draws | age first | p < 0.05 | equal − pooled on B (per answer) | "
+        "equal > pooled | s pooled refit | s cohorts |"
     )
     print("|---|---|---|---|---|---|---|---|")
     for case in args.cases.split(","):

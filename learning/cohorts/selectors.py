@@ -30,9 +30,9 @@ def cohorts_of(study: Study) -> list[dict]:
     values = list(Membership.objects.filter(study=study).values_list("attributes", flat=True))
     versions = {
         v.pk: v
-        for v in MetricVersion.objects.filter(study=study).exclude(cohort="").only(
-            "id", "label", "verdict", "is_published", "cohort", "status"
-        )
+        for v in MetricVersion.objects.filter(study=study)
+        .exclude(cohort="")
+        .only("id", "label", "verdict", "is_published", "cohort", "status")
     }
     found = []
     for attribute in MemberAttribute.objects.filter(study=study):

@@ -65,7 +65,7 @@ class VersionMetadataSerializer(serializers.Serializer):
     validity = ValiditySerializer()
     cohort = serializers.JSONField(
         allow_null=True,
-        help_text="A cohort's metric: {attribute, value (or \"equal\"), cohorts: [{value, "
+        help_text='A cohort\'s metric: {attribute, value (or "equal"), cohorts: [{value, '
         "members, answers}], pooled_version}; null for the study's own fits.",
     )
     links = serializers.JSONField()

@@ -55,7 +55,8 @@ def test_an_attribute_is_defined_and_members_get_values_over_the_api(study, admi
         {"attributes": {"region": "US"}},
         format="json",
     )
-    assert changed.status_code == 200 and changed.json()["attributes"] == {"region": "US"}
+    assert changed.status_code == 200
+    assert changed.json()["attributes"] == {"region": "US"}
     member.refresh_from_db()
     assert member.attributes == {"region": "US"}
 
@@ -69,7 +70,8 @@ def test_a_value_outside_the_attribute_is_refused_and_nothing_is_written(study, 
         {"user": "ann", "attributes": {"region": "Mars"}},
         format="json",
     )
-    assert refused.status_code == 400 and "one of EU, US" in refused.json()["detail"]
+    assert refused.status_code == 400
+    assert "one of EU, US" in refused.json()["detail"]
     assert not Membership.objects.filter(study=study, user__username="ann").exists()
     unknown = api.post(
         reverse("api-study-members", args=[study.pk]),
@@ -140,12 +142,12 @@ def test_a_member_is_asked_once_on_the_first_visit(client, study, admin):
     client.login(username="ann", password=PASSWORD)
     label = reverse("annotation:label", args=[study.pk])
     first = client.get(label)
-    assert first.status_code == 302 and first.url == reverse(
-        "annotation:study-about-you", args=[study.pk]
-    )
+    assert first.status_code == 302
+    assert first.url == reverse("annotation:study-about-you", args=[study.pk])
     attribute = MemberAttribute.objects.get(study=study)
     answered = client.post(first.url, {f"attr-{attribute.pk}": "EU"})
-    assert answered.status_code == 302 and answered.url == label
+    assert answered.status_code == 302
+    assert answered.url == label
     assert Membership.objects.get(user=annotator).attributes == {"region": "EU"}
     assert client.get(label).status_code == 200
     with pytest.raises(InvalidInput):  # answered once: not changed by the member
