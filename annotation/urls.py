@@ -4,8 +4,9 @@ from django.urls import path
 
 from . import views
 from .review import views as review_views
-from .setup import browse, cohort_views, import_views
+from .setup import browse, import_views
 from .setup import views as setup_views
+from .setup.cohorts import views as cohort_views
 from .webhooks import views as webhook_views
 
 app_name = "annotation"

@@ -6,7 +6,7 @@ from .groups import api as groups_api
 from .labelling import api as labelling_api
 from .review import api as review_api
 from .setup import api as setup_api
-from .setup import cohort_api
+from .setup.cohorts import api as cohort_api
 
 urlpatterns = [
     path("studies/", setup_api.StudyListCreate.as_view(), name="api-studies"),

@@ -77,7 +77,7 @@ def label_pairs(request: HttpRequest, study_id: int) -> HttpResponse:
     study = study_get(request.user, study_id, Action.VIEW)
     if study.stop_at_target and selectors.progress_for(study=study, user=request.user).complete:
         return redirect("annotation:study-done", study.pk)
-    if _to_ask(request, study):  # the admins' one-time question (annotation/setup/cohort_views.py)
+    if _to_ask(request, study):  # the one-time question (annotation/setup/cohorts/)
         return redirect("annotation:study-about-you", study.pk)
     return _work_page(
         request,

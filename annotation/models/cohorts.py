@@ -1,7 +1,7 @@
 """Member attributes (cohorts): what a study's admins ask about their annotators (``region``,
 ``age band``), with the values each may take. A member's values live on
 ``Membership.attributes`` ({name: value}); only the study's admins read them
-(``annotation/setup/cohorts.py``). learning fits each value's metric (``learning/cohorts/``)."""
+(``annotation/setup/cohorts/``). learning fits each value's metric (``learning/cohorts/``)."""
 
 from __future__ import annotations
 

@@ -18,7 +18,8 @@ from annotation.access import Action, require_unscoped, study_role
 from annotation.api import AnnotationAPIView, StudyDetail, StudyList
 from annotation.models import MAX_TARGET, Membership, Study
 from annotation.serializers import MAX_ID, StudySerializer, TextField
-from annotation.setup import cohorts, members, pairs, pool, studies
+from annotation.setup import members, pairs, pool, studies
+from annotation.setup.cohorts import services as cohorts
 from annotation.setup.files import PairRow
 from annotation.setup.forms import StudyForm
 from common.access import require_staff

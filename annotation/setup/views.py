@@ -14,7 +14,8 @@ from django.views.decorators.http import require_http_methods, require_POST
 from annotation.access import Action, require, study_get
 from annotation.models import Membership, Study
 from annotation.selectors import may_manage
-from annotation.setup import cohorts, members, pairs, pool, selectors, studies
+from annotation.setup import members, pairs, pool, selectors, studies
+from annotation.setup.cohorts import services as cohorts
 from annotation.setup.files import parse_keys, parse_pairs, read_upload
 from annotation.setup.forms import (
     DuplicateForm,

@@ -10,7 +10,7 @@ from rest_framework.test import APIClient
 
 from accounts.tokens import api_token_create
 from annotation.models import MemberAttribute, Membership
-from annotation.setup import cohorts
+from annotation.setup.cohorts import services as cohorts
 from common.errors import InvalidInput, NotAllowed
 
 from .factories import PASSWORD, make_space, make_study, make_user

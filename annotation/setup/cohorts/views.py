@@ -13,7 +13,8 @@ from django.views.decorators.http import require_http_methods, require_POST
 from annotation.access import Action, require, study_get
 from annotation.models import Membership
 from annotation.models.cohorts import attributes_to_ask
-from annotation.setup import cohorts, members
+from annotation.setup import members
+from annotation.setup.cohorts import services as cohorts
 from common.errors import AppError
 
 MANAGE_REFUSED = "Only an admin of the study can change member attributes."

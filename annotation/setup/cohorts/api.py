@@ -12,8 +12,9 @@ from rest_framework.response import Response
 
 from annotation.models import MAX_NAME, MAX_VALUES, MemberAttribute
 from annotation.serializers import TextField
-from annotation.setup import cohorts, members
+from annotation.setup import members
 from annotation.setup.api import MemberRead, MemberWrite, SetupView, _validated
+from annotation.setup.cohorts import services as cohorts
 
 
 class AttributeWrite(serializers.Serializer):
