@@ -101,13 +101,15 @@ def _store(version, sigma, parameters, diagnostics, new_items, folds, sub, start
     version_judge(version)
 
 
-def _counts(sub: PairData) -> dict:
+def _counts(sub: PairData, pooled: MetricVersion) -> dict:
+    """The cohort fit's counts; ``judgments_total`` stays the study's (the sweep compares it
+    with the study's answers at the version's watermark)."""
     who = sub.annotator[sub.annotator >= 0] if sub.annotator is not None else np.empty(0)
     n = len(sub)
     return {
         "observations": n,
         "judgments": n,
-        "judgments_total": n,
+        "judgments_total": int((pooled.counts or {}).get("judgments_total") or 0),
         "annotators": int(np.unique(who).size),
     }
 
@@ -118,7 +120,7 @@ def cohort_fit(
     """One cohort's EXPLORE (answers ``mask``), stored and judged."""
     sub = pairs_subset(pairs, mask)
     label, key = f"explore {attribute}={value}", f"{attribute}={value}"
-    version = _version(study, pooled, label, key, make_up | {"value": value}, _counts(sub))
+    version = _version(study, pooled, label, key, make_up | {"value": value}, _counts(sub, pooled))
     if version is None:
         return CohortFit(value, None, None, None)
     started, read = time.perf_counter(), study.space.vectors
@@ -151,7 +153,7 @@ def equal_fit(
     mask = codes >= 0
     sub, sub_codes = pairs_subset(pairs, mask), codes[mask]
     label, key = f"explore {attribute}: cohorts equal", f"{attribute}:{EQUAL}"
-    version = _version(study, pooled, label, key, make_up | {"value": EQUAL}, _counts(sub))
+    version = _version(study, pooled, label, key, make_up | {"value": EQUAL}, _counts(sub, pooled))
     if version is None:
         return CohortFit(EQUAL, None, None, None)
     started, read = time.perf_counter(), study.space.vectors

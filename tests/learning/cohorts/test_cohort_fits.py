@@ -15,6 +15,7 @@ from annotation.models import Membership
 from learning.cohorts.service import cohort_refit, cohorts_wanted
 from learning.models import CohortReport, MetricVersion
 from learning.refits.service import refit_study
+from learning.refits.snapshots import study_ids_with_newer_data
 from learning.versions import selectors
 from learning.versions.publishing import version_publish
 
@@ -46,6 +47,7 @@ def test_each_cohort_gets_a_version_and_the_comparison_is_stored(space_fields):
         assert version.status == "ready"
         assert version.verdict
         assert version.parent_id == pooled.pk
+        assert version.counts["judgments_total"] == pooled.counts["judgments_total"] == 320
         make_up = version.parameters["cohort"]["cohorts"]
         assert [(c["value"], c["members"], c["answers"]) for c in make_up] == [
             ("A", 4, 160),
@@ -71,6 +73,8 @@ def test_each_cohort_gets_a_version_and_the_comparison_is_stored(space_fields):
     assert figures["pairs"][0]["key_a"].startswith("p")
     # Done once: the same pooled version and values are not fitted again.
     assert cohort_refit(study_id=study.pk).outcome == "nothing to do"
+    # The cohorts' versions do not make the study look stale to the sweep.
+    assert study.pk not in study_ids_with_newer_data()
 
 
 def test_the_api_and_publishing_the_equal_cohort_metric_with_its_make_up(space_fields):
