@@ -209,6 +209,7 @@ def main(argv=None) -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--draws", type=int, default=None, help="per case (default: DRAWS)")
     parser.add_argument("--cases", default=",".join(CASES))
+    parser.add_argument("--first", type=int, default=0, help="the first draw's number (seeds)")
     args = parser.parse_args(argv)
     _setup()
     space, fields = space_make(np.random.default_rng(2026))
@@ -219,7 +220,10 @@ def main(argv=None) -> None:
     print("|---|---|---|---|---|---|---|---|")
     for case in args.cases.split(","):
         draws = 1 if args.quick else (args.draws or DRAWS[case])
-        rows = [run_draw(space, fields, case, 1000 * i + 7) for i in range(draws)]
+        rows = [
+            run_draw(space, fields, case, 1000 * i + 7)
+            for i in range(args.first, args.first + draws)
+        ]
         ready = [r for r in rows if r["status"] == "ready"]
         first = sum(r["first"] == "age" for r in ready)
         low_p = sum(r["p"] is not None and r["p"] < 0.05 for r in ready)
