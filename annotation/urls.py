@@ -6,6 +6,7 @@ from . import views
 from .review import views as review_views
 from .setup import browse, import_views
 from .setup import views as setup_views
+from .setup.cohorts import views as cohort_views
 from .webhooks import views as webhook_views
 
 app_name = "annotation"
@@ -22,6 +23,7 @@ urlpatterns = [
         name="adjudication",
     ),
     path("<int:study_id>/done/", views.study_done, name="study-done"),
+    path("<int:study_id>/about-you/", cohort_views.about_you, name="study-about-you"),
     # Set-up: reviewers read, admins of the study (and staff) change.
     path("new/", setup_views.study_new, name="study-new"),
     path("preview/", setup_views.markdown_preview, name="markdown-preview"),
@@ -46,6 +48,16 @@ urlpatterns = [
         "<int:study_id>/members/<int:membership_id>/",
         setup_views.study_member,
         name="study-member",
+    ),
+    path(
+        "<int:study_id>/members/attributes/",
+        cohort_views.attribute_save,
+        name="study-member-attribute",
+    ),
+    path(
+        "<int:study_id>/members/<int:membership_id>/attributes/",
+        cohort_views.member_attributes,
+        name="study-member-attributes",
     ),
     path(
         "<int:study_id>/members/<int:membership_id>/remove/",

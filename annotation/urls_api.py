@@ -6,6 +6,7 @@ from .groups import api as groups_api
 from .labelling import api as labelling_api
 from .review import api as review_api
 from .setup import api as setup_api
+from .setup.cohorts import api as cohort_api
 
 urlpatterns = [
     path("studies/", setup_api.StudyListCreate.as_view(), name="api-studies"),
@@ -23,6 +24,16 @@ urlpatterns = [
     ),
     path(
         "studies/<int:study_id>/members/", setup_api.MemberAdd.as_view(), name="api-study-members"
+    ),
+    path(
+        "studies/<int:study_id>/members/<int:membership_id>/",
+        cohort_api.MemberDetail.as_view(),
+        name="api-study-member",
+    ),
+    path(
+        "studies/<int:study_id>/member-attributes/",
+        cohort_api.MemberAttributes.as_view(),
+        name="api-study-member-attributes",
     ),
     path(
         "studies/<int:study_id>/next-pair/",

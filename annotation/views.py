@@ -15,7 +15,8 @@ from common.errors import NotFound
 
 from . import selectors
 from .access import SEES_ALL, Action, study_get, study_role
-from .models import Study
+from .models import Membership, Study
+from .models.cohorts import attributes_to_ask
 
 
 def render_instructions(text: str) -> str:
@@ -76,6 +77,8 @@ def label_pairs(request: HttpRequest, study_id: int) -> HttpResponse:
     study = study_get(request.user, study_id, Action.VIEW)
     if study.stop_at_target and selectors.progress_for(study=study, user=request.user).complete:
         return redirect("annotation:study-done", study.pk)
+    if _to_ask(request, study):  # the one-time question (annotation/setup/cohorts/)
+        return redirect("annotation:study-about-you", study.pk)
     return _work_page(
         request,
         study_id,
@@ -83,6 +86,21 @@ def label_pairs(request: HttpRequest, study_id: int) -> HttpResponse:
         template="annotation/label.html",
         refusal="This study collects groups, not pairs.",
     )
+
+
+def _to_ask(request: HttpRequest, study: Study) -> bool:
+    """Whether the member has attributes to answer (asked once a session: "prefer not to say"
+    is an answer). One indexed read of the study's asked attributes when it has none."""
+    if request.session.get(f"asked-{study.pk}"):
+        return False
+    if not study.member_attributes.filter(ask=True).exists():
+        return False
+    mine = list(
+        Membership.objects.filter(study=study, user=request.user).values_list(
+            "attributes", flat=True
+        )
+    )
+    return bool(mine) and bool(attributes_to_ask(study.pk, mine[0]))
 
 
 @login_required

@@ -25,6 +25,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from annotation.models import Study
 from learning.audits import run as audit_runs
 from learning.audits import services as audit_services
+from learning.cohorts import service as cohorts
 from learning.dashboards import refresh
 from learning.evaluation import weat_tests
 from learning.refits import service
@@ -38,7 +39,8 @@ TRANSIENT_ERRORS = (
     RedisTimeoutError,
     BrokerError,
 )
-BUSY_RETRIES = 200  # a held lease always expires, so this only bounds a pathological loop
+BUSY_RETRIES = 200
+COHORT_DELAY = 5.0  # seconds after a refit: a burst's later refits fit the cohorts once  # a held lease always expires, so this only bounds a pathological loop
 
 
 @shared_task(
@@ -64,6 +66,8 @@ def refit_study(self, study_id: int) -> dict:
         raise self.retry(countdown=report.retry_in, max_retries=BUSY_RETRIES)
     if report.outcome != "waiting":  # a waiting refit comes back when the burst is over
         refresh.dashboard_refresh_request(study_id=study_id)  # the figures, in the worker
+    if report.ready and cohorts.cohorts_wanted(study_id):  # (one indexed query)
+        cohort_fit.apply_async(args=[study_id], countdown=COHORT_DELAY)
     logger.info("refit of study %s: %s", study_id, report)
     return asdict(report)
 
@@ -145,3 +149,29 @@ def weat_test(test_id: int) -> int:
     stored = weat_tests.weat_test_evaluate(test_id)
     logger.info("WEAT test %s: %s results stored", test_id, stored)
     return stored
+
+
+@shared_task(
+    name="learning.cohort_fit",
+    bind=True,
+    acks_late=True,
+    ignore_result=True,
+    reject_on_worker_lost=True,
+    autoretry_for=TRANSIENT_ERRORS,
+    retry_backoff=2,
+    retry_backoff_max=120,
+    max_retries=8,
+    soft_time_limit=1700,
+    time_limit=1800,
+)
+def cohort_fit(self, study_id: int) -> dict:
+    """The cohorts' metrics and their comparison after a pooled refit (``learning/cohorts/``;
+    idempotent: nothing to do when the report for the newest pooled version exists)."""
+    try:
+        outcome = cohorts.cohort_refit(study_id=study_id)
+    except Study.DoesNotExist:
+        return {"study_id": study_id, "outcome": "study deleted"}
+    if outcome.outcome == "busy":
+        raise self.retry(countdown=outcome.retry_in, max_retries=BUSY_RETRIES)
+    logger.info("cohorts of study %s: %s", study_id, outcome)
+    return asdict(outcome)

@@ -4,6 +4,7 @@ live under ``studies/<id>/`` beside annotation's, the version pages under ``vers
 from django.urls import path
 
 from learning.audits import views as audits
+from learning.cohorts import views as cohorts
 from learning.dashboards import learning_settings, views, weat_pages
 
 app_name = "learning"
@@ -36,6 +37,7 @@ urlpatterns = [
         learning_settings.study_learning_settings,
         name="study-learning-settings",
     ),
+    path("studies/<int:study_id>/cohorts/", cohorts.study_cohorts, name="study-cohorts"),
     path("versions/compare/", views.version_compare, name="version-compare"),
     path("versions/<int:version_id>/", views.version_detail, name="version-detail"),
     path("versions/<int:version_id>/publish/", views.version_publish, name="version-publish"),

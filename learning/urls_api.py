@@ -3,6 +3,7 @@
 from django.urls import path
 
 from learning.audits import api as audits
+from learning.cohorts import views as cohorts
 from learning.dashboards import weat_api
 from learning.exports import api
 
@@ -50,6 +51,7 @@ urlpatterns = [
         name="api-weat-test",
     ),
     path("studies/<int:study_id>/audits/", audits.AuditList.as_view(), name="api-audits"),
+    path("studies/<int:study_id>/cohorts/", cohorts.CohortList.as_view(), name="api-cohorts"),
     path(
         "studies/<int:study_id>/counterfactuals.csv",
         audits.Counterfactuals.as_view(),

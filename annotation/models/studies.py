@@ -108,6 +108,12 @@ class Membership(models.Model):
     target = models.PositiveIntegerField(
         null=True, blank=True, help_text="This annotator's target; empty: the study's."
     )
+    attributes = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="The member's values of the study's member attributes ({name: value}); "
+        "seen by the study's admins only (annotation/models/cohorts.py).",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -7,6 +7,7 @@ an existing member; nothing is written on error."""
 
 from __future__ import annotations
 
+from django.db import transaction
 from django.urls import reverse
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers, status
@@ -18,6 +19,7 @@ from annotation.api import AnnotationAPIView, StudyDetail, StudyList
 from annotation.models import MAX_TARGET, Membership, Study
 from annotation.serializers import MAX_ID, StudySerializer, TextField
 from annotation.setup import members, pairs, pool, studies
+from annotation.setup.cohorts import services as cohorts
 from annotation.setup.files import PairRow
 from annotation.setup.forms import StudyForm
 from common.access import require_staff
@@ -182,14 +184,21 @@ class MemberWrite(serializers.Serializer):
     email = serializers.EmailField(required=False, help_text="To invite: where the link goes.")
     role = serializers.ChoiceField(Membership.Role.choices, default=Membership.Role.ANNOTATOR)
     target = serializers.IntegerField(required=False, min_value=1, max_value=MAX_TARGET)
+    attributes = serializers.DictField(
+        child=TextField(max_length=100, allow_blank=True, allow_null=True),
+        required=False,
+        help_text='The member\'s values of the study\'s member attributes: {"region": "EU"}.',
+    )
 
 
 class MemberRead(serializers.ModelSerializer):
+    """A member as the study's admins see it (the only readers of ``attributes``)."""
+
     username = serializers.CharField(source="user.username")
 
     class Meta:
         model = Membership
-        fields = ["id", "username", "role", "target"]
+        fields = ["id", "username", "role", "target", "attributes"]
 
 
 class MemberAdd(SetupView):
@@ -199,9 +208,20 @@ class MemberAdd(SetupView):
     @extend_schema(request=MemberWrite, responses={201: MemberRead})
     def post(self, request, study_id: int):
         sent = _validated(MemberWrite, request.data)
+        with transaction.atomic():  # the member and their attributes, or nothing
+            return self._add(request, sent)
+
+    def _add(self, request, sent: dict) -> Response:
         common = {"user": request.user, "study": self.study, "role": sent["role"]}
+        attributes = sent.get("attributes")
+        if attributes:
+            cohorts.attributes_checked(self.study.pk, attributes)  # 400 before anything
         if sent.get("user"):
             membership = members.member_add(who=sent["user"], target=sent.get("target"), **common)
+            if attributes:
+                membership = cohorts.member_attributes_set(
+                    user=request.user, membership=membership, attributes=attributes
+                )
             return Response(MemberRead(membership).data, status=status.HTTP_201_CREATED)
         if not (sent.get("username") or sent.get("email")):
             raise ValidationError(
@@ -216,6 +236,10 @@ class MemberAdd(SetupView):
             ),
             **common,
         )
+        if attributes:
+            cohorts.member_attributes_set(
+                user=request.user, membership=invitation.membership, attributes=attributes
+            )
         body = MemberRead(invitation.membership).data | {
             "invitation": invitation.path,  # the absolute one-time link
             "emailed": invitation.emailed,

@@ -15,7 +15,7 @@ def _remember_role(sender, instance: Membership, **kwargs) -> None:
     if instance.pk is not None:
         instance._audit_old = (
             Membership.objects.filter(pk=instance.pk)
-            .values("role", "user_id", "study_id", "target")
+            .values("role", "user_id", "study_id", "target", "attributes")
             .first()
         )
 
@@ -44,6 +44,7 @@ def _membership_saved(sender, instance: Membership, created: bool, raw: bool = F
             ("user_id", "user_id"),
             ("study_id", "study_id"),
             ("target", "target"),
+            ("attributes", "attributes"),
         )
         if old.get(key) != getattr(instance, key)
     }

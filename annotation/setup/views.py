@@ -15,6 +15,7 @@ from annotation.access import Action, require, study_get
 from annotation.models import Membership, Study
 from annotation.selectors import may_manage
 from annotation.setup import members, pairs, pool, selectors, studies
+from annotation.setup.cohorts import services as cohorts
 from annotation.setup.files import parse_keys, parse_pairs, read_upload
 from annotation.setup.forms import (
     DuplicateForm,
@@ -325,11 +326,18 @@ def study_members(request: HttpRequest, study_id: int) -> HttpResponse:
 def _members_page(
     request, study, can_manage, add_form=None, invite_form=None, invitation=None, status=200
 ):
+    found, attributes = selectors.members_of(study=study), []
+    if can_manage:  # a member's attributes: the study's admins only
+        attributes = cohorts.study_attributes(study=study)
+        for member in found:
+            mine = member.attributes or {}
+            member.attribute_cells = [(a, mine.get(a.name, "")) for a in attributes]
     context = _context(
         study,
         can_manage,
         "members",
-        members=selectors.members_of(study=study),
+        members=found,
+        attributes=attributes,
         add_form=add_form or MemberAddForm(prefix="add"),
         invite_form=invite_form or InviteForm(prefix="invite"),
         invitation=invitation,

@@ -75,7 +75,7 @@ def study_curve(study: Study) -> StudyCurve:
     """The held-out log-likelihood of each ready EXPLORE version against its answers."""
     rows = (
         MetricVersion.objects.ready()
-        .filter(study=study, method=MetricVersion.Method.EXPLORE)
+        .filter(study=study, method=MetricVersion.Method.EXPLORE, cohort="")
         .order_by("pk")
         .values_list(
             "pk",

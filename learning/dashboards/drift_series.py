@@ -29,7 +29,7 @@ class DriftSeries:
 
 def drift_series(study: Study) -> DriftSeries:
     """Per method, per ready version: drift to previous and to published, angles, WEAT d, loglik."""
-    versions = list(MetricVersion.objects.ready().filter(study=study).order_by("pk"))
+    versions = list(MetricVersion.objects.ready().pooled().filter(study=study).order_by("pk"))
     published = {v.method: v for v in versions if v.is_published}
     tests = study_tests(study)
     found = weat_results(study, tests, versions)

@@ -69,7 +69,7 @@ def refit_status(study: Study) -> list[MethodStatus]:
     """One status per method that has versions or waits (two queries)."""
     newest = {}
     for version in (
-        MetricVersion.objects.filter(study=study, transient=False)
+        MetricVersion.objects.filter(study=study, transient=False, cohort="")
         .exclude(status=MetricVersion.Status.FITTING)
         .order_by("id")
         .only(

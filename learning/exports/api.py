@@ -106,6 +106,9 @@ def version_metadata(version: MetricVersion, request) -> dict:
         "validity": validity_of(version),
         # Record studies: each field's share of the metric (learning/evaluation/fields.py).
         "fields": fields_json(version_fields(version)),
+        # A cohort's metric (learning/cohorts/): the attribute, the value (or "equal") and the
+        # cohorts' make-up (members and answers per value); null for the study's own fits.
+        "cohort": (version.parameters or {}).get("cohort") if version.cohort else None,
         "links": links,
     }
 

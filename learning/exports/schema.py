@@ -63,6 +63,11 @@ class VersionMetadataSerializer(serializers.Serializer):
     parent = serializers.IntegerField(allow_null=True)
     sigma_sha256 = serializers.CharField(allow_null=True)
     validity = ValiditySerializer()
+    cohort = serializers.JSONField(
+        allow_null=True,
+        help_text='A cohort\'s metric: {attribute, value (or "equal"), cohorts: [{value, '
+        "members, answers}], pooled_version}; null for the study's own fits.",
+    )
     links = serializers.JSONField()
 
 

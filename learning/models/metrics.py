@@ -26,6 +26,10 @@ class MetricVersionQuerySet(models.QuerySet):
     def published(self) -> MetricVersionQuerySet:
         return self.filter(is_published=True)
 
+    def pooled(self) -> MetricVersionQuerySet:
+        """The study's own fits from every answer (not a cohort's: ``MetricVersion.cohort``)."""
+        return self.filter(cohort="")
+
 
 class MetricVersion(models.Model):
     class Method(models.TextChoices):
@@ -89,6 +93,15 @@ class MetricVersion(models.Model):
         blank=True,
         related_name="+",
         help_text="Empty when published automatically.",
+    )
+    cohort = models.CharField(
+        max_length=100,
+        blank=True,
+        default="",
+        help_text="Empty: fitted on every answer (the study's own). Else a cohort's fit: "
+        "'<attribute>=<value>' (that value's members) or '<attribute>:equal' (every cohort "
+        "counting equally); its make-up in parameters['cohort'] (learning/cohorts/). Never "
+        "the study's latest or current version unless published.",
     )
     publish_override = models.JSONField(
         null=True,

@@ -192,6 +192,13 @@ def lease_release(*, study_id: int, token: str, outcome: str) -> None:
     )
 
 
+def lease_return(*, study_id: int, token: str) -> None:
+    """Free the lease without a refit's outcome (the cohorts' fits: ``learning/cohorts/``)."""
+    RefitState.objects.filter(study_id=study_id, lease_token=token).update(
+        lease_token="", lease_until=None
+    )
+
+
 def lease_remaining(*, study_id: int) -> float:
     """Seconds until the current lease expires (0 when free)."""
     until: datetime | None = (

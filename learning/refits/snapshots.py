@@ -338,7 +338,7 @@ def _adjudications_changed() -> set[int]:
         for row in Adjudication.objects.values("study_id").annotate(n=Count("id"), top=Max("id"))
     }
     newest = (
-        MetricVersion.objects.filter(transient=False)
+        MetricVersion.objects.filter(transient=False, cohort="")
         .exclude(status=MetricVersion.Status.FITTING)
         .values("study_id")
         .annotate(top=Max("id"))
@@ -382,7 +382,9 @@ def study_ids_with_newer_data() -> list[int]:
     marks = {row["study_id"]: (row["jw"], row["gw"]) for row in versions}
     counts = {
         (study, jw): n
-        for study, jw, n in MetricVersion.objects.filter(status=MetricVersion.Status.READY)
+        for study, jw, n in MetricVersion.objects.filter(
+            status=MetricVersion.Status.READY, cohort=""
+        )
         .order_by("id")  # the latest version at a watermark wins
         .values_list("study_id", "judgment_watermark", "counts__judgments_total")
     }

@@ -251,7 +251,7 @@ def _spent_before(after: MetricVersion) -> int:
     """The answers at which the study's budget was last spent: the most ``spent_at`` among the
     method's earlier versions (0 when none judged anything)."""
     earlier = MetricVersion.objects.filter(
-        study_id=after.study_id, method=after.method, id__lt=after.pk
+        study_id=after.study_id, method=after.method, id__lt=after.pk, cohort=""
     ).values_list("diagnostics__drift__spent_at", flat=True)
     return max((int(n) for n in earlier if n is not None), default=0)
 
@@ -265,7 +265,7 @@ def window_reference(after: MetricVersion) -> MetricVersion | None:
     """The newest ready version of ``after``'s method on at least ``WINDOW`` answers fewer: the
     older end of the window check, whose later answers are many enough to show a change."""
     versions = MetricVersion.objects.filter(
-        study_id=after.study_id, method=after.method, status="ready", id__lt=after.pk
+        study_id=after.study_id, method=after.method, status="ready", id__lt=after.pk, cohort=""
     ).order_by("-id")
     for version in versions.only("id", "counts"):
         if _total(version) <= _total(after) - WINDOW:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 
 from learning.models import MetricVersion, StudyLearningSettings
 
@@ -20,7 +20,7 @@ def live_versions(*, study_id: int) -> QuerySet[MetricVersion]:
 
     A failure marked ``transient`` (an interrupted fit, a database outage) is retried.
     """
-    return MetricVersion.objects.filter(study_id=study_id, transient=False)
+    return MetricVersion.objects.pooled().filter(study_id=study_id, transient=False)
 
 
 def version_exists_for(
@@ -41,9 +41,10 @@ def version_exists_for(
 
 
 def version_latest_ready(*, study_id: int, method: str) -> MetricVersion | None:
-    """The study's newest ready version of ``method``."""
+    """The study's newest ready version of ``method`` fitted on every answer (no cohort's)."""
     return (
         MetricVersion.objects.ready()
+        .pooled()
         .filter(study_id=study_id, method=method)
         .order_by("-id")
         .first()
@@ -69,10 +70,12 @@ def version_current(*, study_id: int, method: str | None = None) -> MetricVersio
     """The study's current metric, for sampling, suggestions and audits: among its ready
     versions judged informative for new people (``verdict``; ``learning/evaluation/
     informative.py``: never by default, and lost when the answers after it disagree), the published one
-    of any method, else the newest; with ``method``, the newest informative one of it."""
+    of any method, else the newest; with ``method``, the newest informative one of it. A
+    cohort's version (``MetricVersion.cohort``) is current only when published."""
     ready = MetricVersion.objects.ready().filter(study_id=study_id, informative=True)
     if method is not None:
-        return ready.filter(method=method).order_by("-id").first()
+        return ready.pooled().filter(method=method).order_by("-id").first()
+    ready = ready.filter(Q(cohort="") | Q(is_published=True))
     return ready.order_by("-is_published", "-id").first()
 
 
@@ -91,8 +94,8 @@ def versions_that_matter(
         of = ready.filter(method=method)
         for tag, qs in (
             ("published", of.filter(is_published=True)),
-            ("current", of.filter(informative=True)),
-            ("latest", of),
+            ("current", of.pooled().filter(informative=True)),
+            ("latest", of.pooled()),
         ):
             found = qs.order_by("-id").values_list("id", flat=True).first()
             if found is not None:

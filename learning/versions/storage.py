@@ -162,8 +162,10 @@ def version_start(
     judgment_count: int,
     counts: dict | None = None,
     parent: MetricVersion | None = None,
+    cohort: str = "",
 ) -> MetricVersion | None:
-    """A new ``fitting`` version; None when a live version for the same input exists."""
+    """A new ``fitting`` version; None when a live version for the same input exists.
+    ``cohort``: a cohort's fit (``MetricVersion.cohort``; ``learning/cohorts/``)."""
     fingerprint = version_fingerprint(
         method=method, label=label, parameters=parameters, judgment_count=judgment_count
     )
@@ -181,6 +183,7 @@ def version_start(
                 parent=parent,
                 dimension=study.space.dimension,
                 status=Status.FITTING,
+                cohort=cohort,
             )
     except IntegrityError:  # the same input already has a live version
         logger.info("study %s %s: a version for this input exists", study.pk, method)

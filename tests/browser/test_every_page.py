@@ -18,7 +18,7 @@ from django.urls import reverse
 from django.utils.timezone import now
 
 from accounts.tokens import api_token_create
-from annotation.models import ComparableGroup, Membership
+from annotation.models import ComparableGroup, MemberAttribute, Membership
 from learning.evaluation.weat_tests import own_suite
 from learning.models import WeatTest
 from spaces.models import EmbeddingImport
@@ -123,6 +123,9 @@ def page_urls(world) -> dict[str, tuple[str, str]]:
         "annotation:study-import": ("adm", reverse("annotation:study-import", args=[s])),
         "annotation:study-webhooks": ("adm", reverse("annotation:study-webhooks", args=[s])),
         "annotation:study-done": ("ann1", reverse("annotation:study-done", args=[s])),
+        # Member attributes (ann2 has no value yet: asked once), the cohorts (none compared).
+        "annotation:study-about-you": ("ann2", reverse("annotation:study-about-you", args=[s])),
+        "learning:study-cohorts": ("adm", reverse("learning:study-cohorts", args=[s])),
         "accounts:invitation": (
             "anon",
             reverse("accounts:invitation", args=["MQ", "set-password"]),
@@ -151,6 +154,8 @@ NOT_PAGES = {
     "annotation:study-pool-filter",
     "annotation:study-member",
     "annotation:study-member-remove",
+    "annotation:study-member-attribute",  # POST: defines a member attribute
+    "annotation:study-member-attributes",  # POST: a member's values
     "annotation:study-webhook",  # POST: test, pause, resume, remove a webhook
     "accounts:sso",  # a redirect to the team's provider (404 while single sign-on is off)
     "accounts:sso-callback",  # the provider's way back (tests/browser/test_single_sign_on.py)
@@ -186,6 +191,8 @@ def world(metric_study):  # noqa: F811
     users = dict(metric_study["users"])
     users["staff"] = make_user("staffer", is_staff=True)
     group = ComparableGroup.objects.create(study=study, name="names", created_by=users["ann1"])
+    MemberAttribute.objects.create(study=study, name="region", values=["EU", "US"], ask=True)
+    Membership.objects.filter(study=study, user=users["ann1"]).update(attributes={"region": "EU"})
     group.members.add(*study.space.items.order_by("row")[:3])
     job = EmbeddingImport(name="imported space", status="done", created_by=users["staff"])
     job.file.save("phone.npy", ContentFile(b"\x93NUMPY"), save=False)

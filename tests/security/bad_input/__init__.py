@@ -36,6 +36,7 @@ from . import (
     annotation_api_pairs,
     annotation_pages,
     audits,
+    cohorts,
     commands,
     learning_and_exports,
     publishing,
@@ -59,6 +60,7 @@ AREAS = (
     learning_and_exports,
     publishing,
     audits,
+    cohorts,
     site_and_accounts,
     commands,
 )

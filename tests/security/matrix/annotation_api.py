@@ -8,6 +8,8 @@ import uuid
 
 from django.urls import reverse
 
+from annotation.models import Membership
+
 from ..conftest import World
 from .policies import (
     API_GATE,
@@ -23,6 +25,10 @@ from .policies import (
 # The set-up API: admins of the study and staff; reviewers and annotators of A 403, others 404.
 SETUP_API = statuses(401, 403, 404, 403, 200, 200)
 SETUP_API_GATE = {"anon": 401, "ann_a": 403, "ann_b": 404, "rev_a": 403}
+
+
+def _ann_a_member(world: World) -> int:
+    return Membership.objects.get(study=world.study_a, user=world.users["ann_a"]).pk
 
 
 def judgment_body(world: World, role: str) -> dict:
@@ -150,5 +156,19 @@ ROWS: dict[str, Row] = {
     ),
     "api-items": Row(
         lambda w: reverse("api-items") + f"?study={A(w)}&q=w", {"get": MEMBER_API}, API_GATE
+    ),
+    "api-study-member": Row(
+        lambda w: reverse("api-study-member", args=[A(w), _ann_a_member(w)]),
+        {"patch": SETUP_API},
+        SETUP_API_GATE,
+        body=lambda w, r: {"target": 7},
+        fmt="json",
+    ),
+    "api-study-member-attributes": Row(
+        lambda w: reverse("api-study-member-attributes", args=[A(w)]),
+        {"get": SETUP_API, "post": statuses(401, 403, 404, 403, 201, 201)},
+        SETUP_API_GATE,
+        body=lambda w, r: {"name": f"region of {r}", "values": ["EU", "US"]},
+        fmt="json",
     ),
 }

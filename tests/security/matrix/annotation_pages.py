@@ -142,4 +142,25 @@ ROWS: dict[str, Row] = {
         {"post": SETUP_POST_DONE},
         PAGE_GATE,
     ),
+    # Member attributes (issue 37): admins define them and give values; a member answers the
+    # one-time question (none asked here: every member goes on to the labelling page).
+    "annotation:study-member-attribute": Row(
+        lambda w: reverse("annotation:study-member-attribute", args=[A(w)]),
+        {"post": SETUP_POST_DONE},
+        PAGE_GATE,
+        body=lambda w, r: {"name": f"region of {r}", "values": "EU, US"},
+    ),
+    "annotation:study-member-attributes": Row(
+        lambda w: reverse("annotation:study-member-attributes", args=[A(w), ann_a_membership(w)]),
+        {"post": SETUP_POST_DONE},
+        PAGE_GATE,
+    ),
+    "annotation:study-about-you": Row(
+        lambda w: reverse("annotation:study-about-you", args=[A(w)]),
+        {
+            "get": statuses(302, 302, 404, 302, 302, 302),
+            "post": statuses(302, 302, 404, 302, 302, 302),
+        },
+        PAGE_GATE,
+    ),
 }

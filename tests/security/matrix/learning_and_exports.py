@@ -167,4 +167,19 @@ ROWS: dict[str, Row] = {
         PAGE_GATE,
         body=publish_body,  # the version was never judged: publishing it needs a reason
     ),
+    # Cohorts (issue 37): the study's admins only.
+    "learning:study-cohorts": Row(
+        lambda w: reverse("learning:study-cohorts", args=[A(w)]),
+        {
+            "get": statuses(302, 403, 404, 403, 200, 200),
+            "post": statuses(302, 403, 404, 403, 302, 302),
+        },
+        PAGE_GATE,
+        body=lambda w, r: {"action": "fit"},
+    ),
+    "api-cohorts": Row(
+        lambda w: reverse("api-cohorts", args=[A(w)]),
+        {"get": statuses(401, 403, 404, 403, 200, 200)},
+        {"anon": 401, "ann_a": 403, "ann_b": 404, "rev_a": 403},
+    ),
 }

@@ -1,0 +1,1 @@
+"""Member attributes (cohorts): the services, the set-up API and the pages."""
