@@ -370,3 +370,13 @@ def audit_input(audit, progress=None) -> Predictions:
         has_decision=data.decisions is not None,
     )
     return data
+
+
+def audit_vectors(audit: ModelAudit, data: Predictions) -> np.ndarray:
+    """The audited points: the pool items' φ, then the new records'."""
+    space = audit.study.space
+    known = space.vectors(data.rows)
+    if data.new_vectors.size:  # rounded as the space's own vectors were stored
+        dtype = space.load_matrix().dtype
+        return np.vstack([known, data.new_vectors.astype(dtype).astype(np.float64)])
+    return known

@@ -32,7 +32,7 @@ from django.db import DatabaseError, IntegrityError, transaction
 
 from annotation.models import Study
 from common.errors import Conflict
-from learning.core.psd import validate_sigma
+from learning.core.psd import Congruence, validate_sigma
 from learning.models import MetricVersion
 from learning.versions.new_items import CANNOT_TELL, new_item_figures, new_items_verdict
 
@@ -117,6 +117,35 @@ def fold_fits_load(version: MetricVersion) -> tuple[list, dict] | None:
         fits = [f if ok else None for f, ok in zip(data["fits"], data["fitted"], strict=True)]
         held = {key: data[key] for key in ("row_a", "row_b", "y", "fold", "rates")}
     return fits, held
+
+
+def _side_path(version: MetricVersion, suffix: str) -> Path:
+    return _sigma_path(version).with_suffix(suffix)
+
+
+def bootstrap_save(version: MetricVersion, stack: np.ndarray, meta: dict) -> Path:
+    """Keep a version's bootstrap refits (``learning/refits/bootstrap.py``) beside its Sigma:
+    the (B, d, d) stack and what they are; returns the stack's path."""
+    path = _side_path(version, ".bootstrap.npy")
+    buffer = io.BytesIO()
+    np.save(buffer, np.ascontiguousarray(stack, dtype=np.float64), allow_pickle=False)
+    file_write_atomic(path, buffer.getvalue())
+    file_write_atomic(_side_path(version, ".bootstrap.json"), json.dumps(meta).encode())
+    return path
+
+
+def bootstrap_load(version: MetricVersion) -> tuple[Path, dict] | None:
+    """``bootstrap_save``'s stack path and what they are, or None when not fitted yet."""
+    path, meta = _side_path(version, ".bootstrap.npy"), _side_path(version, ".bootstrap.json")
+    if not (path.exists() and meta.exists()):
+        return None
+    return path, json.loads(meta.read_text())
+
+
+def derivation_load(version: MetricVersion) -> Congruence | None:
+    """How a derived version's Sigma was made from its parent's, when it was recorded."""
+    path = _side_path(version, ".derive.npy")
+    return Congruence(np.load(path, allow_pickle=False)) if path.exists() else None
 
 
 def validity_store(version: MetricVersion, validity: dict) -> None:
@@ -282,7 +311,8 @@ def metric_version_create(
 
     ``derive`` (Sigma → Sigma): how ``sigma`` was made from ``parent``'s; the version gets the
     verdict of that derivation applied to each of the parent's new-items fold fits, on the same
-    held-out items (``_derived_validity``). Without it (or a parent) the version is "cannot
+    held-out items (``_derived_validity``). A ``learning.core.psd.Congruence`` is also kept
+    beside the Sigma, so that audits can apply it to the parent's bootstrap refits. Without it (or a parent) the version is "cannot
     tell yet": never informative by default.
 
     Raises ``ValueError`` for an unknown method or a Sigma that is not a finite symmetric PSD
@@ -311,6 +341,10 @@ def metric_version_create(
             version, sigma=sigma, diagnostics=diagnostics or {}, fit_seconds=fit_seconds
         )
         validity_store(version, _derived_validity(study, sigma, parent, derive, judgment_watermark))
+        if isinstance(derive, Congruence) and parent is not None:  # kept for its bootstrap
+            buffer = io.BytesIO()
+            np.save(buffer, np.asarray(derive.matrix, dtype=np.float64), allow_pickle=False)
+            file_write_atomic(_side_path(version, ".derive.npy"), buffer.getvalue())
         return version
     except BaseException:
         _sigma_path(version).unlink(missing_ok=True)
@@ -320,12 +354,15 @@ def metric_version_create(
 
 def metric_version_delete(*, version: MetricVersion) -> None:
     """Delete a version (its WEAT results cascade) and, once committed, its Sigma file."""
-    name, folds = version.sigma.name, _folds_path(version)
+    name = version.sigma.name
+    sides = [_folds_path(version)] + [
+        _side_path(version, s) for s in (".bootstrap.npy", ".bootstrap.json", ".derive.npy")
+    ]
     with transaction.atomic():
         version.delete()
         if name:
             transaction.on_commit(lambda: default_storage.delete(name))
-        transaction.on_commit(lambda: folds.unlink(missing_ok=True))
+        transaction.on_commit(lambda: [side.unlink(missing_ok=True) for side in sides])
 
 
 # Publishing lives in learning/versions/publishing.py; its names stay importable from here.
