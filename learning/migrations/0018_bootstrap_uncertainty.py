@@ -4,15 +4,18 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('learning', '0017_merge_20261129_0204'),
+        ("learning", "0017_merge_20261129_0204"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='modelaudit',
-            name='uncertainty',
-            field=models.JSONField(blank=True, default=dict, help_text='The audit under bootstrap refits of Σ (learning/audits/uncertainty.py).'),
+            model_name="modelaudit",
+            name="uncertainty",
+            field=models.JSONField(
+                blank=True,
+                default=dict,
+                help_text="The audit under bootstrap refits of Σ (learning/audits/uncertainty.py).",
+            ),
         ),
     ]

@@ -5,17 +5,22 @@ across plausible metrics shown, an audit end to end (the API's ``metric_uncertai
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import numpy as np
 import pandas as pd
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.urls import reverse
+from django.utils import timezone
 
+from annotation.models import PairJudgment
 from learning.audits import run as audit_runs
 from learning.audits import services as audit_services
 from learning.audits.api import metric_uncertainty
 from learning.audits.uncertainty import audit_under_refits
 from learning.core.psd import Congruence
-from learning.models import MetricVersion
+from learning.models import MetricVersion, ModelAudit
 from learning.refits import bootstrap, service
 from learning.refits.pairs import PairData
 from learning.versions import storage
@@ -77,8 +82,6 @@ def test_many_answers_give_narrow_refits_and_few_wide(world, few_refits):
     narrow = _spread(many)
     storage.metric_version_delete(version=many)
     MetricVersion.objects.filter(study=world[2]).delete()
-    from annotation.models import PairJudgment
-
     PairJudgment.objects.filter(study=world[2]).delete()
     few = _explore(world, 60, seed=2)
     wide = _spread(few)
@@ -160,7 +163,7 @@ def test_a_verdict_that_flips_across_plausible_metrics_is_shown():
 
 
 @pytest.mark.django_db
-def test_an_audit_reports_its_range_across_plausible_metrics(world, few_refits):
+def test_an_audit_reports_its_range_across_plausible_metrics(world, few_refits, client):
     version = _explore(world, 300)
     study = world[2]
     rng = np.random.default_rng(3)
@@ -168,8 +171,9 @@ def test_an_audit_reports_its_range_across_plausible_metrics(world, few_refits):
     body = pd.DataFrame({"key": [i.key for i in items], "score": rng.random(len(items))}).to_csv(
         index=False
     )
+    admin = admin_of(study)
     audit = audit_services.audit_create(
-        user=admin_of(study),
+        user=admin,
         study=study,
         upload=SimpleUploadedFile("s.csv", body.encode()),
         version_id=version.pk,
@@ -187,3 +191,22 @@ def test_an_audit_reports_its_range_across_plausible_metrics(world, few_refits):
     assert {"all_pairs_rate", "consistency", "mean_gap"} <= set(shown)
     assert shown["kept_violations"]["pairs"] == audit.violations.count()
     assert audit.lease_until is None
+    client.force_login(admin)
+    page = client.get(reverse("learning:audit-detail", args=[study.pk, audit.pk]))
+    assert page.status_code == 200
+    text = page.content.decode()
+    assert 'id="audit-uncertainty" data-status="done"' in text
+    assert "Across plausible metrics" in text
+    # a worker that died during the run under the refits: the sweep's query finds the audit,
+    # and its next run does that part again (the refits read from the cache), alone
+    before = audit.uncertainty
+    past = timezone.now() - timedelta(seconds=1)
+    ModelAudit.objects.filter(pk=audit.pk).update(
+        uncertainty={"status": "running", "refits": 4}, lease_until=past
+    )
+    assert audit.pk in audit_services.audits_resend()
+    assert audit_runs.audit_run(audit_id=audit.pk) == "done"
+    audit.refresh_from_db()
+    assert audit.uncertainty["figures"] == before["figures"]
+    assert audit.uncertainty["kept_violations"] == before["kept_violations"]
+    assert audit_runs.audit_run(audit_id=audit.pk) == "skipped"
