@@ -43,7 +43,7 @@ from learning.models import MetricVersion
 from learning.refits import face_fits, fitting, newitems
 from learning.refits.pairs import PairData, pair_data
 from learning.refits.snapshots import GroupSnapshot, group_snapshot, judgment_snapshot
-from learning.versions import sigmas, storage
+from learning.versions import selectors, sigmas, storage
 
 Method = MetricVersion.Method
 FACE_PRIOR = "face (groups and comparable pairs)"
@@ -111,8 +111,7 @@ def _face_k(version: MetricVersion):
     if face is not None:
         k = (face.parameters or {}).get("n_components")
         return None if k in (None, "auto") else int(k)
-    learning = getattr(version.study, "learning_settings", None)
-    return None if learning is None else learning.face_components
+    return selectors.learning_settings_get(study_id=version.study_id).face_components
 
 
 def _explore_fit(version: MetricVersion, read) -> Callable:

@@ -91,6 +91,9 @@ def test_many_answers_give_narrow_refits_and_few_wide(world, few_refits):
 @pytest.mark.django_db
 def test_refits_are_cached_per_version_and_derived_versions_reuse_them(world, few_refits):
     version = _explore(world, 200)
+    assert version.parameters["prior"] == bootstrap.FACE_PRIOR  # refitted on each resample
+    face = MetricVersion.objects.get(study=world[2], method="face")
+    assert bootstrap.version_refits(face).fitted == 4  # a FACE version: its groups and pairs
     first = bootstrap.version_refits(version)
     assert first.basis == "its own recipe"
     assert first.fitted == 4
