@@ -294,6 +294,11 @@ def uncertainty_run(audit, *, vectors, data, kept, lipschitz: float, knn=search.
         )
     except (ValueError, OSError, RuntimeError, SoftTimeLimitExceeded) as exc:
         logger.warning("audit %s: metric uncertainty failed: %s", audit.pk, exc)
+        if isinstance(exc, SoftTimeLimitExceeded):
+            exc = RuntimeError(
+                "the refits took longer than the worker's time limit; those fitted are kept and "
+                "the next audit of this version continues them"
+            )
         final, outcome = {"status": "failed", "reason": str(exc)[:500]}, "failed"
     ModelAudit.objects.filter(pk=audit.pk, started_at=audit.started_at).update(
         uncertainty=final, lease_until=None

@@ -24,8 +24,10 @@ hand-made one, a derivation not recorded) has no recipe: ``NoRecipe`` says so.
 
 **Cached per version** beside its Σ (``storage.bootstrap_save``): the refits of one version serve
 every audit of it (and of the versions derived from it); they are read back one at a time
-(memory-mapped), so an audit holds one Σ of them at a time. The seed is the version's id: the
-same version gets the same resamples in any worker.
+(memory-mapped), so an audit holds one Σ of them at a time. The stack is saved after each refit:
+a run cut short (the task's time limit, a worker killed) is continued by the next, not started
+again. Refit b is seeded by the version's id and b: the same version gets the same resamples in
+any worker, in one run or several.
 """
 
 from __future__ import annotations
@@ -224,12 +226,18 @@ class Refits:
         }
 
 
-def _fit_refits(version: MetricVersion, n: int, progress) -> Refits:
+def _fit_refits(version: MetricVersion, n: int, progress, kept=None) -> Refits:
+    """Fit refits ``tried..n-1`` (each seeded by the version and its number), after ``kept``
+    ones of a run cut short; the stack is saved after each, so a later run continues it."""
     recipe = version_recipe(version)
-    rng = np.random.default_rng([int(version.pk), 36])
-    fits, started = [], time.perf_counter()
     d = version.dimension or version.study.space.dimension
-    for b in range(n):
+    fits, tried, before = [], 0, 0.0
+    if kept is not None:
+        fits = list(np.load(kept[0]))
+        tried, before = int(kept[1].get("tried", n)), float(kept[1]["seconds"])
+    started, path, meta = time.perf_counter(), None, {}
+    for b in range(tried, n):
+        rng = np.random.default_rng([int(version.pk), 36, b])
         sub, groups = resample_by_pair(recipe.pairs, rng), resample_groups(recipe.groups, rng)
         try:
             with warnings.catch_warnings():
@@ -237,11 +245,12 @@ def _fit_refits(version: MetricVersion, n: int, progress) -> Refits:
                 fits.append(validate_sigma(recipe.fit(sub, groups), d))
         except (fitting.FitError, ValueError, np.linalg.LinAlgError):
             pass  # a resample the recipe cannot fit (one label, too few answers): counted
+        seconds = before + time.perf_counter() - started
+        meta = {"fitted": len(fits), "asked": n, "tried": b + 1, "note": recipe.note}
+        stack = np.stack(fits) if fits else np.zeros((0, d, d))
+        path = storage.bootstrap_save(version, stack, meta | {"seconds": seconds})
         progress(b + 1, n)
-    seconds = time.perf_counter() - started
-    stack = np.stack(fits) if fits else np.zeros((0, d, d))
-    meta = {"fitted": len(fits), "asked": n, "note": recipe.note, "seconds": seconds}
-    path = storage.bootstrap_save(version, stack, meta)
+    seconds = before + time.perf_counter() - started
     return Refits(str(path), len(fits), n, "its own recipe", recipe.note, seconds)
 
 
@@ -267,7 +276,9 @@ def version_refits(version: MetricVersion, *, progress=None) -> Refits:
             derive,
         )
     kept = storage.bootstrap_load(version)
-    if kept is not None and kept[1].get("asked") == n:
+    if kept is not None and kept[1].get("asked") != n:
+        kept = None  # another number of refits: fitted again
+    if kept is not None and kept[1].get("tried", n) >= n:
         path, meta = kept
         return Refits(str(path), meta["fitted"], n, "its own recipe", meta["note"], meta["seconds"])
-    return _fit_refits(version, n, progress)
+    return _fit_refits(version, n, progress, kept)

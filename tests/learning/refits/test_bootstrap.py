@@ -101,6 +101,13 @@ def test_refits_are_cached_per_version_and_derived_versions_reuse_them(world, fe
     again = bootstrap.version_refits(version, progress=lambda d, t: calls.append(d))
     assert calls == []  # read from the cache, not fitted again
     np.testing.assert_array_equal(np.stack(list(first)), np.stack(list(again)))
+    # a run cut short after two refits is continued, to the same refits
+    stack = np.stack(list(first))
+    meta = {"fitted": 2, "asked": 4, "tried": 2, "note": first.note, "seconds": 1.0}
+    storage.bootstrap_save(version, stack[:2], meta)
+    continued = bootstrap.version_refits(version, progress=lambda d, t: calls.append(d))
+    assert calls == [3, 4]
+    np.testing.assert_array_equal(np.stack(list(continued)), stack)
     d = version.dimension
     keep = np.eye(d)
     keep[0, 0] = 0.0
