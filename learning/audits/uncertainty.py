@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 from datetime import timedelta
 
 import numpy as np
@@ -273,6 +274,7 @@ def uncertainty_run(audit, *, vectors, data, kept, lipschitz: float, knn=search.
         if not refits.fitted:
             raise NoRecipe(f"none of its {refits.asked} refits could be fitted")
         state |= {"stage": "auditing under each refit"}
+        mark = time.perf_counter()
         result = audit_under_refits(
             refits,
             vectors=vectors,
@@ -286,6 +288,7 @@ def uncertainty_run(audit, *, vectors, data, kept, lipschitz: float, knn=search.
             progress=lambda done: _write(audit, state | {"done": done}),
             knn=knn,
         )
+        result["audit_seconds"] = round(time.perf_counter() - mark, 2)  # the refits': as_dict
         final, outcome = {"status": "done", **refits.as_dict(), **result}, "done"
     except NoRecipe as exc:
         final, outcome = (
