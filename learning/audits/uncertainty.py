@@ -267,6 +267,8 @@ def uncertainty_run(audit, *, vectors, data, kept, lipschitz: float, knn=search.
     state = {"status": "running", "refits": n, "done": 0, "stage": "refitting Σ"}
     _write(audit, state)
     try:
+        if n < 2:
+            raise NoRecipe("turned off (AUDIT_METRIC_REFITS = 0)")
         refits = version_refits(
             audit.version,
             progress=lambda done, total: _write(audit, state | {"fitted_so_far": done}),

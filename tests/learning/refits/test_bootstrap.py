@@ -220,3 +220,22 @@ def test_an_audit_reports_its_range_across_plausible_metrics(world, few_refits, 
     assert audit.uncertainty["figures"] == before["figures"]
     assert audit.uncertainty["kept_violations"] == before["kept_violations"]
     assert audit_runs.audit_run(audit_id=audit.pk) == "skipped"
+
+
+@pytest.mark.django_db
+def test_turned_off_the_audit_says_so(world, settings):
+    settings.AUDIT_METRIC_REFITS = 0
+    version = _explore(world, 100)
+    body = "key,score\n" + "".join(f"{i.key},{n % 7 / 7}\n" for n, i in enumerate(world[1]))
+    audit = audit_services.audit_create(
+        user=admin_of(world[2]),
+        study=world[2],
+        upload=SimpleUploadedFile("s.csv", body.encode()),
+        version_id=version.pk,
+        k=5,
+    )
+    assert audit_runs.audit_run(audit_id=audit.pk) == "done"
+    audit.refresh_from_db()
+    assert audit.uncertainty["status"] == "unavailable"
+    assert "AUDIT_METRIC_REFITS = 0" in audit.uncertainty["reason"]
+    assert storage.bootstrap_load(version) is None  # nothing was fitted
