@@ -16,6 +16,9 @@ AUDIT_MAX_IN_FLIGHT_STUDY = env_int("AUDIT_MAX_IN_FLIGHT_STUDY", 4, minimum=1)
 AUDIT_MAX_STORED_VIOLATIONS = env_int("AUDIT_MAX_STORED_VIOLATIONS", 5_000, minimum=1)
 AUDIT_THREADS = env_int("AUDIT_THREADS", 2, minimum=1)
 AUDIT_BOOTSTRAP = env_int("AUDIT_BOOTSTRAP", 200, minimum=20)
+# Bootstrap refits of Σ an audit is repeated under (its metric uncertainty; docs/audit.md);
+# 0 turns that part off.
+AUDIT_METRIC_REFITS = env_int("AUDIT_METRIC_REFITS", 20, minimum=0)
 # A running audit renews this lease; past it (or queued this long) the sweep sends it again.
 AUDIT_LEASE_SECONDS = env_int("AUDIT_LEASE_SECONDS", 120, minimum=5)
 

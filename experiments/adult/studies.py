@@ -34,8 +34,9 @@ from experiments.adult.data import (
     adult_pairs,
 )
 from experiments.adult.directions import sensitive_directions
-from experiments.adult.measures import project_out
+from experiments.adult.measures import project_out, sensitive_projector
 from experiments.glove_demo import demo_study
+from learning.core.psd import Congruence
 from learning.models import MetricVersion
 from learning.refits import service, snapshots
 from learning.versions import selectors, storage
@@ -179,8 +180,9 @@ def projected_version(
         judgment_watermark=fitted.judgment_watermark,
         group_watermark=fitted.group_watermark,
         parent=fitted,
-        # judged by the same projection of each of the fit's new-items fold fits
-        derive=lambda sigma: project_out(sigma, directions),
+        # judged by the same projection of each of the fit's new-items fold fits (kept as data:
+        # the audits' bootstrap applies it to the fit's refits)
+        derive=Congruence(np.eye(study.space.dimension) - sensitive_projector(directions)),
     )
     created.append(f"EXPLORE version #{version.pk} ({label}, from #{fitted.pk})")
     return version

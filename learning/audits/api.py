@@ -103,9 +103,20 @@ def audit_data(audit: ModelAudit, request) -> dict:
         figure = sigma.get(name)
         data[name] = figure.get("estimate") if figure else None
         data[f"{name}_interval"] = [figure.get("low"), figure.get("high")] if figure else None
+    data["metric_uncertainty"] = metric_uncertainty(audit)
     data["summary"] = summary
     data["links"] = links
     return data
+
+
+def metric_uncertainty(audit: ModelAudit) -> dict:
+    """The audit under bootstrap refits of Σ (``learning/audits/uncertainty.py``): ``status``
+    (running, done, unavailable, failed; empty for an audit from before), ``refits``, and per
+    headline figure its range across plausible metrics (``low``, ``high``: 2.5–97.5 %; ``min``,
+    ``max``) beside the audit's estimate and its interval across items."""
+    state = dict(audit.uncertainty or {})
+    figures = state.pop("figures", {})
+    return state | figures
 
 
 class AuditView(ExportView):

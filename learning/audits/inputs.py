@@ -38,11 +38,11 @@ import pandas as pd
 from django.conf import settings
 
 from annotation.models import Study
-from annotation.selectors import pool_items
 from annotation.setup.pool import unknown_keys
 from common import storage
 from common.errors import AppError, InvalidInput, PayloadTooLarge
 from common.text import invisible, text_problem
+from learning.audits.pool import PoolIndex
 from learning.audits.twins import SEP, TwinCollector, TwinScores
 from learning.models import ModelAudit
 from spaces.exceptions import InputFileError
@@ -54,7 +54,7 @@ MAX_KEY = 255
 MAX_DECISION = 50
 MAX_DECISIONS = 1000
 SHOWN = 5
-LOOKUP = 900  # keys per pool query (SQLite's bound on a query's parameters, with room)
+_VISIBLE_START = r"[0-9A-Za-z]"  # a value starting so is visibly not empty (no per-value check)
 
 
 def decoded_bytes(rows: int, dimension: int, k: int) -> int:
@@ -159,16 +159,22 @@ def _rows(rows: np.ndarray) -> str:
 
 
 def _texts(column: pd.Series, what: str, limit: int) -> np.ndarray:
+    """The column as stripped text, checked (per value only where a pattern flags it)."""
     values = column.astype(object).where(column.notna(), "").astype(str).str.strip()
-    empty = np.flatnonzero(values.map(invisible).to_numpy(dtype=bool))
+    unsure = ~values.str.match(_VISIBLE_START).to_numpy(dtype=bool)
+    empty = np.zeros(len(values), dtype=bool)
+    empty[unsure] = values[unsure].map(invisible).to_numpy(dtype=bool)
+    empty = np.flatnonzero(empty)
     if empty.size:
         raise InvalidInput(f"Row {_rows(column.index.to_numpy()[empty])}: the {what} is empty.")
-    for label, value in values.items():
+    flagged = (values.str.len() > limit).to_numpy(dtype=bool)
+    if text_problem("".join(values.tolist())):  # some value has one: find which
+        flagged |= values.map(lambda v: text_problem(v) is not None).to_numpy(dtype=bool)
+    for label, value in values[flagged].items():
         problem = text_problem(value)
-        if problem or len(value) > limit:
-            raise InvalidInput(
-                f"Row {label}: the {what} {problem or f'is longer than {limit} characters'}."
-            )
+        raise InvalidInput(
+            f"Row {label}: the {what} {problem or f'is longer than {limit} characters'}."
+        )
     return values.to_numpy(dtype=object)
 
 
@@ -205,6 +211,7 @@ class _Reader:
         self.known: list[tuple] = []  # (item ids, matrix rows, scores, codes) per chunk
         self.known_keys: list[str] = []  # the pool items' keys, in the order of ``known``
         self.twins = TwinCollector(study)
+        self.pool = PoolIndex(study)
         self.new: list[tuple] = []  # (keys, vectors, scores, codes, file rows) per chunk
 
     def add(self, frame: pd.DataFrame) -> None:
@@ -215,17 +222,18 @@ class _Reader:
         self._unique(keys, frame.index.to_numpy())
         scores = _scores(frame["score"])
         codes = self._codes(frame) if self.has_decision else np.zeros(len(frame), np.int64)
-        pool = self._pool(keys)
-        known = np.array([k in pool for k in keys], dtype=bool)
-        found = np.array([pool[k] for k in keys[known]], dtype=np.int64).reshape(-1, 2)
-        self.known.append((found[:, 0], found[:, 1], scores[known], codes[known]))
+        ids, rows_ = self.pool.find(keys)
+        known = ids >= 0
+        self.known.append((ids[known], rows_[known], scores[known], codes[known]))
         self.known_keys.extend(keys[known].tolist())
         twin = np.zeros(len(keys), dtype=bool)
         maybe = [k for k in keys[~known] if SEP in k]
         if maybe:  # counterfactual twins: their originals looked up in the pool with them
-            originals = self._pool(np.array(sorted(self.twins.candidates(maybe)), dtype=object))
-            rows = frame.index.to_numpy()
-            twin = self.twins.take(keys, rows, scores, codes, pool | originals) & ~known
+            asked = np.array(sorted(self.twins.candidates(maybe)), dtype=object)
+            pool = self.pool.mapping(keys, ids, rows_) | self.pool.mapping(
+                asked, *self.pool.find(asked)
+            )
+            twin = self.twins.take(keys, frame.index.to_numpy(), scores, codes, pool) & ~known
         unknown = np.flatnonzero(~known & ~twin)
         if unknown.size:
             vectors = self._embed(frame, unknown, keys)
@@ -258,15 +266,6 @@ class _Reader:
                     )
                 self.labels[label] = len(self.labels)
         return np.array([self.labels[t] for t in texts], dtype=np.int64)
-
-    def _pool(self, keys: np.ndarray) -> dict[str, tuple[int, int]]:
-        pool: dict[str, tuple[int, int]] = {}
-        items = pool_items(study=self.study)
-        for start in range(0, len(keys), LOOKUP):
-            batch = keys[start : start + LOOKUP].tolist()
-            found = items.filter(key__in=batch).values_list("key", "id", "row")
-            pool.update({key: (pk, row) for key, pk, row in found})
-        return pool
 
     def _embed(self, frame: pd.DataFrame, unknown: np.ndarray, keys) -> np.ndarray:
         """φ of the rows whose keys are not in the pool, when the space is a record space and
@@ -376,3 +375,13 @@ def audit_input(audit, files: contextlib.ExitStack, progress=None) -> Prediction
         has_decision=data.decisions is not None,
     )
     return data
+
+
+def audit_vectors(audit: ModelAudit, data: Predictions) -> np.ndarray:
+    """The audited points: the pool items' φ, then the new records'."""
+    space = audit.study.space
+    known = space.vectors(data.rows)
+    if data.new_vectors.size:  # rounded as the space's own vectors were stored
+        dtype = space.load_matrix().dtype
+        return np.vstack([known, data.new_vectors.astype(dtype).astype(np.float64)])
+    return known

@@ -50,6 +50,27 @@ def summary_rows(audit: ModelAudit) -> list[FigureRow]:
     return rows
 
 
+UNCERTAINTY_ROWS = [
+    *((key, label, percent) for key, label, _, percent in FIGURE_ROWS),
+    ("all_pairs_rate", "Violation rate among all pairs within ε", True),
+    ("within_share", "Share of all pairs within ε", True),
+]
+
+
+def uncertainty_rows(audit: ModelAudit) -> list[tuple]:
+    """(key, label, percent, across items, across plausible metrics, metric wider) per figure
+    of the audit's run under bootstrap refits of Σ, each range as the ``figure`` filter reads."""
+    figures = (audit.uncertainty or {}).get("figures") or {}
+    rows = []
+    for key, label, percent in UNCERTAINTY_ROWS:
+        f = figures.get(key)
+        if f:
+            items = {"estimate": f["audit"], "low": f["interval"][0], "high": f["interval"][1]}
+            metrics = {"estimate": f["audit"], "low": f["low"], "high": f["high"]}
+            rows.append((key, label, percent, items, metrics, f.get("metric_wider")))
+    return rows
+
+
 @dataclass(frozen=True)
 class FieldRow:
     field: str

@@ -35,16 +35,16 @@ from annotation.events import study_event
 from annotation.models import WebhookEvent
 from learning.audits import search
 from learning.audits.curves import further_figures
-from learning.audits.inputs import Predictions, audit_input, new_record_fields
+from learning.audits.inputs import Predictions, audit_input, audit_vectors, new_record_fields
+from learning.audits.uncertainty import audit_epsilon, uncertainty_again, uncertainty_run
 from learning.core.audit import (
-    comparable_radius,
     field_shares,
     metric_factor,
     neighbour_figures,
     scale_to_match,
     violating_pairs,
 )
-from learning.models import AuditStatus, AuditViolation, MetricVersion, ModelAudit
+from learning.models import AuditStatus, AuditViolation, ModelAudit
 from learning.versions.sigmas import sigma_of
 from spaces.models import Item
 from spaces.records.featuremap import field_blocks
@@ -177,15 +177,7 @@ def audit_compute(
     )
     mark = time.perf_counter()
     progress("figures", 0.85, force=True)
-    if epsilon is None:
-        if method == MetricVersion.Method.EXPLORE:
-            epsilon, eps_rule = comparable_radius(0.5), "EXPLORE: P(comparable) = 1/2"
-        else:
-            positive = dist_s[:, -1][dist_s[:, -1] > 0]
-            epsilon = float(np.median(positive)) if positive.size else 1.0
-            eps_rule = "median distance to the k-th Σ-neighbour"
-    else:
-        eps_rule = "given"
+    epsilon, eps_rule = audit_epsilon(method, epsilon, dist_s[:, -1])
     lip_rule = "given" if lipschitz is not None else "default (1 score unit per unit of d_Σ)"
     lipschitz = 1.0 if lipschitz is None else lipschitz
     scale = scale_to_match(dist_s, dist_e)
@@ -310,29 +302,20 @@ def _violation_rows(audit: ModelAudit, data: Predictions, result: Computed) -> l
     return rows
 
 
-def _vectors(audit: ModelAudit, data: Predictions) -> np.ndarray:
-    space = audit.study.space
-    known = space.vectors(data.rows)
-    if data.new_vectors.size:  # rounded as the space's own vectors were stored
-        dtype = space.load_matrix().dtype
-        return np.vstack([known, data.new_vectors.astype(dtype).astype(np.float64)])
-    return known
-
-
 def audit_run(*, audit_id: int) -> str:
     """Run audit ``audit_id`` if it is open: ``done``, ``failed``, or ``skipped`` (done, failed,
     gone, or running elsewhere under a live lease)."""
     audit = _claim(audit_id)
     if audit is None:
-        return "skipped"
+        return uncertainty_again(audit_id)
     started = time.perf_counter()
     progress = _Progress(audit)
     files = contextlib.ExitStack()  # the score file's local copy (media in a bucket)
     try:
         data = audit_input(audit, files, progress.part("reading the scores", 0.0, 0.05))
-        version = audit.version
+        version, vectors = audit.version, audit_vectors(audit, data)
         result = audit_compute(
-            vectors=_vectors(audit, data),
+            vectors=vectors,
             sigma=sigma_of(version),
             predictions=data,
             method=version.method,
@@ -365,13 +348,18 @@ def audit_run(*, audit_id: int) -> str:
                 violation_count=result.total_pairs,
                 seconds=seconds,
                 finished_at=timezone.now(),
-                lease_until=None,
+                lease_until=timezone.now() + timedelta(seconds=settings.AUDIT_LEASE_SECONDS),
+                uncertainty={"status": "running", "refits": settings.AUDIT_METRIC_REFITS},
             )
             study_event(
                 study_id=audit.study_id,
                 event=WebhookEvent.AUDIT_DONE,
                 data={"audit": audit.pk, "name": audit.name, "violations": result.total_pairs},
             )
+        audit.summary = result.summary  # then the same audit under plausible metrics
+        kept = (result.pairs.first, result.pairs.second)
+        lipschitz = float(result.summary["lipschitz"])
+        uncertainty_run(audit, vectors=vectors, data=data, kept=kept, lipschitz=lipschitz)
         return "done"
     except (ValueError, OSError, RuntimeError, SoftTimeLimitExceeded) as exc:  # say why
         logger.warning("audit %s failed: %s", audit_id, exc)

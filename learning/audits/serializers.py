@@ -73,5 +73,11 @@ class AuditSerializer(serializers.Serializer):
         help_text="Per sensitive column (twins uploaded): pairs, moved_share, mean_abs_change, "
         "max_abs_change, decision_flips, intervals {name: [low, high]}."
     )
+    metric_uncertainty = serializers.DictField(
+        help_text="The audit under bootstrap refits of Σ (by pair, the version's recipe): status, "
+        "refits, fitted, basis, verdict, kept_violations, and per figure (violation_rate, "
+        "mean_gap, worst_gap, consistency, decision_flip, all_pairs_rate, within_share) its range "
+        "across plausible metrics {low, high, min, max} beside the audit's estimate and interval."
+    )
     summary = serializers.DictField(help_text="Every figure under Σ and Euclidean, ε, L, timings.")
     links = serializers.DictField(child=serializers.URLField())

@@ -125,13 +125,18 @@ def audit_enqueue(audit_id: int) -> bool:
 
 def audits_resend() -> list[int]:
     """The sweep's part for audits: send again every queued audit whose message may be lost
-    (never sent, or sent ``AUDIT_LEASE_SECONDS`` ago and not started) and every running one
-    whose lease ran out (its worker died). Each run claims its audit, so a second message is
+    (never sent, or sent ``AUDIT_LEASE_SECONDS`` ago and not started), every running one
+    whose lease ran out (its worker died), and every done one whose metric-uncertainty run's
+    lease ran out. Each run claims its audit, so a second message is
     harmless. The ids sent."""
     now = timezone.now()
     lost = Q(status=AuditStatus.QUEUED) & (Q(lease_until__isnull=True) | Q(lease_until__lt=now))
     dead = Q(status=AuditStatus.RUNNING, lease_until__lt=now)
-    ids = list(ModelAudit.objects.filter(lost | dead).order_by("pk").values_list("pk", flat=True))
+    # done, but its run under the refits of Σ was cut short (learning/audits/uncertainty.py)
+    cut = Q(status=AuditStatus.DONE, uncertainty__status="running", lease_until__lt=now)
+    ids = list(
+        ModelAudit.objects.filter(lost | dead | cut).order_by("pk").values_list("pk", flat=True)
+    )
     sent = [audit_id for audit_id in ids if audit_enqueue(audit_id)]
     if sent:
         logger.info("sweep: audits sent again: %s", sent)

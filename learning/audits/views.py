@@ -156,6 +156,8 @@ def _detail(request, study, audit, *, error: str = "", status: int = 200) -> Htt
         "twin_rows": report.twin_rows(audit),
         "curve_chart": report.curve_chart([audit]),
         "all_pairs": report.all_pairs_rows(audit),
+        "uncertainty": audit.uncertainty or {},
+        "uncertainty_rows": report.uncertainty_rows(audit),
         "sensitive": twins.sensitive_columns(study),
         "fields": fields,
         "filters": filters,

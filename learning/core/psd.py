@@ -5,10 +5,13 @@ All functions take and return float64 numpy arrays and never modify their input.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from numpy.typing import ArrayLike
 
 __all__ = [
+    "Congruence",
     "canonical_signs",
     "is_psd",
     "project_psd",
@@ -135,3 +138,15 @@ def psd_factor(a: ArrayLike) -> np.ndarray:
     ``zᵀ A z = ‖zᵀ W‖²``: one matrix product for any number of vectors."""
     w, v = _eigh(a)
     return v * np.sqrt(np.clip(w, 0.0, None))
+
+
+@dataclass(frozen=True, eq=False)
+class Congruence:
+    """A derivation ``Σ ↦ K Σ Kᵀ`` (symmetrised) as data, so that it can be stored and applied
+    again to other fits of the same recipe (e.g. a projection, ``K = I − P``)."""
+
+    matrix: np.ndarray
+
+    def __call__(self, sigma: ArrayLike) -> np.ndarray:
+        k = np.asarray(self.matrix, dtype=np.float64)
+        return symmetrize(k @ np.asarray(sigma, dtype=np.float64) @ k.T)

@@ -55,6 +55,11 @@ class ModelAudit(models.Model):
     summary = models.JSONField(default=dict, blank=True)
     violation_count = models.PositiveIntegerField(default=0, help_text="All violating pairs.")
     seconds = models.FloatField(null=True, blank=True)
+    uncertainty = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="The audit under bootstrap refits of Σ (learning/audits/uncertainty.py).",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)

@@ -23,6 +23,7 @@ import hashlib
 import io
 import json
 import logging
+from pathlib import Path
 
 import numpy as np
 from django.core.files.storage import default_storage
@@ -31,7 +32,7 @@ from django.db import DatabaseError, IntegrityError, transaction
 from annotation.models import Study
 from common import storage
 from common.errors import Conflict
-from learning.core.psd import validate_sigma
+from learning.core.psd import Congruence, validate_sigma
 from learning.models import MetricVersion
 from learning.versions.new_items import CANNOT_TELL, new_item_figures, new_items_verdict
 
@@ -94,6 +95,49 @@ def fold_fits_load(version: MetricVersion) -> tuple[list, dict] | None:
         fits = [f if ok else None for f, ok in zip(data["fits"], data["fitted"], strict=True)]
         held = {key: data[key] for key in ("row_a", "row_b", "y", "fold", "rates")}
     return fits, held
+
+
+def _side_name(version: MetricVersion, suffix: str) -> str:
+    return sigma_name(version).removesuffix(".npy") + suffix
+
+
+def bootstrap_save(version: MetricVersion, stack: np.ndarray, meta: dict) -> Path:
+    """Keep a version's bootstrap refits (``learning/refits/bootstrap.py``) beside its Sigma:
+    the (B, d, d) stack and what they are (with the stack's sha256: a reader's local copy is
+    the one of these bytes); returns a local path of the stack, to memory-map."""
+    data, sha256 = sigma_bytes(stack)
+    name = _side_name(version, ".bootstrap.npy")
+    storage.store_bytes(data, name)
+    storage.store_bytes(
+        json.dumps(meta | {"sha256": sha256}).encode(), _side_name(version, ".bootstrap.json")
+    )
+    return storage.cached_copy(name, sha256)
+
+
+def bootstrap_load(version: MetricVersion) -> tuple[Path, dict] | None:
+    """``bootstrap_save``'s stack (a local path) and what they are, or None when not fitted yet
+    (or when the stack stored is not the one its description names: a save cut short)."""
+    try:
+        meta = json.loads(storage.read_bytes(_side_name(version, ".bootstrap.json")))
+        path = storage.cached_copy(_side_name(version, ".bootstrap.npy"), meta["sha256"])
+        if not path.is_file():
+            return None
+    except (FileNotFoundError, KeyError, ValueError):
+        return None
+    if hashlib.sha256(path.read_bytes()).hexdigest() != meta["sha256"]:
+        if not storage.is_local():  # a copy of other bytes under this sha256: not kept
+            path.unlink(missing_ok=True)
+        return None
+    return path, meta
+
+
+def derivation_load(version: MetricVersion) -> Congruence | None:
+    """How a derived version's Sigma was made from its parent's, when it was recorded."""
+    try:
+        data = storage.read_bytes(_side_name(version, ".derive.npy"))
+    except FileNotFoundError:
+        return None
+    return Congruence(np.load(io.BytesIO(data), allow_pickle=False))
 
 
 def validity_store(version: MetricVersion, validity: dict) -> None:
@@ -261,7 +305,8 @@ def metric_version_create(
 
     ``derive`` (Sigma → Sigma): how ``sigma`` was made from ``parent``'s; the version gets the
     verdict of that derivation applied to each of the parent's new-items fold fits, on the same
-    held-out items (``_derived_validity``). Without it (or a parent) the version is "cannot
+    held-out items (``_derived_validity``). A ``learning.core.psd.Congruence`` is also kept
+    beside the Sigma, so that audits can apply it to the parent's bootstrap refits. Without it (or a parent) the version is "cannot
     tell yet": never informative by default.
 
     Raises ``ValueError`` for an unknown method or a Sigma that is not a finite symmetric PSD
@@ -290,6 +335,10 @@ def metric_version_create(
             version, sigma=sigma, diagnostics=diagnostics or {}, fit_seconds=fit_seconds
         )
         validity_store(version, _derived_validity(study, sigma, parent, derive, judgment_watermark))
+        if isinstance(derive, Congruence) and parent is not None:  # kept for its bootstrap
+            buffer = io.BytesIO()
+            np.save(buffer, np.asarray(derive.matrix, dtype=np.float64), allow_pickle=False)
+            storage.store_bytes(buffer.getvalue(), _side_name(version, ".derive.npy"))
         return version
     except BaseException:
         default_storage.delete(sigma_name(version))
@@ -299,12 +348,15 @@ def metric_version_create(
 
 def metric_version_delete(*, version: MetricVersion) -> None:
     """Delete a version (its WEAT results cascade) and, once committed, its Sigma file."""
-    name, folds = version.sigma.name, _folds_name(version)
+    name = version.sigma.name
+    sides = [_folds_name(version)] + [
+        _side_name(version, s) for s in (".bootstrap.npy", ".bootstrap.json", ".derive.npy")
+    ]
     with transaction.atomic():
         version.delete()
         if name:
             transaction.on_commit(lambda: default_storage.delete(name))
-        transaction.on_commit(lambda: default_storage.delete(folds))
+        transaction.on_commit(lambda: [default_storage.delete(side) for side in sides])
 
 
 # Publishing lives in learning/versions/publishing.py; its names stay importable from here.
