@@ -162,6 +162,10 @@ def test_upload_to_audit_keeps_every_file_where_media_live(
         ModelAudit.objects.get().predictions.name,
     ]
     assert set(expected) <= set(stored), (expected, stored)
+    # the metric's uncertainty: the version's bootstrap refits kept beside its Sigma
+    assert ModelAudit.objects.get().uncertainty["status"] == "done"
+    side = version.sigma.name.removesuffix(".npy")
+    assert {side + ".bootstrap.npy", side + ".bootstrap.json"} <= set(stored), stored
     assert not [n for n in stored if n.startswith(("uploads/", "feedback-previews/"))]
     if media.kind == "s3":
         assert media.local_files() == []  # nothing under MEDIA_ROOT
