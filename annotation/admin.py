@@ -8,6 +8,7 @@ from .models import (
     FeedbackImport,
     GoldPair,
     GroupEdit,
+    MemberAttribute,
     Membership,
     PairComment,
     PairJudgment,
@@ -185,3 +186,14 @@ class WebhookDeliveryAdmin(admin.ModelAdmin):
     search_fields = ["webhook__url", "delivery_id"]
     list_select_related = ["webhook"]
     readonly_fields = [f.name for f in WebhookDelivery._meta.fields]
+
+
+@admin.register(MemberAttribute)
+class MemberAttributeAdmin(admin.ModelAdmin):
+    """A study's member attributes (cohorts: docs/cohorts.md); members' values are on
+    ``Membership.attributes``."""
+
+    list_display = ["id", "study", "name", "values", "ask", "created_at"]
+    list_filter = ["ask"]
+    search_fields = ["name", "study__name"]
+    list_select_related = ["study"]

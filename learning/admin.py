@@ -4,6 +4,7 @@ from common.errors import AppError
 from learning.models import (
     AuditSettings,
     AuditViolation,
+    CohortReport,
     MetricVersion,
     ModelAudit,
     RefitState,
@@ -184,3 +185,13 @@ class AuditSettingsAdmin(admin.ModelAdmin):
     list_display = ["study", "sensitive_columns"]
     search_fields = ["study__name"]
     list_select_related = ["study"]
+
+
+@admin.register(CohortReport)
+class CohortReportAdmin(admin.ModelAdmin):
+    """The comparison of a study's cohorts for one attribute (learning/cohorts/): read-only."""
+
+    list_display = ["id", "study", "attribute", "judgment_watermark", "created_at"]
+    search_fields = ["attribute", "study__name"]
+    list_select_related = ["study"]
+    readonly_fields = [f.name for f in CohortReport._meta.fields]
