@@ -44,7 +44,7 @@ def media_folder() -> Path | None:
     """The local media folder when media are local files, else ``None`` (object storage)."""
     try:
         return Path(default_storage.path(""))
-    except NotImplementedError:
+    except NotImplementedError:  # Django's Storage.path: a storage without local files (S3)
         return None
 
 
