@@ -65,20 +65,7 @@ def resample_by_pair(pairs: PairData, rng: np.random.Generator) -> PairData:
     sizes = (starts[1:] - starts[:-1])[drawn]
     offsets = np.arange(int(sizes.sum())) - np.repeat(np.cumsum(sizes) - sizes, sizes)
     take = order[np.repeat(starts[drawn], sizes) + offsets]
-
-    def pick(a):
-        return None if a is None else a[take]
-
-    return PairData(
-        row_a=pairs.row_a[take],
-        row_b=pairs.row_b[take],
-        y=pairs.y[take],
-        held_out=pairs.held_out[take],
-        hash=pairs.hash[take],
-        annotator=pick(pairs.annotator),
-        pair=None if pairs.pair is None else np.repeat(np.arange(m), sizes),
-        gold=pick(pairs.gold),
-    )
+    return pairs.take(take, None if pairs.pair is None else np.repeat(np.arange(m), sizes))
 
 
 def resample_groups(groups: GroupSnapshot, rng: np.random.Generator) -> GroupSnapshot:

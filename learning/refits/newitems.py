@@ -40,23 +40,10 @@ Recipe = Callable[[PairData, np.ndarray], np.ndarray]
 
 def pairs_subset(pairs: PairData, keep: np.ndarray) -> PairData:
     """The observations ``keep`` (a mask) as PairData of their own (pairs re-indexed 0..m-1)."""
-
-    def take(a):
-        return None if a is None else a[keep]
-
     pair = None
     if pairs.pair is not None:
         pair = np.unique(pairs.pair[keep], return_inverse=True)[1].ravel()
-    return PairData(
-        row_a=pairs.row_a[keep],
-        row_b=pairs.row_b[keep],
-        y=pairs.y[keep],
-        held_out=pairs.held_out[keep],
-        hash=pairs.hash[keep],
-        annotator=take(pairs.annotator),
-        pair=pair,
-        gold=take(pairs.gold),
-    )
+    return pairs.take(keep, pair)
 
 
 @dataclass(frozen=True)

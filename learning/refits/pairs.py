@@ -50,6 +50,24 @@ class PairData:
     def __len__(self) -> int:
         return int(self.y.size)
 
+    def take(self, index: np.ndarray, pair: np.ndarray | None) -> PairData:
+        """The observations ``index`` (a mask or indices) as PairData of their own, with
+        ``pair`` their pair indices (None when these observations have none)."""
+
+        def pick(a):
+            return None if a is None else a[index]
+
+        return PairData(
+            row_a=self.row_a[index],
+            row_b=self.row_b[index],
+            y=self.y[index],
+            held_out=self.held_out[index],
+            hash=self.hash[index],
+            annotator=pick(self.annotator),
+            pair=pair,
+            gold=pick(self.gold),
+        )
+
 
 def pair_keys(item_a: np.ndarray, item_b: np.ndarray) -> np.ndarray:
     """One int64 per pair, ordered as the pairs (a, b) lexicographically (ids ≥ 0): a 1-D
