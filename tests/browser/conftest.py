@@ -1,6 +1,6 @@
 """Browser-test fixtures (Playwright for Python driving Debian's Chromium), reusable by any app.
 
-* ``browser`` (session): one headless Chromium for the whole run;
+* ``browser``: one headless Chromium for the whole run (launched again after a crash);
 * ``logged_in_page(user, password=PASSWORD)``: a fresh browser context logged in through the
   real login form of the ``live_server``; the page collects console errors and uncaught page
   errors in ``page.console_errors`` (assert it is empty at the end of a test);
@@ -35,15 +35,37 @@ CHROMIUM_ARGS = [
 ARTIFACTS = Path(__file__).resolve().parent.parent.parent / "test-artifacts"
 
 
+class _Chromium:
+    """One Chromium for the run, launched again if it went away: a browser that crashes in one
+    test (CI saw one die while a context closed) fails that test, not every test after it."""
+
+    def __init__(self, playwright):
+        self.playwright = playwright
+        self.instance = None
+
+    def get(self):
+        if self.instance is None or not self.instance.is_connected():
+            self.instance = self.playwright.chromium.launch(
+                executable_path=CHROMIUM, args=CHROMIUM_ARGS
+            )
+        return self.instance
+
+
 @pytest.fixture(scope="session")
-def browser() -> Iterator:
+def _chromium() -> Iterator[_Chromium]:
     require(Path(CHROMIUM).exists(), f"Chromium is not installed at {CHROMIUM}")
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
+        holder = _Chromium(playwright)
+        yield holder
+        if holder.instance is not None and holder.instance.is_connected():
+            holder.instance.close()
+
+
+@pytest.fixture
+def browser(_chromium):
+    return _chromium.get()
 
 
 def collect_errors(page) -> list[str]:

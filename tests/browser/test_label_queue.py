@@ -121,7 +121,17 @@ def test_closing_the_tab_with_unsent_answers_warns(
         page.close(run_before_unload=True)
     assert dialog.value.type == "beforeunload"
     dialog.value.dismiss()  # stay on the page
+    assert not page.is_closed()
     assert not PairJudgment.objects.filter(annotator=annotator).exists()
+    # Back online, the kept answer is stored once and the page has nothing left to warn about
+    # (the test also ends with no aborting route and no pending prompt for the context's close).
+    page.unroute_all(behavior="ignoreErrors")
+    page.evaluate("window.dispatchEvent(new Event('online'))")
+    wait_until(page, f"{UNSENT} === 0", timeout=30_000)
+    assert PairJudgment.objects.filter(annotator=annotator).count() == 1
+    # The only errors are the browser's own lines for the POSTs the route cut.
+    cut = "console: Failed to load resource: net::ERR_INTERNET_DISCONNECTED"
+    assert set(page.console_errors) == {cut}
 
 
 def test_an_earlier_answer_is_changed_by_a_click_and_help_opens_with_question_mark(
