@@ -304,6 +304,30 @@ def table(results: list[dict]) -> None:
                   f"{z} | {interval(caught, len(moved))} |")  # fmt: skip
 
 
+def calibration(results: list[dict]) -> None:
+    """Whether each stationary check keeps its own level, pooled over cells: the share of the
+    stationary studies' checks whose z falls below the normal 5 % and 1 % points (a z that is
+    standard normal or conservative puts at most those shares there), and the checks flagged
+    against the sum of their levels (what exact levels would flag on average). No interval: a
+    study's checks share answers, so they are not independent draws. The study-level
+    rate then follows from the union bound over a study's checks (docs/refits.md)."""
+    print("| test | stationary studies flagged | their checks | z < −1.645 (nominal 5 %) | z < −2.326 (nominal 1 %) "
+          "| checks flagged | sum of their levels |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|")
+    still = [r for r in results if r["cell"][3] == "stationary"]
+    for name, _, _ in TESTS:
+        judged = [c for r in still for c in r["checks"] if c[name]]
+        zs = np.array([c[name][1] for c in judged], dtype=float)
+        flagged = sum(bool(c[name][0]) for c in judged)
+        levels = sum(c["level"] for c in judged)
+        tails = [f"{int(np.sum(zs < t))} ({100 * np.mean(zs < t):.1f} %)" if zs.size else "—"
+                 for t in (-1.645, -2.326)]  # fmt: skip
+        studies = interval(sum(r[name]["false"] for r in still), len(still))
+        print(
+            f"| {name} | {studies} | {zs.size} | {tails[0]} | {tails[1]} | {flagged} | {levels:.2f} |"
+        )
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument(
@@ -320,13 +344,12 @@ def main(argv=None) -> None:
     parser.add_argument("--table", nargs="*", help="only print the table of these saved files")
     args = parser.parse_args(argv)
     if args.table:
-        table(
-            [
-                json.loads(line)
-                for path in args.table
-                for line in Path(path).read_text().splitlines()
-            ]
-        )
+        saved = [
+            json.loads(line) for path in args.table for line in Path(path).read_text().splitlines()
+        ]
+        table(saved)
+        print()
+        calibration(saved)
         return
     versions = 20 if args.quick else VERSIONS  # 400 answers: one window check
     stationary, changed = (1, 0) if args.quick else (args.studies, args.changed_studies)
@@ -351,6 +374,8 @@ def main(argv=None) -> None:
     print(f"{versions} versions of {STEP} answers; study-level rate {RATE}; change after "
           f"answer {CHANGE_AT}")  # fmt: skip
     table(results)
+    print()
+    calibration(results)
     print(f"({time.perf_counter() - started:.0f} s)")
 
 

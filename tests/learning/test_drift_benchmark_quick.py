@@ -10,7 +10,8 @@ from tests.conftest import run_benchmark
 def test_the_drift_benchmark_runs_in_a_short_form():
     result = run_benchmark("drift.py", "--quick")
     assert result.returncode == 0, result.stderr[-3000:]
-    rows = [line.split(" | ") for line in result.stdout.splitlines() if line.startswith("| ")]
+    cells, _, checks = result.stdout.partition("\n\n")  # the table per cell, then pooled
+    rows = [line.split(" | ") for line in cells.splitlines() if line.startswith("| ")]
     rows = rows[1:]  # past the header
     strategies = ["active", "information", "random", "stratified", "targeted"]
     assert [row[:5] for row in rows] == [
@@ -21,3 +22,9 @@ def test_the_drift_benchmark_runs_in_a_short_form():
     for row in rows:
         assert row[5].startswith(("0/1", "1/1"))  # the stationary study
         assert row[6] != "—"  # its window check at 400 answers was made: a z
+    pooled = [line.split(" | ") for line in checks.splitlines() if line.startswith("| ")][1:]
+    assert [row[0] for row in pooled] == ["| flag", "| all answers"]
+    for row in pooled:
+        assert row[1].startswith(("0/5", "1/5", "2/5"))  # the five stationary studies
+        assert int(row[2]) == 5  # one window check each
+        assert float(row[6].rstrip(" |")) > 0  # the sum of their levels
