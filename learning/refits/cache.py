@@ -104,8 +104,7 @@ def arrays_load(path: Path) -> dict[str, np.ndarray] | None:
         return None
 
 
-def warm_save(*, study: Study, warm: WarmStart) -> None:
-    """Keep ``warm`` for the study's next EXPLORE refit."""
+def _warm_arrays(warm: WarmStart, prefix: str = "") -> dict[str, np.ndarray]:
     arrays = {"sigma": warm.explore.sigma}
     if warm.explore.folds:
         arrays["folds"] = np.stack(warm.explore.folds)
@@ -113,19 +112,47 @@ def warm_save(*, study: Study, warm: WarmStart) -> None:
         arrays["annotator"] = np.asarray(warm.reliability.annotator, dtype=np.int64)
         arrays["flip_rate"] = warm.reliability.flip_rate
         arrays["em_sigma"] = warm.reliability.sigma
-    arrays_save(study_cache_dir(study) / "explore-warm.npz", arrays)
+    return {prefix + key: value for key, value in arrays.items()}
 
 
-def warm_load(*, study: Study, dimension: int) -> WarmStart | None:
-    """The study's last EXPLORE solutions when they fit a ``dimension``-d space, else None."""
-    data = arrays_load(study_cache_dir(study) / "explore-warm.npz")
-    if data is None or data.get("sigma") is None or data["sigma"].shape != (dimension,) * 2:
+def _warm_of(data: dict, dimension: int, prefix: str = "") -> WarmStart | None:
+    data = {key[len(prefix) :]: v for key, v in data.items() if key.startswith(prefix)}
+    if data.get("sigma") is None or data["sigma"].shape != (dimension,) * 2:
         return None
     folds = tuple(data["folds"]) if "folds" in data else None
     reliability = None
     if {"annotator", "flip_rate", "em_sigma"} <= data.keys():
         reliability = ReliabilityWarm(data["annotator"], data["flip_rate"], data["em_sigma"])
     return WarmStart(ExploreWarm(data["sigma"], folds), reliability)
+
+
+def warm_save(*, study: Study, warm: WarmStart) -> None:
+    """Keep ``warm`` for the study's next EXPLORE refit."""
+    arrays_save(study_cache_dir(study) / "explore-warm.npz", _warm_arrays(warm))
+
+
+def warm_load(*, study: Study, dimension: int) -> WarmStart | None:
+    """The study's last EXPLORE solutions when they fit a ``dimension``-d space, else None."""
+    data = arrays_load(study_cache_dir(study) / "explore-warm.npz")
+    return None if data is None else _warm_of(data, dimension)
+
+
+def fold_warms_save(*, study: Study, warms: dict[int, WarmStart]) -> None:
+    """Keep the new-items fold fits' solutions (fold number → its fit's ``WarmStart``) for the
+    study's next refit (``learning/refits/newitems.py: FoldWarms``)."""
+    arrays = {}
+    for fold, warm in warms.items():
+        arrays |= _warm_arrays(warm, f"k{int(fold)}_")
+    if arrays:
+        arrays_save(study_cache_dir(study) / "explore-fold-warm.npz", arrays)
+
+
+def fold_warms_load(*, study: Study, dimension: int) -> dict[int, WarmStart]:
+    """The study's last fold fits' solutions that fit a ``dimension``-d space (may be empty)."""
+    data = arrays_load(study_cache_dir(study) / "explore-fold-warm.npz") or {}
+    folds = {int(key[1:].split("_", 1)[0]) for key in data if key.startswith("k")}
+    warms = {k: _warm_of(data, dimension, f"k{k}_") for k in folds}
+    return {k: warm for k, warm in warms.items() if warm is not None}
 
 
 @dataclass(frozen=True, eq=False)

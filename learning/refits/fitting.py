@@ -111,6 +111,7 @@ def fit_explore(
     warm: WarmStart | None = None,
     fold_prior=None,
     keep_differences: bool = True,
+    promise: bool = True,
 ) -> FitOutcome:
     """EXPLORE on all observations, with held-out diagnostics from the fits it makes anyway to
     choose its penalty (folds by pair hash, ``explore_folds``): log-likelihood with its 95 %
@@ -130,7 +131,9 @@ def fit_explore(
     ``warm``: the previous refit's ``FitOutcome.warm``: each fit starts from it when its
     objective is better (the same stopping rule; ``diagnostics["warm_start"]`` says so).
     ``keep_differences``: False for a fit on part of the pairs (the new-items check's fold fits,
-    ``learning/refits/newitems.py``): the worker's kept differences stay the study's."""
+    ``learning/refits/newitems.py``): the worker's kept differences stay the study's.
+    ``promise``: False for a fit that is never stored as a version (a fold fit, a bootstrap
+    refit): no ``drift_promise`` (what its held-out answers promise a later drift check)."""
     shortfall = explore_shortfall_of(pairs.y)
     if not shortfall.ok:
         raise FitError(shortfall.message)
@@ -213,15 +216,16 @@ def fit_explore(
                 for name, b in plain.heldout_baselines_.items()
             },
         }
-    diagnostics["drift_promise"] = drift_promise(
-        z,
-        pairs,
-        folds,
-        plain,
-        reliable if weighting == "reliability" else None,
-        params | {"prior": prior},
-        fold_priors,
-    )
+    if promise:
+        diagnostics["drift_promise"] = drift_promise(
+            z,
+            pairs,
+            folds,
+            plain,
+            reliable if weighting == "reliability" else None,
+            params | {"prior": prior},
+            fold_priors,
+        )
     params["prior"] = prior_name
     return FitOutcome(model.sigma_, params, diagnostics, warm=kept)
 

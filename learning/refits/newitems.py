@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -35,7 +35,20 @@ from learning.versions.new_items import Figures, ItemSplit, item_split, new_item
 
 Method = MetricVersion.Method
 
-Recipe = Callable[[PairData, np.ndarray], np.ndarray]
+Recipe = Callable[[PairData, np.ndarray], np.ndarray]  # a recipe with ``by_fold`` set takes
+# ``fold=k`` too (``explore_recipe``: the fold's warm start)
+
+
+@dataclass
+class FoldWarms:
+    """Each item fold's last EXPLORE solutions (fold → ``cache.WarmStart``), where the next
+    refit's fold fits start (``starts``), and the solutions of this refit's (``kept``). An
+    item's fold is fixed, so a fold's training part only grows between refits and its last
+    solution is a close start; a start is a candidate only (``fitting.fit_explore``'s ``warm``:
+    the same stopping rule), as for the version's own fit."""
+
+    starts: dict
+    kept: dict = field(default_factory=dict)
 
 
 def pairs_subset(pairs: PairData, keep: np.ndarray) -> PairData:
@@ -76,10 +89,11 @@ def fold_fits(pairs: PairData, recipe: Recipe) -> FoldFits:
             fits.append(None)
             continue
         rates[k] = float(pairs.y[keep].mean())
+        by_fold = {"fold": k} if getattr(recipe, "by_fold", False) else {}
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                fits.append(np.asarray(recipe(pairs_subset(pairs, keep), keep)))
+                fits.append(np.asarray(recipe(pairs_subset(pairs, keep), keep, **by_fold)))
         except (fitting.FitError, ValueError, np.linalg.LinAlgError):
             fits.append(None)
     return FoldFits(fits, rates, split)
@@ -111,11 +125,13 @@ def explore_recipe(
     prior_name: str,
     weight_by_reliability: bool,
     fold_prior=None,
+    warms: FoldWarms | None = None,
 ) -> Recipe:
     """EXPLORE as the refit fits it (``fitting.fit_explore``), on a training part. ``fold_prior``
-    (a mask over all the refit's observations → the prior from those): refitted on the part."""
+    (a mask over all the refit's observations → the prior from those): refitted on the part.
+    ``warms``: fold k's fit starts from ``warms.starts[k]`` and leaves its own in ``warms.kept``."""
 
-    def fit(sub: PairData, keep: np.ndarray) -> np.ndarray:
+    def fit(sub: PairData, keep: np.ndarray, fold: int | None = None) -> np.ndarray:
         inner, part_prior = None, prior
         if fold_prior is not None:
             part_prior = fold_prior(keep)
@@ -126,7 +142,8 @@ def explore_recipe(
                 full[where[mask]] = True
                 return fold_prior(full)
 
-        return fitting.fit_explore(
+        warm = None if warms is None or fold is None else warms.starts.get(fold)
+        outcome = fitting.fit_explore(
             sub,
             read_vectors,
             max_eigenvalue=max_eigenvalue,
@@ -135,8 +152,14 @@ def explore_recipe(
             weight_by_reliability=weight_by_reliability,
             fold_prior=inner,
             keep_differences=False,
-        ).sigma
+            promise=False,
+            warm=warm,
+        )
+        if warms is not None and fold is not None and outcome.warm is not None:
+            warms.kept[fold] = outcome.warm
+        return outcome.sigma
 
+    fit.by_fold = True
     return fit
 
 

@@ -282,6 +282,7 @@ def _version_fit(version, study, learning, inputs, groups, snapshot) -> bool:
     ``snapshot``: its seconds, how the judgments were read, whether the arrays were extended."""
     started = time.perf_counter()
     read, pairs = study.space.vectors, inputs.pairs
+    fold_warms = None  # EXPLORE's new-items fold fits' starts and solutions
     try:
         if version.method == Method.EXPLORE:
             prior, prior_name, fold_prior = _explore_prior(
@@ -294,9 +295,11 @@ def _version_fit(version, study, learning, inputs, groups, snapshot) -> bool:
                 "weight_by_reliability": learning.weight_by_reliability,
                 "fold_prior": fold_prior,
             }
-            warm = cache.warm_load(study=study, dimension=study.space.dimension)
+            dimension = study.space.dimension
+            warm = cache.warm_load(study=study, dimension=dimension)
             outcome = fitting.fit_explore(pairs, read, warm=warm, **fit_args)
-            recipe = newitems.explore_recipe(read, **fit_args)
+            fold_warms = newitems.FoldWarms(cache.fold_warms_load(study=study, dimension=dimension))
+            recipe = newitems.explore_recipe(read, **fit_args, warms=fold_warms)
         else:
             outcome = face_fits.fit_face(
                 pairs,
@@ -327,6 +330,8 @@ def _version_fit(version, study, learning, inputs, groups, snapshot) -> bool:
         newitems.store_folds(version, folds, pairs)
         if outcome.warm is not None:
             cache.warm_save(study=study, warm=outcome.warm)
+        if fold_warms is not None and fold_warms.kept:
+            cache.fold_warms_save(study=study, warms=fold_warms.kept)
     except TRANSIENT_DB_ERRORS as error:
         storage.version_fail(version, _message(error), transient=True)
         raise

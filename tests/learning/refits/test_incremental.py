@@ -173,3 +173,44 @@ def test_a_warm_started_refit_matches_a_cold_fit_on_held_out_pairs(world, answer
         cold = _cold(study, warm)
         assert abs(warm.diagnostics["heldout_loglik"] - cold.diagnostics["heldout_loglik"]) <= 1e-4
         assert warm.diagnostics["penalty"] == pytest.approx(cold.diagnostics["penalty"], rel=1e-9)
+
+
+def test_the_new_items_fold_fits_start_warm_and_judge_as_cold_fits_do(world):
+    """Each item fold's fit starts from that fold's last solution (``newitems.FoldWarms``): the
+    new-items figures of a warm refit are those of the same check run from nothing."""
+    from learning.refits import newitems
+
+    _, _, study, users = world
+    add_simulated(world, 600, seed=1, annotator=users[0])
+    add_simulated(world, 150, seed=5, annotator=users[1])
+    assert service.refit_study(study_id=study.pk).outcome == "fitted"
+    kept = cache.fold_warms_load(study=study, dimension=study.space.dimension)
+    assert sorted(kept) == [0, 1, 2, 3, 4]  # every fold fitted and kept
+    annotator = get_user_model().objects.create_user("later")
+    Membership.objects.create(user=annotator, study=study)
+    add_simulated(world, 30, seed=10, annotator=annotator)
+    assert service.refit_study(study_id=study.pk).outcome == "fitted"
+    warm = _explore(study)
+    assert warm.diagnostics["warm_start"] is True
+    snapshot = snapshots.judgment_snapshot(
+        study_id=study.pk, watermark=warm.judgment_watermark, excluded_annotators=[]
+    )
+    pairs = pair_data(snapshot, policy="all", validation_share=0.2)
+    learning = selectors.learning_settings_get(study_id=study.pk)
+    groups = snapshots.group_snapshot(study_id=study.pk, excluded_annotators=[])
+    read = study.space.vectors
+    prior, name, fold_prior = service._explore_prior(study, learning, pairs, groups, read)
+    recipe = newitems.explore_recipe(
+        read,
+        max_eigenvalue=None,
+        prior=prior,
+        prior_name=name,
+        weight_by_reliability=True,
+        fold_prior=fold_prior,
+    )
+    cold, _ = newitems.new_items_check(pairs, read, recipe)
+    stored = warm.diagnostics["new_items"]
+    assert stored["folds_fitted"] == cold["folds_fitted"] == 5
+    assert stored["pairs"] == cold["pairs"]
+    assert abs(stored["gain"] - cold["gain"]) <= 1e-3
+    assert cache.fold_warms_load(study=study, dimension=study.space.dimension).keys() == kept.keys()
