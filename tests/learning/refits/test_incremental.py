@@ -132,8 +132,8 @@ def _explore(study) -> MetricVersion:
     )
 
 
-def _cold(study, version: MetricVersion) -> fitting.FitOutcome:
-    """The same fit as ``version``'s (its data, its prior), from nothing."""
+def _fit_inputs(study, version: MetricVersion) -> tuple:
+    """``version``'s observations, the space's reader and its EXPLORE arguments (its prior)."""
     snapshot = snapshots.judgment_snapshot(
         study_id=study.pk, watermark=version.judgment_watermark, excluded_annotators=[]
     )
@@ -143,15 +143,20 @@ def _cold(study, version: MetricVersion) -> fitting.FitOutcome:
     read = study.space.vectors
     prior, name, fold_prior = service._explore_prior(study, learning, pairs, groups, read)
     assert name == version.parameters["prior"]
-    return fitting.fit_explore(
-        pairs,
-        read,
-        max_eigenvalue=None,
-        prior=prior,
-        prior_name=name,
-        weight_by_reliability=True,
-        fold_prior=fold_prior,
-    )
+    args = {
+        "max_eigenvalue": None,
+        "prior": prior,
+        "prior_name": name,
+        "weight_by_reliability": True,
+        "fold_prior": fold_prior,
+    }
+    return pairs, read, args
+
+
+def _cold(study, version: MetricVersion) -> fitting.FitOutcome:
+    """The same fit as ``version``'s (its data, its prior), from nothing."""
+    pairs, read, args = _fit_inputs(study, version)
+    return fitting.fit_explore(pairs, read, **args)
 
 
 @pytest.mark.parametrize("answers", [400, 1400])  # k-fold path; the large-n floor (d = 6)
@@ -192,22 +197,8 @@ def test_the_new_items_fold_fits_start_warm_and_judge_as_cold_fits_do(world):
     assert service.refit_study(study_id=study.pk).outcome == "fitted"
     warm = _explore(study)
     assert warm.diagnostics["warm_start"] is True
-    snapshot = snapshots.judgment_snapshot(
-        study_id=study.pk, watermark=warm.judgment_watermark, excluded_annotators=[]
-    )
-    pairs = pair_data(snapshot, policy="all", validation_share=0.2)
-    learning = selectors.learning_settings_get(study_id=study.pk)
-    groups = snapshots.group_snapshot(study_id=study.pk, excluded_annotators=[])
-    read = study.space.vectors
-    prior, name, fold_prior = service._explore_prior(study, learning, pairs, groups, read)
-    recipe = newitems.explore_recipe(
-        read,
-        max_eigenvalue=None,
-        prior=prior,
-        prior_name=name,
-        weight_by_reliability=True,
-        fold_prior=fold_prior,
-    )
+    pairs, read, args = _fit_inputs(study, warm)
+    recipe = newitems.explore_recipe(read, **args)
     cold, _ = newitems.new_items_check(pairs, read, recipe)
     stored = warm.diagnostics["new_items"]
     assert stored["folds_fitted"] == cold["folds_fitted"] == 5
