@@ -189,7 +189,37 @@ def _law(dist):
     return 0.9 * 2.0 / (1.0 + np.exp(dist)) + 0.05
 
 
-def new_items_coverage(reps: int, spaces: list[str], truth_pairs: int) -> list[str]:
+def _clipped_loglik(d: np.ndarray, y: np.ndarray, clip: float) -> np.ndarray:
+    """EXPLORE's log-likelihood with P(comparable) = 2σ(−d) kept within [clip, 1 − clip]."""
+    from scipy.special import expit
+
+    p = np.clip(2.0 * expit(-np.asarray(d, dtype=np.float64)), clip, 1.0 - clip)
+    return y * np.log(p) + (1.0 - y) * np.log1p(-p)
+
+
+def _clipped_interval(held: dict, fits: list, x: np.ndarray, clip: float):
+    """The new-items gain and its jackknife interval with the clipped loss (``--clip``)."""
+    from learning.versions.new_items import jackknife_items
+
+    z = x[held["row_a"]] - x[held["row_b"]]
+    gain = np.full(held["y"].size, np.nan)
+    for f in np.unique(held["fold"]):
+        if fits[f] is None:
+            continue
+        mine = held["fold"] == f
+        d = np.maximum(np.einsum("ij,jk,ik->i", z[mine], fits[f], z[mine]), 0.0)
+        rate = float(np.clip(held["rates"][f], 1e-6, 1 - 1e-6))
+        y = held["y"][mine]
+        gain[mine] = _clipped_loglik(d, y, clip) - (y * np.log(rate) + (1 - y) * np.log1p(-rate))
+    ok = np.isfinite(gain)
+    se = jackknife_items(gain[ok], held["row_a"][ok], held["row_b"][ok])
+    mean = float(gain[ok].mean())
+    return mean - 1.96 * se, mean + 1.96 * se
+
+
+def new_items_coverage(
+    reps: int, spaces: list[str], truth_pairs: int, clip: float = 0.0
+) -> list[str]:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "fairmetric_site.settings")
     import django
 
@@ -211,6 +241,7 @@ def new_items_coverage(reps: int, spaces: list[str], truth_pairs: int) -> list[s
             continue
         n_items, n_answers = NEW_ITEM_CASES[name]
         hits, truths = [0, 0, 0], []
+        clipped_hits, clipped_truths = [0, 0, 0], []
         for _rep in range(reps):
             x, t = draw(n_items, rng)
             a, b = rng.integers(0, n_items, size=(2, 2 * n_answers))
@@ -233,7 +264,7 @@ def new_items_coverage(reps: int, spaces: list[str], truth_pairs: int) -> list[s
             fa, fb = fa[fa != fb], fb[fa != fb]
             p, z = _law(dist(ft[fa], ft[fb])), fx[fa] - fx[fb]
             held = item_split(a, b).held
-            weights, gains = [], []
+            weights, gains, clipped = [], [], []
             for k, fit in enumerate(folds.fits):
                 if fit is None or not np.any(held == k):
                     continue
@@ -241,13 +272,23 @@ def new_items_coverage(reps: int, spaces: list[str], truth_pairs: int) -> list[s
                 rate = float(np.clip(folds.rates[k], 1e-6, 1 - 1e-6))
                 const = p * np.log(rate) + (1 - p) * np.log1p(-rate)
                 gains.append(float(np.mean(pair_loglik(d_fit, p) - const)))
+                if clip:
+                    clipped.append(float(np.mean(_clipped_loglik(d_fit, p, clip) - const)))
                 weights.append(int(np.sum(held == k)))
             truth = float(np.average(gains, weights=weights))
             truths.append(truth)
             _tally(hits, truth, *found["gain_interval"])
+            if clip:
+                clipped_truths.append(float(np.average(clipped, weights=weights)))
+                interval = _clipped_interval(folds.held(pairs), folds.fits, x, clip)
+                _tally(clipped_hits, clipped_truths[-1], *interval)
         if sum(hits):
             case = f"{name}, {n_items} items, {n_answers} answers"
             rows.append(_row("new-items gain", case, float(np.mean(truths)), hits, 0.95))
+        if sum(clipped_hits):
+            name_clip = f"new-items gain, P within [{clip:g}, {1 - clip:g}]"
+            truth = float(np.mean(clipped_truths))
+            rows.append(_row(name_clip, case, truth, clipped_hits, 0.95))
     return rows
 
 
@@ -259,6 +300,12 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, choices=list(PAIR_CASES), help="one held-out case")
     parser.add_argument("--reps", type=int, help="held-out replicates (default: the case's)")
     parser.add_argument("--seed", type=int, default=1, help="held-out streams (runs to pool)")
+    parser.add_argument(
+        "--clip",
+        type=float,
+        default=0.0,
+        help="new items: also the interval of a loss with P(comparable) kept in [clip, 1 - clip]",
+    )
     args = parser.parse_args()
     started = time.perf_counter()
     weat_reps, n_boot = (20, 200) if args.quick else (2000, 500)
@@ -278,7 +325,7 @@ def main() -> None:
     if args.part in ("all", "newitems"):
         spaces = args.space or (["word", "record"] if args.quick else list(NEW_ITEM_CASES))
         reps = 2 if args.quick else (args.reps or 200)
-        for row in new_items_coverage(reps, spaces, 2_000 if args.quick else 20_000):
+        for row in new_items_coverage(reps, spaces, 2_000 if args.quick else 20_000, args.clip):
             print(row, flush=True)
     print(f"\n{time.perf_counter() - started:.0f} s")
 
