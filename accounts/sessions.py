@@ -6,7 +6,9 @@ through to the database — but it lets a cache error escape from ``load`` (its 
 database read), ``exists`` (every new session key) and ``delete`` (logout, the key cycled at
 login): with Redis unreachable every page, every session-authenticated API call and the login
 form answered 500 (found by an attack on the production configuration, issue 26). Here each
-cache call is guarded: a down cache costs one session query per request, never a request.
+cache call is guarded: a down cache costs one session query per request, never a request. And
+a session write that loses the database connection is a database error (500, retried), not
+Django's 400 "session deleted" (the fault run's ``terminate-db`` found it on a login).
 
 The database stays the truth; the cache holds a copy for at most ``SESSION_CACHE_SECONDS``
 (not the session's whole age), so a logout or a changed session written while the cache did
@@ -23,8 +25,10 @@ from __future__ import annotations
 import logging
 
 from django.conf import settings
+from django.contrib.sessions.backends.base import UpdateError
 from django.contrib.sessions.backends.cached_db import SessionStore as CachedDbStore
 from django.contrib.sessions.backends.db import SessionStore as DbStore
+from django.db import InterfaceError, OperationalError
 
 logger = logging.getLogger(__name__)
 
@@ -65,7 +69,16 @@ class SessionStore(CachedDbStore):
         return DbStore.exists(self, session_key)
 
     def save(self, must_create: bool = False) -> None:
-        DbStore.save(self, must_create)
+        try:
+            DbStore.save(self, must_create)
+        except UpdateError as error:
+            # Django turns *any* database error of an update into UpdateError, which its
+            # middleware answers 400 ("the session was deleted"). A lost connection (a
+            # restarted database, a terminated backend) is the server's failure: a 500, which
+            # clients retry; a session really gone meanwhile is still UpdateError.
+            if isinstance(error.__context__, (OperationalError, InterfaceError)):
+                raise error.__context__ from None
+            raise
         self._cache_set(self._session, self.get_expiry_age())
 
     def delete(self, session_key=None) -> None:
