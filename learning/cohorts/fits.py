@@ -62,7 +62,7 @@ def _equal_fit(pairs: PairData, read, codes: np.ndarray, max_eigenvalue) -> EXPL
 def equal_recipe(read, codes: np.ndarray, max_eigenvalue):
     """The equal-cohort fit on a training part (``keep`` over the fit's answers)."""
 
-    def fit(sub: PairData, keep: np.ndarray) -> np.ndarray:
+    def fit(sub: PairData, keep: np.ndarray, fold: int | None = None) -> np.ndarray:
         short = fitting.explore_shortfall_of(sub.y)
         if not short.ok:
             raise fitting.FitError(short.message)

@@ -35,8 +35,7 @@ from learning.versions.new_items import Figures, ItemSplit, item_split, new_item
 
 Method = MetricVersion.Method
 
-Recipe = Callable[[PairData, np.ndarray], np.ndarray]  # a recipe with ``by_fold`` set takes
-# ``fold=k`` too (``explore_recipe``: the fold's warm start)
+Recipe = Callable[..., np.ndarray]  # (training part, its mask, fold=k or None) → Sigma
 
 
 @dataclass
@@ -89,11 +88,10 @@ def fold_fits(pairs: PairData, recipe: Recipe) -> FoldFits:
             fits.append(None)
             continue
         rates[k] = float(pairs.y[keep].mean())
-        by_fold = {"fold": k} if getattr(recipe, "by_fold", False) else {}
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                fits.append(np.asarray(recipe(pairs_subset(pairs, keep), keep, **by_fold)))
+                fits.append(np.asarray(recipe(pairs_subset(pairs, keep), keep, fold=k)))
         except (fitting.FitError, ValueError, np.linalg.LinAlgError):
             fits.append(None)
     return FoldFits(fits, rates, split)
@@ -159,7 +157,6 @@ def explore_recipe(
             warms.kept[fold] = outcome.warm
         return outcome.sigma
 
-    fit.by_fold = True
     return fit
 
 
@@ -169,7 +166,7 @@ def face_recipe(pairs: PairData, groups, read_vectors, *, k, use_pairs: bool) ->
     the factor its training part's answers prefer (``best_scale``, as EXPLORE scales a prior),
     so that a FACE version is judged as the metric it is, up to that scale."""
 
-    def fit(sub: PairData, keep: np.ndarray) -> np.ndarray:
+    def fit(sub: PairData, keep: np.ndarray, fold: int | None = None) -> np.ndarray:
         sigma = face_fits.face_prior(
             pairs, groups, read_vectors, k=k, keep=keep if use_pairs else np.zeros_like(keep)
         )
