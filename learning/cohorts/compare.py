@@ -8,14 +8,14 @@ fold fits on B's held-out pairs, against B's own constant (the comparable rate o
 in fold k's training part), so a column compares metrics on the same answers and the same
 baseline; the diagonal is each cohort's own new-items gain (up to that baseline). The
 equal-cohort fit against the pooled one on a cohort: the per-answer difference of their
-log-likelihoods on the cohort's held-out answers, its interval by the delete-one-item
-jackknife (the new-items interval)."""
+log-likelihoods on the cohort's held-out answers (the new-items check's bounded score), its
+interval the new-items one (a bootstrap-t on the dyadic-robust error over items)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from learning.core._pairloss import pair_loglik, quad_forms
+from learning.core._pairloss import quad_forms
 from learning.core.fairness.cohorts import (
     annotator_scores,
     cohort_permutation_test,
@@ -26,7 +26,12 @@ from learning.core.fairness.cohorts import (
 )
 from learning.refits.cache import _rows_differences
 from learning.refits.pairs import PairData
-from learning.versions.new_items import item_split, jackknife_items, new_item_figures
+from learning.versions.new_items import (
+    distance_loglik,
+    gain_interval,
+    item_split,
+    new_item_figures,
+)
 
 PAIRS_SHOWN = 20  # the pairs the cohorts most disagree on, kept in the report
 
@@ -55,13 +60,14 @@ class Held:
         return {k: fig[k] for k in ("gain", "gain_interval", "auc", "pairs", "items")}
 
     def loglik(self, fits: list) -> np.ndarray:
-        """Per held-out answer: its log-likelihood under its fold's fit (NaN: not fitted)."""
+        """Per held-out answer: its (bounded) log-likelihood under its fold's fit (NaN: not
+        fitted)."""
         out = np.full(self.y.size, np.nan)
         for k in np.unique(self.fold):
             if k < len(fits) and fits[k] is not None:
                 mine = self.fold == k
                 d = np.maximum(quad_forms(self.z[mine], np.asarray(fits[k], float)), 0.0)
-                out[mine] = pair_loglik(d, self.y[mine])
+                out[mine] = distance_loglik(d, self.y[mine])
         return out
 
 
@@ -76,7 +82,7 @@ def cross_table(held: dict[str, Held], fits: dict[str, list]) -> list[dict]:
 
 def better_than(held: dict[str, Held], fits: list, baseline: list) -> list[dict]:
     """Per cohort: the mean gain per answer of ``fits`` over ``baseline`` on its held-out
-    answers, with the jackknife-over-items interval."""
+    answers, with the new-items interval (``gain_interval``)."""
     rows = []
     for name, cohort in held.items():
         if cohort.z is None:
@@ -88,8 +94,7 @@ def better_than(held: dict[str, Held], fits: list, baseline: list) -> list[dict]
             rows.append({"on": name, "difference": None, "interval": None, "pairs": 0})
             continue
         mean = float(diff[ok].mean())
-        se = jackknife_items(diff[ok], cohort.row_a[ok], cohort.row_b[ok])
-        interval = [mean - 1.96 * se, mean + 1.96 * se] if np.isfinite(se) else None
+        interval = gain_interval(diff[ok], cohort.row_a[ok], cohort.row_b[ok])
         rows.append({"on": name, "difference": mean, "interval": interval, "pairs": int(ok.sum())})
     return rows
 

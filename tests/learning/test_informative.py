@@ -17,15 +17,20 @@ from learning.models import MetricVersion
 from learning.refits import service
 from learning.versions import selectors, storage
 from learning.versions.new_items import (
+    BOOTSTRAP_T_MAX_PAIRS,
     CANNOT_TELL,
     INFORMATIVE,
+    LAPSE,
     MIN_ITEMS,
     MIN_PAIRS,
     NOT_INFORMATIVE,
     Figures,
+    distance_loglik,
+    dyadic_se,
+    gain_interval,
     item_split,
-    jackknife_items,
     new_items_verdict,
+    scored_loglik,
 )
 from learning.versions.sigmas import sigma_of, study_metric
 
@@ -82,13 +87,72 @@ def test_item_folds_hold_out_items_and_drop_pairs_across_the_split():
     assert 0.15 < np.mean(split.held >= 0) < 0.25  # about 1/5 of the pairs scored
 
 
-def test_item_jackknife_matches_a_hand_computed_case():
-    gain = np.array([1.0, 2.0, 3.0, 4.0])
-    ia, ib = np.array([0, 0, 1, 2]), np.array([1, 2, 2, 3])
-    # deleting items 0..3 leaves the pairs {3,4}, {2,4}, {1}, {1,2,3}: means 3.5, 3, 1, 2
-    theta = np.array([3.5, 3.0, 1.0, 2.0])
-    expected = np.sqrt(3 / 4 * np.sum((theta - theta.mean()) ** 2))
-    assert np.isclose(jackknife_items(gain, ia, ib), expected)
+def _shared_item_variance(gain, ia, ib):
+    """Σ over ordered answer pairs (p, q) that share at least one item of e_p·e_q, by loops."""
+    e = gain - gain.mean()
+    total = 0.0
+    for p in range(gain.size):
+        for q in range(gain.size):
+            if {ia[p], ib[p]} & {ia[q], ib[q]}:
+                total += e[p] * e[q]
+    return total
+
+
+def test_dyadic_se_matches_a_hand_computed_case():
+    # items 0..3; the pair {1, 2} answered twice (one cluster); the pair {2, 3} shares item 2
+    gain = np.array([1.0, 2.0, 3.0, 4.0, 6.0])
+    ia, ib = np.array([0, 0, 1, 2, 2]), np.array([1, 2, 2, 3, 1])
+    # by hand: e = gain - 3.2 = (-2.2, -1.2, -0.2, 0.8, 2.8); every answer but (0,1)/(2,3)
+    # shares an item with every other, so the sum is (Σe)² - 2·e0·e3 = 0 + 2·1.76 = 3.52
+    by_hand = 3.52
+    assert np.isclose(_shared_item_variance(gain, ia, ib), by_hand)
+    m, n = 4, 5
+    assert np.isclose(dyadic_se(gain, ia, ib), np.sqrt(by_hand * m / (m - 1)) / n)
+
+
+def test_dyadic_se_of_answers_without_shared_items_is_the_plain_standard_error():
+    rng = np.random.default_rng(3)
+    gain = rng.normal(size=40)
+    ia, ib = np.arange(0, 80, 2), np.arange(1, 80, 2)  # 40 disjoint pairs of 80 items
+    plain = np.sqrt(np.sum((gain - gain.mean()) ** 2)) / gain.size
+    assert np.isclose(dyadic_se(gain, ia, ib), plain * np.sqrt(80 / 79))
+    # the same gains as 20 pairs answered twice each: each repeat is one cluster
+    ia2, ib2 = np.repeat(np.arange(0, 40, 2), 2), np.repeat(np.arange(1, 40, 2), 2)
+    assert np.isclose(
+        dyadic_se(gain, ia2, ib2),
+        np.sqrt(_shared_item_variance(gain, ia2, ib2) * 40 / 39) / 40,
+    )
+
+
+def test_gain_interval_is_skewed_like_the_gains_and_normal_past_its_pair_limit():
+    rng = np.random.default_rng(5)
+    ia, ib = np.arange(0, 400, 2), np.arange(1, 400, 2)  # 200 pairs of distinct items
+    se = lambda g: dyadic_se(g, ia, ib)  # noqa: E731
+    gain = 0.2 - rng.lognormal(sigma=1.2, size=200)  # a long lower tail, as rare far pairs give
+    low, high = gain_interval(gain, ia, ib)
+    mean = gain.mean()
+    assert mean - low > 1.96 * se(gain) > high - mean > 0  # reaches further toward the tail
+    assert gain_interval(gain, ia, ib) == [low, high]  # seeded: the same figures every time
+    symmetric = rng.normal(size=200)
+    low, high = gain_interval(symmetric, ia, ib)
+    assert np.isclose(symmetric.mean() - low, high - symmetric.mean(), rtol=0.15)
+    n = BOOTSTRAP_T_MAX_PAIRS + 1
+    big = rng.normal(size=n)
+    low, high = gain_interval(big, np.arange(n), np.arange(n, 2 * n))
+    half = 1.959964 * dyadic_se(big, np.arange(n), np.arange(n, 2 * n))
+    assert np.allclose([low, high], [big.mean() - half, big.mean() + half])
+    assert gain_interval(np.ones(3), np.zeros(3, int), np.ones(3, int)) is None  # 2 items: no error
+
+
+def test_scored_loglik_is_bounded_and_the_constant_scores_like_the_fit():
+    y = np.array([1.0, 0.0, 1.0, 0.5])
+    assert np.all(scored_loglik(np.array([0.0, 1.0, 0.0, 1.0]), y) >= np.log(LAPSE) - 1e-12)
+    # d = 0 predicts comparable for sure; at the lapse that is 1 - LAPSE
+    assert np.isclose(distance_loglik(np.zeros(1), np.ones(1))[0], np.log1p(-LAPSE))
+    # a distance and the constant that predict the same P score the same
+    d = np.array([0.3, 2.0])
+    p = 2.0 / (1.0 + np.exp(d))
+    assert np.allclose(distance_loglik(d, y[:2]), scored_loglik(p, y[:2]))
 
 
 def _study(media_root, *, name, n_items, answers, seed, labels=None):
