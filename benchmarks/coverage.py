@@ -24,9 +24,10 @@ fitted Σ (400,000 fresh pairs).
 New-items interval (``learning/versions/new_items.py``, issue 35): a pool of items drawn from a
 population, answers on random pairs of the pool, the app's new-items check
 (``learning/refits/newitems.py``: EXPLORE refitted on each item fold's training part, the
-held-out items' pairs scored against the training rate, the delete-one-item jackknife). The truth
-is what the interval estimates: the fold fits' expected gain over their constant on a fresh pair
-of *new* items (20,000 pairs of 2,000 items drawn anew from the population, averaged over the
+held-out items' pairs scored against the training rate with the verdict's bounded score, the
+bootstrap-t interval on the dyadic-robust error; ``--unbounded`` adds the plain log-likelihood's
+gain with a dyadic Wald interval beside it). The truth is what the interval estimates: the fold
+fits' expected gain over their constant on a fresh pair of *new* items (20,000 pairs of 2,000 items drawn anew from the population, averaged over the
 folds as the held-out pairs weigh them). Spaces: "word" (Gaussian, d = 10, a rank-2 rule on φ),
 "record" (the app's φ of a table with 3 log-normal — heavy-tailed — columns and 2 categorical
 ones, the rule on two of the heavy-tailed columns), "text" (all-MiniLM-L6-v2 embeddings of short
@@ -189,17 +190,10 @@ def _law(dist):
     return 0.9 * 2.0 / (1.0 + np.exp(dist)) + 0.05
 
 
-def _clipped_loglik(d: np.ndarray, y: np.ndarray, clip: float) -> np.ndarray:
-    """EXPLORE's log-likelihood with P(comparable) = 2σ(−d) kept within [clip, 1 − clip]."""
-    from scipy.special import expit
-
-    p = np.clip(2.0 * expit(-np.asarray(d, dtype=np.float64)), clip, 1.0 - clip)
-    return y * np.log(p) + (1.0 - y) * np.log1p(-p)
-
-
-def _clipped_interval(held: dict, fits: list, x: np.ndarray, clip: float):
-    """The new-items gain and its jackknife interval with the clipped loss (``--clip``)."""
-    from learning.versions.new_items import jackknife_items
+def _unbounded_interval(held: dict, fits: list, x: np.ndarray):
+    """The new-items gain with the plain log-likelihood (no lapse) and its dyadic interval
+    (``--unbounded``: what the app's bounded score replaced)."""
+    from learning.versions.new_items import dyadic_se
 
     z = x[held["row_a"]] - x[held["row_b"]]
     gain = np.full(held["y"].size, np.nan)
@@ -210,15 +204,15 @@ def _clipped_interval(held: dict, fits: list, x: np.ndarray, clip: float):
         d = np.maximum(np.einsum("ij,jk,ik->i", z[mine], fits[f], z[mine]), 0.0)
         rate = float(np.clip(held["rates"][f], 1e-6, 1 - 1e-6))
         y = held["y"][mine]
-        gain[mine] = _clipped_loglik(d, y, clip) - (y * np.log(rate) + (1 - y) * np.log1p(-rate))
+        gain[mine] = pair_loglik(d, y) - (y * np.log(rate) + (1 - y) * np.log1p(-rate))
     ok = np.isfinite(gain)
-    se = jackknife_items(gain[ok], held["row_a"][ok], held["row_b"][ok])
+    se = dyadic_se(gain[ok], held["row_a"][ok], held["row_b"][ok])
     mean = float(gain[ok].mean())
     return mean - 1.96 * se, mean + 1.96 * se
 
 
 def new_items_coverage(
-    reps: int, spaces: list[str], truth_pairs: int, clip: float = 0.0
+    reps: int, spaces: list[str], truth_pairs: int, unbounded: bool = False, first: int = 0
 ) -> list[str]:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "fairmetric_site.settings")
     import django
@@ -226,10 +220,11 @@ def new_items_coverage(
     django.setup()  # the refit's modules read the models
     from benchmarks.validity import _pairs  # the benchmark's PairData of two annotators
     from learning.refits import newitems
+    from learning.versions.new_items import distance_loglik, scored_loglik
 
     rows = []
     for name in spaces:
-        rng = np.random.default_rng([35, len(name)])
+        rng = np.random.default_rng([35, len(name)] + ([first] if first else []))
         try:
             draw, dist = {
                 "word": _word_population,
@@ -241,7 +236,7 @@ def new_items_coverage(
             continue
         n_items, n_answers = NEW_ITEM_CASES[name]
         hits, truths = [0, 0, 0], []
-        clipped_hits, clipped_truths = [0, 0, 0], []
+        plain_hits, plain_truths = [0, 0, 0], []
         for _rep in range(reps):
             x, t = draw(n_items, rng)
             a, b = rng.integers(0, n_items, size=(2, 2 * n_answers))
@@ -264,31 +259,31 @@ def new_items_coverage(
             fa, fb = fa[fa != fb], fb[fa != fb]
             p, z = _law(dist(ft[fa], ft[fb])), fx[fa] - fx[fb]
             held = item_split(a, b).held
-            weights, gains, clipped = [], [], []
+            weights, gains, plain = [], [], []
             for k, fit in enumerate(folds.fits):
                 if fit is None or not np.any(held == k):
                     continue
                 d_fit = np.maximum(np.einsum("ij,jk,ik->i", z, fit, z), 0.0)
-                rate = float(np.clip(folds.rates[k], 1e-6, 1 - 1e-6))
-                const = p * np.log(rate) + (1 - p) * np.log1p(-rate)
-                gains.append(float(np.mean(pair_loglik(d_fit, p) - const)))
-                if clip:
-                    clipped.append(float(np.mean(_clipped_loglik(d_fit, p, clip) - const)))
+                rate = float(folds.rates[k])
+                gains.append(float(np.mean(distance_loglik(d_fit, p) - scored_loglik(rate, p))))
+                if unbounded:
+                    rate = float(np.clip(rate, 1e-6, 1 - 1e-6))
+                    const = p * np.log(rate) + (1 - p) * np.log1p(-rate)
+                    plain.append(float(np.mean(pair_loglik(d_fit, p) - const)))
                 weights.append(int(np.sum(held == k)))
             truth = float(np.average(gains, weights=weights))
             truths.append(truth)
             _tally(hits, truth, *found["gain_interval"])
-            if clip:
-                clipped_truths.append(float(np.average(clipped, weights=weights)))
-                interval = _clipped_interval(folds.held(pairs), folds.fits, x, clip)
-                _tally(clipped_hits, clipped_truths[-1], *interval)
+            if unbounded:
+                plain_truths.append(float(np.average(plain, weights=weights)))
+                interval = _unbounded_interval(folds.held(pairs), folds.fits, x)
+                _tally(plain_hits, plain_truths[-1], *interval)
         if sum(hits):
             case = f"{name}, {n_items} items, {n_answers} answers"
             rows.append(_row("new-items gain", case, float(np.mean(truths)), hits, 0.95))
-        if sum(clipped_hits):
-            name_clip = f"new-items gain, P within [{clip:g}, {1 - clip:g}]"
-            truth = float(np.mean(clipped_truths))
-            rows.append(_row(name_clip, case, truth, clipped_hits, 0.95))
+        if sum(plain_hits):
+            truth = float(np.mean(plain_truths))
+            rows.append(_row("new-items gain, unbounded loss", case, truth, plain_hits, 0.95))
     return rows
 
 
@@ -301,10 +296,12 @@ def main() -> None:
     parser.add_argument("--reps", type=int, help="held-out replicates (default: the case's)")
     parser.add_argument("--seed", type=int, default=1, help="held-out streams (runs to pool)")
     parser.add_argument(
-        "--clip",
-        type=float,
-        default=0.0,
-        help="new items: also the interval of a loss with P(comparable) kept in [clip, 1 - clip]",
+        "--unbounded",
+        action="store_true",
+        help="new items: also the interval of the plain log-likelihood's gain (no lapse)",
+    )
+    parser.add_argument(
+        "--first", type=int, default=0, help="new items: another replicate stream (runs to pool)"
     )
     args = parser.parse_args()
     started = time.perf_counter()
@@ -325,7 +322,8 @@ def main() -> None:
     if args.part in ("all", "newitems"):
         spaces = args.space or (["word", "record"] if args.quick else list(NEW_ITEM_CASES))
         reps = 2 if args.quick else (args.reps or 200)
-        for row in new_items_coverage(reps, spaces, 2_000 if args.quick else 20_000, args.clip):
+        truth_pairs = 2_000 if args.quick else 20_000
+        for row in new_items_coverage(reps, spaces, truth_pairs, args.unbounded, args.first):
             print(row, flush=True)
     print(f"\n{time.perf_counter() - started:.0f} s")
 
