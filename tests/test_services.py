@@ -2,13 +2,16 @@
 embedded broker (a separate worker process, never eager mode)."""
 
 import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 from celery import Celery
 from django.conf import settings
 from django.db import connection
 
-from .conftest import require
+from .conftest import ROOT, require, subprocess_env
 
 
 def test_database_is_the_configured_one(db):
@@ -59,3 +62,37 @@ def test_worker_answers_through_the_embedded_broker(tmp_path: Path, start_worker
     result = client.send_task("fairmetric.ping", args=["through files"], queue=queue)
     assert result.get(timeout=60) == "through files"
     assert proc.poll() is None
+
+
+def test_the_worker_health_check_pings_the_worker_it_names(redis_url, start_worker):
+    """compose.yaml's worker health check (docker/worker_health.py) against a real worker."""
+    _proc, queue = start_worker(
+        REDIS_URL=redis_url, CELERY_BROKER_URL=None, CELERY_RESULT_BACKEND=None
+    )
+    env = subprocess_env(REDIS_URL=redis_url, CELERY_BROKER_URL=None)
+    check = [sys.executable, str(ROOT / "docker" / "worker_health.py")]
+
+    def ask(name: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [*check, name], env=env, capture_output=True, text=True, timeout=60, check=False
+        )
+
+    deadline = time.monotonic() + 60
+    answered = ask(f"{queue}-0")  # start_worker names its first worker <queue>-0@<hostname>
+    while answered.returncode != 0 and time.monotonic() < deadline:
+        time.sleep(1)
+        answered = ask(f"{queue}-0")
+    assert answered.returncode == 0, answered.stderr
+    nobody = ask(f"{queue}-nobody")
+    assert nobody.returncode == 1
+    assert "did not answer" in nobody.stderr
+    stopped = subprocess.run(
+        [*check, f"{queue}-0"],
+        env=subprocess_env(REDIS_URL="redis://127.0.0.1:1/0", CELERY_BROKER_URL=None),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert stopped.returncode == 1
+    assert "worker health:" in stopped.stderr

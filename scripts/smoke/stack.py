@@ -21,6 +21,7 @@ WORK = ROOT / "var" / "compose-smoke"
 BASE_IMAGE = os.environ.get("BASE_IMAGE", "fairmetric-base:local")
 APP_IMAGE = os.environ.get("FAIRMETRIC_IMAGE", "fairmetric:local")
 HOST_CA = Path("/usr/local/share/ca-certificates")
+WORKERS = ("worker-refits", "worker-dashboards", "worker-audits")
 
 
 def engine_ready() -> bool:
@@ -198,6 +199,9 @@ class Stack:
     def fresh_start(self) -> None:
         self.compose("down", "-v", "--remove-orphans", quiet=True)
         self.up()
+        for worker in WORKERS:  # compose.yaml's health checks: each answers a ping
+            self.wait_service_healthy(worker)
+        print(f"   {', '.join(WORKERS)}: healthy")
 
     def restart(self) -> None:
         """docs/deploy.md's upgrade: stop, apply the migrations (the migrate role), start."""
