@@ -21,8 +21,8 @@ would do, in order:
    :func:`experiments.adult.directions.directions_of`) and **published**, so the export API
    serves it as the study's EXPLORE metric; the unprojected fit stays as its parent version.
    It is published on its own verdict when that is informative on new items (since the
-   estimator fix of 2026-11-29 both are: the fit +0.053 per answer, AUC 0.71; the projection
-   +0.034, AUC 0.68; docs/adult.md); otherwise the publish records why
+   estimator fix of 2026-11-29 both are: the fit +0.054 per answer, AUC 0.71; the projection
+   +0.038, AUC 0.68; docs/adult.md); otherwise the publish records why
    (:func:`experiments.adult.studies.publish_or_explain`): the verdicts and figures of both, and
    that it reproduces the paper; the API returns them as the version's ``validity``.
    A database holding an earlier demo's version (the app's logistic-regression recipe) gets
