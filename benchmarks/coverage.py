@@ -193,6 +193,7 @@ def _law(dist):
 def _unbounded_interval(held: dict, fits: list, x: np.ndarray):
     """The new-items gain with the plain log-likelihood (no lapse) and its dyadic interval
     (``--unbounded``: what the app's bounded score replaced)."""
+    from benchmarks.validity import plain_gain
     from learning.versions.new_items import dyadic_se
 
     z = x[held["row_a"]] - x[held["row_b"]]
@@ -202,9 +203,7 @@ def _unbounded_interval(held: dict, fits: list, x: np.ndarray):
             continue
         mine = held["fold"] == f
         d = np.maximum(np.einsum("ij,jk,ik->i", z[mine], fits[f], z[mine]), 0.0)
-        rate = float(np.clip(held["rates"][f], 1e-6, 1 - 1e-6))
-        y = held["y"][mine]
-        gain[mine] = pair_loglik(d, y) - (y * np.log(rate) + (1 - y) * np.log1p(-rate))
+        gain[mine] = plain_gain(d, held["y"][mine], held["rates"][f])
     ok = np.isfinite(gain)
     se = dyadic_se(gain[ok], held["row_a"][ok], held["row_b"][ok])
     mean = float(gain[ok].mean())
@@ -218,7 +217,7 @@ def new_items_coverage(
     import django
 
     django.setup()  # the refit's modules read the models
-    from benchmarks.validity import _pairs  # the benchmark's PairData of two annotators
+    from benchmarks.validity import _pairs, plain_gain  # PairData of two annotators
     from learning.refits import newitems
     from learning.versions.new_items import distance_loglik, scored_loglik
 
@@ -267,9 +266,7 @@ def new_items_coverage(
                 rate = float(folds.rates[k])
                 gains.append(float(np.mean(distance_loglik(d_fit, p) - scored_loglik(rate, p))))
                 if unbounded:
-                    rate = float(np.clip(rate, 1e-6, 1 - 1e-6))
-                    const = p * np.log(rate) + (1 - p) * np.log1p(-rate)
-                    plain.append(float(np.mean(pair_loglik(d_fit, p) - const)))
+                    plain.append(float(np.mean(plain_gain(d_fit, p, rate))))
                 weights.append(int(np.sum(held == k)))
             truth = float(np.average(gains, weights=weights))
             truths.append(truth)

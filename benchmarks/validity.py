@@ -111,14 +111,22 @@ def gain_on(matrix, sigma, a, b, p, rate, *, unbounded: bool = False) -> float:
     """Expected gain per answer over the constant ``rate`` of pairs (a, b) whose answers are
     comparable with probability ``p``: the app's score (``new_items.distance_loglik``, the
     prediction with its lapse), or with ``unbounded`` the plain log-likelihood."""
-    from learning.core._pairloss import pair_loglik, quad_forms
+    from learning.core._pairloss import quad_forms
     from learning.versions.new_items import distance_loglik, scored_loglik
 
     d = np.maximum(quad_forms(matrix[a] - matrix[b], sigma), 0.0)
     if not unbounded:
         return float(np.mean(distance_loglik(d, p) - scored_loglik(rate, p)))
+    return float(np.mean(plain_gain(d, p, rate)))
+
+
+def plain_gain(d: np.ndarray, p: np.ndarray, rate: float) -> np.ndarray:
+    """Per pair at squared distance ``d``, comparable with probability (or label) ``p``: the plain
+    log-likelihood's gain over the constant ``rate`` (no lapse: what the verdict's score bounds)."""
+    from learning.core._pairloss import pair_loglik
+
     rate = float(np.clip(rate, 1e-6, 1 - 1e-6))
-    return float(np.mean(pair_loglik(d, p) - p * np.log(rate) - (1 - p) * np.log1p(-rate)))
+    return pair_loglik(d, p) - p * np.log(rate) - (1 - p) * np.log1p(-rate)
 
 
 def _random_pairs(rng, rows: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:

@@ -10,8 +10,8 @@ one random order (seed 0), one annotator (no reliability weights), through the r
 functions as ``benchmarks/validity.py`` calls them (``fitting.fit_explore``,
 ``newitems.new_items_check``, ``new_items_verdict``). The stored Sigma is also scored on
 **fresh pairs of new people**: the paper's pairs built from the test file's 15,060 people
-(seed 1; φ fitted on the training file), 25,000 of them as in the paper, against the comparable rate of the
-answers seen — with the verdict's score (``new_items.distance_loglik``) and interval
+(seed 1; φ fitted on the training file), 25,000 of them as in the paper, against the
+comparable rate of the answers seen — with the verdict's score (``new_items.distance_loglik``) and interval
 (``gain_interval``), and the held-out AUC.
 """
 
@@ -43,7 +43,7 @@ HEADER = (
 
 def _population():
     """φ of the training and test files (the training file's scale), and the paper's pairs
-    over each: training (the demo's seed), test (seed 1, ``FRESH`` pairs)."""
+    over each (25,000, the paper's numbers): training (the demo's seed), test (seed 1)."""
     from experiments.adult.data import (
         CATEGORICAL,
         GENDER_COLUMN,
@@ -59,7 +59,7 @@ def _population():
     train, test = adult_frame("train"), adult_frame("test")
     spec = build_feature_map(train, numeric=NUMERIC, categorical=CATEGORICAL)
 
-    def pairs_of(frame, seed):  # the paper's numbers of pairs: 25,000
+    def pairs_of(frame, seed):
         income = (frame[LABEL] == POSITIVE).to_numpy()
         female = (frame[GENDER_COLUMN] == "Female").to_numpy()
         return adult_pairs(income, female, seed=seed)
