@@ -20,12 +20,14 @@ only the answers to control pairs, which it offers only as uniform draws
 pairs are asked, and answers to those would fall short of a promise made on other pairs.
 (A study whose strategy changed between two versions is judged by its strategy now.)
 
-**The rate.** ``drift_alarm_rate`` is a study's false-alarm budget over its whole life. Two
-comparisons may flag a new version: with the published version, and — each time the study's
-answers pass a multiple of ``WINDOW_EVERY`` — with the newest version at least ``WINDOW``
-answers older (:func:`window_reference`), the one with later answers enough to show a change
-within ``WINDOW`` answers of it. The comparison with the previous version (20-odd later answers)
-is shown, never flagged. The checks a version makes share ``spent_alpha(n) − spent_alpha(n₀)``
+**The rate.** ``drift_alarm_rate`` is a study's false-alarm budget over its whole life. Each
+time the study's answers pass a multiple of ``WINDOW_EVERY``, two comparisons may flag the new
+version: with the published version, and with the newest version at least ``WINDOW`` answers
+older (:func:`window_reference`), the one with later answers enough to show a change within
+``WINDOW`` answers of it. Between those, the comparison with the published version is shown,
+never flagged, as is the one with the previous version (20-odd later answers) always: a
+published check at every version would spend the budget in slivers of 20 answers and leave the
+window check a tenth of the level it needs. The checks a version makes share ``spent_alpha(n) − spent_alpha(n₀)``
 (:func:`drift_records`; n: its answers, n₀: the answers when the study last spent any, stored
 as ``spent_at``), so the levels of all checks sum to less than the rate: a study whose
 annotators never change their rule is flagged at all with probability at most the rate (the
@@ -302,9 +304,9 @@ def drift_records(after: MetricVersion, published: MetricVersion | None, alarm_r
         for name, other in others.items()
         if name != "previous" and drift_between(other, after) is not None
     }
-    judged = {other.pk for other, check in checks.values() if check.z is not None}
+    judged = {other.pk for other, check in checks.values() if due and check.z is not None}
     budget = version_level(alarm_rate, _total(after), _spent_before(after))
-    level = budget / len(judged) if judged else 0.0
+    level = budget / len(judged) if judged else None  # between window checks: shown only
     found: dict = {"previous": drift_record(parent, after, None)}
     for name in ("published", "window"):
         found[name] = None

@@ -58,3 +58,28 @@ def test_the_same_rule_raises_no_flag_and_a_changed_rule_does(world):
     face = versions(study, method="face")[-1].diagnostics["drift"]["previous"]
     assert face["flagged"] is False
     assert "FACE" in face["check"]["note"]
+
+
+def test_between_window_checks_the_published_comparison_is_shown_and_spends_nothing(world):
+    """The budget is spent only where the window check is due (answers passing a multiple of
+    ``WINDOW_EVERY``): a published check at every version would leave it slivers of 20 answers."""
+    _, _, study, _ = world
+    _answer(world, 300, sigma=SIGMA0, seed=1, annotator=0)
+    service.refit_study(study_id=study.pk)
+    first = versions(study, method="explore")[-1]
+    storage.version_publish(version_id=first.pk, user=None, reason="a test")
+
+    _answer(world, 40, sigma=SIGMA1, seed=3, annotator=1)  # 340 answers: no multiple passed
+    service.refit_study(study_id=study.pk)
+    between = versions(study, method="explore")[-1].diagnostics["drift"]
+    check = between["published"]["check"]
+    assert check["z"] is not None and check["level"] is None
+    assert "shown, not flagged" in check["note"]
+    assert between["flagged"] is False
+    assert "spent_at" not in between
+
+    _answer(world, 60, sigma=SIGMA1, seed=4, annotator=2)  # 400: the checks are due
+    service.refit_study(study_id=study.pk)
+    due = versions(study, method="explore")[-1].diagnostics["drift"]
+    assert due["published"]["check"]["level"] > 0
+    assert due["spent_at"] == 400
