@@ -1,39 +1,33 @@
 """Do drift flags keep their error rate under the app's own sampling? (issue 35)
 
     python benchmarks/drift.py --processes 2 --save runs.jsonl   # 20 + 10 studies per cell
-    python benchmarks/drift.py --quick         # 1 stationary study per strategy, 20 versions
+    python benchmarks/drift.py --quick         # 1 stationary study per strategy, 25 versions
     python benchmarks/drift.py --table a.jsonl b.jsonl           # the table of saved runs
 
-A study: a pool of ``ITEMS`` items in d = 6; a metric version every 20 answers, 50 versions.
-Two worlds (``--worlds``): ``model`` — features ``0.5·N(0, 1)``, annotators who answer with
-EXPLORE's response model under Σ₀ = diag(3, 2, 0, 0, 0, 0), each answer flipped with
-probability 10 % (a pair's true label drawn once, every answer flipped on its own); ``rule`` —
-two ``0.5·N(0, 1)`` columns and a 4-category column one-hot, deterministic annotators
-(comparable exactly when zᵀΣz < ln 3, no flips), so EXPLORE's model is wrong about them. Pairs
-are chosen by the app's own pick functions (``annotation/labelling/strategies.py``: the control
-share, ``targeted_pick``, ``uncertainty_pick`` (``active``), ``information_pick``, and
-``sampling.py``'s strata for ``stratified``; 256 uniform candidates not yet answered, the latest
-version's Σ as the current metric, random until the first version); each chosen pair is
-answered by 1 or 2 annotators. Not modelled: the app's sampler uses the newest version judged
-informative for new people, and picks uniformly (reason ``random``) while there is none —
-here every version counts. Each version is the app's EXPLORE fit
-(``learning/refits/fitting.py: fit_explore``, reliability weighting on, as by default;
-identity prior: no FACE here) with its drift promise, and is judged as the worker judges it
+A study: ``ITEMS`` items in d = 6, a version every 20 answers, 50 versions. Worlds
+(``--worlds``): ``model`` — features ``0.5·N(0, 1)``, EXPLORE's response model under
+Σ₀ = diag(3, 2, 0, 0, 0, 0), each answer flipped with probability 10 % (a pair's true label
+drawn once); ``rule`` — two ``0.5·N(0, 1)`` columns and a 4-category column one-hot,
+deterministic annotators (comparable exactly when zᵀΣz < ln 3), about whom EXPLORE's model is
+wrong. Pairs are chosen by the app's pick functions (``annotation/labelling/strategies.py``:
+the control share — all picks while the drift flag watches (``--no-watch``: never) —
+``targeted_pick``, ``uncertainty_pick`` (``active``), ``information_pick``, ``sampling.py``'s
+strata for ``stratified``; 256 uniform unanswered candidates, the latest version's Σ, random
+until the first); each pair answered by 1 or 2 annotators. Not modelled: the app's sampler
+uses the newest version judged informative, uniform picks while there is none. Each version
+is the app's EXPLORE fit (``learning/refits/fitting.py: fit_explore``, reliability weighting
+on, identity prior) with its drift promise, judged as the worker judges it
 (``learning/versions/drift.py``: ``window_due``, the same later answers, ``judge``,
-``settle``, ``version_level``) against the version 300 answers back (no version is published
-here, and the comparison with the previous version never flags). The database reads of
-``drift_check`` are replayed on arrays.
+``settle``, ``version_level``, ``CHECK_MIN_VERSION_ANSWERS``) against the version 300 answers
+back (nothing published here); ``drift_check``'s database reads replayed on arrays.
 
-Two tests per check, at the same level: ``flag`` — the app's (the gain over the constant of
-the later answers to control pairs against the promise on held-out control answers; every
-answer under ``random``); ``all answers`` — every later answer's surprise
-(``learning.core.drift.answer_surprises``: the gain less what the metric expected of it)
-against the held-out answers' (not the app's: measured here, see docs/refits.md).
-
-``stationary``: the rule never changes; a study counts once if any of its checks is flagged.
-``changed``: after answer 500 the annotators answer under Σ₁ = diag(0, 0, 0, 0, 2, 3) (in
-``rule``: the category instead of the two normal columns); the table gives the studies flagged
-within 300 answers of it and not before it (a flag before it is a false alarm).
+Two tests per check, at the same level: ``flag`` — the app's (the later answers to control
+pairs, every answer under ``random``, their gain over the constant against the promise);
+``all answers`` — every later answer's surprise (``learning.core.drift.answer_surprises``)
+against the held-out answers' (not the app's: docs/refits.md). ``stationary``: the rule never
+changes; a study counts once if any check is flagged. ``changed``: after answer 500 the rule is
+Σ₁ = diag(0, 0, 0, 0, 2, 3) (``rule``: the category instead of the normal columns); the table
+gives the studies flagged within 300 answers of it and not before (a false alarm).
 """
 
 from __future__ import annotations
@@ -63,13 +57,8 @@ SIGMA0 = np.diag([3.0, 2.0, 0.0, 0.0, 0.0, 0.0])
 SIGMA1 = np.diag([0.0, 0.0, 0.0, 0.0, 2.0, 3.0])
 FLIPS, ANNOTATORS, CANDIDATES, RATE = 0.10, 4, 256, 0.05
 STRATEGIES = ("random", "active", "targeted", "information", "stratified")
-WORLDS = ("model", "rule")  # model: EXPLORE's answers, 10 % flips, normal features;
-# rule: deterministic annotators (comparable iff zᵀΣz < ln 3, no flips), features 2 normal
-# columns and a 4-category column one-hot
-TESTS = (
-    ("flag", "gain", "strategy"),
-    ("all answers", "surprise", "all"),
-)  # active: the sampler's "uncertainty"
+WORLDS = ("model", "rule")  # (module docstring); active: the sampler's "uncertainty"
+TESTS = (("flag", "gain", "strategy"), ("all answers", "surprise", "all"))
 
 
 def _setup(control_share: float | None = None) -> None:
@@ -97,6 +86,8 @@ class Study:
         self.versions: list[dict] = []  # sigma, promise, total
         self.spent_at = 0  # answers when the study's false-alarm budget was last spent
         self.failed = 0  # fits that failed (no version, as a failed refit in the app)
+        self.watch_z = None  # drift.py's WATCH_Z; None: no watch (--no-watch)
+        self.watching = False  # every pick a control pair until the next check (drift.py)
 
     def sigma_now(self) -> np.ndarray:
         return SIGMA1 if self.changed and len(self.y) >= CHANGE_AT else SIGMA0
@@ -116,7 +107,10 @@ class Study:
         cand = self._candidates()
         if self.strategy == "random" or not self.versions:
             return tuple(int(v) for v in cand[int(self.rng.integers(len(cand)))])
-        control, own = picks.control_pick(picks.pair_control(cand[:, 0], cand[:, 1]), self.rng)
+        share = 1.0 if self.watching else None  # sampling.py: the drift flag looks again
+        control, own = picks.control_pick(
+            picks.pair_control(cand[:, 0], cand[:, 1]), self.rng, share
+        )
         if control is not None:
             return tuple(int(v) for v in cand[control])
         cand = cand[own]
@@ -246,21 +240,25 @@ class Study:
             out[name] = (check.flagged, check.z)
         if out["flag"] is not None:  # the study's budget is spent when the flag judged
             self.spent_at = new["total"]
+            watch = self.watch_z is not None and self.strategy != "random"
+            self.watching = watch and out["flag"][1] < -self.watch_z  # drift.py: watching
         return [out]
 
 
 def run_study(args: tuple) -> dict:
     """One study of a cell: its window checks (each test's flag and z) and, per test, whether
     it was flagged before the change (false) and within ``WITHIN`` answers after it."""
-    strategy, per_pair, changed, seed, versions, world, share = args
+    strategy, per_pair, changed, seed, versions, world, share, watch_z = args
     _setup(share)
     study = Study(strategy, per_pair, changed, seed, world)
+    study.watch_z = watch_z
     checks = []
     for _ in range(versions):
         study.answer_batch()
         checks += study.refit()
     world_name = "changed" if changed else "stationary"
     out = {"cell": (world, strategy, per_pair, world_name), "checks": checks, "share": share}
+    out["watch"] = watch_z
     for name, _, _ in TESTS:
         flags = [c["answers"] for c in checks if c[name] and c[name][0]]
         after = [n - CHANGE_AT for n in flags if changed and n > CHANGE_AT]
@@ -288,6 +286,8 @@ def table(results: list[dict]) -> None:
     cells: dict = {}
     for result in results:  # the control share does not matter to random
         share = "—" if result["cell"][1] == "random" else result.get("share") or CONTROL_SHARE
+        if share != "—" and result.get("watch") is None:
+            share = f"{share}, no watch"
         cells.setdefault((*result["cell"][:3], share), []).append(result)
     print(f"| world | strategy | answers per pair | control share | test | stationary: flagged "
           f"| z mean (sd) | changed: flagged ≤ {WITHIN} after |")  # fmt: skip
@@ -340,6 +340,9 @@ def main(argv=None) -> None:
     parser.add_argument("--worlds", default=",".join(WORLDS))
     parser.add_argument("--seed", type=int, default=0, help="the first study's seed")
     parser.add_argument("--control-share", type=float, help="the sampler's (default: the app's)")
+    parser.add_argument(
+        "--no-watch", action="store_true", help="no drift watch (every check at the usual share)"
+    )
     parser.add_argument("--save", help="append each study's result to this JSON-lines file")
     parser.add_argument("--table", nargs="*", help="only print the table of these saved files")
     args = parser.parse_args(argv)
@@ -351,11 +354,24 @@ def main(argv=None) -> None:
         print()
         calibration(saved)
         return
-    versions = 20 if args.quick else VERSIONS  # 400 answers: one window check
+    versions = 25 if args.quick else VERSIONS  # 500 answers: one window check (vs 200)
     stationary, changed = (1, 0) if args.quick else (args.studies, args.changed_studies)
     share = args.control_share
+    _setup()
+    from learning.versions.drift import WATCH_Z
+
+    watch_z = None if args.no_watch else WATCH_Z
     jobs = [  # study by study across the cells, so that a run cut short covers them all
-        (s, per_pair, flag, args.seed + 1000 * per_pair + k + 500 * flag, versions, w, share)
+        (
+            s,
+            per_pair,
+            flag,
+            args.seed + 1000 * per_pair + k + 500 * flag,
+            versions,
+            w,
+            share,
+            watch_z,
+        )
         for k in range(max(stationary, changed))
         for w in (("model",) if args.quick else args.worlds.split(","))
         for s in args.strategies.split(",")

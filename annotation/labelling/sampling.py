@@ -13,22 +13,18 @@ In order:
    answered: those an audit asked about (higher ``priority``) first, at random within each;
    always while some are left, or with probability ``study.candidate_rate`` (< 1).
 4. **The study's strategy** over ``CANDIDATES`` random pairs of the item pool (ids cached per
-   process), minus those already answered (one query):
-   * ``random`` — any of them;
-   * ``stratified`` — the candidates' distances under the current metric (the published or the
-     latest ready version, Euclidean when there is none) cut into ``STRATA`` equal-width bins of
-     log(1 + d); a non-empty bin uniformly at random, then a pair in it. Close pairs are rare
-     among random pairs, so this over-samples them;
-   * ``uncertainty`` — the pair whose ``P(comparable) = 2 sigmoid(-z^T Sigma z)`` under the
-     latest ready EXPLORE version is closest to 0.5 (random when there is no such version);
-   * ``targeted`` — the pair whose P(comparable) under the latest ready EXPLORE version is
-     nearest 0.65, with a share of uniform picks (``strategies.py``; random when there
-     is no such version): the strategy the label-efficiency benchmark found to pay;
-   * ``information`` — the pair with the largest expected information gain about Sigma under
-     the latest ready EXPLORE version given the study's newest answers (batch D-optimal,
-     ``strategies.py``; a share of uniform picks; random when there is no version).
+   process), minus those already answered (one query). ``random``: any of them.
+   ``stratified``: their distances under the current metric (Euclidean without one) cut into
+   ``STRATA`` equal-width bins of log(1 + d), a non-empty bin at random, then a pair in it
+   (over-samples close pairs, rare among random ones). Under the current EXPLORE version (the
+   newest judged informative; random without one): ``uncertainty``, the pair whose
+   ``P(comparable) = 2 sigmoid(-z^T Sigma z)`` is nearest 0.5; ``targeted``, nearest 0.65 (the
+   strategy the label-efficiency benchmark found to pay); ``information``, the largest
+   expected information gain about Sigma given the study's newest answers (batch D-optimal);
+   the last two with a share of uniform picks (``strategies.py``).
    Every strategy but ``random`` offers **control pairs** only as uniform draws: a share of its
-   picks (``strategies.py: control_pick``; reason ``control``), for the drift flag.
+   picks, all of them while the drift flag watches (``strategies.py: control_pick``; reason
+   ``control``; ``annotation.hooks.drift_watch``, read once per refill).
 
 Left and right are shuffled per presentation.
 
@@ -46,7 +42,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 from django.db.models import Exists, OuterRef
 
-from annotation.hooks import current_metric
+from annotation.hooks import current_metric, drift_watch
 from annotation.labelling import strategies as picks
 from annotation.labelling.selectors import answered_pairs, judged_pairs, skipped_pairs
 from annotation.models import CandidatePair, GoldPair, PairJudgment, Source, Study, canonical_pair
@@ -72,6 +68,7 @@ class _Refill:
     overlap: list | None = None  # open overlap pairs, fullest first
     listed: dict = field(default_factory=dict)  # model -> random unanswered pairs
     skipped: set | None = None
+    watch: bool | None = None  # annotation.hooks.drift_watch (None: not read yet)
 
 
 _refill: ContextVar[_Refill | None] = ContextVar("sampling_refill", default=None)
@@ -110,7 +107,7 @@ def next_pair(
     if pair is not None:
         return _present(pair, "overlap", rng)
     if study.gold_rate > 0 and rng.random() < study.gold_rate:
-        pair = _gold_pair(study, user, excluded)
+        pair = _listed_pair(GoldPair, study, user, excluded)
         if pair is not None:
             return _present(pair, "gold", rng)
     first = study.candidate_rate >= 1 or rng.random() < study.candidate_rate
@@ -160,13 +157,11 @@ def next_pairs(
 def _present(pair, reason: str, rng, **scores) -> NextPair | None:
     if _refill.get() is not None:  # next_pairs reads the items of all its pairs at once
         first, second = Item(pk=pair[0]), Item(pk=pair[1])
-        if rng.random() < 0.5:
-            first, second = second, first
-        return NextPair(left=first, right=second, reason=reason, **scores)
-    items = Item.objects.in_bulk(list(pair))
-    if len(items) < 2:
-        return None
-    first, second = items[pair[0]], items[pair[1]]
+    else:
+        items = Item.objects.in_bulk(list(pair))
+        if len(items) < 2:
+            return None
+        first, second = items[pair[0]], items[pair[1]]
     if rng.random() < 0.5:
         first, second = second, first
     return NextPair(left=first, right=second, reason=reason, **scores)
@@ -278,10 +273,6 @@ def _listed_pair(model, study, user, excluded) -> tuple[int, int] | None:
     return None
 
 
-def _gold_pair(study, user, excluded) -> tuple[int, int] | None:
-    return _listed_pair(GoldPair, study, user, excluded)
-
-
 def _candidate_pairs(study, user, excluded, pool, rng) -> np.ndarray:
     """Up to CANDIDATES random pool pairs (as pool indices, shape (m, 2)) not yet answered."""
     n = len(pool)
@@ -330,6 +321,14 @@ def _recent_rows(study, pool) -> np.ndarray:
     return pool.rows[where[known]].reshape(-1, 2)
 
 
+def _watching(study) -> bool:
+    """``annotation.hooks.drift_watch``, read once per refill."""
+    refill = _refill.get()
+    if refill is not None and refill.watch is None:
+        refill.watch = drift_watch(study_id=study.pk)
+    return refill.watch if refill is not None else drift_watch(study_id=study.pk)
+
+
 def _strategy_pair(study, user, excluded, pool, rng) -> NextPair | None:
     idx = _candidate_pairs(study, user, excluded, pool, rng)
     if idx.size == 0:
@@ -351,7 +350,8 @@ def _strategy_pair(study, user, excluded, pool, rng) -> NextPair | None:
         pick = int(rng.integers(len(idx)))
         pair = (int(pool.ids[idx[pick, 0]]), int(pool.ids[idx[pick, 1]]))
         return _present(pair, "random", rng)
-    control, own = picks.control_pick(picks.pair_control(*pool.ids[idx].T), rng)
+    share = 1.0 if _watching(study) else None  # the drift flag looks again: control only
+    control, own = picks.control_pick(picks.pair_control(*pool.ids[idx].T), rng, share)
     if control is not None:  # control pairs: uniform draws only (strategies.py)
         pair = (int(pool.ids[idx[control, 0]]), int(pool.ids[idx[control, 1]]))
         return _present(pair, "control", rng)

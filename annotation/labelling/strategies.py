@@ -32,7 +32,10 @@ then a uniform sample of pairs whatever the strategy, which is what the drift fl
 are asked, not the rule, and on control pairs it cannot look like a change of rule. Under
 ``random`` every pick is uniform already, and the flag uses every answer. Half, not a quarter
 (issue 35): with a quarter the flag saw a change of rule within 300 answers in too few
-targeted studies (``benchmarks/drift.py``; docs/refits.md, "Drift flags").
+targeted studies (``benchmarks/drift.py``; docs/refits.md, "Drift flags"). While the drift flag
+**watches** (its last check fell short of its promise by more than ``WATCH_Z`` standard errors,
+``learning/versions/drift.py: watching``) the sampler passes ``share`` 1: every pick is a
+control pair until the next check, which then compares more answers.
 """
 
 from __future__ import annotations

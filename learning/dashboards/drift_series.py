@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from annotation.models import Study
 from learning.models import MetricVersion, WeatResult, WeatTest
-from learning.versions.drift import Drift, drift_alarm, drift_of
+from learning.versions.drift import Drift, drift_alarm, drift_of, watch_check
 
 from .weat_table import crossings, study_tests, weat_results
 
@@ -103,4 +103,12 @@ def drift_alerts(study: Study, data: DriftSeries) -> list[str]:
                     f"{latest.get_method_display()} #{latest.pk}: drift from the {name} version "
                     f"#{other}: {alarm}."
                 )
+    watch = watch_check(study_id=study.pk)
+    if watch is not None:
+        flag = "" if watch.get("flagged") else " (not a flag)"
+        alerts.append(
+            f"The drift flag is watching: the check of #{watch['made_by']} found its answers to "
+            f"control pairs {-watch['z']:.1f} standard errors short of their promise{flag}. "
+            "Until the next check the sampler offers only control pairs."
+        )
     return alerts

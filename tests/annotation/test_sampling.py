@@ -178,7 +178,7 @@ def test_next_pair_reads_a_bounded_number_of_queries(
     for b in items[1:20]:
         answer(study, annotator, items[0].pk, b.pk)
     next_pair(study=study, user=annotator)  # warm the pool cache
-    with django_assert_max_num_queries(6):
+    with django_assert_max_num_queries(7):  # (one of them: whether the drift flag watches)
         assert next_pair(study=study, user=annotator) is not None
 
 
@@ -309,3 +309,45 @@ def test_half_of_a_targeted_studys_pairs_are_uniform_control_pairs(study, annota
     assert {p.reason for p in picks} == {"random"}
     share = np.mean([pair_control(*np.array([canonical(p)]).T)[0] for p in picks])
     assert abs(share - CONTROL_SHARE) < 0.1
+
+
+def _checked(study, sigma, z, sample="control", level=0.001, at=400):
+    """A version on ``at`` answers whose stored flagging check (learning/versions/drift.py)
+    found ``z``; ``z`` None: a version between checks."""
+    check = {"z": z, "sample": sample, "level": level}
+    drift = {"window": {"check": check}, "published": None, "spent_at": at}
+    return make_metric_version(
+        study=study,
+        method=MetricVersion.Method.EXPLORE,
+        sigma=sigma,
+        judgment_watermark=at,  # (one version per watermark)
+        diagnostics={"drift": drift if z is not None else {"window": None}},
+    )
+
+
+def test_while_the_drift_flag_watches_every_targeted_pick_is_a_control_pair(
+    study, annotator, items
+):
+    from annotation.labelling.strategies import CONTROL_SHARE, pair_control
+    from learning.versions.drift import WATCH_Z, watching
+
+    study.strategy = Study.Strategy.TARGETED
+    sigma = np.diag(np.linspace(0.05, 0.6, study.space.dimension))
+    _checked(study, sigma, z=-WATCH_Z - 0.2)  # short of its promise: look again
+    assert watching(study_id=study.pk)
+    rng = np.random.default_rng(8)
+    picks = [next_pair(study=study, user=annotator, rng=rng) for _ in range(60)]
+    assert {p.reason for p in picks} == {"control"}
+    assert all(pair_control(*np.array([canonical(p)]).T)[0] for p in picks)
+    # a newer version between checks (nothing spent) keeps the watch; a newer check ends it
+    _checked(study, sigma, z=None, at=420)
+    assert watching(study_id=study.pk)
+    _checked(study, sigma, z=-WATCH_Z + 0.2, at=500)
+    assert not watching(study_id=study.pk)
+    picks = [next_pair(study=study, user=annotator, rng=rng) for _ in range(200)]
+    assert abs(np.mean([p.reason == "control" for p in picks]) - CONTROL_SHARE) < 0.1
+    # a random study's check (every answer) or one only shown (no level) sets no watch
+    _checked(study, sigma, z=-2.0, sample="all", at=600)
+    assert not watching(study_id=study.pk)
+    _checked(study, sigma, z=-2.0, level=None, at=700)
+    assert not watching(study_id=study.pk)

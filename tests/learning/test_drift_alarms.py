@@ -1,7 +1,8 @@
 """Drift flags that mean something (issue 25): on a record study from a real table (German
 credit, one-hot and standardised columns), annotators who keep one rule with 10 % flips,
-answers added 20 at a time through the refit service up to 200, a version published at 100 —
-no version is flagged. A change of the annotators' rule raises a flag once the fit has learned
+answers added 20 at a time through the refit service up to 300, a version published at 200
+(versions on fewer answers are not judged: ``CHECK_MIN_VERSION_ANSWERS``) — no version is
+flagged. A change of the annotators' rule raises a flag once the fit has learned
 the first rule: 600 answers, then 300 under another rule. Halfway through 200 answers there is
 nothing to contradict: EXPLORE on these 61 features from 100 answers predicts 20,000 fresh
 answers of the changed rule as well as those of its own (+0.043 against +0.047 per answer over
@@ -19,17 +20,17 @@ from .drift_world import CreditStudy, rule_changed, rule_money
 pytestmark = pytest.mark.slow
 
 
-def _run(credit: CreditStudy, rule_after_100) -> list[dict]:
-    """20 answers at a time to 200, the version at 100 published; each EXPLORE version's drift."""
+def _run(credit: CreditStudy, rule_after_200) -> list[dict]:
+    """20 answers at a time to 300, the version at 200 published; each EXPLORE version's drift."""
     rule = rule_money(credit.frame)
-    for answered in range(20, 201, 20):
+    for answered in range(20, 301, 20):
         credit.answer(rule)
         assert credit.refit().outcome == "fitted"
-        if answered == 100:
-            storage.version_publish(  # whatever its verdict at 100 answers
+        if answered == 200:
+            storage.version_publish(  # whatever its verdict at 200 answers
                 version_id=credit.explore_versions()[-1].pk, user=None, reason="drift test"
             )
-            rule = rule_after_100(credit.frame)
+            rule = rule_after_200(credit.frame)
     return [v.diagnostics.get("drift") or {} for v in credit.explore_versions()]
 
 
@@ -48,7 +49,7 @@ def _flags(drifts: list[dict]) -> list[str]:
 def test_annotators_who_keep_their_rule_raise_no_drift_flag(db, media_root):
     credit = CreditStudy(media_root)
     drifts = _run(credit, rule_money)
-    assert len(drifts) == 10
+    assert len(drifts) == 15
     judged = [p for d in drifts for p in d.values() if isinstance(p, dict) and p["check"]["z"]]
     assert len(judged) >= 10  # the test ran, not only "too few answers"
     assert _flags(drifts) == []

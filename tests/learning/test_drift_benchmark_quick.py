@@ -21,7 +21,7 @@ def test_the_drift_benchmark_runs_in_a_short_form():
     ]
     for row in rows:
         assert row[5].startswith(("0/1", "1/1"))  # the stationary study
-        assert row[6] != "—"  # its window check at 400 answers was made: a z
+        assert row[6] != "—"  # its window check at 500 answers was made: a z
     pooled = [line.split(" | ") for line in checks.splitlines() if line.startswith("| ")][1:]
     assert [row[0] for row in pooled] == ["| flag", "| all answers"]
     for row in pooled:
