@@ -27,17 +27,21 @@ older (:func:`window_reference`), the one with later answers enough to show a ch
 ``WINDOW`` answers of it. Between those, the comparison with the published version is shown,
 never flagged, as is the one with the previous version (20-odd later answers) always: a
 published check at every version would spend the budget in slivers of 20 answers and leave the
-window check a tenth of the level it needs. The checks a version makes share ``spent_alpha(n) − spent_alpha(n₀)``
-(:func:`drift_records`; n: its answers, n₀: the answers when the study last spent any, stored
-as ``spent_at``), so the levels of all checks sum to less than the rate: a study whose
-annotators never change their rule is flagged at all with probability at most the rate (the
-union bound; whether a check is made depends on counts, never on the answers' labels).
+window check a tenth of the level it needs. The checks a version makes share
+``spent_alpha(n) − spent_alpha(n₀)`` (:func:`drift_records`; n: its answers, n₀: the answers
+when the study last spent any, stored as ``spent_at``), so the levels of all checks sum to less
+than the rate: a study whose annotators never change their rule is flagged at all with
+probability at most the rate (the union bound; whether a check is made depends on counts,
+never on the answers' labels).
+
 **The watch.** A flagging check on control pairs more than ``WATCH_Z`` standard errors short of
 its promise makes the sampler offer only control pairs until the next checks
 (:func:`watching`, through ``annotation.hooks.drift_watch``): a change of rule shows first as
 such a shortfall, and the next check then compares up to twice as many answers. It changes how
 many control answers a check compares, never its level, and control answers are uniform draws
-whatever their number. FACE has no model of the answers: its drift is shown, never flagged. Fewer than
+whatever their number.
+
+FACE has no model of the answers: its drift is shown, never flagged. Fewer than
 ``CHECK_MIN_ANSWERS`` later answers, an older version fitted on fewer than
 ``CHECK_MIN_VERSION_ANSWERS`` answers or without a promise are not judged (and say so).
 """
