@@ -86,7 +86,7 @@ class Study:
         self.versions: list[dict] = []  # sigma, promise, total
         self.spent_at = 0  # answers when the study's false-alarm budget was last spent
         self.failed = 0  # fits that failed (no version, as a failed refit in the app)
-        self.watch_z = None  # drift.py's WATCH_Z; None: no watch (--no-watch)
+        self.watch = True  # drift.py's watch (--no-watch: never)
         self.watching = False  # every pick a control pair until the next check (drift.py)
 
     def sigma_now(self) -> np.ndarray:
@@ -209,6 +209,7 @@ class Study:
             CHECK_MIN_VERSION_ANSWERS,
             WINDOW,
             judge,
+            sets_watch,
             settle,
             version_level,
             window_due,
@@ -238,27 +239,28 @@ class Study:
                 judge(older["sigma"], promise, z, y, clusters, sample, 0, statistic), level
             )
             out[name] = (check.flagged, check.z)
-        if out["flag"] is not None:  # the study's budget is spent when the flag judged
-            self.spent_at = new["total"]
-            watch = self.watch_z is not None and self.strategy != "random"
-            self.watching = watch and out["flag"][1] < -self.watch_z  # drift.py: watching
+            if name == "flag":  # the study's budget is spent when the flag judged
+                self.spent_at = new["total"]
+                self.watching = self.watch and sets_watch(check.sample, check.level, check.z)
         return [out]
 
 
 def run_study(args: tuple) -> dict:
     """One study of a cell: its window checks (each test's flag and z) and, per test, whether
     it was flagged before the change (false) and within ``WITHIN`` answers after it."""
-    strategy, per_pair, changed, seed, versions, world, share, watch_z = args
+    strategy, per_pair, changed, seed, versions, world, share, watch = args
     _setup(share)
     study = Study(strategy, per_pair, changed, seed, world)
-    study.watch_z = watch_z
+    study.watch = watch
     checks = []
     for _ in range(versions):
         study.answer_batch()
         checks += study.refit()
     world_name = "changed" if changed else "stationary"
     out = {"cell": (world, strategy, per_pair, world_name), "checks": checks, "share": share}
-    out["watch"] = watch_z
+    from learning.versions.drift import WATCH_Z
+
+    out["watch"] = WATCH_Z if watch else None  # (the saved runs' field)
     for name, _, _ in TESTS:
         flags = [c["answers"] for c in checks if c[name] and c[name][0]]
         after = [n - CHANGE_AT for n in flags if changed and n > CHANGE_AT]
@@ -357,10 +359,6 @@ def main(argv=None) -> None:
     versions = 25 if args.quick else VERSIONS  # 500 answers: one window check (vs 200)
     stationary, changed = (1, 0) if args.quick else (args.studies, args.changed_studies)
     share = args.control_share
-    _setup()
-    from learning.versions.drift import WATCH_Z
-
-    watch_z = None if args.no_watch else WATCH_Z
     jobs = [  # study by study across the cells, so that a run cut short covers them all
         (
             s,
@@ -370,7 +368,7 @@ def main(argv=None) -> None:
             versions,
             w,
             share,
-            watch_z,
+            not args.no_watch,
         )
         for k in range(max(stationary, changed))
         for w in (("model",) if args.quick else args.worlds.split(","))

@@ -72,7 +72,7 @@ def test_the_worker_health_check_pings_the_worker_it_names(redis_url, start_work
     env = subprocess_env(REDIS_URL=redis_url, CELERY_BROKER_URL=None)
     check = [sys.executable, str(ROOT / "docker" / "worker_health.py")]
 
-    def ask(name: str) -> subprocess.CompletedProcess:
+    def ask(name: str, env: dict = env) -> subprocess.CompletedProcess:
         return subprocess.run(
             [*check, name], env=env, capture_output=True, text=True, timeout=60, check=False
         )
@@ -86,13 +86,7 @@ def test_the_worker_health_check_pings_the_worker_it_names(redis_url, start_work
     nobody = ask(f"{queue}-nobody")
     assert nobody.returncode == 1
     assert "did not answer" in nobody.stderr
-    stopped = subprocess.run(
-        [*check, f"{queue}-0"],
-        env=subprocess_env(REDIS_URL="redis://127.0.0.1:1/0", CELERY_BROKER_URL=None),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    dead_broker = subprocess_env(REDIS_URL="redis://127.0.0.1:1/0", CELERY_BROKER_URL=None)
+    stopped = ask(f"{queue}-0", env=dead_broker)
     assert stopped.returncode == 1
     assert "worker health:" in stopped.stderr

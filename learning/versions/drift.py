@@ -74,9 +74,7 @@ CHECK_MIN_VERSION_ANSWERS = 200
 LABEL_Y = {Label.COMPARABLE: 1.0, Label.INCOMPARABLE: 0.0, Label.UNSURE: 0.5}
 WINDOW = 300  # answers between the two ends of the window check
 WINDOW_EVERY = 100  # a window check each time a study's answers pass a multiple of this
-# A flagging check this far short of its promise (z < −WATCH_Z) makes the sampler of a
-# non-random strategy offer only control pairs until the next checks (:func:`watching`).
-WATCH_Z = 1.0
+WATCH_Z = 1.0  # a flagging check this far short of its promise sets the watch (sets_watch)
 
 
 @dataclass(frozen=True)
@@ -250,7 +248,7 @@ def settle(check: DriftCheck, level: float | None) -> DriftCheck:
     limit = drift_limit(level)
     note = f"; flagged below {-limit:.2f}, this check's share {level:.2g} of the study's "
     note += "false-alarm rate"
-    if check.sample == "control" and check.z < -WATCH_Z:
+    if sets_watch(check.sample, level, check.z):
         note += "; until the next check the sampler offers only control pairs"
     return replace(
         check,
@@ -261,9 +259,15 @@ def settle(check: DriftCheck, level: float | None) -> DriftCheck:
     )
 
 
+def sets_watch(sample: str | None, level: float | None, z: float | None) -> bool:
+    """Whether a check (its ``sample``, ``level``, ``z``) sets the watch (:func:`watching`): it
+    flags (a level), compared control pairs (a non-random strategy) and fell below −WATCH_Z."""
+    return level is not None and sample == "control" and z is not None and z < -WATCH_Z
+
+
 def watch_check(*, study_id: int) -> dict | None:
-    """The flagging check that has the drift flag watching (:func:`watching`), with the id of
-    the version that made it (``made_by``); None when it is not watching."""
+    """The check that set the watch (:func:`watching`) with its version's id (``made_by``);
+    None when the flag is not watching."""
     newest = (
         MetricVersion.objects.filter(
             study_id=study_id, method=MetricVersion.Method.EXPLORE, cohort=""
@@ -276,18 +280,15 @@ def watch_check(*, study_id: int) -> dict | None:
     made_by, drift = newest or (None, {})
     for name in ("window", "published"):
         check = ((drift or {}).get(name) or {}).get("check") or {}
-        judged = check.get("level") is not None and check.get("sample") == "control"
-        if judged and check.get("z") is not None and check["z"] < -WATCH_Z:
+        if sets_watch(check.get("sample"), check.get("level"), check.get("z")):
             return check | {"made_by": made_by}
     return None
 
 
 def watching(*, study_id: int) -> bool:
-    """The hook ``annotation.hooks.drift_watch``: whether a flagging check of the study's newest
-    EXPLORE version that made any (``spent_at``) compared control pairs and fell below
-    ``−WATCH_Z``. Until the next checks (at most ``WINDOW_EVERY`` answers on) every pick of a
-    non-random strategy is then a uniform control pair, so that they compare up to twice as
-    many answers: a change of rule shows first as such a shortfall (module docstring)."""
+    """The hook ``annotation.hooks.drift_watch``: whether the newest checks (``spent_at``) set
+    the watch (:func:`sets_watch`); until the next ones every pick of a non-random strategy is
+    a control pair (module docstring, "The watch")."""
     return watch_check(study_id=study_id) is not None
 
 
