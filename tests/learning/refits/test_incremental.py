@@ -5,7 +5,10 @@
   (``judgment_snapshot``) over a sequence of answer batches, and a deleted, changed or
   out-of-order answer makes it read everything again.
 * A refit that starts from the previous version's solutions (``learning/refits/cache.py``)
-  reports the held-out log-likelihood of a cold fit of the same data within 1e-4.
+  reports the held-out log-likelihood of a cold fit of the same data within 5e-4: at the
+  large-n floor the fold fits stop at a gain of 1e-5 per step (``FLOOR_TOL``), and over 59
+  warm/cold pairs of refits (1,750 answers, 20 seeds) the two differ with sd 3e-5, at most
+  1.6e-4 (a bound of 1e-4 failed 1 of the 59, and once in CI, where item ids move).
 """
 
 from __future__ import annotations
@@ -176,7 +179,7 @@ def test_a_warm_started_refit_matches_a_cold_fit_on_held_out_pairs(world, answer
         assert warm.diagnostics["weighting"] == "reliability"
         assert warm.diagnostics["snapshot_read"].startswith("cached + 30 new in ")
         cold = _cold(study, warm)
-        assert abs(warm.diagnostics["heldout_loglik"] - cold.diagnostics["heldout_loglik"]) <= 1e-4
+        assert abs(warm.diagnostics["heldout_loglik"] - cold.diagnostics["heldout_loglik"]) <= 5e-4
         assert warm.diagnostics["penalty"] == pytest.approx(cold.diagnostics["penalty"], rel=1e-9)
 
 
