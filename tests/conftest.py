@@ -147,6 +147,34 @@ def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix) -
         database.setdefault("TEST", {})["NAME"] = str(name)
 
 
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup) -> Iterator[None]:
+    """pytest-django's test databases, and before they are dropped every connection this
+    process still holds closed. Django keeps a connection per thread and per context (asgiref's
+    ``Local`` on contextvars), and its teardown closes only the one of the context it runs in;
+    one left open by another (a request thread of the live server, a context the browser
+    driver ran code in) made PostgreSQL refuse the drop ("database … is being accessed by
+    other users"), and the test database stayed behind."""
+    yield
+    close_every_connection()
+
+
+def close_every_connection() -> int:
+    """Close the open connection of every Django database wrapper in this process, whichever
+    thread or context made it (the driver's own close: Django's refuses another thread's
+    wrapper); how many were open."""
+    import gc
+
+    from django.db.backends.base.base import BaseDatabaseWrapper
+
+    wrappers = [o for o in gc.get_objects() if isinstance(o, BaseDatabaseWrapper)]
+    open_ones = [w for w in wrappers if w.connection is not None]
+    for wrapper in open_ones:
+        wrapper.connection.close()
+        wrapper.connection = None
+    return len(open_ones)
+
+
 @pytest.fixture(autouse=True)
 def _fast_passwords(settings) -> None:
     """MD5 for the tests' passwords: the production hasher (PBKDF2, ~0.3-0.6 s a password on
