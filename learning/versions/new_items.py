@@ -21,7 +21,10 @@ the gain on a fresh pair of new people. Its 95 % interval (``gain_interval``) is
 the scale is the dyadic-robust standard error over the held-out items (``dyadic_se``: answers
 that share an item are correlated, repeated answers to one pair are one cluster), the two
 quantiles come from the pairs resampled with their answers (the gains are skewed: a Wald
-interval missed high twice as often as low). AUC: of the held-out distances (smaller = comparable).
+interval missed high twice as often as low), each no nearer the centre than Student's t with the
+error's effective degrees of freedom (``effective_df``: a few rare, costly pairs make the error
+itself noisy, which resamples of the same few pairs do not show; the WEAT interval's t floor,
+docs/core.md). AUC: of the held-out distances (smaller = comparable).
 
 Verdict (``new_items_verdict``): "cannot tell yet" until at least ``MIN_ITEMS`` held-out items
 and ``MIN_PAIRS`` scored pairs (what a verdict on heavy-tailed features needs to mean something,
@@ -36,7 +39,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 from scipy.special import expit
-from scipy.stats import norm, rankdata
+from scipy.stats import rankdata
+from scipy.stats import t as student_t
 
 from learning.core._pairloss import quad_forms
 
@@ -45,7 +49,7 @@ MIN_ITEMS = 40  # held-out items in scored pairs before a first verdict
 MIN_PAIRS = 100  # scored held-out pairs before a first verdict
 LAPSE = 0.01  # the scored predictions allow 1 % slips each way (module docstring)
 BOOTSTRAP_T = 999  # resamples for the interval's quantiles
-BOOTSTRAP_T_MAX_PAIRS = 2_000  # above: normal quantiles (the skew's effect shrinks as 1/√pairs)
+BOOTSTRAP_T_MAX_PAIRS = 2_000  # above: the t floor alone (the skew's effect shrinks as 1/√pairs)
 INFORMATIVE, NOT_INFORMATIVE, CANNOT_TELL = "informative", "not informative", "cannot tell yet"
 VERDICTS = (INFORMATIVE, NOT_INFORMATIVE, CANNOT_TELL)
 
@@ -152,13 +156,27 @@ def _dyadic_se(gain: np.ndarray, m: int, ia: np.ndarray, ib: np.ndarray, dyad: n
     return float(np.sqrt((shared if shared > 0 else clustered) * m / (m - 1)) / n)
 
 
+def effective_df(gain: np.ndarray, dyad: np.ndarray) -> float:
+    """Satterthwaite's degrees of freedom of the clustered error: with ``u`` each pair's summed
+    residuals over ``D`` pairs, ``2D/(κ − 1)`` for the kurtosis ``κ = mean(u⁴)/mean(u²)²`` (the
+    variance of ``Σu²`` matched to a scaled χ²; about ``D`` for normal gains, a few dozen where a
+    few pairs carry most of the error). At least 1."""
+    u = np.bincount(dyad, np.asarray(gain, dtype=np.float64) - float(np.mean(gain)))
+    second = float(np.mean(u**2))
+    if second <= 0.0:
+        return float(u.size)
+    kurtosis = float(np.mean(u**4)) / second**2
+    return float(max(2.0 * u.size / max(kurtosis - 1.0, 1e-12), 1.0))
+
+
 def gain_interval(
     gain: np.ndarray, item_a: np.ndarray, item_b: np.ndarray, level: float = 0.95
 ) -> list[float] | None:
     """The interval of ``gain.mean()`` (module docstring): ``mean − q_hi·se, mean − q_lo·se`` with
     ``se = dyadic_se`` and ``q`` the quantiles of the studentized mean over resamples of the
-    pairs of items (each with all its answers; seeded, so a figure is reproducible). Normal
-    quantiles past ``BOOTSTRAP_T_MAX_PAIRS`` pairs. None when the error cannot be estimated."""
+    pairs of items (each with all its answers; seeded, so a figure is reproducible), each no
+    nearer 0 than Student's t with ``effective_df`` (alone past ``BOOTSTRAP_T_MAX_PAIRS``
+    pairs). None when the error cannot be estimated."""
     gain = np.asarray(gain, dtype=np.float64)
     dyads = _dyads(item_a, item_b, gain.size)
     se = _dyadic_se(gain, *dyads)
@@ -166,10 +184,10 @@ def gain_interval(
         return None
     mean, tail, dyad = float(gain.mean()), (1.0 - level) / 2.0, dyads[3]
     size = int(dyad.max()) + 1
-    z = float(norm.ppf(1.0 - tail))
-    normal = [mean - z * se, mean + z * se]
+    floor = float(student_t.ppf(1.0 - tail, effective_df(gain, dyad)))
+    floored = [mean - floor * se, mean + floor * se]
     if se == 0.0 or not 3 <= size <= BOOTSTRAP_T_MAX_PAIRS:
-        return normal
+        return floored
     sums = np.bincount(dyad, gain, size)
     counts = np.bincount(dyad, minlength=size).astype(np.float64)
     # each resample as how often it drew each pair: (B × pairs) @ the pairs' moments
@@ -182,10 +200,10 @@ def gain_interval(
     spread = np.sqrt(np.maximum(ss - 2 * means * sc + means**2 * cc, 0.0) * size / (size - 1))
     ok = spread > 0
     if ok.sum() < BOOTSTRAP_T // 2:
-        return normal
+        return floored
     t = (means[ok] - mean) / (spread[ok] / c[ok])
     q_lo, q_hi = np.quantile(t, [tail, 1.0 - tail])
-    return [mean - float(q_hi) * se, mean - float(q_lo) * se]
+    return [mean - max(float(q_hi), floor) * se, mean - min(float(q_lo), -floor) * se]
 
 
 def new_item_figures(

@@ -8,8 +8,10 @@ predicts worse than the constant."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from django.contrib.auth import get_user_model
 from django.urls import reverse
+from scipy.stats import t as student_t
 
 from annotation.labelling.strategies import pair_control
 from annotation.models import Study
@@ -27,6 +29,7 @@ from learning.versions.new_items import (
     Figures,
     distance_loglik,
     dyadic_se,
+    effective_df,
     gain_interval,
     item_split,
     new_items_verdict,
@@ -131,7 +134,9 @@ def test_gain_interval_is_skewed_like_the_gains_and_normal_past_its_pair_limit()
     gain = 0.2 - rng.lognormal(sigma=1.2, size=200)  # a long lower tail, as rare far pairs give
     low, high = gain_interval(gain, ia, ib)
     mean = gain.mean()
-    assert mean - low > 1.96 * se(gain) > high - mean > 0  # reaches further toward the tail
+    assert mean - low > 1.1 * (high - mean) > 0  # reaches further toward the tail
+    floor = student_t.ppf(0.975, effective_df(gain, np.arange(200))) * se(gain)
+    assert high - mean >= floor - 1e-12  # the short side no nearer than the t floor
     assert gain_interval(gain, ia, ib) == [low, high]  # seeded: the same figures every time
     symmetric = rng.normal(size=200)
     low, high = gain_interval(symmetric, ia, ib)
@@ -139,9 +144,30 @@ def test_gain_interval_is_skewed_like_the_gains_and_normal_past_its_pair_limit()
     n = BOOTSTRAP_T_MAX_PAIRS + 1
     big = rng.normal(size=n)
     low, high = gain_interval(big, np.arange(n), np.arange(n, 2 * n))
-    half = 1.959964 * dyadic_se(big, np.arange(n), np.arange(n, 2 * n))
+    df = effective_df(big, np.arange(n))
+    assert 0.8 * n < df < 1.2 * n  # normal gains: about one degree of freedom per pair
+    half = student_t.ppf(0.975, df) * dyadic_se(big, np.arange(n), np.arange(n, 2 * n))
     assert np.allclose([low, high], [big.mean() - half, big.mean() + half])
     assert gain_interval(np.ones(3), np.zeros(3, int), np.ones(3, int)) is None  # 2 items: no error
+
+
+def test_a_few_costly_pairs_widen_the_interval_to_student_t_with_few_degrees_of_freedom():
+    """Four of 200 pairs carry most of the error: the error is itself noisy (Satterthwaite's
+    2D/(κ − 1), by hand here), and neither end of the interval is nearer the mean than t with
+    those degrees of freedom — resamples of the same four pairs would not show it."""
+    ia, ib = np.arange(0, 400, 2), np.arange(1, 400, 2)
+    gain = np.full(200, 0.1)
+    gain[:4] = -4.0
+    u = gain - gain.mean()
+    kurtosis = np.mean(u**4) / np.mean(u**2) ** 2
+    df = effective_df(gain, np.arange(200))
+    assert df == pytest.approx(2 * 200 / (kurtosis - 1))
+    assert 7 < df < 9  # against 200 pairs
+    low, high = gain_interval(gain, ia, ib)
+    floor = student_t.ppf(0.975, df) * dyadic_se(gain, ia, ib)
+    assert gain.mean() - low >= floor - 1e-12
+    assert high - gain.mean() >= floor - 1e-12
+    assert high - gain.mean() > 1.05 * 1.959964 * dyadic_se(gain, ia, ib)  # wider than normal
 
 
 def test_scored_loglik_is_bounded_and_the_constant_scores_like_the_fit():
