@@ -167,7 +167,8 @@ def close_every_connection() -> int:
 
     from django.db.backends.base.base import BaseDatabaseWrapper
 
-    wrappers = [o for o in gc.get_objects() if isinstance(o, BaseDatabaseWrapper)]
+    # type(), not isinstance(): a dead weak proxy among the objects raises on __class__
+    wrappers = [o for o in gc.get_objects() if issubclass(type(o), BaseDatabaseWrapper)]
     open_ones = [w for w in wrappers if w.connection is not None]
     for wrapper in open_ones:
         wrapper.connection.close()

@@ -33,3 +33,18 @@ def test_a_connection_another_thread_left_open_is_closed_before_the_drop():
     assert connections["default"].connection is None
     with connections["default"].cursor() as cursor:  # this thread's reconnects as usual
         cursor.execute("SELECT 1")
+
+
+def test_a_dead_weak_proxy_among_the_objects_does_not_stop_it():
+    import gc
+    import weakref
+
+    class Gone:
+        pass
+
+    thing = Gone()
+    proxies = [weakref.proxy(thing)]  # a list is tracked by gc; the proxy in it outlives thing
+    del thing
+    gc.collect()
+    assert close_every_connection() >= 0
+    assert len(proxies) == 1
