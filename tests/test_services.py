@@ -1,17 +1,22 @@
 """The real parts are real: PostgreSQL when configured, Celery workers over Redis and over the
-embedded broker (a separate worker process, never eager mode)."""
+embedded broker (a separate worker process, never eager mode). The test databases can be
+dropped: before pytest-django drops them, ``tests/conftest.py: close_every_connection`` closes
+every connection the process still holds, also one another thread or context opened, which
+Django's own teardown does not see and which made PostgreSQL refuse the drop."""
 
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
+import pytest
 from celery import Celery
 from django.conf import settings
-from django.db import connection
+from django.db import connection, connections
 
-from .conftest import ROOT, require, subprocess_env
+from .conftest import ROOT, close_every_connection, require, subprocess_env
 
 
 def test_database_is_the_configured_one(db):
@@ -90,3 +95,40 @@ def test_the_worker_health_check_pings_the_worker_it_names(redis_url, start_work
     stopped = ask(f"{queue}-0", env=dead_broker)
     assert stopped.returncode == 1
     assert "worker health:" in stopped.stderr
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_connection_another_thread_left_open_is_closed_before_the_drop():
+    kept = []
+
+    def query() -> None:
+        with connections["default"].cursor() as cursor:
+            cursor.execute("SELECT 1")
+        kept.append(connections["default"])  # the thread ends, its connection stays open
+
+    worker = threading.Thread(target=query)
+    worker.start()
+    worker.join()
+    (other,) = kept
+    assert other is not connections["default"]
+    assert other.connection is not None
+    assert close_every_connection() >= 1
+    assert other.connection is None
+    assert connections["default"].connection is None
+    with connections["default"].cursor() as cursor:  # this thread's reconnects as usual
+        cursor.execute("SELECT 1")
+
+
+def test_a_dead_weak_proxy_among_the_objects_does_not_stop_it():
+    import gc
+    import weakref
+
+    class Gone:
+        pass
+
+    thing = Gone()
+    proxies = [weakref.proxy(thing)]  # a list is tracked by gc; the proxy in it outlives thing
+    del thing
+    gc.collect()
+    assert close_every_connection() >= 0
+    assert len(proxies) == 1
