@@ -25,8 +25,8 @@ New-items interval (``learning/versions/new_items.py``, issue 35): a pool of ite
 population, answers on random pairs of the pool, the app's new-items check
 (``learning/refits/newitems.py``: EXPLORE refitted on each item fold's training part, the
 held-out items' pairs scored against the training rate with the verdict's bounded score, the
-bootstrap-t interval on the dyadic-robust error, floored at Student's t; ``--unbounded`` adds the plain log-likelihood's
-gain with a dyadic Wald interval beside it). The truth is what the interval estimates: the fold
+bootstrap-t interval on the dyadic-robust error, floored at Student's t; ``--unbounded`` adds
+the plain log-likelihood's gain with a dyadic Wald interval beside it). The truth is what the interval estimates: the fold
 fits' expected gain over their constant on a fresh pair of *new* items (20,000 pairs of 2,000 items drawn anew from the population, averaged over the
 folds as the held-out pairs weigh them). Spaces: "word" (Gaussian, d = 10, a rank-2 rule on φ),
 "record" (the app's φ of a table with 3 log-normal — heavy-tailed — columns and 2 categorical
