@@ -27,10 +27,13 @@ item ids (``pair_control``; independent of the validation folds, which read the 
 leading bits). Every strategy but ``random`` offers them only as uniform draws: a share
 ``CONTROL_SHARE`` of its picks is a uniformly random control pair among the candidates
 (reason ``control``), and its own picks skip control pairs. The answers to control pairs are
-then a uniform sample of pairs whatever the strategy, which is what the drift flag compares
-(``learning/versions/drift.py``): a strategy that moves to uncertain pairs changes which pairs
-are asked, not the rule, and on control pairs it cannot look like a change of rule. Under
-``random`` every pick is uniform already, and the flag uses every answer. Half, not a quarter
+then a uniform sample of pairs whatever the strategy (``control_only``), which is what the
+figures about a fresh pair read: the drift flag (``learning/versions/drift.py``: a strategy that
+moves to uncertain pairs changes which pairs are asked, not the rule, and on control pairs it
+cannot look like a change of rule), the verdict on new items and its re-check
+(``learning/refits/newitems.py``: a version's gain on the strategy's own picks, pairs where it
+is unsure, is not its gain on a fresh pair of new people). Under ``random`` every pick is
+uniform already, and they read every answer. Half, not a quarter
 (issue 35): with a quarter the flag saw a change of rule within 300 answers in too few
 targeted studies (``benchmarks/drift.py``; docs/refits.md, "Drift flags"). While the drift flag
 **watches** (its last check fell short of its promise by more than ``WATCH_Z`` standard errors,
@@ -75,6 +78,12 @@ def hash_control(unit: np.ndarray, share: float | None = None) -> np.ndarray:
 def pair_control(item_a: np.ndarray, item_b: np.ndarray) -> np.ndarray:
     """Whether the pairs (item ids, canonical order) are control pairs (module docstring)."""
     return hash_control(pair_hash_unit(item_a, item_b))
+
+
+def control_only(strategy: str) -> bool:
+    """Whether figures about a uniformly drawn pair read only the answers to control pairs:
+    under every strategy but ``random`` (module docstring)."""
+    return str(strategy) != "random"
 
 
 def control_pick(

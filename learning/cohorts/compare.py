@@ -25,11 +25,11 @@ from learning.core.fairness.cohorts import (
     score_difference,
 )
 from learning.refits.cache import _rows_differences
+from learning.refits.newitems import scoring
 from learning.refits.pairs import PairData
 from learning.versions.new_items import (
     distance_loglik,
     gain_interval,
-    item_split,
     new_item_figures,
 )
 
@@ -39,14 +39,8 @@ PAIRS_SHOWN = 20  # the pairs the cohorts most disagree on, kept in the report
 class Held:
     """One cohort's held-out answers by item fold, with its own training rates."""
 
-    def __init__(self, pairs: PairData, read) -> None:
-        split = item_split(pairs.row_a, pairs.row_b)
-        self.rates = np.full(split.k, 0.5)
-        for k in range(split.k):
-            train = split.train(k)
-            if train.any():
-                self.rates[k] = float(pairs.y[train].mean())
-        mine = split.held >= 0
+    def __init__(self, pairs: PairData, read, control_only: bool = False) -> None:
+        split, mine, self.rates = scoring(pairs, control_only)  # as a version's new items
         self.row_a, self.row_b = pairs.row_a[mine], pairs.row_b[mine]
         self.y, self.fold = pairs.y[mine], split.held[mine]
         self.z = _rows_differences(read, self.row_a, self.row_b) if mine.any() else None

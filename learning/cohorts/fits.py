@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from annotation.labelling.strategies import control_only
 from learning.core.explore import EXPLORE
 from learning.evaluation.informative import version_judge
 from learning.models import MetricVersion, StudyLearningSettings
@@ -128,7 +129,9 @@ def cohort_fit(
         args = _explore_args(learning)
         outcome = fitting.fit_explore(sub, read, keep_differences=False, **args)
         recipe = newitems.explore_recipe(read, **args)
-        new_items, folds = newitems.new_items_check(sub, read, recipe)
+        new_items, folds = newitems.new_items_check(
+            sub, read, recipe, control_only=control_only(study.strategy)
+        )
         _store(
             version,
             outcome.sigma,
@@ -161,7 +164,9 @@ def equal_fit(
     try:
         model = _equal_fit(sub, read, sub_codes, bound)
         recipe = equal_recipe(read, sub_codes, bound)
-        new_items, folds = newitems.new_items_check(sub, read, recipe)
+        new_items, folds = newitems.new_items_check(
+            sub, read, recipe, control_only=control_only(study.strategy)
+        )
         diagnostics = {
             "loglik": fitting.finite(model.loglik_),
             "converged": bool(model.converged_),

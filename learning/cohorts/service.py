@@ -22,6 +22,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from threadpoolctl import threadpool_limits
 
+from annotation.labelling.strategies import control_only
 from annotation.models import MemberAttribute, Membership, Study
 from learning.cohorts import compare, fits
 from learning.models import CohortReport, MetricVersion
@@ -184,10 +185,12 @@ def _values(attribute, members: list[int], answers) -> list[dict]:
 
 
 def _figures(study, pooled, pairs, codes, attribute, fitted, equal) -> dict:
-    read = study.space.vectors
+    read, uniform = study.space.vectors, control_only(study.strategy)
     ok = {name: f for name, f in fitted.items() if f.version is not None}
     held = {
-        name: compare.Held(pairs_subset(pairs, codes == attribute.values.index(name)), read)
+        name: compare.Held(
+            pairs_subset(pairs, codes == attribute.values.index(name)), read, uniform
+        )
         for name in ok
     }
     kept = storage.fold_fits_load(pooled)

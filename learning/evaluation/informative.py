@@ -50,7 +50,7 @@ def version_judge(version: MetricVersion) -> dict:
         answers = int(stored.get("answers") or 0)
     else:
         fig, answers = Figures(None, None, None, 0, 0), int(version.counts.get("observations") or 0)
-    validity = new_items_verdict(fig, answers=answers)
+    validity = new_items_verdict(fig, answers=answers, sample=(stored or {}).get("sample", "all"))
     if not stored and diag.get("new_items_error"):
         validity["summary"] = f"new items not scored: {diag['new_items_error']}"
     validity["judged_at_watermark"] = int(version.judgment_watermark)

@@ -10,6 +10,13 @@ pairs are kept beside the Sigma (``learning/versions/storage.py: fold_fits_save`
 derived from this version later (a projection) is judged by the same derivation applied to each
 fold fit, on the same held-out items (``storage.metric_version_create``'s ``derive``).
 
+Which answers are scored: under ``random`` every held-out answer; under any other strategy
+(``annotation/labelling/strategies.py: control_only``) only those to control pairs, against the
+comparable rate of the training part's control answers. Those are uniform draws of pairs
+whatever the strategy; its own picks are pairs where the current metric is unsure, and on them a
+version gains less than on a fresh pair of new people (``benchmarks/coverage.py --strategy``:
+the interval on every held-out answer missed low, 0.78 coverage under ``uncertainty``).
+
 Cost: one fit of the recipe per item fold (``N_ITEM_FOLDS``) on about two thirds of the
 answers, after the version's own fit.
 """
@@ -36,6 +43,7 @@ from learning.versions.new_items import Figures, ItemSplit, item_split, new_item
 Method = MetricVersion.Method
 
 Recipe = Callable[..., np.ndarray]  # (training part, its mask, fold=k or None) → Sigma
+RATE_MIN = 20  # control answers that fix a constant; fewer: all answers (control_only)
 
 
 @dataclass
@@ -60,15 +68,17 @@ def pairs_subset(pairs: PairData, keep: np.ndarray) -> PairData:
 
 @dataclass(frozen=True)
 class FoldFits:
-    """Each item fold's fit of the recipe (None: not fitted), its training rate, the split."""
+    """Each item fold's fit of the recipe (None: not fitted), its training rate, the split, and
+    which answers are scored (held out, and to control pairs under ``control_only``)."""
 
     fits: list
     rates: np.ndarray
     split: ItemSplit
+    scored: np.ndarray
 
     def held(self, pairs: PairData) -> dict:
-        """The held-out pairs as arrays (what ``storage.fold_fits_save`` keeps)."""
-        mine = self.split.held >= 0
+        """The scored held-out pairs as arrays (what ``storage.fold_fits_save`` keeps)."""
+        mine = self.scored
         return {
             "row_a": pairs.row_a[mine],
             "row_b": pairs.row_b[mine],
@@ -78,23 +88,40 @@ class FoldFits:
         }
 
 
-def fold_fits(pairs: PairData, recipe: Recipe) -> FoldFits:
-    """The recipe on each item fold's training part (module docstring)."""
+def scoring(pairs: PairData, control_only: bool = False):
+    """The item split, which answers are scored (held out; to control pairs only under
+    ``control_only``: module docstring) and each fold's constant: the comparable rate of its
+    training part's answers (of their control ones under ``control_only`` when there are
+    ``RATE_MIN``; 0.5 for an empty part)."""
     split = item_split(pairs.row_a, pairs.row_b)
-    fits, rates = [], np.full(split.k, 0.5)
+    uniform = hash_control(pairs.hash) if control_only else np.ones(len(pairs), dtype=bool)
+    rates = np.full(split.k, 0.5)
     for k in range(split.k):
         keep = split.train(k)
-        if not np.any(split.held == k) or not keep.any():
+        base = keep & uniform
+        base = base if base.sum() >= RATE_MIN else keep
+        if base.any():
+            rates[k] = float(pairs.y[base].mean())
+    return split, (split.held >= 0) & uniform, rates
+
+
+def fold_fits(pairs: PairData, recipe: Recipe, control_only: bool = False) -> FoldFits:
+    """The recipe on each item fold's training part (module docstring), for the folds with
+    answers to score (``scoring``)."""
+    split, scored, rates = scoring(pairs, control_only)
+    fits = []
+    for k in range(split.k):
+        keep = split.train(k)
+        if not np.any(scored & (split.held == k)) or not keep.any():
             fits.append(None)
             continue
-        rates[k] = float(pairs.y[keep].mean())
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 fits.append(np.asarray(recipe(pairs_subset(pairs, keep), keep, fold=k)))
         except (fitting.FitError, ValueError, np.linalg.LinAlgError):
             fits.append(None)
-    return FoldFits(fits, rates, split)
+    return FoldFits(fits, rates, split, scored)
 
 
 def score(held: dict, fits: list, read_vectors) -> Figures:
@@ -179,20 +206,25 @@ def face_recipe(pairs: PairData, groups, read_vectors, *, k, use_pairs: bool) ->
     return fit
 
 
-def new_items_check(pairs: PairData, read_vectors, recipe: Recipe) -> tuple[dict, FoldFits]:
-    """The version's ``diagnostics["new_items"]`` (its figures and the answers they came from)
-    and the fold fits (kept by ``store_folds`` once the version is stored)."""
-    folds = fold_fits(pairs, recipe)
+def new_items_check(
+    pairs: PairData, read_vectors, recipe: Recipe, *, control_only: bool = False
+) -> tuple[dict, FoldFits]:
+    """The version's ``diagnostics["new_items"]`` (its figures, the answers they came from, and
+    ``sample``: "control" under ``control_only``) and the fold fits (kept by ``store_folds`` once
+    the version is stored). ``control_only`` (``strategies.control_only`` of the study's
+    strategy): an adaptive strategy's own picks are pairs where the current metric is unsure,
+    and a version's gain on them is not its gain on a fresh pair of new people."""
+    folds = fold_fits(pairs, recipe, control_only)
     fig = score(folds.held(pairs), folds.fits, read_vectors)
     fitted = sum(f is not None for f in folds.fits)
-    return fig.as_dict() | {"answers": len(pairs), "folds_fitted": fitted}, folds
+    sample = "control" if control_only else "all"
+    return fig.as_dict() | {"answers": len(pairs), "folds_fitted": fitted, "sample": sample}, folds
 
 
 def store_folds(version, folds: FoldFits, pairs: PairData) -> None:
     storage.fold_fits_save(version, fits=folds.fits, held=folds.held(pairs))
 
 
-RATE_MIN = 20  # control answers before a version that fix the constant; fewer: all answers
 RECHECK_ROUNDS = 5  # a refit re-judges at most this many successive current versions
 
 

@@ -21,6 +21,7 @@ from django.db import DatabaseError, InterfaceError, OperationalError
 from django.utils import timezone
 from threadpoolctl import threadpool_limits
 
+from annotation.labelling.strategies import control_only
 from annotation.models import Adjudication, Study
 from learning.evaluation.checks import version_evaluate
 from learning.models import MetricVersion, StudyLearningSettings
@@ -271,7 +272,7 @@ def _refit_claimed(study_id: int, report: RefitReport) -> None:
         inputs.pairs,
         study.space.vectors,
         policy=learning.repeat_policy,
-        control_only=study.strategy != Study.Strategy.RANDOM,
+        control_only=control_only(study.strategy),
         fresh=set(report.ready),
         watermark=marks.judgment_watermark,
     )
@@ -312,7 +313,8 @@ def _version_fit(version, study, learning, inputs, groups, snapshot) -> bool:
             k, use = learning.face_components, learning.face_pairs_as_groups
             recipe = newitems.face_recipe(pairs, groups, read, k=k, use_pairs=use)
         fitted = time.perf_counter()
-        new_items, folds = newitems.new_items_check(pairs, read, recipe)
+        uniform = control_only(study.strategy)
+        new_items, folds = newitems.new_items_check(pairs, read, recipe, control_only=uniform)
         new_items["seconds"] = round(time.perf_counter() - fitted, 4)
         storage.version_store(
             version,

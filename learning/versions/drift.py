@@ -54,8 +54,8 @@ from functools import lru_cache
 import numpy as np
 from scipy.stats import norm
 
-from annotation.labelling.strategies import pair_control
-from annotation.models import Label, PairJudgment, Study
+from annotation.labelling.strategies import control_only, pair_control
+from annotation.models import Label, PairJudgment
 from learning.core.drift import answer_gains, answer_surprises, gain_shortfall, spent_alpha
 from learning.core.drift import drift as core_drift
 from learning.models import MetricVersion
@@ -197,7 +197,7 @@ def drift_check(before: MetricVersion, after: MetricVersion) -> DriftCheck:
             f"#{before.pk} rests on {answered} answers; its held-out figure is judged from "
             f"{CHECK_MIN_VERSION_ANSWERS}",
         )
-    sample = "all" if after.study.strategy == Study.Strategy.RANDOM else "control"
+    sample = "control" if control_only(after.study.strategy) else "all"
     figure = promise.get(sample)
     if not figure:
         return DriftCheck(False, f"#{before.pk} held out no {sample} answers to judge against")

@@ -245,12 +245,15 @@ def _more_answers(gain: float, low: float, pairs: int, k: int) -> int | None:
     return max(1, int(round(k * pairs * ((half / gain) ** 2 - 1.0))))
 
 
-def new_items_verdict(fig: Figures, *, answers: int, k: int = N_ITEM_FOLDS) -> dict:
+def new_items_verdict(
+    fig: Figures, *, answers: int, k: int = N_ITEM_FOLDS, sample: str = "all"
+) -> dict:
     """The verdict on ``fig`` (module docstring): the version's ``diagnostics["validity"]``
-    without its watermark. ``answers``: the observations the figures came from."""
+    without its watermark. ``answers``: the observations the figures came from; ``sample``:
+    which held-out answers were scored ("control": control pairs only, ``newitems.fold_fits``)."""
     base = fig.as_dict()
     base.pop("loglik")
-    base |= {"basis": "new items"}
+    base |= {"basis": "new items", "sample": sample}
     needs = []
     if fig.items < MIN_ITEMS:
         needs.append(f"answers on at least {MIN_ITEMS - fig.items} more items")
@@ -261,27 +264,27 @@ def new_items_verdict(fig: Figures, *, answers: int, k: int = N_ITEM_FOLDS) -> d
         return base | {
             "verdict": CANNOT_TELL,
             "needs": " and ".join(needs) or "more answers on pairs of distinct items",
-            "summary": _summary(fig, "too few held-out people to say yet"),
+            "summary": _summary(fig, "too few held-out people to say yet", sample),
         }
     low, high = fig.gain_interval
     if low > 0:
-        return base | {"verdict": INFORMATIVE, "needs": "", "summary": _summary(fig, "")}
+        return base | {"verdict": INFORMATIVE, "needs": "", "summary": _summary(fig, "", sample)}
     if fig.gain <= 0:
         return base | {
             "verdict": NOT_INFORMATIVE,
             "needs": "answers that follow what the features hold; this fit predicts new "
             "people no better than the constant rate",
-            "summary": _summary(fig, "does not beat the constant prediction"),
+            "summary": _summary(fig, "does not beat the constant prediction", sample),
         }
     more = _more_answers(fig.gain, low, fig.pairs, k)
     return base | {
         "verdict": CANNOT_TELL,
         "needs": f"about {more} more answers at this gain" if more else "more answers",
-        "summary": _summary(fig, "gain not yet beyond noise"),
+        "summary": _summary(fig, "gain not yet beyond noise", sample),
     }
 
 
-def _summary(fig: Figures, note: str) -> str:
+def _summary(fig: Figures, note: str, sample: str = "all") -> str:
     if fig.gain is None:
         return f"new items: nothing scored yet ({fig.items} held-out items); {note}"
     ci = fig.gain_interval
@@ -290,5 +293,6 @@ def _summary(fig: Figures, note: str) -> str:
     tail = f"; {note}" if note else ""
     return (
         f"new items: gain over the constant {fig.gain:+.3f} per pair{span}{auc}, "
-        f"{fig.pairs} pairs of {fig.items} held-out items{tail}"
+        f"{fig.pairs} {'control ' if sample == 'control' else ''}pairs of {fig.items} "
+        f"held-out items{tail}"
     )

@@ -192,7 +192,9 @@ def _derived_validity(study: Study, sigma, parent, derive, watermark: int) -> di
         za, held["y"], held["fold"], held["rates"], fits, held["row_a"], held["row_b"]
     )
     answers = int((parent.counts or {}).get("observations") or 0)
-    return new_items_verdict(fig, answers=answers) | {"judged_at_watermark": watermark}
+    sample = ((parent.diagnostics or {}).get("new_items") or {}).get("sample", "all")
+    verdict = new_items_verdict(fig, answers=answers, sample=sample)
+    return verdict | {"judged_at_watermark": watermark}
 
 
 def version_start(

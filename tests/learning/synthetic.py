@@ -13,6 +13,7 @@ import numpy as np
 from django.contrib.auth import get_user_model
 
 from annotation.models import Membership, PairJudgment, Study
+from learning.versions import selectors
 from spaces.models import EmbeddingSpace, Item
 
 D = 6
@@ -96,3 +97,21 @@ def judgments_create(
             )
         )
     return PairJudgment.objects.bulk_create(rows, batch_size=2000)
+
+
+def judged_study(media_root, *, name, n_items, answers, seed, labels=None):
+    """A study of two annotators whose first ``answers`` follow ``SIGMA0`` (or ``labels``), its
+    refits auto-publishing an informative version (validity tests): study, items, users, matrix."""
+    space, items = space_create(media_root, n_items=n_items, seed=seed, name=name)
+    study, users = study_create(space, name=name, annotators=2)
+    learning = selectors.learning_settings_get(study_id=study.pk)
+    learning.fit_face = False
+    learning.auto_publish = True
+    learning.auto_publish_min_auc = None
+    learning.save()
+    matrix = np.load(media_root / "spaces" / f"{name}.npy")
+    a, b, y = simulate(matrix, answers, seed=seed + 1)
+    if labels is not None:
+        y = labels(np.random.default_rng(seed + 2), y.size)
+    judgments_create(study, items, a, b, y, annotator=users[0])
+    return study, items, users, matrix

@@ -13,8 +13,6 @@ from django.contrib.auth import get_user_model
 from django.urls import reverse
 from scipy.stats import t as student_t
 
-from annotation.labelling.strategies import pair_control
-from annotation.models import Study
 from learning.models import MetricVersion
 from learning.refits import service
 from learning.versions import selectors, storage
@@ -37,7 +35,7 @@ from learning.versions.new_items import (
 )
 from learning.versions.sigmas import sigma_of, study_metric
 
-from .synthetic import SIGMA0, judgments_create, simulate, space_create, study_create
+from .synthetic import SIGMA0, judged_study, judgments_create, simulate
 
 CONTRACT = {
     "verdict",
@@ -181,24 +179,8 @@ def test_scored_loglik_is_bounded_and_the_constant_scores_like_the_fit():
     assert np.allclose(distance_loglik(d, y[:2]), scored_loglik(p, y[:2]))
 
 
-def _study(media_root, *, name, n_items, answers, seed, labels=None):
-    space, items = space_create(media_root, n_items=n_items, seed=seed, name=name)
-    study, users = study_create(space, name=name, annotators=2)
-    learning = selectors.learning_settings_get(study_id=study.pk)
-    learning.fit_face = False
-    learning.auto_publish = True
-    learning.auto_publish_min_auc = None
-    learning.save()
-    matrix = np.load(media_root / "spaces" / f"{name}.npy")
-    a, b, y = simulate(matrix, answers, seed=seed + 1)
-    if labels is not None:
-        y = labels(np.random.default_rng(seed + 2), y.size)
-    judgments_create(study, items, a, b, y, annotator=users[0])
-    return study, items, users, matrix
-
-
 def test_a_rule_on_the_features_is_informative_for_new_people(db, media_root):
-    study, *_ = _study(media_root, name="rule", n_items=200, answers=900, seed=5)
+    study, *_ = judged_study(media_root, name="rule", n_items=200, answers=900, seed=5)
     service.refit_study(study_id=study.pk)
     (version,) = MetricVersion.objects.filter(study=study, method="explore")
     validity = version.diagnostics["validity"]
@@ -217,7 +199,9 @@ def test_coin_flips_are_never_current_nor_published(db, media_root, client):
     def coins(rng, n):
         return rng.integers(0, 2, size=n)
 
-    study, *_ = _study(media_root, name="coins", n_items=120, answers=400, seed=3, labels=coins)
+    study, *_ = judged_study(
+        media_root, name="coins", n_items=120, answers=400, seed=3, labels=coins
+    )
     service.refit_study(study_id=study.pk)
     (version,) = MetricVersion.objects.filter(study=study, method="explore")
     assert version.status == "ready", version.error
@@ -237,7 +221,7 @@ def test_coin_flips_are_never_current_nor_published(db, media_root, client):
 def test_a_derived_sigma_is_judged_by_its_derivation_and_never_informative_by_default(
     db, media_root
 ):
-    study, *_ = _study(media_root, name="derive", n_items=200, answers=900, seed=5)
+    study, *_ = judged_study(media_root, name="derive", n_items=200, answers=900, seed=5)
     service.refit_study(study_id=study.pk)
     fitted = MetricVersion.objects.get(study=study, method="explore")
     assert fitted.verdict == INFORMATIVE
@@ -273,7 +257,7 @@ def test_a_derived_sigma_is_judged_by_its_derivation_and_never_informative_by_de
 
 
 def test_the_current_version_loses_its_place_when_later_answers_contradict_it(db, media_root):
-    study, items, users, matrix = _study(
+    study, items, users, matrix = judged_study(
         media_root, name="recheck", n_items=200, answers=900, seed=5
     )
     service.refit_study(study_id=study.pk)
@@ -295,7 +279,7 @@ def test_the_current_version_loses_its_place_when_later_answers_contradict_it(db
 
 
 def test_face_versions_are_judged_too(db, media_root):
-    study, *_ = _study(media_root, name="face", n_items=200, answers=900, seed=5)
+    study, *_ = judged_study(media_root, name="face", n_items=200, answers=900, seed=5)
     learning = selectors.learning_settings_get(study_id=study.pk)
     learning.fit_face = True
     learning.face_pairs_as_groups = True
@@ -308,37 +292,3 @@ def test_face_versions_are_judged_too(db, media_root):
     assert validity["pairs"] > 0
     assert face.verdict == validity["verdict"]
     assert face.informative == (face.verdict == INFORMATIVE)
-
-
-def test_under_an_adaptive_strategy_only_control_answers_can_cost_the_current_version_its_place(
-    db, media_root
-):
-    """The strategy's own picks are chosen where the metric is unsure: the re-check reads the
-    control pairs' answers only (uniform draws), so reversed answers on the strategy's pairs
-    leave the version in place and reversed answers on control pairs take it away."""
-    study, items, users, matrix = _study(
-        media_root, name="recheck-adaptive", n_items=200, answers=900, seed=5
-    )
-    study.strategy = Study.Strategy.TARGETED
-    study.save(update_fields=["strategy"])
-    service.refit_study(study_id=study.pk)
-    first = MetricVersion.objects.get(study=study, method="explore")
-    assert selectors.version_current(study_id=study.pk) == first
-    a, b, y = simulate(matrix, 1200, sigma0=SIGMA0, seed=77)
-    ids = np.array([item.pk for item in items])
-    low, high = np.minimum(ids[a], ids[b]), np.maximum(ids[a], ids[b])
-    control = pair_control(low, high)
-    own = np.flatnonzero(~control)[:300]
-    judgments_create(study, items, a[own], b[own], 1 - y[own], annotator=users[1])
-    service.refit_study(study_id=study.pk)
-    first.refresh_from_db()
-    assert first.diagnostics["validity"]["recheck"]["pairs"] == 0
-    assert first.verdict == INFORMATIVE
-    picked = np.flatnonzero(control)[:150]
-    judgments_create(study, items, a[picked], b[picked], 1 - y[picked], annotator=users[1])
-    service.refit_study(study_id=study.pk)
-    first.refresh_from_db()
-    recheck = first.diagnostics["validity"]["recheck"]
-    assert recheck["pairs"] == 150
-    assert recheck["gain"] < 0
-    assert first.verdict == NOT_INFORMATIVE
