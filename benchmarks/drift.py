@@ -13,21 +13,19 @@ wrong. Pairs are chosen by the app's pick functions (``annotation/labelling/stra
 the control share — all picks while the drift flag watches (``--no-watch``: never) —
 ``targeted_pick``, ``uncertainty_pick`` (``active``), ``information_pick``, ``sampling.py``'s
 strata for ``stratified``; 256 uniform unanswered candidates, the latest version's Σ, random
-until the first); each pair answered by 1 or 2 annotators. Not modelled: the app's sampler
-uses the newest version judged informative, uniform picks while there is none. Each version
-is the app's EXPLORE fit (``learning/refits/fitting.py: fit_explore``, reliability weighting
-on, identity prior) with its drift promise, judged as the worker judges it
-(``learning/versions/drift.py``: ``window_due``, the same later answers, ``judge``,
-``settle``, ``version_level``, ``CHECK_MIN_VERSION_ANSWERS``) against the version 300 answers
-back (nothing published here); ``drift_check``'s database reads replayed on arrays.
+until the first; the app steers by the newest informative one); each pair answered by 1 or 2
+annotators. Each version is the app's EXPLORE fit (``fitting.py: fit_explore``, reliability
+weighting on, identity prior) with its drift promise, judged as the worker judges it (its
+``window_due``, later answers, ``judge``, ``settle``, ``version_level``, minimum) against the
+version 300 answers back (nothing published); ``drift_check``'s reads replayed on arrays.
 
 Two tests per check, at the same level: ``flag`` — the app's (the later answers to control
 pairs, every answer under ``random``, their gain over the constant against the promise);
 ``all answers`` — every later answer's surprise (``learning.core.drift.answer_surprises``)
-against the held-out answers' (not the app's: docs/refits.md). ``stationary``: the rule never
-changes; a study counts once if any check is flagged. ``changed``: after answer 500 the rule is
-Σ₁ = diag(0, 0, 0, 0, 2, 3) (``rule``: the category instead of the normal columns); the table
-gives the studies flagged within 300 answers of it and not before (a false alarm).
+against the held-out answers' (docs/refits.md). ``stationary``: the rule never changes; a
+study counts once if any check is flagged. ``changed``: after answer 500 the rule is Σ₁ =
+diag(0, 0, 0, 0, 2, 3) (``rule``: the category instead of the normal columns); the table gives
+the studies flagged within 300 answers of it and not before (a false alarm).
 """
 
 from __future__ import annotations
@@ -71,6 +69,14 @@ def _setup(control_share: float | None = None) -> None:
         strategies.CONTROL_SHARE = control_share
 
 
+def world_items(world: str, n: int, rng: np.random.Generator) -> np.ndarray:
+    """``n`` items of a world (module docstring)."""
+    x = 0.5 * rng.standard_normal((n, DIM))
+    if world == "rule":
+        x[:, 2:] = np.eye(DIM - 2)[rng.integers(DIM - 2, size=n)]
+    return x
+
+
 class Study:
     """One simulated study: its answers so far (arrays) and its versions."""
 
@@ -78,9 +84,7 @@ class Study:
         self.rng = np.random.default_rng(seed)
         self.strategy, self.per_pair, self.changed = strategy, per_pair, changed
         self.world = world
-        self.x = 0.5 * self.rng.standard_normal((ITEMS, DIM))
-        if world == "rule":  # two normal columns, one 4-category column one-hot
-            self.x[:, 2:] = np.eye(DIM - 2)[self.rng.integers(DIM - 2, size=ITEMS)]
+        self.x = world_items(world, ITEMS, self.rng)
         self.a, self.b, self.y, self.who = [], [], [], []
         self.answered: set[tuple[int, int]] = set()
         self.versions: list[dict] = []  # sigma, promise, total
@@ -204,6 +208,7 @@ class Study:
     def checks(self, new: dict) -> list[dict]:
         """The worker's flagging checks of a new version (``drift_records``): the window check
         when due (no version is published here; the previous one's is shown, never flagged)."""
+        from annotation.labelling.strategies import control_only
         from learning.versions.drift import (
             CHECK_MIN_ANSWERS,
             CHECK_MIN_VERSION_ANSWERS,
@@ -226,8 +231,8 @@ class Study:
         level = version_level(RATE, new["total"], self.spent_at)
         out = {"answers": new["total"], "level": level}
         for name, statistic, sample in TESTS:
-            if sample == "strategy":
-                sample = "all" if self.strategy == "random" else "control"
+            if sample == "strategy":  # the app's rule: strategies.control_only
+                sample = "control" if control_only(self.strategy) else "all"
             if not promise[sample]:
                 out[name] = None
                 continue
@@ -256,10 +261,10 @@ def run_study(args: tuple) -> dict:
     for _ in range(versions):
         study.answer_batch()
         checks += study.refit()
-    world_name = "changed" if changed else "stationary"
-    out = {"cell": (world, strategy, per_pair, world_name), "checks": checks, "share": share}
     from learning.versions.drift import WATCH_Z
 
+    world_name = "changed" if changed else "stationary"
+    out = {"cell": (world, strategy, per_pair, world_name), "checks": checks, "share": share}
     out["watch"] = WATCH_Z if watch else None  # (the saved runs' field)
     for name, _, _ in TESTS:
         flags = [c["answers"] for c in checks if c[name] and c[name][0]]
@@ -307,12 +312,10 @@ def table(results: list[dict]) -> None:
 
 
 def calibration(results: list[dict]) -> None:
-    """Whether each stationary check keeps its own level, pooled over cells: the share of the
-    stationary studies' checks whose z falls below the normal 5 % and 1 % points (a z that is
-    standard normal or conservative puts at most those shares there), and the checks flagged
-    against the sum of their levels (what exact levels would flag on average). No interval: a
-    study's checks share answers, so they are not independent draws. The study-level
-    rate then follows from the union bound over a study's checks (docs/refits.md)."""
+    """Whether each stationary check keeps its level, pooled over cells: the share of checks
+    with z below the normal 5 % and 1 % points (at most those for a standard normal or
+    conservative z), and the checks flagged against the sum of their levels. No interval: a
+    study's checks share answers. The union bound then gives the study's rate (docs/refits.md)."""
     print("| test | stationary studies flagged | their checks | z < −1.645 (nominal 5 %) | z < −2.326 (nominal 1 %) "
           "| checks flagged | sum of their levels |")  # fmt: skip
     print("|---|---|---|---|---|---|---|")

@@ -41,6 +41,23 @@ def test_quick_coverage_benchmark_prints_nominal_against_measured():
     assert out.stdout.count("| new-items gain, unbounded loss | ") == 2  # --unbounded
 
 
+def test_quick_strategies_coverage_benchmark_scores_control_pairs_under_adaptive_strategies():
+    out = bench("coverage_strategies.py", "--quick")
+    lines = [line.strip(" |") for line in out.stdout.splitlines() if line.startswith("| model |")]
+    rows = [line.split(" | ") for line in lines]
+    assert sorted(row[1] for row in rows) == sorted(
+        ["active", "information", "random", "stratified", "targeted"]
+    )
+    for row in rows:
+        app, every = (int(n) for n in row[4].split(" / "))
+        if row[1] == "random":  # every answer is a uniform draw: both score the same
+            assert app == every
+            assert row[5:7] == row[7:9]
+        else:  # the control half of the held-out answers
+            assert 0.25 * every < app < 0.75 * every
+    assert "* app, adaptive studies: " in out.stdout
+
+
 def test_quick_growth_benchmark_prints_both_tables():
     out = bench(
         "growth.py",
