@@ -186,6 +186,11 @@ def _text_population(rng):
     return draw, lambda ta, tb: np.sum((ta - tb) ** 2, axis=1)
 
 
+def _quad(z, sigma):
+    """Each row's zᵀΣz (a matrix product: a three-operand einsum took 3 s per fold in d = 384)."""
+    return np.einsum("ij,ij->i", z @ sigma, z)
+
+
 def _law(dist):
     return 0.9 * 2.0 / (1.0 + np.exp(dist)) + 0.05
 
@@ -202,7 +207,7 @@ def _unbounded_interval(held: dict, fits: list, x: np.ndarray):
         if fits[f] is None:
             continue
         mine = held["fold"] == f
-        d = np.maximum(np.einsum("ij,jk,ik->i", z[mine], fits[f], z[mine]), 0.0)
+        d = np.maximum(_quad(z[mine], fits[f]), 0.0)
         gain[mine] = plain_gain(d, held["y"][mine], held["rates"][f])
     ok = np.isfinite(gain)
     se = dyadic_se(gain[ok], held["row_a"][ok], held["row_b"][ok])
@@ -262,7 +267,7 @@ def new_items_coverage(
             for k, fit in enumerate(folds.fits):
                 if fit is None or not np.any(held == k):
                     continue
-                d_fit = np.maximum(np.einsum("ij,jk,ik->i", z, fit, z), 0.0)
+                d_fit = np.maximum(_quad(z, fit), 0.0)
                 rate = float(folds.rates[k])
                 gains.append(float(np.mean(distance_loglik(d_fit, p) - scored_loglik(rate, p))))
                 if unbounded:
