@@ -47,23 +47,6 @@ ANSWERS, REFIT_EVERY, NEW_ITEMS, TRUTH_PAIRS = 1000, 100, 2000, 20_000
 SAMPLES = ("app", "every held-out answer")
 
 
-def _pair_data(study):
-    from learning.refits.pairs import PairData, pair_hash_unit
-
-    a, b = np.array(study.a), np.array(study.b)
-    unit = pair_hash_unit(a, b)
-    return PairData(
-        row_a=a,
-        row_b=b,
-        y=np.array(study.y),
-        held_out=unit < 0.2,
-        hash=unit,
-        annotator=np.array(study.who),
-        pair=np.unique(a * world.ITEMS + b, return_inverse=True)[1].ravel(),
-        gold=np.full(a.size, np.nan),
-    )
-
-
 def comparable(name: str, q: np.ndarray) -> np.ndarray:
     """P(an answer says comparable) at squared distance ``q`` under Σ₀ in world ``name``."""
     if name == "rule":  # deterministic annotators
@@ -88,12 +71,12 @@ def run_study(job) -> dict:
         if len(study.y) % REFIT_EVERY == 0 and len(study.y) < answers:
             try:
                 fit = fit_explore(
-                    _pair_data(study), read, max_eigenvalue=None, weight_by_reliability=True
+                    study.pair_data(), read, max_eigenvalue=None, weight_by_reliability=True
                 )
             except (ValueError, np.linalg.LinAlgError):
                 continue
             study.versions.append({"sigma": fit.sigma, "promise": None, "total": len(study.y)})
-    pairs = _pair_data(study)
+    pairs = study.pair_data()
     recipe = newitems.explore_recipe(
         read, max_eigenvalue=None, prior=None, prior_name="identity", weight_by_reliability=True
     )

@@ -156,24 +156,22 @@ class Study:
                 self.y.append(float(truth != flip))
                 self.who.append((first + k) % ANNOTATORS)
 
-    def refit(self) -> dict:
-        """A version: the app's fit on every answer so far, then its drift checks."""
-        from learning.refits.fitting import fit_explore
+    def pair_data(self):
+        """Every answer so far as the refit reads them (``PairData``)."""
         from learning.refits.pairs import PairData, pair_hash_unit
 
         a, b = np.array(self.a), np.array(self.b)
         unit = pair_hash_unit(a, b)
         pair = np.unique(a * ITEMS + b, return_inverse=True)[1].ravel()
-        data = PairData(
-            row_a=a,
-            row_b=b,
-            y=np.array(self.y),
-            held_out=unit < 0.2,
-            hash=unit,
-            annotator=np.array(self.who),
-            pair=pair,
-            gold=np.full(a.size, np.nan),
-        )
+        who, gold = np.array(self.who), np.full(a.size, np.nan)
+        y = np.array(self.y)
+        return PairData(a, b, y, unit < 0.2, unit, annotator=who, pair=pair, gold=gold)
+
+    def refit(self) -> dict:
+        """A version: the app's fit on every answer so far, then its drift checks."""
+        from learning.refits.fitting import fit_explore
+
+        data = self.pair_data()
         try:
             outcome = fit_explore(
                 data, lambda rows: self.x[rows], max_eigenvalue=None, weight_by_reliability=True
@@ -184,7 +182,7 @@ class Study:
         version = {
             "sigma": outcome.sigma,
             "promise": outcome.diagnostics.get("drift_promise"),
-            "total": a.size,
+            "total": len(data),
         }
         checks = self.checks(version)
         self.versions.append(version)
