@@ -32,7 +32,6 @@ import argparse  # noqa: E402
 import json  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
-from multiprocessing import get_context  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -176,13 +175,8 @@ def main(argv=None) -> None:
         for strategy in args.strategies.split(",")
         for per_pair in ((1,) if args.quick else (1, 2))
     ]
-    started, results = time.perf_counter(), []
-    with get_context("spawn").Pool(max(1, args.processes)) as pool:
-        for result in pool.imap_unordered(run_study, jobs):
-            results.append(result)
-            if args.save:
-                with open(args.save, "a") as saved:
-                    saved.write(json.dumps(result) + "\n")
+    started = time.perf_counter()
+    results = world.run_jobs(run_study, jobs, args.processes, args.save)
     print(f"{answers} answers, a fit every {REFIT_EVERY} steering the sampler")
     table(results)
     print(f"({time.perf_counter() - started:.0f} s)")

@@ -207,26 +207,17 @@ class Study:
         """The worker's flagging checks of a new version (``drift_records``): the window check
         when due (no version is published here; the previous one's is shown, never flagged)."""
         from annotation.labelling.strategies import control_only
-        from learning.versions.drift import (
-            CHECK_MIN_ANSWERS,
-            CHECK_MIN_VERSION_ANSWERS,
-            WINDOW,
-            judge,
-            sets_watch,
-            settle,
-            version_level,
-            window_due,
-        )
+        from learning.versions import drift as app
 
-        if not self.versions or not window_due(new["total"], self.versions[-1]["total"]):
+        if not self.versions or not app.window_due(new["total"], self.versions[-1]["total"]):
             return []
         older = next(
-            (v for v in reversed(self.versions) if v["total"] <= new["total"] - WINDOW), None
+            (v for v in reversed(self.versions) if v["total"] <= new["total"] - app.WINDOW), None
         )
         promise = None if older is None else older["promise"]
-        if older is None or older["total"] < CHECK_MIN_VERSION_ANSWERS or not promise:
+        if older is None or older["total"] < app.CHECK_MIN_VERSION_ANSWERS or not promise:
             return []
-        level = version_level(RATE, new["total"], self.spent_at)
+        level = app.version_level(RATE, new["total"], self.spent_at)
         out = {"answers": new["total"], "level": level}
         for name, statistic, sample in TESTS:
             if sample == "strategy":  # the app's rule: strategies.control_only
@@ -235,16 +226,16 @@ class Study:
                 out[name] = None
                 continue
             z, y, clusters = self._later(older, new["total"], sample)
-            if y.size < CHECK_MIN_ANSWERS:
+            if y.size < app.CHECK_MIN_ANSWERS:
                 out[name] = None
                 continue
-            check = settle(
-                judge(older["sigma"], promise, z, y, clusters, sample, 0, statistic), level
+            check = app.settle(
+                app.judge(older["sigma"], promise, z, y, clusters, sample, 0, statistic), level
             )
             out[name] = (check.flagged, check.z)
             if name == "flag":  # the study's budget is spent when the flag judged
                 self.spent_at = new["total"]
-                self.watching = self.watch and sets_watch(check.sample, check.level, check.z)
+                self.watching = self.watch and app.sets_watch(check.sample, check.level, check.z)
         return [out]
 
 
@@ -272,6 +263,18 @@ def run_study(args: tuple) -> dict:
             "detected": bool(after) and min(after) <= WITHIN,
         }
     return out
+
+
+def run_jobs(run, jobs: list, processes: int, save: str | None) -> list[dict]:
+    """``run`` on each job in ``processes`` processes, each result appended to ``save``."""
+    results = []
+    with get_context("spawn").Pool(max(1, processes)) as pool:
+        for result in pool.imap_unordered(run, jobs):
+            results.append(result)
+            if save:
+                with open(save, "a") as saved:
+                    saved.write(json.dumps(result) + "\n")
+    return results
 
 
 def interval(k: int, n: int) -> str:
@@ -379,13 +382,7 @@ def main(argv=None) -> None:
         if k < count
     ]
     started = time.perf_counter()
-    results = []
-    with get_context("spawn").Pool(max(1, args.processes)) as pool:
-        for result in pool.imap_unordered(run_study, jobs):
-            results.append(result)
-            if args.save:
-                with open(args.save, "a") as saved:
-                    saved.write(json.dumps(result) + "\n")
+    results = run_jobs(run_study, jobs, args.processes, args.save)
     print(f"{versions} versions of {STEP} answers; study-level rate {RATE}; change after "
           f"answer {CHANGE_AT}")  # fmt: skip
     table(results)
