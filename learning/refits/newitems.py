@@ -99,11 +99,16 @@ def scoring(pairs: PairData, control_only: bool = False):
     rates = np.full(split.k, 0.5)
     for k in range(split.k):
         keep = split.train(k)
-        base = keep & uniform
-        base = base if base.sum() >= RATE_MIN else keep
-        if base.any():
-            rates[k] = float(pairs.y[base].mean())
+        if keep.any():
+            rates[k] = constant_rate(pairs.y, keep, uniform)
     return split, (split.held >= 0) & uniform, rates
+
+
+def constant_rate(y: np.ndarray, keep: np.ndarray, uniform: np.ndarray) -> float:
+    """The constant prediction from the answers ``keep`` (not empty): the comparable rate of
+    those among them that are ``uniform`` draws when there are ``RATE_MIN``, else of all."""
+    base = keep & uniform
+    return float(y[base if base.sum() >= RATE_MIN else keep].mean())
 
 
 def fold_fits(pairs: PairData, recipe: Recipe, control_only: bool = False) -> FoldFits:
@@ -263,9 +268,7 @@ def recheck_current(
             if version.parameters.get("repeat_policy") != policy or not 0 < seen < len(pairs):
                 break
             after = np.arange(len(pairs)) >= seen
-            before = ~after & control
-            before = before if before.sum() >= RATE_MIN else ~after
-            rate = np.full(1, float(pairs.y[before].mean()))
+            rate = np.full(1, constant_rate(pairs.y, ~after, control))
             after &= control
             held = {
                 "row_a": pairs.row_a[after],
