@@ -236,13 +236,13 @@ def new_item_figures(
     return Figures(mean, interval, _auc(y, -dist), items, int(y.size), float(ll.mean()))
 
 
-def _more_answers(gain: float, low: float, pairs: int, k: int) -> int | None:
+def _more_answers(gain: float, low: float, pairs: int, per: float) -> int | None:
     """About how many more answers bring the interval's lower end above 0 at the same gain (the
-    half-width shrinks as 1/√pairs; one answer in ``k`` is scored)."""
+    half-width shrinks as 1/√pairs; ``per`` answers for each one scored)."""
     half = gain - low
     if gain <= 0 or half <= 0 or pairs <= 0:
         return None
-    return max(1, int(round(k * pairs * ((half / gain) ** 2 - 1.0))))
+    return max(1, int(round(per * pairs * ((half / gain) ** 2 - 1.0))))
 
 
 def new_items_verdict(
@@ -255,10 +255,11 @@ def new_items_verdict(
     base.pop("loglik")
     base |= {"basis": "new items", "sample": sample}
     needs = []
+    # answers for each scored one: about k, more where only control pairs are scored
+    per = max(answers, 1) / fig.pairs if fig.pairs else k
     if fig.items < MIN_ITEMS:
         needs.append(f"answers on at least {MIN_ITEMS - fig.items} more items")
     if fig.pairs < MIN_PAIRS:
-        per = max(answers, 1) / max(fig.pairs, 1) if fig.pairs else k
         needs.append(f"about {int(np.ceil((MIN_PAIRS - fig.pairs) * per))} more answers")
     if fig.gain is None or fig.gain_interval is None or needs:
         return base | {
@@ -276,7 +277,7 @@ def new_items_verdict(
             "people no better than the constant rate",
             "summary": _summary(fig, "does not beat the constant prediction", sample),
         }
-    more = _more_answers(fig.gain, low, fig.pairs, k)
+    more = _more_answers(fig.gain, low, fig.pairs, per)
     return base | {
         "verdict": CANNOT_TELL,
         "needs": f"about {more} more answers at this gain" if more else "more answers",

@@ -65,6 +65,9 @@ def test_the_three_verdicts_on_hand_made_figures():
     unsure = new_items_verdict(Figures(0.01, [-0.01, 0.03], 0.6, **enough), answers=500)
     assert unsure["verdict"] == CANNOT_TELL
     assert "about 1500 more answers" in unsure["needs"]
+    # under an adaptive strategy only control answers are scored: 10 answers for each one
+    fewer = new_items_verdict(Figures(0.01, [-0.01, 0.03], 0.6, **enough), answers=1000)
+    assert "about 3000 more answers" in fewer["needs"]
     # too few items or answers: cannot tell, whatever the figures say
     small = new_items_verdict(Figures(0.3, [0.2, 0.4], 0.9, items=25, pairs=30), answers=150)
     assert small["verdict"] == CANNOT_TELL
