@@ -5,7 +5,7 @@
     python benchmarks/coverage_strategies.py --table runs.jsonl   # the table of saved runs
 
 A study of ``benchmarks/drift.py`` (its worlds ``model`` and ``rule``, 400 items in d = 6, the
-rule Σ₀ never changing; pairs chosen by the app's pick functions with the control share,
+rule Σ₀ never changing; pairs chosen by the app's pick functions with its control picks,
 ``--no-watch``; each pair answered by 1 or 2 annotators), refitted every 100 answers so that the
 adaptive strategies steer by the latest fit (not modelled: the app waits for a version judged
 informative, and picks uniformly until then: the harder case here). At 1,000 answers, the app's

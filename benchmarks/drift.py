@@ -10,7 +10,7 @@ A study: ``ITEMS`` items in d = 6, a version every 20 answers, 50 versions. Worl
 drawn once); ``rule`` — two ``0.5·N(0, 1)`` columns and a 4-category column one-hot,
 deterministic annotators (comparable exactly when zᵀΣz < ln 3), about whom EXPLORE's model is
 wrong. Pairs are chosen by the app's pick functions (``annotation/labelling/strategies.py``:
-the control share — all picks while the drift flag watches (``--no-watch``: never) —
+the control picks — all picks while the drift flag watches (``--no-watch``: never) —
 ``targeted_pick``, ``uncertainty_pick`` (``active``), ``information_pick``, ``sampling.py``'s
 strata for ``stratified``; 256 uniform unanswered candidates, the latest version's Σ, random
 until the first; the app steers by the newest informative one); each pair answered by 1 or 2
@@ -59,14 +59,16 @@ WORLDS = ("model", "rule")  # (module docstring); active: the sampler's "uncerta
 TESTS = (("flag", "gain", "strategy"), ("all answers", "surprise", "all"))
 
 
-def _setup(control_share: float | None = None) -> None:
+def _setup(control_picks: float | None = None) -> float:
+    """Django, and this process's share of control picks (default the app's), returned."""
     import django
 
     django.setup()
-    if control_share is not None:  # the sampler's and the promise's share, for this process
-        from annotation.labelling import strategies
+    from annotation.labelling import strategies
 
-        strategies.CONTROL_SHARE = control_share
+    if control_picks is not None:
+        strategies.CONTROL_PICKS = control_picks
+    return strategies.CONTROL_PICKS
 
 
 def world_items(world: str, n: int, rng: np.random.Generator) -> np.ndarray:
@@ -232,7 +234,7 @@ class Study:
             check = app.settle(
                 app.judge(older["sigma"], promise, z, y, clusters, sample, 0, statistic), level
             )
-            out[name] = (check.flagged, check.z)
+            out[name] = (check.flagged, check.z, check.promised_gain)
             if name == "flag":  # the study's budget is spent when the flag judged
                 self.spent_at = new["total"]
                 self.watching = self.watch and app.sets_watch(check.sample, check.level, check.z)
@@ -240,10 +242,10 @@ class Study:
 
 
 def run_study(args: tuple) -> dict:
-    """One study of a cell: its window checks (each test's flag and z) and, per test, whether
-    it was flagged before the change (false) and within ``WITHIN`` answers after it."""
+    """One study of a cell: its window checks (each test's flag, z and promised gain) and, per
+    test, whether it was flagged before the change (false) and within ``WITHIN`` answers after."""
     strategy, per_pair, changed, seed, versions, world, share, watch = args
-    _setup(share)
+    share = _setup(share)
     study = Study(strategy, per_pair, changed, seed, world)
     study.watch = watch
     checks = []
@@ -253,7 +255,7 @@ def run_study(args: tuple) -> dict:
     from learning.versions.drift import WATCH_Z
 
     world_name = "changed" if changed else "stationary"
-    out = {"cell": (world, strategy, per_pair, world_name), "checks": checks, "share": share}
+    out = {"cell": (world, strategy, per_pair, world_name), "checks": checks, "picks": share}
     out["watch"] = WATCH_Z if watch else None  # (the saved runs' field)
     for name, _, _ in TESTS:
         flags = [c["answers"] for c in checks if c[name] and c[name][0]]
@@ -289,15 +291,14 @@ def interval(k: int, n: int) -> str:
 def table(results: list[dict]) -> None:
     """The table: per cell and test, stationary studies flagged (false alarms) with their
     interval and the z of their checks, changed studies flagged within ``WITHIN`` answers."""
-    from annotation.labelling.strategies import CONTROL_SHARE
-
     cells: dict = {}
-    for result in results:  # the control share does not matter to random
-        share = "—" if result["cell"][1] == "random" else result.get("share") or CONTROL_SHARE
+    for result in results:  # random has none; runs before 2026-11-30: "share" (None: ½)
+        share = result["picks"] if "picks" in result else result.get("share") or 0.5
+        share = "—" if result["cell"][1] == "random" else share
         if share != "—" and result.get("watch") is None:
             share = f"{share}, no watch"
         cells.setdefault((*result["cell"][:3], share), []).append(result)
-    print(f"| world | strategy | answers per pair | control share | test | stationary: flagged "
+    print(f"| world | strategy | answers per pair | control picks | test | stationary: flagged "
           f"| z mean (sd) | changed: flagged ≤ {WITHIN} after |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|")
     for key, rows in sorted(cells.items()):
@@ -345,7 +346,9 @@ def main(argv=None) -> None:
     parser.add_argument("--strategies", default=",".join(STRATEGIES))
     parser.add_argument("--worlds", default=",".join(WORLDS))
     parser.add_argument("--seed", type=int, default=0, help="the first study's seed")
-    parser.add_argument("--control-share", type=float, help="the sampler's (default: the app's)")
+    parser.add_argument(
+        "--control-picks", type=float, help="share of control draws (default: the app's)"
+    )
     parser.add_argument(
         "--no-watch", action="store_true", help="no drift watch (every check at the usual share)"
     )
@@ -362,7 +365,7 @@ def main(argv=None) -> None:
         return
     versions = 25 if args.quick else VERSIONS  # 500 answers: one window check (vs 200)
     stationary, changed = (1, 0) if args.quick else (args.studies, args.changed_studies)
-    share = args.control_share
+    share = args.control_picks
     jobs = [  # study by study across the cells, so that a run cut short covers them all
         (
             s,

@@ -22,20 +22,22 @@ pairs informative under the fit and unlike what the crowd was just asked (batch 
 the shared window); a share ``EXPLORE_SHARE`` of picks is uniform. Measured: no better than
 random (the rank-8 span leaves out the directions still unknown).
 
-**control pairs** — a fixed share ``CONTROL_SHARE`` of all pairs, chosen by a hash of the two
-item ids (``pair_control``; independent of the validation folds, which read the same hash's
-leading bits). Every strategy but ``random`` offers them only as uniform draws: a share
-``CONTROL_SHARE`` of its picks is a uniformly random control pair among the candidates
-(reason ``control``), and its own picks skip control pairs. The answers to control pairs are
-then a uniform sample of pairs whatever the strategy (``control_only``), which is what the
-figures about a fresh pair read: the drift flag (``learning/versions/drift.py``: a strategy that
-moves to uncertain pairs changes which pairs are asked, not the rule, and on control pairs it
-cannot look like a change of rule), the verdict on new items and its re-check
+**control pairs** — a fixed share ``CONTROL_SHARE`` (half) of all pairs, chosen by a hash of
+the two item ids (``pair_control``; independent of the validation folds, which read the same
+hash's leading bits). Every strategy but ``random`` offers them only as uniform draws: a share
+``CONTROL_PICKS`` (three quarters) of its picks is a uniformly random control pair among the
+candidates (reason ``control``), and its own picks skip control pairs. The answers to control
+pairs are then a uniform sample of pairs whatever the strategy (``control_only``), which is what
+the figures about a fresh pair read: the drift flag (``learning/versions/drift.py``: a strategy
+that moves to uncertain pairs changes which pairs are asked, not the rule, and on control pairs
+it cannot look like a change of rule), the verdict on new items and its re-check
 (``learning/refits/newitems.py``: a version's gain on the strategy's own picks, pairs where it
 is unsure, is not its gain on a fresh pair of new people). Under ``random`` every pick is
-uniform already, and they read every answer. Half, not a quarter
-(issue 35): with a quarter the flag saw a change of rule within 300 answers in too few
-targeted studies (``benchmarks/drift.py``; docs/refits.md, "Drift flags"). While the drift flag
+uniform already, and they read every answer. The two shares are separate numbers on purpose:
+which pairs are control pairs must never change for a study with answers (its earlier picks
+would be read as uniform draws), while the share of picks can (issue 35: with a quarter, then
+half of the picks, the flag saw a change of rule within 300 answers in too few adaptive
+studies; ``benchmarks/drift.py``, docs/refits.md "Drift flags"). While the drift flag
 **watches** (its last check fell short of its promise by more than ``WATCH_Z`` standard errors,
 ``learning/versions/drift.py: watching``) the sampler passes ``share`` 1: every pick is a
 control pair until the next check, which then compares more answers.
@@ -51,7 +53,8 @@ TARGETED_EXPLORE = 0.05
 RANK = 8
 EXPLORE_SHARE = 0.1
 RIDGE = 1.0  # in units of one average candidate's information
-CONTROL_SHARE = 0.5  # of all pairs (by hash), and of a non-random strategy's picks
+CONTROL_SHARE = 0.5  # of all pairs, by hash: fixed, or earlier own picks would count as uniform
+CONTROL_PICKS = 0.75  # of a non-random strategy's picks: a uniformly random control pair
 CONTROL_BITS = 20  # the hash's bits below the first 20 decide control (the folds read the top)
 
 
@@ -90,11 +93,11 @@ def control_pick(
     control: np.ndarray, rng: np.random.Generator, share: float | None = None
 ) -> tuple[int | None, np.ndarray]:
     """For a non-random strategy over candidates whose control flags are ``control``: with
-    probability ``share`` (default ``CONTROL_SHARE``) the index of a uniformly random control
-    candidate (None when there is none), and always the candidates the strategy itself may pick (the others; all of them when
-    every candidate is a control pair)."""
+    probability ``share`` (default ``CONTROL_PICKS``) the index of a uniformly random control
+    candidate (None when there is none), and always the candidates the strategy itself may
+    pick (the others; all of them when every candidate is a control pair)."""
     own = np.flatnonzero(~control)
-    share = CONTROL_SHARE if share is None else share
+    share = CONTROL_PICKS if share is None else share
     if rng.random() < share and control.any():
         chosen = np.flatnonzero(control)
         return int(chosen[int(rng.integers(len(chosen)))]), own

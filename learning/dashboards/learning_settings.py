@@ -57,11 +57,10 @@ class LearningSettingsForm(forms.ModelForm):
             "older version (the published one, and the one 300 answers back) gain less over "
             "guessing the comparable rate under that version than its own held-out answers "
             "promised, beyond chance; answers to pairs a strategy chose for being uncertain are "
-            "left out (only its uniformly drawn control pairs, half its picks, count). This "
-            "rate is the chance that a study whose annotators never change their rule is "
-            "flagged at all, over all its versions together: larger is more sensitive, with "
-            "more false alarms. Between "
-            "0.000001 and 0.2; default 0.05.",
+            "left out (only its uniformly drawn control pairs, three quarters of its picks, "
+            "count). This rate is the chance that a study whose annotators never change their "
+            "rule is flagged at all, over all its versions together: larger is more sensitive, "
+            "with more false alarms. Between 0.000001 and 0.2; default 0.05.",
             "face_components": "How many sensitive directions FACE removes (the directions in "
             "which comparable items differ most). Empty: chosen from the data. Must be smaller "
             "than the space's dimension. Default 3.",

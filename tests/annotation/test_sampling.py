@@ -289,8 +289,8 @@ def no_control(monkeypatch):
     monkeypatch.setattr(strategies, "CONTROL_SHARE", 0.0)
 
 
-def test_half_of_a_targeted_studys_pairs_are_uniform_control_pairs(study, annotator, items):
-    from annotation.labelling.strategies import CONTROL_SHARE, pair_control
+def test_most_of_a_targeted_studys_pairs_are_uniform_control_pairs(study, annotator, items):
+    from annotation.labelling.strategies import CONTROL_PICKS, CONTROL_SHARE, pair_control
 
     study.strategy = Study.Strategy.TARGETED
     sigma = np.diag(np.linspace(0.05, 0.6, study.space.dimension))
@@ -302,7 +302,7 @@ def test_half_of_a_targeted_studys_pairs_are_uniform_control_pairs(study, annota
     assert set(reasons) <= {"control", "targeted"}
     # control pairs are offered only as control draws, and every control draw is one
     assert np.array_equal(control, reasons == "control")
-    assert abs(np.mean(reasons == "control") - CONTROL_SHARE) < 0.1
+    assert abs(np.mean(reasons == "control") - CONTROL_PICKS) < 0.1
     # a random study offers control pairs as it offers any: uniformly
     study.strategy = Study.Strategy.RANDOM
     picks = [next_pair(study=study, user=annotator, rng=rng) for _ in range(200)]
@@ -328,7 +328,7 @@ def _checked(study, sigma, z, sample="control", level=0.001, at=400):
 def test_while_the_drift_flag_watches_every_targeted_pick_is_a_control_pair(
     study, annotator, items
 ):
-    from annotation.labelling.strategies import CONTROL_SHARE, pair_control
+    from annotation.labelling.strategies import CONTROL_PICKS, pair_control
     from learning.versions.drift import WATCH_Z, watching
 
     study.strategy = Study.Strategy.TARGETED
@@ -345,7 +345,7 @@ def test_while_the_drift_flag_watches_every_targeted_pick_is_a_control_pair(
     _checked(study, sigma, z=-WATCH_Z + 0.2, at=500)
     assert not watching(study_id=study.pk)
     picks = [next_pair(study=study, user=annotator, rng=rng) for _ in range(200)]
-    assert abs(np.mean([p.reason == "control" for p in picks]) - CONTROL_SHARE) < 0.1
+    assert abs(np.mean([p.reason == "control" for p in picks]) - CONTROL_PICKS) < 0.1
     # a random study's check (every answer) or one only shown (no level) sets no watch
     _checked(study, sigma, z=-2.0, sample="all", at=600)
     assert not watching(study_id=study.pk)

@@ -3,7 +3,7 @@ fit and drift check (one stationary study per strategy, one window check each), 
 
 from __future__ import annotations
 
-from annotation.labelling.strategies import CONTROL_SHARE
+from annotation.labelling.strategies import CONTROL_PICKS
 from tests.conftest import run_benchmark
 
 
@@ -15,7 +15,7 @@ def test_the_drift_benchmark_runs_in_a_short_form():
     rows = rows[1:]  # past the header
     strategies = ["active", "information", "random", "stratified", "targeted"]
     assert [row[:5] for row in rows] == [
-        ["| model", strategy, "1", "—" if strategy == "random" else str(CONTROL_SHARE), test]
+        ["| model", strategy, "1", "—" if strategy == "random" else str(CONTROL_PICKS), test]
         for strategy in strategies
         for test in ("flag", "all answers")
     ]
