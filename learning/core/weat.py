@@ -229,8 +229,7 @@ def bootstrap_effect_size_ci(
     _check_common(1, (x.shape[0], y.shape[0]))
     s_x, s_y = association_scores(x, y, a, b, _root(sigma, d))
     rng = np.random.default_rng(random_state)
-    bx = s_x[rng.integers(0, s_x.size, size=(n_boot, s_x.size))]
-    by = s_y[rng.integers(0, s_y.size, size=(n_boot, s_y.size))]
+    bx, by = (s[rng.integers(0, s.size, size=(n_boot, s.size))] for s in (s_x, s_y))
     sd = np.std(np.concatenate([bx, by], axis=1), axis=1, ddof=1)
     diff = bx.mean(axis=1) - by.mean(axis=1)
     eff = np.divide(diff, sd, out=np.zeros_like(diff), where=sd > 0)
@@ -299,8 +298,8 @@ def effect_size_ci(
     quantile no nearer the centre than Student's t with |X|+|Y|−2 degrees of freedom. Not on the
     effect size itself: it is bounded (|d| < 1/√(p(1−p))) and at large effects far from pivotal;
     8 words per set give a bootstrap distribution with short tails, which the t floor (the exact
-    pivot for normal scores at δ = 0) corrects. ``estimate``: the sample effect size (``weat``).
-    Coverage: ``benchmarks/coverage.py`` (docs/core.md)."""
+    pivot for normal scores at δ = 0) corrects. ``estimate``: the sample effect size (``weat``);
+    resamples without spread are dropped. Coverage: ``benchmarks/coverage.py`` (docs/core.md)."""
     if not 0 < level < 1:
         raise ValueError(f"level must lie in (0, 1), got {level!r}")
     if not (isinstance(n_boot, (int, np.integer)) and n_boot >= 1):
@@ -315,9 +314,9 @@ def effect_size_ci(
     if not se > 0:  # no spread within the sets: nothing to infer
         return BootstrapResult(est, est, est, float(level), int(n_boot))
     rng = np.random.default_rng(random_state)
-    bx = s_x[rng.integers(0, s_x.size, size=(n_boot, s_x.size))]
-    by = s_y[rng.integers(0, s_y.size, size=(n_boot, s_y.size))]
-    t = (_within_gap(bx, by) - gap) / _jackknife_se(bx, by)
+    bx, by = (s[rng.integers(0, s.size, size=(n_boot, s.size))] for s in (s_x, s_y))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = (_within_gap(bx, by) - gap) / _jackknife_se(bx, by)
     t = t[np.isfinite(t)]
     floor = float(student_t.ppf((1 + level) / 2, s_x.size + s_y.size - 2))
     q_lo, q_hi = np.quantile(t, [(1 - level) / 2, (1 + level) / 2]) if t.size else (0.0, 0.0)
