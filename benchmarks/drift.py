@@ -292,7 +292,7 @@ def table(results: list[dict]) -> None:
     """The table: per cell and test, stationary studies flagged (false alarms) with their
     interval and the z of their checks, changed studies flagged within ``WITHIN`` answers."""
     cells: dict = {}
-    for result in results:  # random has none; runs before 2026-11-30: "share" (None: ½)
+    for result in results:  # random has none; earlier runs saved "share" (None: the ½ of then)
         share = result["picks"] if "picks" in result else result.get("share") or 0.5
         share = "—" if result["cell"][1] == "random" else share
         if share != "—" and result.get("watch") is None:
