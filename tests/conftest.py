@@ -200,6 +200,26 @@ def _private_cache(settings, tmp_path) -> None:
     }
 
 
+@pytest.fixture(autouse=True)
+def _fresh_process_caches() -> Iterator[None]:
+    """The per-process caches keyed by a study's id (the item pool, the oldest judgment id,
+    the group suggestions' random draws) emptied around each test: a test database rolled back
+    gives the next test's study the same id (SQLite reuses ids), and a stale pool offered items
+    of another space."""
+    from annotation.groups.suggestions import suggestions_cache_clear
+    from annotation.labelling import sampling
+    from annotation.selectors import pool_cache_clear
+
+    def clear() -> None:
+        pool_cache_clear()
+        suggestions_cache_clear()
+        sampling._first_id_cache.clear()
+
+    clear()
+    yield
+    clear()
+
+
 def pytest_collection_modifyitems(config, items):
     """Under pytest-xdist (``make test``: two workers) the browser tests run one after another
     on one worker — two Chromiums at once would starve the timing-sensitive ones — while the

@@ -6,9 +6,7 @@ import pytest
 from django.core.cache import cache
 from rest_framework.test import APIClient
 
-from annotation.groups.suggestions import suggestions_cache_clear
 from annotation.models import Membership
-from annotation.selectors import pool_cache_clear
 
 from .factories import make_space, make_study, make_user
 
@@ -17,12 +15,8 @@ Role = Membership.Role
 
 @pytest.fixture(autouse=True)
 def _fresh_caches():
-    pool_cache_clear()
-    suggestions_cache_clear()
-    cache.clear()
+    cache.clear()  # (the process caches: tests/conftest.py)
     yield
-    pool_cache_clear()
-    suggestions_cache_clear()
     cache.clear()
 
 

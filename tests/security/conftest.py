@@ -100,13 +100,6 @@ def unused_space(world: World) -> EmbeddingSpace:
 UNUSED_SPACE = "unused space"
 
 
-@pytest.fixture(autouse=True)
-def _fresh_pools():
-    pool_cache_clear()
-    yield
-    pool_cache_clear()
-
-
 @pytest.fixture(scope="module")
 def _module_world(django_db_setup, django_db_blocker, tmp_path_factory):
     """The world's rows (ids and token keys) and files, built once for the module in a
