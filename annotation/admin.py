@@ -1,5 +1,6 @@
 from django import forms
 from django.contrib import admin
+from django.db import models
 
 from .models import (
     Adjudication,
@@ -175,6 +176,9 @@ class WebhookAdmin(admin.ModelAdmin):
     search_fields = ["url", "study__name"]
     list_select_related = ["study", "created_by"]
     exclude = ["secret"]
+    # a URL typed without a scheme is https, as on the study's webhooks page (and Django 6's
+    # default)
+    formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
 
 
 @admin.register(WebhookDelivery)
