@@ -3,6 +3,7 @@
     python benchmarks/drift.py --processes 2 --save runs.jsonl   # 20 + 10 studies per cell
     python benchmarks/drift.py --quick         # 1 stationary study per strategy, 25 versions
     python benchmarks/drift.py --table a.jsonl b.jsonl           # the table of saved runs
+    python benchmarks/drift.py --table a.jsonl --rate 0.1        # ... as if at another rate
 
 A study: ``ITEMS`` items in d = 6, a version every 20 answers, 50 versions. Worlds
 (``--worlds``): ``model`` — features ``0.5·N(0, 1)``, EXPLORE's response model under
@@ -19,14 +20,13 @@ weighting on, identity prior) with its drift promise, judged as the worker judge
 ``window_due``, later answers, ``judge``, ``settle``, ``version_level``, minimum) against the
 version 300 answers back (nothing published); ``drift_check``'s reads replayed on arrays.
 
-Two tests per check, at the same level: ``flag`` — the app's (the later answers to control
-pairs, every answer under ``random``, their gain over the constant against the promise);
-``all answers`` — every later answer's surprise (``learning.core.drift.answer_surprises``)
-against the held-out answers' (docs/refits.md). ``stationary``: the rule never changes; a
-study counts once if any check is flagged. ``changed``: after answer 500 the rule is Σ₁ =
-diag(0, 0, 0, 0, 2, 3) (``rule``: the category instead of the normal columns); the table gives
-the studies flagged within 300 answers of it and not before (a false alarm).
-"""
+Two tests per check, at the same level: ``flag``, the app's (later answers to control pairs,
+every answer under ``random``: their gain over the constant against the promise); ``all
+answers``, every later answer's surprise (``learning.core.drift.answer_surprises``) against the
+held-out answers' (docs/refits.md). ``stationary``: the rule never changes; a study counts once
+if any check flags. ``changed``: after answer 500 the rule is Σ₁ = diag(0, 0, 0, 0, 2, 3)
+(``rule``: the category instead of the normal columns): studies flagged within 300 answers of
+it and not before (a false alarm). ``--rate`` replays saved studies at another rate."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 from scipy.special import expit  # noqa: E402
-from scipy.stats import beta  # noqa: E402
+from scipy.stats import beta, norm  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -84,8 +84,7 @@ class Study:
 
     def __init__(self, strategy, per_pair, changed, seed, world="model") -> None:
         self.rng = np.random.default_rng(seed)
-        self.strategy, self.per_pair, self.changed = strategy, per_pair, changed
-        self.world = world
+        self.strategy, self.per_pair, self.changed, self.world = strategy, per_pair, changed, world
         self.x = world_items(world, ITEMS, self.rng)
         self.a, self.b, self.y, self.who = [], [], [], []
         self.answered: set[tuple[int, int]] = set()
@@ -257,6 +256,13 @@ def run_study(args: tuple) -> dict:
     world_name = "changed" if changed else "stationary"
     out = {"cell": (world, strategy, per_pair, world_name), "checks": checks, "picks": share}
     out["watch"] = WATCH_Z if watch else None  # (the saved runs' field)
+    return out | outcome(checks, changed)
+
+
+def outcome(checks: list[dict], changed: bool) -> dict:
+    """Per test, whether a study's ``checks`` flagged it before the change (false) and within
+    ``WITHIN`` answers after."""
+    out = {}
     for name, _, _ in TESTS:
         flags = [c["answers"] for c in checks if c[name] and c[name][0]]
         after = [n - CHANGE_AT for n in flags if changed and n > CHANGE_AT]
@@ -265,6 +271,16 @@ def run_study(args: tuple) -> dict:
             "detected": bool(after) and min(after) <= WITHIN,
         }
     return out
+
+
+def at_rate(result: dict, rate: float) -> dict:
+    """A saved study as if its ``drift_alarm_rate`` were ``rate`` (``--rate``): each check's
+    level scales with the rate; its z, whether it is made and whether it sets the watch do not."""
+    checks = [
+        c | {n: c[n] and [c[n][1] < -norm.isf(c["level"] * rate / RATE), *c[n][1:]] for n, *_ in TESTS}
+        for c in result["checks"]
+    ]  # fmt: skip
+    return result | {"checks": checks} | outcome(checks, result["cell"][3] == "changed")
 
 
 def run_jobs(run, jobs: list, processes: int, save: str | None) -> list[dict]:
@@ -337,28 +353,22 @@ def calibration(results: list[dict]) -> None:
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument(
-        "--quick", action="store_true", help="1 stationary study per strategy, 1 answer per pair"
-    )
+    parser.add_argument("--quick", action="store_true", help="1 study/strategy, 1 answer/pair")
     parser.add_argument("--studies", type=int, default=20, help="stationary studies per cell")
     parser.add_argument("--changed-studies", type=int, default=10, help="changed ones per cell")
     parser.add_argument("--processes", type=int, default=1)
     parser.add_argument("--strategies", default=",".join(STRATEGIES))
     parser.add_argument("--worlds", default=",".join(WORLDS))
     parser.add_argument("--seed", type=int, default=0, help="the first study's seed")
-    parser.add_argument(
-        "--control-picks", type=float, help="share of control draws (default: the app's)"
-    )
-    parser.add_argument(
-        "--no-watch", action="store_true", help="no drift watch (every check at the usual share)"
-    )
+    parser.add_argument("--control-picks", type=float, help="control draws' share (the app's)")
+    parser.add_argument("--no-watch", action="store_true", help="no drift watch (its picks)")
     parser.add_argument("--save", help="append each study's result to this JSON-lines file")
     parser.add_argument("--table", nargs="*", help="only print the table of these saved files")
+    parser.add_argument("--rate", type=float, help=f"the table at this rate (saved at {RATE})")
     args = parser.parse_args(argv)
     if args.table:
-        saved = [
-            json.loads(line) for path in args.table for line in Path(path).read_text().splitlines()
-        ]
+        lines = [line for path in args.table for line in Path(path).read_text().splitlines()]
+        saved = [at_rate(json.loads(line), args.rate or RATE) for line in lines]
         table(saved)
         print()
         calibration(saved)
@@ -367,23 +377,15 @@ def main(argv=None) -> None:
     stationary, changed = (1, 0) if args.quick else (args.studies, args.changed_studies)
     share = args.control_picks
     jobs = [  # study by study across the cells, so that a run cut short covers them all
-        (
-            s,
-            per_pair,
-            flag,
-            args.seed + 1000 * per_pair + k + 500 * flag,
-            versions,
-            w,
-            share,
-            not args.no_watch,
-        )
+        (s, per_pair, flag, args.seed + 1000 * per_pair + k + 500 * flag, versions, w, share,
+         not args.no_watch)
         for k in range(max(stationary, changed))
         for w in (("model",) if args.quick else args.worlds.split(","))
         for s in args.strategies.split(",")
         for per_pair in ((1,) if args.quick else (1, 2))
         for flag, count in ((False, stationary), (True, changed))
         if k < count
-    ]
+    ]  # fmt: skip
     started = time.perf_counter()
     results = run_jobs(run_study, jobs, args.processes, args.save)
     print(f"{versions} versions of {STEP} answers; study-level rate {RATE}; change after "

@@ -28,3 +28,28 @@ def test_the_drift_benchmark_runs_in_a_short_form():
         assert row[1].startswith(("0/5", "1/5", "2/5"))  # the five stationary studies
         assert int(row[2]) == 5  # one window check each
         assert float(row[6].rstrip(" |")) > 0  # the sum of their levels
+
+
+def test_a_saved_run_replayed_at_its_own_rate_gives_its_outcomes_and_a_higher_rate_flags_more():
+    """``--rate``: each saved study replayed at the rate it ran at (0.05) keeps its saved
+    flags and outcome; at four times the rate every check it flagged still flags, and more."""
+    import importlib.util
+    import json
+
+    from tests.conftest import ROOT
+
+    spec = importlib.util.spec_from_file_location("drift_bench", ROOT / "benchmarks/drift.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    saved = ROOT / "benchmarks/runs/drift-picks75-changed-2026-11-29.jsonl"
+    studies = [json.loads(line) for line in saved.read_text().splitlines()]
+    more = 0
+    for study in studies:
+        same, higher = bench.at_rate(study, bench.RATE), bench.at_rate(study, 4 * bench.RATE)
+        assert same["flag"] == study["flag"]
+        assert same["checks"] == study["checks"]
+        for before, after in zip(study["checks"], higher["checks"], strict=True):
+            if before["flag"]:
+                assert after["flag"][0] >= before["flag"][0]
+                more += after["flag"][0] > before["flag"][0]
+    assert more > 0
