@@ -27,8 +27,12 @@ meets the same truths), and each annotator reports it flipped at their rate.
 **The loop** (no HTTP): ``annotation.labelling.sampling.next_pair`` (the real sampler: overlap 2, then the
 study's strategy) → ``annotation.labelling.services.judgment_create`` → at each checkpoint
 ``learning.refits.service.refit_study`` (the worker's refit: snapshot, ``fit_explore``, version
-stored and evaluated; FACE off, ``validation_share = 0`` so only one EXPLORE fit per refit).
-The sampler sees the version of the latest checkpoint. **Refit schedule**: after 20 labels and
+stored, evaluated and judged for new people; FACE off, the rest the study defaults). The
+sampler steers as in the app: by the newest version judged informative, uniformly (reason
+``random``) until there is one, and then three quarters of a non-random strategy's picks are
+control draws; the table gives each strategy's own share of the picks and the checkpoint of its
+first informative version. (The figures of 2026-11-24 predate that gate and the control picks
+(issue 35): the sampler then steered by every version from the first 20 answers on.) **Refit schedule**: after 20 labels and
 then every factor √2 (20, 28, 40, 57, 80, 113, ...), and at ``--max-labels``; a run stops one
 checkpoint after it first reaches the target.
 

@@ -44,9 +44,17 @@ class Run:
     loglik: list[float] = field(default_factory=list)
     error: list[float] = field(default_factory=list)
     reasons: Counter = field(default_factory=Counter)
+    verdicts: list[str] = field(default_factory=list)  # the newest version's, per checkpoint
     items_seen: int = 0
     sampler_s: float = 0.0
     refit_s: float = 0.0
+
+    def first_current(self) -> int | None:
+        """The first checkpoint whose version was judged informative: from there the sampler
+        of a non-random strategy steers by a metric (before, its picks are uniform). None also
+        for runs without verdicts (``strategy_replica.py``'s, which steer by every fit)."""
+        pairs = zip(self.labels, self.verdicts, strict=False)
+        return next((n for n, verdict in pairs if verdict == "informative"), None)
 
     def needed(self, target: float) -> float:
         """Labels at which the curve first reaches ``target`` (log-linear), NaN if never."""
@@ -103,7 +111,7 @@ def study_run(strategy, seed, space, ids, users, source, stick, schedule) -> Run
     )
     Membership.objects.bulk_create(Membership(user=u, study=study) for u in users)
     learning = selectors.learning_settings_get(study_id=study.pk)
-    learning.fit_face, learning.validation_share = False, 0.0
+    learning.fit_face = False  # the validation share, verdict and gate: the study defaults
     learning.version_min_new_answers, learning.version_min_minutes = 1, 0
     learning.save()
     rng = np.random.default_rng([seed, STRATEGIES.index(strategy) if strategy in STRATEGIES else 9])
@@ -135,6 +143,7 @@ def study_run(strategy, seed, space, ids, users, source, stick, schedule) -> Run
             version = selectors.version_latest_ready(study_id=study.pk, method="explore")
             if version is not None:
                 sigma = np.load(version.sigma.path)
+            run.verdicts.append(version.verdict if version is not None else "")
             run.refit_s += time.perf_counter() - t
             run.labels.append(n)
             run.loglik.append(stick.loglik(sigma))

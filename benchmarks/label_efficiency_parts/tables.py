@@ -32,8 +32,9 @@ def fmt_interval(mean, lo, hi, digits=0) -> str:
 def efficiency_table(runs: list[Run], stick: Yardstick, pool: int) -> tuple[str, dict]:
     lines = [
         "| strategy | labels to the target (mean [95 % CI] over seeds) | per seed | ratio vs random "
-        "| overlap share | pool items touched | sampler s/label | refit s |",
-        "|---|---|---|---|---|---|---|---|",
+        "| overlap share | picked by the strategy | first current version (labels) "
+        "| pool items touched | sampler s/label | refit s |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     summary = {}
     by = {s: [r for r in runs if r.strategy == s] for s in dict.fromkeys(r.strategy for r in runs)}
@@ -46,6 +47,8 @@ def efficiency_table(runs: list[Run], stick: Yardstick, pool: int) -> tuple[str,
             random_mean = mean
         labels = sum(sum(r.reasons.values()) for r in group)
         overlap = sum(r.reasons["overlap"] for r in group) / max(labels, 1)
+        own = sum(r.reasons[strategy] for r in group) / max(labels, 1)  # random's: all uniform
+        current = ", ".join(str(r.first_current() or "–") for r in group)
         touched = np.mean([r.items_seen / pool for r in group])
         per_label = sum(r.sampler_s for r in group) / max(labels, 1)
         refit = sum(r.refit_s for r in group) / max(sum(len(r.labels) for r in group), 1)
@@ -54,8 +57,8 @@ def efficiency_table(runs: list[Run], stick: Yardstick, pool: int) -> tuple[str,
         per_seed = ", ".join("–" if not np.isfinite(v) else f"{v:.0f}" for v in needed)
         lines.append(
             f"| {strategy} | {fmt_interval(mean, lo, hi)} | {per_seed} | "
-            f"{'–' if not np.isfinite(ratio) else f'{ratio:.2f}x'} | {overlap:.0%} | "
-            f"{touched:.0%} | {per_label * 1000:.0f} ms | {refit:.2f} |"
+            f"{'–' if not np.isfinite(ratio) else f'{ratio:.2f}x'} | {overlap:.0%} | {own:.0%} | "
+            f"{current} | {touched:.0%} | {per_label * 1000:.0f} ms | {refit:.2f} |"
         )
     return "\n".join(lines), summary
 

@@ -21,6 +21,8 @@ def test_the_label_efficiency_benchmark_runs_in_its_quick_form():
     out = result.stdout
     assert "| random |" in out
     assert "| targeted |" in out
+    # how far each strategy steered: its own picks, from its first informative version on
+    assert "| picked by the strategy | first current version (labels) |" in out
     assert "Noise robustness" in out
     # The mean-curve reading: random's later checkpoints, each with the labels targeted needs.
     assert "Read on the mean curves" in out
