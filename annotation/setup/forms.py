@@ -51,6 +51,12 @@ class StudyForm(forms.ModelForm):
             "target_per_annotator": "Answers each annotator is asked for (their progress bar).",
             "candidate_rate": "While uploaded candidate pairs are left, this share of the pairs "
             "comes from them and the rest from the strategy (1: all candidates first).",
+            "strategy": "The active-learning strategies pick pairs uniformly until a metric "
+            "version is judged informative for new people (stratified: by plain distances "
+            "until then). Every strategy but random picks only a quarter of the pairs itself: "
+            "three quarters are uniform control pairs, which the drift flag and the validity "
+            "checks read. The study dashboard shows how many labels each strategy needed in "
+            "simulated studies.",
         }
 
     def __init__(self, *args, user, **kwargs):
