@@ -213,7 +213,7 @@ def _fresh_process_caches() -> Iterator[None]:
     def clear() -> None:
         pool_cache_clear()
         suggestions_cache_clear()
-        sampling._first_id_cache.clear()
+        sampling.first_id_cache_clear()
 
     clear()
     yield

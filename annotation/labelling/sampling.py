@@ -182,6 +182,10 @@ def _study_first_id(study) -> int:
     return _first_id_cache[study.pk]
 
 
+def first_id_cache_clear() -> None:
+    _first_id_cache.clear()
+
+
 def _scan_rows(study, before_id: int | None = None) -> list[tuple]:
     """The study's newest ``SCAN_ROWS`` judgments (at or before ``before_id``), any source."""
     return list(

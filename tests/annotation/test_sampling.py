@@ -221,7 +221,7 @@ def test_older_open_pairs_are_found_beyond_the_newest_window(
     import annotation.labelling.sampling as sampling
 
     monkeypatch.setattr(sampling, "SCAN_ROWS", 4)
-    sampling._first_id_cache.clear()
+    sampling.first_id_cache_clear()
     answer(study, other_annotator, items[40].pk, items[41].pk)  # old and still open (1 < 2)
     for b in items[1:9]:  # then 8 pairs that two others closed: 16 newer rows
         answer(study, other_annotator, items[0].pk, b.pk)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 from django.contrib.auth import get_user_model
 
 from annotation.models import Membership
@@ -10,9 +11,13 @@ from learning.models import MetricVersion
 from ..synthetic import judgments_create, simulate
 
 
-def add_simulated(world, n_pairs: int, *, seed: int = 1, annotator=None):
+def add_simulated(world, n_pairs: int, *, seed: int = 1, annotator=None, flips: float = 0.0):
+    """``n_pairs`` distinct random pairs answered under Σ₀, a share ``flips`` of the answers
+    flipped (drawn from ``seed``)."""
     space, items, study, _ = world
     a, b, y = simulate(space.load_matrix(), n_pairs, seed=seed)
+    if flips:
+        y = np.where(np.random.default_rng(seed).random(y.size) < flips, 1 - y, y)
     return judgments_create(study, items, a, b, y, annotator=annotator)
 
 

@@ -17,8 +17,8 @@ from learning.models import MetricVersion
 from learning.refits import service
 from learning.versions import selectors, storage
 
-from ..synthetic import SIGMA0, judgments_create, simulate, space_create, study_create
-from .helpers import versions
+from ..synthetic import SIGMA0, judgments_create, space_create, study_create
+from .helpers import add_simulated, versions
 
 FLIPS = 0.1  # the share of answers flipped, before and after the version is published
 
@@ -42,16 +42,6 @@ def _answer_sampled(world, n, rng):
     return reasons
 
 
-def _answer_random(world, n, seed):
-    """``n`` answers to distinct random pairs under the same rule, flips included: the steady
-    rule the published version learns (without the flips its promise would be one the later,
-    noisier answers cannot keep: a change of the annotators, which the flag rightly reads)."""
-    space, items, study, _ = world
-    a, b, y = simulate(space.load_matrix(), n, seed=seed)
-    flipped = np.random.default_rng(seed).random(y.size) < FLIPS
-    judgments_create(study, items, a, b, np.where(flipped, 1 - y, y))
-
-
 @pytest.fixture
 def world(db, media_root):
     """80 items at scale 0.3 in d = 6 (random pairs 63 % comparable under Σ₀), three annotators,
@@ -73,7 +63,10 @@ def test_targeted_sampling_of_a_steady_rule_raises_no_flag(world):
     learning = selectors.learning_settings_get(study_id=study.pk)
     learning.drift_alarm_rate = 0.05  # the default: a study-level rate (per comparison before)
     learning.save()
-    _answer_random(world, 300, seed=4)
+    # the same rule, flips included, as the answers after publishing: without the flips its
+    # promise would be one the later, noisier answers cannot keep (a change of the
+    # annotators, which the flag rightly reads)
+    add_simulated(world, 300, seed=4, flips=FLIPS)
     service.refit_study(study_id=study.pk)
     published = versions(study, method="explore")[-1]
     storage.version_publish(
