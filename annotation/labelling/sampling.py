@@ -52,10 +52,10 @@ from spaces.models import Item, attach_spaces
 CANDIDATES = 256
 SCAN_ROWS = 300  # judgments per overlap window (newest, and a random earlier stretch)
 OVERLAP_CANDIDATES = 200
-STRATA = 5
-ATTEMPTS = 4
+STRATA, ATTEMPTS = 5, 4  # distance strata; candidate draws before the strategy gives up
 ANSWERED_MAX = 20_000  # a refill loads the annotator's answered pairs once, up to this many
 _first_id_cache: dict[int, int] = {}
+first_id_cache_clear = _first_id_cache.clear  # (the tests: a rolled-back database reuses ids)
 
 
 @dataclass
@@ -180,10 +180,6 @@ def _study_first_id(study) -> int:
             return 0
         _first_id_cache[study.pk] = first
     return _first_id_cache[study.pk]
-
-
-def first_id_cache_clear() -> None:
-    _first_id_cache.clear()
 
 
 def _scan_rows(study, before_id: int | None = None) -> list[tuple]:
