@@ -205,25 +205,20 @@ def _fresh_process_caches() -> Iterator[None]:
     """The per-process caches keyed by a study's id (the item pool, the oldest judgment id,
     the group suggestions' random draws) emptied around each test: a test database rolled back
     gives the next test's study the same id (SQLite reuses ids), and a stale pool offered items
-    of another space."""
+    of another space. Also the project's Celery app made this thread's current one again: the
+    app code sends through ``celery.current_app``, and a client ``Celery(...)`` a test makes
+    becomes current on creation (a test recording ``app.send_task`` then records nothing)."""
     from annotation.groups.suggestions import suggestions_cache_clear
     from annotation.labelling import sampling
     from annotation.selectors import pool_cache_clear
+    from fairmetric_site.celery import app
 
     def clear() -> None:
         pool_cache_clear()
         suggestions_cache_clear()
         sampling.first_id_cache_clear()
+        app.set_current()
 
     clear()
     yield
     clear()
-
-
-def pytest_collection_modifyitems(config, items):
-    """Under pytest-xdist (``make test``: two workers) the browser tests run one after another
-    on one worker — two Chromiums at once would starve the timing-sensitive ones — while the
-    rest is shared out (``--dist loadgroup``)."""
-    for item in items:
-        if item.get_closest_marker("browser"):
-            item.add_marker(pytest.mark.xdist_group("browser"))

@@ -36,7 +36,7 @@ def test_worker_answers_through_redis(redis_url, start_worker):
     proc, queue = start_worker(
         REDIS_URL=redis_url, CELERY_BROKER_URL=None, CELERY_RESULT_BACKEND=None
     )
-    client = Celery(broker=redis_url, backend=redis_url)
+    client = Celery(broker=redis_url, backend=redis_url, set_as_current=False)
     result = client.send_task("fairmetric.ping", args=["through redis"], queue=queue)
     assert result.get(timeout=60) == "through redis"
     assert proc.poll() is None  # a real, separate process that is still running
@@ -55,6 +55,7 @@ def test_worker_answers_through_the_embedded_broker(tmp_path: Path, start_worker
     folder = str(broker_dir / "queue")
     Path(folder).mkdir(parents=True, exist_ok=True)
     client = Celery(
+        set_as_current=False,
         broker="filesystem://",
         backend=results.as_uri(),
         broker_transport_options={
