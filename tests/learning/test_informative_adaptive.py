@@ -62,20 +62,25 @@ def test_the_verdict_under_an_adaptive_strategy_reads_control_answers_only(db, m
     """Half the answers on uniform control pairs, half on the pairs ``targeted`` picks itself
     (P(comparable) nearest its target, where a metric is unsure), all following the rule: under
     ``targeted`` the version is judged on the control pairs and is informative; the same answers
-    under ``random`` are all scored, and the picked pairs pull the gain down."""
+    under ``random`` are all scored, and the picked pairs pull the gain down. One study, fitted
+    under each strategy in turn: the same items, hence the same control pairs and held-out items.
+    Two studies of their own (800 answers of each kind) differed in both: over 30 offsets of the
+    item ids the gap was +0.064 ± 0.045, at most +0.02 in 6. One study with 1,500 of each, the
+    strategy's picks the nearest to its target of 24,000 pairs: +0.079 ± 0.018, least +0.044."""
+    study, items, users, matrix = judged_study(
+        media_root, name="adaptive", n_items=200, answers=0, seed=5
+    )
+    a, b, y = simulate(matrix, 24000, sigma0=SIGMA0, seed=6)
+    z = matrix[a] - matrix[b]
+    p = 2.0 / (1.0 + np.exp(np.einsum("ij,jk,ik->i", z, SIGMA0, z)))
+    ids = np.array([item.pk for item in items])
+    control = pair_control(np.minimum(ids[a], ids[b]), np.maximum(ids[a], ids[b]))
+    own = np.flatnonzero(~control)[np.argsort(np.abs(p[~control] - TARGET_P))[:1500]]
+    keep = np.sort(np.concatenate([np.flatnonzero(control)[:1500], own]))
+    judgments_create(study, items, a[keep], b[keep], y[keep], annotator=users[0])
     figures = {}
     for strategy in (Study.Strategy.TARGETED, Study.Strategy.RANDOM):
-        study, items, users, matrix = judged_study(
-            media_root, name=f"adaptive-{strategy}", n_items=200, answers=0, seed=5
-        )
-        a, b, y = simulate(matrix, 8000, sigma0=SIGMA0, seed=6)
-        z = matrix[a] - matrix[b]
-        p = 2.0 / (1.0 + np.exp(np.einsum("ij,jk,ik->i", z, SIGMA0, z)))
-        ids = np.array([item.pk for item in items])
-        control = pair_control(np.minimum(ids[a], ids[b]), np.maximum(ids[a], ids[b]))
-        own = np.flatnonzero(~control)[np.argsort(np.abs(p[~control] - TARGET_P))[:800]]
-        keep = np.sort(np.concatenate([np.flatnonzero(control)[:800], own]))
-        judgments_create(study, items, a[keep], b[keep], y[keep], annotator=users[0])
+        MetricVersion.objects.filter(study=study).delete()  # the same answers fitted afresh
         study.strategy = strategy
         study.save(update_fields=["strategy"])
         service.refit_study(study_id=study.pk)
@@ -88,7 +93,7 @@ def test_the_verdict_under_an_adaptive_strategy_reads_control_answers_only(db, m
     assert "control" not in uniform["summary"]
     assert 0.35 < adaptive["pairs"] / uniform["pairs"] < 0.65
     assert adaptive["verdict"] == INFORMATIVE == adaptive["verdict_field"]
-    assert adaptive["gain"] > uniform["gain"] + 0.02  # measured: +0.295 against +0.255
+    assert adaptive["gain"] > uniform["gain"] + 0.02
 
 
 def test_under_an_adaptive_strategy_only_control_answers_can_cost_the_current_version_its_place(
