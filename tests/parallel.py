@@ -1,11 +1,11 @@
 """Loaded with ``-p tests.parallel`` (pyproject's addopts), before Django's settings: under
-pytest-xdist (``make test`` runs two workers) each worker gets Redis databases of its own — the
-broker and cache of ``REDIS_URL`` moved from database N to N + 1 + the worker's number — and its
-own ``VAR_DIR``, so tasks queued by one worker's tests are never consumed by a Celery worker
+pytest-xdist (``make test`` runs three workers: Makefile) each worker gets Redis databases of
+its own — the broker and cache of ``REDIS_URL`` moved from database N to N + 1 + the worker's
+number — and its own ``VAR_DIR``, so tasks queued by one worker's tests are never consumed by a Celery worker
 another one started. The test databases are per worker already (pytest-django's suffix).
 
 Each worker, and every process its tests start, also does its linear algebra on one thread
-(``OMP_NUM_THREADS`` and the like, unless set): two workers each running OpenBLAS with a thread
+(``OMP_NUM_THREADS`` and the like, unless set): workers each running OpenBLAS with a thread
 per core oversubscribe the two cores, and the threads spin waiting for each other — measured:
 two runs of the validity and credit-study tests side by side took 67 s with the default threads
 and 27 s with one each (23 s alone)."""

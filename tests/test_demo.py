@@ -16,8 +16,8 @@ from spaces.models import EmbeddingSpace, Item, Tag
 
 from .celery_support import app_pointed_at
 
-# One xdist worker for the module: its fixture loads the demo (~40 s), once, not once a worker.
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("demo")]
+# One xdist worker for the module (``--dist loadfile``): its fixture loads the demo (~40 s) once.
+pytestmark = [pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")
