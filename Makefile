@@ -60,9 +60,9 @@ lint: install
 # databases and VAR_DIR: tests/parallel.py), a test file to a process (``loadfile``: a module's
 # fixtures are built once). Three on two cores: the tests wait about a third of their time
 # (browsers, workers, servers they start); measured 30 Nov 2026, two processes kept 1.33 cores
-# busy and took 14 min 13 s, three 1.64 cores and 12 min 7 s. (``loadgroup`` groups nothing
-# under pytest 9.2: pytest-dev/pytest-xdist#1386.) PYTEST_WORKERS=0 runs them in one. Times on
-# this 2-core machine: README, "Tests and CI".
+# busy and took 14 min 13 s, three 1.63-1.64 cores and 11 min 21 s to 12 min 10 s.
+# (``loadgroup`` groups nothing under pytest 9.2: pytest-dev/pytest-xdist#1386.)
+# PYTEST_WORKERS=0 runs them in one. Times on this 2-core machine: README, "Tests and CI".
 PYTEST_WORKERS ?= 3
 pytest: install
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)

@@ -222,3 +222,13 @@ def _fresh_process_caches() -> Iterator[None]:
     clear()
     yield
     clear()
+
+
+def pytest_collection_modifyitems(config, items):
+    """The modules holding a slow or browser test first, the order otherwise kept (a stable
+    sort after pytest-django's): ``make test`` hands whole files to its workers in the order
+    their tests first appear (``--dist loadfile``), so the long ones start early and the many
+    short ones even out the end."""
+    marks = ("slow", "browser")
+    long = {item.path for item in items if any(item.get_closest_marker(m) for m in marks)}
+    items.sort(key=lambda item: item.path not in long)
